@@ -1,0 +1,3 @@
+from kernelstitch.cli import main
+
+main()

@@ -1,0 +1,265 @@
+"""The problem format: which nn.Module classes a file holds and how to get their example inputs.
+
+One convention, KernelBench's, extended for files with several modules:
+
+* ``get_inputs()`` returns the positional arguments of ``forward`` (a list of tensors/values);
+* ``get_init_inputs()`` returns the constructor's positional arguments (optional: default ``[]``);
+* the plain names apply to the class named ``Model`` or, when the file defines a single
+  module class, to that class; any class ``Foo`` can have its own ``get_inputs_Foo()`` and
+  ``get_init_inputs_Foo()``, which win over the plain names.
+
+``scan_source`` works on source text alone (ast, no torch, no execution) and is what the
+language server calls on every edit; ``load_problem`` executes the file and is only ever called
+inside a worker process.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import itertools
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+# Base-class spellings that make a class an nn.Module without looking further.
+_MODULE_BASES = {"Module", "nn.Module", "torch.nn.Module"}
+# Names a generated implementation uses; not a problem of its own.
+CANDIDATE_CLASS = "ModelNew"
+DEFAULT_CLASS = "Model"
+
+
+class ProblemError(Exception):
+    """A problem file could not be used; the message says why and how to fix it."""
+
+
+@dataclass(frozen=True)
+class SourceError:
+    message: str
+    line: int  # 1-based
+    column: int  # 0-based
+
+
+@dataclass(frozen=True)
+class ModuleInfo:
+    """A torch.nn.Module subclass found in source text."""
+
+    name: str
+    line: int  # 1-based line of the `class` statement
+    end_line: int
+    name_column: int  # 0-based column of the class name, for editor ranges
+    forward_line: int | None
+    inputs_fn: str | None  # function giving forward's arguments
+    init_inputs_fn: str | None  # function giving the constructor's arguments (None: no args)
+
+    @property
+    def has_inputs(self) -> bool:
+        return self.inputs_fn is not None
+
+    def missing_inputs_message(self) -> str:
+        return (
+            f"{self.name} has no example inputs: add `def get_inputs_{self.name}(): return "
+            f"[torch.randn(...)]` (the arguments of forward) and, if the constructor takes "
+            f"arguments, `def get_init_inputs_{self.name}(): return [...]` at module level."
+        )
+
+
+@dataclass(frozen=True)
+class SourceScan:
+    modules: tuple[ModuleInfo, ...] = ()
+    error: SourceError | None = None
+    functions: frozenset[str] = field(default_factory=frozenset)
+
+    def module(self, name: str) -> ModuleInfo | None:
+        return next((m for m in self.modules if m.name == name), None)
+
+    def problems(self) -> tuple[ModuleInfo, ...]:
+        """Modules a user can generate for (generated candidates excluded)."""
+        return tuple(m for m in self.modules if m.name != CANDIDATE_CLASS)
+
+
+def _base_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_base_name(node.value)}.{node.attr}"
+    if isinstance(node, ast.Subscript):  # Generic[...] style bases
+        return _base_name(node.value)
+    return ""
+
+
+def _module_classes(tree: ast.Module) -> list[ast.ClassDef]:
+    """Top-level classes deriving from nn.Module, directly or through another class here."""
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    module_names: set[str] = set()
+    changed = True
+    while changed:  # fixed point: class B(A) where A(nn.Module) is defined later in the file
+        changed = False
+        for cls in classes:
+            if cls.name in module_names:
+                continue
+            bases = {_base_name(b) for b in cls.bases}
+            if bases & _MODULE_BASES or bases & module_names:
+                module_names.add(cls.name)
+                changed = True
+    return [c for c in classes if c.name in module_names]
+
+
+def _inputs_functions(
+    name: str, functions: set[str], sole_problem: bool
+) -> tuple[str | None, str | None]:
+    own_inputs, own_init = f"get_inputs_{name}", f"get_init_inputs_{name}"
+    if own_inputs in functions:
+        return own_inputs, own_init if own_init in functions else None
+    if (name == DEFAULT_CLASS or sole_problem) and "get_inputs" in functions:
+        return "get_inputs", "get_init_inputs" if "get_init_inputs" in functions else None
+    return None, None
+
+
+def scan_source(text: str) -> SourceScan:
+    """Find module classes and their inputs convention in source text; never raises."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        return _scan_of_syntax_error(exc)
+    functions = {
+        n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    classes = _module_classes(tree)
+    problem_count = sum(1 for c in classes if c.name != CANDIDATE_CLASS)
+    modules = []
+    for cls in classes:
+        forward = next(
+            (
+                n
+                for n in cls.body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"
+            ),
+            None,
+        )
+        inputs_fn, init_fn = _inputs_functions(cls.name, functions, problem_count == 1)
+        modules.append(
+            ModuleInfo(
+                name=cls.name,
+                line=cls.lineno,
+                end_line=cls.end_lineno or cls.lineno,
+                name_column=cls.col_offset + len("class "),
+                forward_line=forward.lineno if forward else None,
+                inputs_fn=inputs_fn,
+                init_inputs_fn=init_fn,
+            )
+        )
+    return SourceScan(modules=tuple(modules), functions=frozenset(functions))
+
+
+def _scan_of_syntax_error(exc: SyntaxError) -> SourceScan:
+    return SourceScan(
+        error=SourceError(
+            message=f"syntax error: {exc.msg}",
+            line=exc.lineno or 1,
+            column=max((exc.offset or 1) - 1, 0),
+        )
+    )
+
+
+def resolve_module(path: Path, class_name: str | None) -> ModuleInfo:
+    """Pick the module a command talks about; `class_name` None means the file's main one."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProblemError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    scan = scan_source(text)
+    if scan.error:
+        raise ProblemError(f"{path}:{scan.error.line}: {scan.error.message}")
+    problems = scan.problems()
+    if class_name:
+        found = scan.module(class_name)
+        if not found:
+            names = ", ".join(m.name for m in scan.modules) or "none"
+            raise ProblemError(f"{path}: no nn.Module class {class_name!r} (found: {names})")
+        return found
+    if not problems:
+        raise ProblemError(f"{path}: no torch.nn.Module subclass found")
+    default = next((m for m in problems if m.name == DEFAULT_CLASS), None)
+    if default:
+        return default
+    if len(problems) == 1:
+        return problems[0]
+    names = ", ".join(m.name for m in problems)
+    raise ProblemError(f"{path}: several modules ({names}); name one as {path}::NAME")
+
+
+def split_target(target: str) -> tuple[Path, str | None]:
+    """`file.py::Module` -> (Path, 'Module'); plain `file.py` -> (Path, None)."""
+    path, _, name = target.partition("::")
+    return Path(path), (name or None)
+
+
+# --------------------------------------------------------------------------------------------
+# Execution side (worker processes only: this runs the user's code).
+
+_module_counter = itertools.count()
+
+
+@dataclass
+class LoadedProblem:
+    path: Path
+    info: ModuleInfo
+    module_class: type
+    get_inputs: Callable[[], list[Any]]
+    get_init_inputs: Callable[[], list[Any]]
+    namespace: Any  # the executed Python module
+
+    def build(self) -> Any:
+        try:
+            return self.module_class(*self.get_init_inputs())
+        except Exception as exc:  # user code: any exception is a problem-level error
+            raise ProblemError(
+                f"{self.info.name}(*{self.info.init_inputs_fn or '[]'}()) raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def inputs(self) -> list[Any]:
+        try:
+            values = self.get_inputs()
+        except Exception as exc:
+            raise ProblemError(
+                f"{self.info.inputs_fn}() raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(values, (list, tuple)):
+            raise ProblemError(f"{self.info.inputs_fn}() must return a list, got {type(values)}")
+        return list(values)
+
+
+def import_file(path: Path, prefix: str = "ks_user") -> Any:
+    """Execute a Python file as a fresh module (unique name, its folder on sys.path)."""
+    path = Path(path).resolve()
+    name = f"_{prefix}_{next(_module_counter)}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise ProblemError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise ProblemError(f"importing {path} raised {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def load_problem(path: Path, class_name: str | None = None) -> LoadedProblem:
+    info = resolve_module(path, class_name)
+    if not info.has_inputs:
+        raise ProblemError(info.missing_inputs_message())
+    namespace = import_file(path)
+    cls = getattr(namespace, info.name)
+    get_inputs = getattr(namespace, info.inputs_fn)  # type: ignore[arg-type]
+    get_init = getattr(namespace, info.init_inputs_fn) if info.init_inputs_fn else (lambda: [])
+    return LoadedProblem(Path(path), info, cls, get_inputs, get_init, namespace)
