@@ -1,0 +1,37 @@
+# The two commands of the README: `make demo` and `make test`.  Both create the virtual
+# environment on first use.  Where a python3 with torch already exists (a GPU machine), the venv
+# sees it through --system-site-packages and keeps that CUDA build; elsewhere it gets the CPU
+# build `torch==2.13.0` (a plain `pip install torch` would pull a multi-GB CUDA build).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.kernelstitch-installed
+DEMO   ?= examples/elementwise_chain.py
+
+.PHONY: demo test test-python test-vscode install clean
+
+$(STAMP): pyproject.toml setup.py
+	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
+		echo "using the torch of $(PYTHON)"; $(PYTHON) -m venv --system-site-packages $(VENV); \
+	else $(PYTHON) -m venv $(VENV); fi
+	@$(BIN)/python -c "import torch" >/dev/null 2>&1 || $(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/kernelstitch generate $(DEMO)
+
+test: test-python test-vscode
+
+test-python: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-vscode:
+	@if [ -f vscode-client/package.json ]; then \
+		cd vscode-client && npm ci --no-audit --no-fund && npm run compile && npm run lint && npm test; \
+	else echo "vscode-client: no package.json yet"; fi
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

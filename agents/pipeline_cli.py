@@ -1,0 +1,67 @@
+"""Terminal front-end of the pipeline: `kernelstitch generate` with rich progress."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from kernelstitch.agents.job_protocol import JobResult, ProgressEvent
+from kernelstitch.core.problem import split_target
+from kernelstitch.core.workspace import Workspace, find_workspace_root
+
+EXIT_BY_VERDICT = {"accepted": 0, "rejected": 1, "could_not_verify": 2}
+
+
+def exit_code(result: JobResult) -> int:
+    """0 accepted (or written when verification was off), 1 rejected/failed, 2 unverified."""
+    if result.status != "succeeded":
+        return 1
+    if result.verdict is None:
+        return 0
+    return EXIT_BY_VERDICT.get(result.verdict.get("status", ""), 1)
+
+
+def generate_command(
+    target: str,
+    *,
+    coder: str,
+    verify: bool,
+    profile: bool,
+    json_output: bool,
+    workspace: Path | None,
+) -> int:
+    from rich.console import Console
+
+    from kernelstitch.agents.pipeline import PipelineConfig, run_generate
+
+    console = Console(stderr=True)
+    source, module = split_target(target)
+    if not source.exists():
+        console.print(f"[red]no such file: {source}[/red]")
+        return 1
+    root = workspace or find_workspace_root(source.resolve())
+    config = PipelineConfig(coder=coder, verify=verify, profile=profile)
+    cancel = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
+
+    def show(event: ProgressEvent) -> None:
+        step = f" [{event.step}/{event.total}]" if event.step else ""
+        console.print(f"[cyan]{event.stage:>10}[/cyan]{step} {event.message}")
+
+    try:
+        result = run_generate(source, module, Workspace(root), config, show, cancel)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if json_output:
+        print(json.dumps(asdict(result), indent=2))
+    else:
+        colour = {"succeeded": "green", "failed": "red", "cancelled": "yellow"}[result.status]
+        console.print(f"[{colour}]{result.status}[/{colour}]: {result.message}")
+        if result.candidate_path:
+            console.print(f"candidate: {result.candidate_path}")
+        if result.report_path:
+            console.print(f"report:    {result.report_path}")
+    return exit_code(result)
