@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml setup.py
 
 install: $(STAMP)
 
+# Exit status 2 means "written, but no GPU here to verify it": a finished demo on a CPU machine.
 demo: $(STAMP)
-	$(BIN)/kernelstitch generate $(DEMO)
+	$(BIN)/kernelstitch generate $(DEMO) || [ $$? -eq 2 ]
 
 test: test-python test-vscode
 

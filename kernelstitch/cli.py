@@ -77,18 +77,13 @@ def profile_cmd(
 @app.command()
 def bench(
     directory: Path = typer.Argument(..., help="folder of KernelBench-format problems"),
+    out: Optional[Path] = typer.Option(None, help="results folder (default bench/results/DATE)"),
+    only: List[str] = typer.Option([], help="problem names (file stems) to run"),
 ) -> None:
-    """Run generate + verify + profile over a folder and report (issue 7)."""
-    try:
-        from kernelstitch.agents.bench import bench_command  # noqa: F401
-    except ImportError:
-        typer.echo(
-            "kernelstitch bench is not built yet (issue 7: benchmark harness). "
-            "Use `kernelstitch generate` per problem meanwhile.",
-            err=True,
-        )
-        raise typer.Exit(3)
-    raise typer.Exit(bench_command(directory))
+    """Generate + verify every problem in a folder; JSON + markdown table of the results."""
+    from kernelstitch.agents.bench import bench_command
+
+    raise typer.Exit(bench_command(directory, out, only or None))
 
 
 @app.command()
