@@ -31,6 +31,7 @@ class PipelineConfig:
     device: int | None = None
     seeds: int = 3
     timing: bool = True
+    profilers: tuple[str, ...] = ("torch", "ncu")
     capture_timeout_s: float = 300.0
     verify_timeout_s: float = 900.0
     llm: dict[str, Any] = field(default_factory=dict)
@@ -38,6 +39,8 @@ class PipelineConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PipelineConfig":
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if "profilers" in known:
+            known["profilers"] = tuple(known["profilers"])
         return cls(**known)
 
 
@@ -216,4 +219,49 @@ def run_verify(
         status="succeeded", message=message, kind="verify", source_path=str(source),
         module=info.name, candidate_path=str(candidate), verdict=verdict.to_json(),
         run_id=run_id,
+    )
+
+
+def run_profile(
+    source: Path,
+    module: str | None,
+    workspace: Workspace,
+    config: PipelineConfig,
+    emit: Emit,
+    cancel: threading.Event | None = None,
+) -> JobResult:
+    """Profile the module on the GPU; findings carry the source lines that caused them."""
+    import json
+
+    from kernelstitch.profiler.profile import NoGpuError, profile_module
+    from kernelstitch.profiler.runner import TaskError
+
+    cancel = cancel or threading.Event()
+    source = Path(source).resolve()
+    try:
+        info = resolve_module(source, module)
+    except ProblemError as exc:
+        return _failed("profile", source, module, str(exc))
+    if not info.has_inputs:
+        return _failed("profile", source, info.name, info.missing_inputs_message())
+    emit(ProgressEvent(stage="profiling", message=f"profiling {info.name} ({', '.join(config.profilers)})"))
+    store = workspace.runstore()
+    run_id = store.start_run("profile", str(source), info.name, config.__dict__)
+    out_dir = workspace.output_dir(source, info.name)
+    try:
+        report = profile_module(
+            source, info.name, backends=config.profilers, work_dir=out_dir / "profile",
+            state_dir=workspace.state_dir,
+        )
+    except (NoGpuError, TaskError, ProblemError) as exc:
+        store.finish_run(run_id, "failed", {"message": str(exc)})
+        return _failed("profile", source, info.name, f"could not profile: {exc}", run_id=run_id)
+    report_json = report.to_json()
+    store.add_artifact(run_id, "profile", "profile.json", report_json)
+    findings = json.loads(report_json).get("findings", [])
+    message = f"{len(report.kernels)} kernels, {len(findings)} findings"
+    store.finish_run(run_id, "succeeded", {"message": message})
+    return JobResult(
+        status="succeeded", message=message, kind="profile", source_path=str(source),
+        module=info.name, findings=findings, run_id=run_id,
     )

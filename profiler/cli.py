@@ -1,0 +1,75 @@
+"""`kernelstitch profile FILE[::Module]`: the entry point the typer CLI wires in."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kernelstitch.profiler.profile import BACKENDS, NoGpuError, profile_module
+from kernelstitch.profiler.runner import TaskError
+
+from kernelstitch.core.problem import ProblemError, resolve_module, split_target
+
+EXIT_OK, EXIT_ERROR, EXIT_NO_GPU = 0, 1, 2
+
+
+def profile_command(
+    target: str,
+    *,
+    json_out: Path | None = None,
+    backends: list[str] | None = None,
+    plot: Path | None = None,
+    candidate: bool = False,
+    work_dir: Path | None = None,
+) -> int:
+    """Profile a module and print the kernel table and findings; returns the exit code.
+
+    `candidate=True` profiles the file's generated `ModelNew` instead of the named module.
+    """
+    from kernelstitch.profiler.render import plot_roofline, print_report
+    from rich.console import Console
+
+    console = Console(stderr=False)
+    err = Console(stderr=True)
+    backends = list(backends or ["torch", "ncu"])
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown:
+        err.print(f"[red]unknown backend(s) {unknown}; choose from {list(BACKENDS)}[/]")
+        return EXIT_ERROR
+    path, module = split_target(target)
+    if candidate:
+        module = "ModelNew"
+    try:
+        module = resolve_module(path, module).name  # fail fast, before any process starts
+        report = profile_module(path, module, backends=backends, work_dir=work_dir)
+    except ProblemError as exc:
+        err.print(f"[red]{exc}[/]")
+        return EXIT_ERROR
+    except NoGpuError:
+        err.print("[red]no GPU found: profiling needs a CUDA device (torch.cuda.is_available() "
+                  "is False in the worker)[/]")  # fmt: skip
+        return EXIT_NO_GPU
+    except TaskError as exc:
+        err.print(f"[red]profiling failed: {exc}[/]")
+        return EXIT_ERROR
+    print_report(report, console)
+    if json_out:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(report.to_json())
+        console.print(f"wrote {json_out}")
+    if plot and report.roofline:
+        console.print(f"wrote {plot_roofline(report, plot)}")
+    return EXIT_OK
+
+
+if (
+    __name__ == "__main__"
+):  # python -m kernelstitch.profiler.cli FILE[::Module] [out.json] [plot.png]
+    argv = sys.argv[1:]
+    sys.exit(
+        profile_command(
+            argv[0],
+            json_out=Path(argv[1]) if len(argv) > 1 else None,
+            plot=Path(argv[2]) if len(argv) > 2 else None,
+        )
+    )
