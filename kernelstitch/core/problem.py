@@ -89,9 +89,30 @@ def _base_name(node: ast.expr) -> str:
     return ""
 
 
+def _aliased_module_bases(tree: ast.Module) -> set[str]:
+    """Base spellings naming nn.Module through an import alias (`from torch import nn as tnn`)."""
+    bases: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name == "torch":
+                    bases.add(f"{alias.asname}.nn.Module")
+                elif alias.asname and alias.name == "torch.nn":
+                    bases.add(f"{alias.asname}.Module")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                if node.module == "torch" and alias.name == "nn":
+                    bases.add(f"{bound}.Module")
+                elif alias.name == "Module" and f"{node.module}.".startswith("torch.nn."):
+                    bases.add(bound)
+    return bases
+
+
 def _module_classes(tree: ast.Module) -> list[ast.ClassDef]:
     """Top-level classes deriving from nn.Module, directly or through another class here."""
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    known_bases = _MODULE_BASES | _aliased_module_bases(tree)
     module_names: set[str] = set()
     changed = True
     while changed:  # fixed point: class B(A) where A(nn.Module) is defined later in the file
@@ -100,7 +121,7 @@ def _module_classes(tree: ast.Module) -> list[ast.ClassDef]:
             if cls.name in module_names:
                 continue
             bases = {_base_name(b) for b in cls.bases}
-            if bases & _MODULE_BASES or bases & module_names:
+            if bases & known_bases or bases & module_names:
                 module_names.add(cls.name)
                 changed = True
     return [c for c in classes if c.name in module_names]
@@ -247,6 +268,7 @@ def import_file(path: Path, prefix: str = "ks_user") -> Any:
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
+        sys.modules.pop(name, None)
         raise ProblemError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
     except Exception as exc:
         sys.modules.pop(name, None)
