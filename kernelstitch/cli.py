@@ -91,7 +91,7 @@ def watch(
     directory: Path = typer.Argument(Path("."), help="folder to watch"),
 ) -> None:
     """Re-verify generated implementations when they or their sources change."""
-    from kernelstitch.agents.watch_cli import watch_command
+    from kernelstitch.watch_cli import watch_command
 
     raise typer.Exit(watch_command(directory))
 
