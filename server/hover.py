@@ -1,0 +1,150 @@
+"""Hover text (markdown): what KernelStitch knows about a module, a line, or a generated file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernelstitch.server.jobs import Job
+from kernelstitch.server.results import (
+    FindingView,
+    KernelView,
+    ModuleResults,
+    verdict_reasons,
+    verdict_speedup,
+    verdict_status,
+)
+
+from kernelstitch.core.problem import ModuleInfo
+
+_MAX_PLAN_STEPS = 8
+_MAX_KERNELS = 8
+
+
+def module_hover(info: ModuleInfo, entry: ModuleResults | None, job: Job | None,
+                 findings_current: bool) -> str:
+    parts = [f"**KernelStitch** · `{info.name}`"]
+    if not info.has_inputs:
+        parts.append("No example inputs yet: use *Add example inputs* to scaffold them.")
+    if job is not None:
+        parts.append(f"Job `{job.id}` ({job.spec.kind}): {job.state}, {job.message}")
+    if entry is None:
+        if info.has_inputs and job is None:
+            parts.append("Not generated yet: *Generate CUDA implementation* plans, codes and "
+                         "verifies a fused `ModelNew`.")
+        return "\n\n".join(parts)
+    verdict = verdict_line(entry.verdict)
+    if verdict:
+        parts.append(verdict)
+    plan = plan_summary(entry.plan)
+    if plan:
+        parts.append(plan)
+    if findings_current and (entry.kernels or entry.findings):
+        if entry.kernels:
+            parts.append(kernel_table(entry.kernels))
+        if entry.findings:
+            parts.append("**Findings**\n\n" + "\n".join(
+                f"- line {f.line or info.line}: {f.message}" for f in entry.findings))
+    elif entry.findings or entry.kernels:
+        parts.append("_Profile results were dropped: the code changed since the last run._")
+    links = []
+    if entry.candidate_path:
+        links.append(f"[generated implementation]({_file_uri(entry.candidate_path)})")
+    if entry.report_path:
+        links.append(f"[report]({_file_uri(entry.report_path)})")
+    if links:
+        parts.append(" · ".join(links))
+    return "\n\n".join(parts)
+
+
+def line_hover(line: int, entry: ModuleResults) -> str | None:
+    """Findings and kernels tied to 1-based `line`; None when the line has none."""
+    findings = [f for f in entry.findings if f.line == line or line in f.related_lines]
+    kernels = [k for k in entry.kernels if k.line == line]
+    if not findings and not kernels:
+        return None
+    parts = [f"**KernelStitch** · `{entry.module}` line {line}"]
+    if kernels:
+        parts.append(kernel_table(kernels))
+    parts += [finding_markdown(f) for f in findings]
+    return "\n\n".join(parts)
+
+
+def candidate_hover(entry: ModuleResults) -> str:
+    parts = [f"**KernelStitch** · generated for `{entry.module}`"]
+    parts.append(verdict_line(entry.verdict) or "Not verified yet.")
+    reasons = verdict_reasons(entry.verdict)
+    if reasons:
+        parts.append("\n".join(
+            f"- `{r.get('code', '?')}`: {r.get('message', '')}" for r in reasons[:6]))
+    plan = plan_summary(entry.plan)
+    if plan:
+        parts.append(plan)
+    return "\n\n".join(parts)
+
+
+def verdict_line(verdict: dict[str, Any] | None) -> str | None:
+    status = verdict_status(verdict)
+    if status is None:
+        return None
+    speedup = verdict_speedup(verdict)
+    text = {"accepted": "✅ accepted", "rejected": "❌ rejected",
+            "could_not_verify": "⚠️ could not verify"}.get(status, status)
+    line = f"**Verdict:** {text}"
+    if speedup is not None:
+        line += f" · **{speedup:.2f}x** vs eager PyTorch"
+    if status == "could_not_verify":
+        reasons = verdict_reasons(verdict)
+        if reasons:
+            line += f" ({reasons[0].get('message', '')})"
+    return line
+
+
+def plan_summary(plan: dict[str, Any] | None) -> str | None:
+    if not isinstance(plan, dict):
+        return None
+    steps = plan.get("steps")
+    lines = []
+    if isinstance(steps, list):
+        for index, step in enumerate(steps[:_MAX_PLAN_STEPS], start=1):
+            if isinstance(step, dict):
+                text = step.get("description") or step.get("name") or step.get("kind")
+            else:
+                text = step
+            lines.append(f"{index}. {text}")
+        if len(steps) > _MAX_PLAN_STEPS:
+            lines.append(f"… and {len(steps) - _MAX_PLAN_STEPS} more")
+    summary = plan.get("summary")
+    head = f"**Plan** ({len(steps) if isinstance(steps, list) else 0} steps)"
+    if isinstance(summary, str) and summary:
+        head += f": {summary}"
+    return "\n".join([head, ""] + lines) if lines or summary else None
+
+
+def kernel_table(kernels: list[KernelView]) -> str:
+    rows = ["| kernel | time | % of peak | bound |", "|---|---:|---:|---|"]
+    for k in sorted(kernels, key=lambda k: -k.total_us)[:_MAX_KERNELS]:
+        pct = f"{k.pct_of_peak:.0f}%" if k.pct_of_peak is not None else "–"
+        calls = f" ×{k.calls}" if k.calls > 1 else ""
+        rows.append(f"| `{_short(k.name)}`{calls} | {k.total_us:.1f} µs | {pct} | "
+                    f"{k.bound or '–'} |")
+    return "\n".join(rows)
+
+
+def finding_markdown(finding: FindingView) -> str:
+    parts = [f"**{finding.severity}**: {finding.message}"]
+    if finding.kernel:
+        parts.append(f"kernel `{_short(finding.kernel)}`")
+    if finding.detail:
+        parts.append(finding.detail)
+    if finding.suggestion:
+        parts.append(f"*Suggestion:* {finding.suggestion}")
+    return "\n\n".join(parts)
+
+
+def _short(name: str, limit: int = 60) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _file_uri(path: str) -> str:
+    return Path(path).as_uri()
