@@ -34,7 +34,8 @@ class PipelineConfig:
     profilers: tuple[str, ...] = ("torch", "ncu")
     capture_timeout_s: float = 300.0
     verify_timeout_s: float = 900.0
-    llm: dict[str, Any] = field(default_factory=dict)
+    llm: dict[str, Any] = field(default_factory=dict)  # base_url, model, api_key_env
+    budget: dict[str, Any] = field(default_factory=dict)  # time_s, iterations (LLM coder)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PipelineConfig":
