@@ -1,0 +1,574 @@
+"""Reduction emitter: sum, mean, amax, amin, logsumexp, softmax, log_softmax and layer_norm over a
+tensor seen as [outer, R, inner], with the elementwise prologue and epilogue fused.
+
+Paths (chosen at run time by `ks_plan_reduction`, shared with the binding):
+
+* row kernels (inner == 1, R <= 16K): the row is loaded once into registers with 16-byte vector
+  loads (a warp per row up to R = 1024, a block per row beyond), reduced with warp shuffles (+
+  shared memory across warps), and for softmax / log_softmax / layer_norm written back from the
+  registers: one read and one write of memory.  Softmax stats are max then sum of exp from the
+  cached values; layer_norm is two-pass over the cached values (mean, then squared deviations).
+* tile kernel (inner > 1, long rows, or too few rows to fill the GPU): consecutive threads take
+  consecutive inner indices (coalesced), threads along R keep online states (sum, max, online
+  max+sum-exp, Welford), merged in shared memory; R is split across blocks when the columns alone
+  cannot fill the SMs, and a finalize kernel merges the partial states.  Normalising kinds then
+  run an apply kernel (statistics + one more read of the input).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from string import Template
+
+from kernelstitch.agents.codegen.common import (
+    CUDA_PRELUDE,
+    CUDA_TYPE,
+    TORCH_DTYPE,
+    check_identifier,
+    vector_width,
+)
+from kernelstitch.agents.codegen.expr import compile_ops
+from kernelstitch.agents.codegen.spec import KernelSource, ReductionSpec
+
+NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm"})
+_STATE = {
+    "sum": "KsStateSum", "mean": "KsStateSum", "amax": "KsStateMax", "amin": "KsStateMin",
+    "logsumexp": "KsStateLse", "softmax": "KsStateLse", "log_softmax": "KsStateLse",
+    "layer_norm": "KsStateWelford",
+}
+_STATE_FLOATS = {"KsStateSum": 1, "KsStateMax": 1, "KsStateMin": 1, "KsStateLse": 2, "KsStateWelford": 3}
+_ROW_OP = {"sum": "KsOpSum", "mean": "KsOpSum", "amax": "KsOpMax", "amin": "KsOpMin"}
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """Which `inputs` feed the prologue, the layer_norm affine, and the epilogue."""
+
+    prologue: tuple[int, ...]
+    weight: int | None
+    bias: int | None
+    epilogue: tuple[int, ...]
+
+
+def _roles(spec: ReductionSpec) -> _Roles:
+    names = [t.name for t in spec.inputs]
+    if not names:
+        raise ValueError(f"{spec.name}: a reduction needs at least one input")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{spec.name}: duplicate input names {names}")
+    for n in list(spec.epilogue_inputs) + [spec.weight, spec.bias]:
+        if n is not None and n not in names:
+            raise ValueError(f"{spec.name}: {n!r} is not one of the inputs {names}")
+    if (spec.weight or spec.bias) and spec.kind != "layer_norm":
+        raise ValueError(f"{spec.name}: weight/bias are only for layer_norm")
+    special = set(spec.epilogue_inputs) | {spec.weight, spec.bias}
+    prologue = tuple(k for k, n in enumerate(names) if n not in special)
+    if not prologue or prologue[0] != 0:
+        raise ValueError(f"{spec.name}: inputs[0] must be the reduced tensor (a prologue input)")
+    return _Roles(
+        prologue=prologue,
+        weight=names.index(spec.weight) if spec.weight else None,
+        bias=names.index(spec.bias) if spec.bias else None,
+        epilogue=tuple(names.index(n) for n in spec.epilogue_inputs),
+    )
+
+
+def _loads(ks: tuple[int, ...], width: str, index: str, prefix: str = "a") -> str:
+    """Operand loads into `{prefix}{k}[width]` at linear index `index` (any layout)."""
+    return " ".join(f"float {prefix}{k}[{width}]; ks_load<{width}>(p{k}, d{k}, {index}, {prefix}{k});" for k in ks)
+
+
+def _row_loads(ks: tuple[int, ...], col: str, prefix: str = "a") -> str:
+    """Row-kernel loads of VEC elements at `col` of the current row (bases b{k} set per row)."""
+    return " ".join(f"float {prefix}{k}[VEC]; ks_load_row<VEC>(p{k}, d{k}, b{k}, {col}, {prefix}{k});" for k in ks)
+
+
+def emit_reduction(spec: ReductionSpec) -> KernelSource:
+    name = check_identifier(spec.name)
+    if spec.kind not in _STATE:
+        raise ValueError(f"{name}: unknown reduction kind {spec.kind!r}")
+    roles = _roles(spec)
+    normalizing = spec.kind in NORMALIZING
+    state = _STATE[spec.kind]
+    nf = _STATE_FLOATS[state]
+    vec = vector_width([t.dtype for t in spec.inputs] + [spec.out_dtype])
+    out_t = CUDA_TYPE[spec.out_dtype]
+    in_names = [t.name for t in spec.inputs]
+
+    pro_out = spec.prologue_out or (spec.prologue[-1].out if spec.prologue else in_names[0])
+    pro = compile_ops(f"{name}_pro", tuple(in_names[k] for k in roles.prologue), spec.prologue, (pro_out,))
+    epi = compile_ops(
+        f"{name}_epi", ("acc",) + tuple(in_names[k] for k in roles.epilogue), spec.epilogue, (spec.epilogue_out,)
+    )
+
+    def pro_call(index: str, dest: str) -> str:  # a{k}[q] already loaded
+        return f"{name}_pro({', '.join(f'a{k}[q]' for k in roles.prologue)}, {dest});"
+
+    def epi_call(value: str, q: str) -> str:  # e{k}[q] already loaded; in place on value
+        args = [value] + [f"e{k}[{q}]" for k in roles.epilogue] + [value]
+        return f"{name}_epi({', '.join(args)});"
+
+    def affine(width: str, index: str, value: str, q: str) -> tuple[str, str]:
+        """layer_norm weight/bias: (load statements, in-place update)."""
+        loads, upd = [], []
+        row = width != "1"
+
+        def load(k: int) -> str:
+            return _row_loads((k,), index, "w") if row else _loads((k,), width, index, "w")
+
+        if roles.weight is not None:
+            loads.append(load(roles.weight))
+            upd.append(f"{value} *= w{roles.weight}[{q}];")
+        if roles.bias is not None:
+            loads.append(load(roles.bias))
+            upd.append(f"{value} += w{roles.bias}[{q}];")
+        return " ".join(loads), " ".join(upd)
+
+    # Parameters shared by every kernel of this spec: operands in `inputs` order.
+    params = ", ".join(
+        f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
+        for k, t in enumerate(spec.inputs)
+    )
+    args = ", ".join(
+        f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]" for k, t in enumerate(spec.inputs)
+    )
+
+    # ---- reduced value -> stored scalar (reduce kinds), at output index `oidx` ----
+    finalize_scalar = {
+        "sum": "const float acc = st.a;",
+        "mean": "const float acc = st.a / (float)R;",
+        "amax": "const float acc = st.a;",
+        "amin": "const float acc = st.a;",
+        "logsumexp": "const float acc = st.m == -KS_INF ? -KS_INF : st.m + logf(st.s);",
+    }
+    # ---- statistics (normalising kinds): two floats per row/column ----
+    finalize_stats = {
+        "softmax": "const float s0 = st.m == -KS_INF ? 0.f : st.m, s1 = st.s;",
+        "log_softmax": "const float s0 = st.m == -KS_INF ? 0.f : st.m, s1 = logf(st.s);",
+        "layer_norm": f"const float s0 = st.mean, s1 = 1.0f / sqrtf(st.m2 / st.n + {_c(spec.eps)});",
+    }
+    normalize = {  # x -> y with stats s0, s1
+        "softmax": "expf(x - s0) / s1",
+        "log_softmax": "x - s0 - s1",
+        "layer_norm": "(x - s0) * s1",
+    }
+
+    def store_scalar(oidx: str) -> str:
+        return (
+            f"{{ float y = acc; {_loads(roles.epilogue, '1', oidx, 'e')} {epi_call('y', '0')} "
+            f"out[{oidx}] = ks_from_float<{out_t}>(y); }}"
+        )
+
+    def final_block(col: str) -> str:
+        """Inside the tile/finalize kernels: state `st` for output column `col`."""
+        if normalizing:
+            return f"{finalize_stats[spec.kind]} stats[2 * {col}] = s0; stats[2 * {col} + 1] = s1;"
+        return f"{finalize_scalar[spec.kind]} {store_scalar(col)}"
+
+    # ---- row kernel body after the row is cached in v[MAXV][VEC] ----
+    valid = "((j * TX + tx) * VEC < Ri)"
+    if spec.kind in _ROW_OP:
+        op = _ROW_OP[spec.kind]
+        row_tail = Template(
+            """
+    float r = ${op}::identity();
+#pragma unroll
+    for (int j = 0; j < MAXV; ++j) if (${valid}) {
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) r = ${op}::apply(r, v[j][q]);
+    }
+    r = ks_row_allreduce<${op}, WARP>(r, smem);
+    if (tx == 0) {
+      const float acc = ${fin};
+      ${store}
+    }"""
+        ).substitute(
+            op=op, valid=valid, fin="r / (float)R" if spec.kind == "mean" else "r", store=store_scalar("row")
+        )
+    elif spec.kind in ("logsumexp", "softmax", "log_softmax"):
+        exp_into_v = spec.kind == "softmax"
+        row_tail = Template(
+            """
+    float m = -KS_INF;
+#pragma unroll
+    for (int j = 0; j < MAXV; ++j) if (${valid}) {
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) m = ks_max(m, v[j][q]);
+    }
+    m = ks_row_allreduce<KsOpMax, WARP>(m, smem);
+    const float ms = m == -KS_INF ? 0.f : m;  // all -inf: sum is 0, no inf - inf
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < MAXV; ++j) if (${valid}) {
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) { const float e = expf(v[j][q] - ms); s += e; ${keep} }
+    }
+    s = ks_row_allreduce<KsOpSum, WARP>(s, smem);
+"""
+        ).substitute(valid=valid, keep="v[j][q] = e;" if exp_into_v else "")
+        if spec.kind == "logsumexp":
+            row_tail += f"""
+    if (tx == 0) {{
+      const float acc = ms + logf(s);
+      {store_scalar("row")}
+    }}"""
+        else:
+            y = "v[j][q] / s" if spec.kind == "softmax" else "v[j][q] - ms - logs"
+            row_tail += "    const float logs = logf(s); (void)logs;\n" + _row_store(y, valid, roles, epi_call, affine, out_t)
+    else:  # layer_norm
+        row_tail = Template(
+            """
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < MAXV; ++j) if (${valid}) {
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) s += v[j][q];
+    }
+    const float mean = ks_row_allreduce<KsOpSum, WARP>(s, smem) / (float)R;
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < MAXV; ++j) if (${valid}) {
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) { const float d = v[j][q] - mean; ss += d * d; }
+    }
+    const float rstd = 1.0f / sqrtf(ks_row_allreduce<KsOpSum, WARP>(ss, smem) / (float)R + ${eps});
+"""
+        ).substitute(valid=valid, eps=_c(spec.eps))
+        row_tail += _row_store("(v[j][q] - mean) * rstd", valid, roles, epi_call, affine, out_t)
+
+    row_operands = list(roles.prologue) + [k for k in (roles.weight, roles.bias) if k is not None]
+    if normalizing:
+        row_operands += list(roles.epilogue)
+    row_kernel = Template(
+        """
+template <int VEC, int MAXV, bool WARP>
+__global__ void __launch_bounds__(WARP ? 256 : 512, WARP ? 2 : 1)
+${name}_row(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R) {
+  __shared__ float smem[33];
+  const int tx = threadIdx.x;
+  const int TX = WARP ? 32 : blockDim.x;
+  const int Ri = (int)R;
+  const int64_t row_step = WARP ? (int64_t)gridDim.x * blockDim.y : (int64_t)gridDim.x;
+  for (int64_t row = WARP ? (int64_t)blockIdx.x * blockDim.y + threadIdx.y : (int64_t)blockIdx.x;
+       row < outer; row += row_step) {
+    ${bases}
+    float v[MAXV][VEC];
+#pragma unroll
+    for (int j = 0; j < MAXV; ++j) {
+      const int col = (j * TX + tx) * VEC;  // R <= KS_ROW_CAP: 32-bit column math
+      if (col < Ri) {
+        ${loads}
+#pragma unroll
+        for (int q = 0; q < VEC; ++q) ${pro_call}
+      }
+    }
+${tail}
+  }
+}
+"""
+    ).substitute(
+        name=name, params=params, out_t=out_t,
+        bases=" ".join(f"const int64_t b{k} = ks_row_base(d{k}, row, R);" for k in row_operands), loads=_row_loads(roles.prologue, "col"),
+        pro_call=pro_call("", "v[j][q]"), tail=row_tail,
+    )
+
+    tile_kernel = Template(
+        """
+// Threads (tx, ty): tx walks inner (consecutive addresses), ty walks R; blockIdx.y is the R split.
+__global__ void __launch_bounds__(256)
+${name}_tile(${params}, ${out_t}* __restrict__ out, float* __restrict__ partials, float* __restrict__ stats,
+             const int64_t outer, const int64_t R, const int64_t inner, const int64_t r_per_split) {
+  using State = ${state};
+  __shared__ float sm[State::NF][256];
+  const int tx = threadIdx.x, ty = threadIdx.y, TXI = blockDim.x, TYR = blockDim.y;
+  const int64_t cb = (inner + TXI - 1) / TXI;
+  const int64_t o = (int64_t)blockIdx.x / cb;
+  const int64_t i = ((int64_t)blockIdx.x - o * cb) * TXI + tx;
+  const int64_t r0 = (int64_t)blockIdx.y * r_per_split;
+  const int64_t r1 = r0 + r_per_split < R ? r0 + r_per_split : R;
+  State st = State::init();
+  if (i < inner) {
+    const int64_t base = o * R * inner + i;
+    int64_t r = r0 + ty;
+    for (; r + 7 * TYR < r1; r += 8 * TYR) {  // 8 independent loads in flight per thread
+      float x[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int64_t idx = base + (r + (int64_t)u * TYR) * inner;
+        ${loads1}
+        const int q = 0; ${pro_x}
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u) st.push(x[u]);
+    }
+    for (; r < r1; r += TYR) {
+      const int64_t idx = base + r * inner;
+      float x[1]; const int u = 0;
+      ${loads1}
+      const int q = 0; ${pro_x}
+      st.push(x[0]);
+    }
+  }
+  const int t = ty * TXI + tx;
+  {
+    float f[State::NF]; st.save(f);
+#pragma unroll
+    for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
+  }
+  __syncthreads();
+  for (int s = TYR / 2; s > 0; s >>= 1) {
+    if (ty < s) {
+      float f[State::NF];
+#pragma unroll
+      for (int k = 0; k < State::NF; ++k) f[k] = sm[k][t + s * TXI];
+      st.merge(State::load(f));
+      st.save(f);
+#pragma unroll
+      for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
+    }
+    __syncthreads();
+  }
+  if (ty == 0 && i < inner) {
+    const int64_t col = o * inner + i;
+    if (gridDim.y == 1) {
+      ${final}
+    } else {
+      st.save(partials + ((int64_t)blockIdx.y * outer * inner + col) * State::NF);
+    }
+  }
+}
+
+// Merges the R-split partial states of each column.
+__global__ void __launch_bounds__(256)
+${name}_finalize(${params}, ${out_t}* __restrict__ out, const float* __restrict__ partials, float* __restrict__ stats,
+                 const int64_t cols, const int64_t splits, const int64_t R) {
+  using State = ${state};
+  for (int64_t col = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; col < cols; col += (int64_t)gridDim.x * blockDim.x) {
+    State st = State::init();
+    for (int64_t s = 0; s < splits; ++s) st.merge(State::load(partials + (s * cols + col) * State::NF));
+    ${final}
+  }
+}
+"""
+    ).substitute(
+        name=name, params=params, out_t=out_t, state=state, loads1=_loads(roles.prologue, "1", "idx"),
+        pro_x=pro_call("", "x[u]"), final=final_block("col"),
+    )
+
+    apply_kernel = ""
+    if normalizing:
+        w_loads, w_upd = affine("1", "idx", "y", "0")
+        apply_kernel = Template(
+            """
+// Normalising kinds on the tile path: y = normalize(prologue(x), stats of its column).
+__global__ void __launch_bounds__(256)
+${name}_apply(${params}, ${out_t}* __restrict__ out, const float* __restrict__ stats,
+              const int64_t outer, const int64_t R, const int64_t inner) {
+  const int64_t n = outer * R * inner;
+  for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < n; idx += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t o = ks_div(idx, R * inner);
+    const int64_t col = o * inner + (idx - ks_div(idx, inner) * inner);
+    ${loads1}
+    float x; const int q = 0; ${pro_x}
+    const float s0 = stats[2 * col], s1 = stats[2 * col + 1];
+    float y = ${norm};
+    ${w_loads} ${w_upd}
+    ${e_loads} ${epi}
+    out[idx] = ks_from_float<${out_t}>(y);
+  }
+}
+"""
+        ).substitute(
+            name=name, params=params, out_t=out_t, loads1=_loads(roles.prologue, "1", "idx"), pro_x=pro_call("", "x"),
+            norm=normalize[spec.kind], w_loads=w_loads, w_upd=w_upd,
+            e_loads=_loads(roles.epilogue, "1", "idx", "e"), epi=epi_call("y", "0"),
+        )
+
+    launcher_sig = (
+        f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, float* workspace, "
+        f"int64_t outer, int64_t R, int64_t inner, const KsRedPlan& plan, int vec, cudaStream_t stream)"
+    )
+    launch_row = "\n".join(
+        Template(
+            """  if (plan.path == ${path} && vec == ${v}) {
+    auto kernel = ${name}_row<${v}, ${maxv}, ${warp}>;
+    static const int per_sm = ks_blocks_per_sm(kernel, ${threads});
+    const dim3 block(${bx}, ${by});
+    const int64_t blocks = ks_grid(per_sm, ks_cdiv(outer, ${rows_per_block}));
+    kernel<<<(unsigned)blocks, block, 0, stream>>>(${args}, o, outer, R);
+    return;
+  }"""
+        ).substitute(
+            path=path, v=v, name=name, maxv=max(1, cap // v), warp=warp, args=args,
+            threads="256" if warp == "true" else "plan.threads_x",
+            bx="32" if warp == "true" else "plan.threads_x", by="8" if warp == "true" else "1",
+            rows_per_block="8" if warp == "true" else "1",
+        )
+        for path, cap, warp in (("KS_PATH_ROW_WARP", 32, "true"), ("KS_PATH_ROW_BLOCK", 32, "false"))
+        for v in sorted({1, vec})
+    )
+    apply_launch = ""
+    if normalizing:
+        apply_launch = f"""
+  {{
+    static const int per_sm = ks_blocks_per_sm({name}_apply, 256);
+    const int64_t blocks = ks_grid(per_sm, ks_cdiv(outer * R * inner, 256));
+    {name}_apply<<<(unsigned)blocks, 256, 0, stream>>>({args}, o, stats, outer, R, inner);
+  }}"""
+    cuda = f"""{CUDA_PRELUDE}
+// ---- reduction kernel {name}: {spec.kind} ----
+{pro.source}
+{epi.source}
+{row_kernel}
+{tile_kernel}
+{apply_kernel}
+{launcher_sig} {{
+  {out_t}* o = static_cast<{out_t}*>(out);
+  if (outer <= 0 || inner <= 0) return;
+{launch_row}
+  // Tile path: partial states first (when R is split), then statistics last.
+  const int64_t cols = outer * inner;
+  float* partials = workspace;
+  float* stats = workspace + (plan.splits > 1 ? plan.splits * cols * {nf} : 0);
+  const dim3 block(plan.threads_x, plan.threads_y);
+  const dim3 grid((unsigned)(outer * ks_cdiv(inner, plan.threads_x)), (unsigned)plan.splits);
+  {name}_tile<<<grid, block, 0, stream>>>({args}, o, partials, stats, outer, R, inner, plan.r_per_split);
+  if (plan.splits > 1) {{
+    static const int per_sm = ks_blocks_per_sm({name}_finalize, 256);
+    const int64_t blocks = ks_grid(per_sm, ks_cdiv(cols, 256));
+    {name}_finalize<<<(unsigned)blocks, 256, 0, stream>>>({args}, o, partials, stats, cols, plan.splits, R);
+  }}{apply_launch}
+}}
+"""
+    binding = _binding(spec, roles, name, vec, nf, launcher_sig)
+    return KernelSource(
+        function=name,
+        cuda=cuda,
+        binding=binding,
+        launcher_decl=launcher_sig + ";",
+        python_args=tuple(in_names),
+        notes=(
+            (
+                f"{spec.kind}: row kernels keep the row in registers ({vec}-wide 16-byte loads when "
+                "aligned), warp-per-row up to R=1024, block-per-row up to 16K"
+            ),
+            (
+                "tile kernel for inner > 1 / long rows: coalesced along inner, online states, R split "
+                "across blocks when columns cannot fill the SMs"
+            ),
+            "prologue/epilogue fused; fp32 accumulation (Welford for layer_norm on the tile path)",
+        ),
+    )
+
+
+def _c(x: float) -> str:
+    from kernelstitch.agents.codegen.expr import c_float
+
+    return c_float(x)
+
+
+def _row_store(y: str, valid: str, roles: _Roles, epi_call, affine, out_t: str) -> str:
+    """Write back a normalised row from the registers: affine, epilogue, 16-byte stores."""
+    w_loads, w_upd = affine("VEC", "col", "yv[q]", "q")
+    return Template(
+        """
+#pragma unroll
+    for (int j = 0; j < MAXV; ++j) if (${valid}) {
+      const int col = (j * TX + tx) * VEC;
+      ${w_loads}
+      ${e_loads}
+      float yv[VEC];
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) { yv[q] = ${y}; ${w_upd} ${epi} }
+      ks_st_vec<VEC>(out + row * R + col, yv);
+    }"""
+    ).substitute(
+        valid=valid, w_loads=w_loads, w_upd=w_upd, e_loads=_row_loads(roles.epilogue, "col", "e"), y=y,
+        epi=epi_call("yv[q]", "q"),
+    )
+
+
+def _binding(spec: ReductionSpec, roles: _Roles, name: str, vec: int, nf: int, launcher_sig: str) -> str:
+    n = len(spec.inputs)
+    normalizing = spec.kind in NORMALIZING
+    checks = "\n  ".join(
+        f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
+        for k, t in enumerate(spec.inputs)
+    )
+    shapes = ", ".join("os" if k in roles.epilogue else "xs" for k in range(n))
+    ptrs = ", ".join(f"&in_{k}" for k in range(n))
+    row_read = list(roles.prologue) + [k for k in (roles.weight, roles.bias) if k is not None]
+    if normalizing:
+        row_read += list(roles.epilogue)
+    row_read = ", ".join(str(k) for k in row_read)
+    if spec.kind == "layer_norm":
+        view = f"""  TORCH_CHECK(nd >= {spec.norm_ndim}, "{name}: layer_norm over {spec.norm_ndim} dims of a ", nd, "-d tensor");
+  const int64_t split = nd - {spec.norm_ndim};
+  for (int64_t k = 0; k < split; ++k) outer *= x_sizes[k];
+  for (int64_t k = split; k < nd; ++k) R *= x_sizes[k];
+  out_shape = x_sizes;"""
+    else:
+        reduce_shape = (
+            "out_shape = x_sizes;"
+            if normalizing
+            else ("out_shape = x_sizes; out_shape[dim] = 1;" if spec.keepdim else
+                  "out_shape = x_sizes; out_shape.erase(out_shape.begin() + dim);")
+        )
+        view = f"""  int64_t dim = {spec.dim};
+  if (nd == 0) {{
+    TORCH_CHECK(dim == 0 || dim == -1, "{name}: dim ", dim, " out of range for a 0-d tensor");
+  }} else {{
+    if (dim < 0) dim += nd;
+    TORCH_CHECK(dim >= 0 && dim < nd, "{name}: dim {spec.dim} out of range for a ", nd, "-d tensor");
+    for (int64_t k = 0; k < dim; ++k) outer *= x_sizes[k];
+    R = x_sizes[dim];
+    for (int64_t k = dim + 1; k < nd; ++k) inner *= x_sizes[k];
+    {reduce_shape}
+  }}"""
+    return f"""
+// ---- binding {name}: {spec.kind} ----
+at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
+  TORCH_CHECK(in_0.is_cuda(), "{name}: expected CUDA tensors");
+  const at::Device device = in_0.device();
+  {checks}
+  const std::vector<int64_t> x_sizes(in_0.sizes().begin(), in_0.sizes().end());
+  const int64_t nd = (int64_t)x_sizes.size();
+  int64_t outer = 1, R = 1, inner = 1;
+  std::vector<int64_t> out_shape;
+{view}
+  const c10::cuda::CUDAGuard guard(device);  // after validation: errors throw before it
+  at::Tensor out = at::empty(out_shape, in_0.options().dtype({TORCH_DTYPE[spec.out_dtype]}));
+  if (out.numel() == 0) return out;
+  TORCH_CHECK(R > 0, "{name}: reduction over an empty dimension");
+  const bool normalizing = {"true" if normalizing else "false"};
+  KsRedPlan plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, false);
+  const c10::IntArrayRef xs(x_sizes), os(out_shape);
+  (void)os;
+  KsOperand descs[{n}];
+  const int want = (plan.path != KS_PATH_TILE && R % {vec} == 0) ? {vec} : 1;
+  int vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, want, descs);
+  // Row kernels read only row-affine layouts (full rows, row vectors, per-row values): try the
+  // scalar width (rows of any length), else take the tile path.
+  const int row_read[] = {{{row_read}}};
+  auto row_affine = [&]() {{
+    for (int k : row_read) if (!ks_row_affine(descs[k], R)) return false;
+    return true;
+  }};
+  if (plan.path != KS_PATH_TILE && vec > 1 && !row_affine()) vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
+  if (plan.path != KS_PATH_TILE && !row_affine()) {{
+    plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, true);
+    vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
+  }}
+  at::Tensor workspace;
+  float* ws = nullptr;
+  if (plan.workspace_floats > 0) {{
+    workspace = at::empty({{plan.workspace_floats}}, in_0.options().dtype(at::kFloat));
+    ws = workspace.data_ptr<float>();
+  }}
+  const void* ins[{n}] = {{{", ".join(f"in_{k}.data_ptr()" for k in range(n))}}};
+  {name}_launch(ins, descs, out.data_ptr(), ws, outer, R, inner, plan, vec,
+      c10::cuda::getCurrentCUDAStream(device.index()).stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}}
+"""

@@ -1,0 +1,127 @@
+"""The built-in coder: Plan + Graph -> Candidate, through the codegen emitters.
+
+    candidate = code_builtin(plan, graph, reference_path, output_path)
+    write_candidate(candidate, out_dir)      # model_new.py, plan.json, kernels/<step>.cu
+
+`generate_builtin(path, module)` captures, plans and codes in-process (tests, scripts).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelstitch.agents.codegen.common import (
+    EXTRA_CFLAGS,
+    EXTRA_CUDA_CFLAGS,
+    EXTRA_LDFLAGS,
+    build_extension_sources,
+)
+from kernelstitch.agents.codegen.spec import ElementwiseSpec, GemmSpec, KernelSource, ReductionSpec
+from kernelstitch.agents.coder.program import CoderError, Program
+from kernelstitch.agents.coder.signature import constructor_signature
+from kernelstitch.agents.coder.wrapper import render_candidate
+from kernelstitch.agents.graph.ir import Graph
+from kernelstitch.agents.plan import Plan
+from kernelstitch.agents.planner.builtin import graph_for_plan, plan_builtin
+from kernelstitch.agents.planner.spec_json import spec_from_json
+
+__all__ = [
+    "Candidate",
+    "CoderError",
+    "code_builtin",
+    "emit_kernel",
+    "generate_builtin",
+    "write_candidate",
+]
+
+
+@dataclass
+class Candidate:
+    source: str  # the model_new.py text
+    plan: Plan
+    kernels: list[KernelSource]
+    torch_ops: dict[str, str]  # KERNELSTITCH_TORCH_OPS
+    kernel_steps: dict[str, str] = field(default_factory=dict)  # step id -> kernel function
+
+    def kernel_for_step(self, step_id: str) -> KernelSource:
+        name = self.kernel_steps[step_id]
+        return next(k for k in self.kernels if k.function == name)
+
+
+def emit_kernel(spec: dict[str, Any]) -> KernelSource:
+    """The emitter for one step's spec JSON."""
+    parsed = spec_from_json(spec)
+    if isinstance(parsed, ElementwiseSpec):
+        from kernelstitch.agents.codegen.elementwise import emit_elementwise
+
+        return emit_elementwise(parsed)
+    if isinstance(parsed, ReductionSpec):
+        from kernelstitch.agents.codegen.reduction import emit_reduction
+
+        return emit_reduction(parsed)
+    if isinstance(parsed, GemmSpec):
+        from kernelstitch.agents.codegen.gemm import emit_gemm
+
+        return emit_gemm(parsed)
+    raise CoderError(f"no emitter for spec {spec.get('type')!r}")
+
+
+def code_builtin(plan: Plan, graph: Graph, reference_path: str | Path,
+                 output_path: str | Path) -> Candidate:
+    """Emit every kernel step and wrap them in ModelNew (output_path: where the file will live,
+    so the reference can be found relative to it)."""
+    full_graph = graph_for_plan(plan, graph)
+    kernels: dict[str, KernelSource] = {}
+    for step in plan.steps:
+        if step.is_kernel:
+            try:
+                kernels[step.id] = emit_kernel(step.spec)
+            except (ValueError, KeyError) as exc:
+                raise CoderError(f"step {step.id} ({step.description}): {exc}") from exc
+    program = Program(plan, full_graph, kernels)
+    body = program.build()
+    ordered = [kernels[s.id] for s in plan.steps if s.id in kernels]
+    cpp, cuda, functions = build_extension_sources(ordered) if ordered else ("", "", [])
+    needs_cublaslt = any((s.spec or {}).get("type") == "gemm" for s in plan.steps if s.is_kernel)
+    reference_path = Path(reference_path).resolve()
+    init_sig = constructor_signature(reference_path.read_text(encoding="utf-8"), plan.module)
+    source = render_candidate(
+        module=plan.module, source_path=reference_path, output_path=Path(output_path),
+        plan_json=plan.to_json(), torch_ops=program.torch_ops, cpp=cpp, cuda=cuda,
+        functions=functions, cflags=list(EXTRA_CFLAGS), cuda_cflags=list(EXTRA_CUDA_CFLAGS),
+        ldflags=list(EXTRA_LDFLAGS) if needs_cublaslt else [], init_sig=init_sig,
+        forward_inputs=[f"v_{n.name}" for n in full_graph.user_inputs()], body=body,
+        cuda_graph=plan.host.cuda_graph)
+    return Candidate(source=source, plan=plan, kernels=ordered, torch_ops=dict(program.torch_ops),
+                     kernel_steps={sid: k.function for sid, k in kernels.items()})
+
+
+def write_candidate(candidate: Candidate, out_dir: str | Path) -> Path:
+    """model_new.py, plan.json and kernels/<step>.cu (each .cu compiles alone with nvcc -c)."""
+    out_dir = Path(out_dir)
+    (out_dir / "kernels").mkdir(parents=True, exist_ok=True)
+    for old in (out_dir / "kernels").glob("*.cu"):
+        old.unlink()
+    for step_id, function in candidate.kernel_steps.items():
+        kernel = next(k for k in candidate.kernels if k.function == function)
+        (out_dir / "kernels" / f"{step_id}.cu").write_text(kernel.cuda, encoding="utf-8")
+    (out_dir / "plan.json").write_text(json.dumps(candidate.plan.to_json(), indent=2),
+                                       encoding="utf-8")
+    path = out_dir / "model_new.py"
+    path.write_text(candidate.source, encoding="utf-8")
+    return path
+
+
+def generate_builtin(path: str | Path, module: str | None = None,
+                     output_path: str | Path | None = None,
+                     constants: dict[str, Any] | None = None) -> Candidate:
+    """Capture (in this process: it runs the user's code), plan and code."""
+    from kernelstitch.agents.graph.capture import capture
+
+    graph = capture(path, module, constants)
+    plan = plan_builtin(graph)
+    target = Path(output_path) if output_path else Path(path).resolve().parent / "model_new.py"
+    return code_builtin(plan, graph, path, target)

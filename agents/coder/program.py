@@ -1,0 +1,194 @@
+"""The body of ModelNew.forward: a straight-line program over the plan's steps.
+
+Values are locals named `v_<node>`.  Kernel steps call the compiled extension (`_KS.<fn>`),
+library/fallback steps call the exact ATen overload the graph recorded
+(`torch.ops.aten.conv2d.default(...)`), and view/size ops are emitted on demand, right before
+the first statement that needs them (they are PyTorch calls that move no data).
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+from typing import Any
+
+from kernelstitch.agents.codegen.spec import KernelSource
+from kernelstitch.agents.graph.ir import DTypeConst, Graph, Node, NodeRef, OpaqueConst
+from kernelstitch.agents.plan import Plan
+from kernelstitch.agents.planner.ops import VIEW_OPS, is_host
+
+
+class CoderError(Exception):
+    """The plan cannot be turned into a program (a bug in the plan or an unsupported op)."""
+
+
+# View ops spelled as tensor methods when the node has no kwargs (reads better than torch.ops).
+_METHODS = {
+    "aten.view.default": "view", "aten.reshape.default": "reshape",
+    "aten._unsafe_view.default": "reshape", "aten.permute.default": "permute",
+    "aten.transpose.int": "transpose", "aten.t.default": "t",
+    "aten.unsqueeze.default": "unsqueeze", "aten.squeeze.dim": "squeeze",
+    "aten.squeeze.default": "squeeze", "aten.expand.default": "expand",
+    "aten.flatten.using_ints": "flatten", "aten.contiguous.default": "contiguous",
+    "aten.clone.default": "clone", "aten.detach.default": "detach",
+    "aten.select.int": "select", "aten.unflatten.int": "unflatten",
+}
+_OPERATORS = {"operator.add": "+", "operator.sub": "-", "operator.mul": "*",
+              "operator.floordiv": "//", "operator.truediv": "/", "operator.mod": "%",
+              "operator.pow": "**", "operator.eq": "==", "operator.ne": "!=",
+              "operator.lt": "<", "operator.le": "<=", "operator.gt": ">", "operator.ge": ">="}
+
+
+def local(name: str) -> str:
+    return f"v_{name}"
+
+
+def attribute_path(target: str, kind: str) -> str:
+    """`self.fc1.weight`, or `self.get_parameter("layers.0.weight")` for non-identifiers."""
+    parts = target.split(".")
+    if all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        return "self." + ".".join(parts)
+    getter = "get_parameter" if kind == "parameter" else "get_buffer"
+    return f"self.{getter}({target!r})"
+
+
+class Program:
+    def __init__(self, plan: Plan, graph: Graph, kernels: dict[str, KernelSource]):
+        self.plan, self.graph, self.kernels = plan, graph, kernels
+        self.lines: list[str] = []
+        self.defined: set[str] = set()
+        self.produced_by_step = {o: s.id for s in plan.steps for o in s.outputs}
+        self.uses_device = False
+        self.torch_ops: dict[str, str] = {}
+        self.defined.update(n.name for n in graph.user_inputs())  # forward's arguments
+
+    # ---- values ------------------------------------------------------------------------------
+    def literal(self, value: Any) -> str:
+        if isinstance(value, NodeRef):
+            self.ensure(value.node)
+            return local(value.node)
+        if isinstance(value, list):
+            return "[" + ", ".join(self.literal(v) for v in value) + "]"
+        if isinstance(value, DTypeConst):
+            return f"torch.{value.name}"
+        if isinstance(value, OpaqueConst):
+            text = value.text
+            if text == "meta" or text.startswith("meta"):
+                self.uses_device = True
+                return "_device"
+            if text.startswith("torch.") and text.replace(".", "").replace("_", "").isalnum():
+                return text
+            raise CoderError(f"cannot spell the argument {text!r} in Python")
+        if isinstance(value, float) and not math.isfinite(value):
+            return f'float("{value}")'
+        return repr(value)
+
+    def call_args(self, node: Node, skip_first: bool = False) -> str:
+        args = [self.literal(a) for a in node.args[1 if skip_first else 0:]]
+        args += [f"{k}={self.literal(v)}" for k, v in node.kwargs.items()]
+        return ", ".join(args)
+
+    def emit(self, text: str, node: Node | None = None) -> None:
+        where = f"  # line {node.line}" if node is not None and node.line else ""
+        self.lines.append(text + where)
+
+    def ensure(self, name: str) -> None:
+        """Define `v_<name>` (emitting view/size ops and placeholders on demand)."""
+        if name in self.defined:
+            return
+        node = self.graph.node(name)
+        if node.is_placeholder:
+            ph = node.placeholder
+            if ph.kind == "input":
+                raise CoderError(f"input {name!r} is not a forward argument")
+            self.emit(f"{local(name)} = {attribute_path(ph.target, ph.kind)}")
+        elif is_host(node):
+            self.emit(f"{local(name)} = {self.host_expression(node)}", node)
+        elif name in self.produced_by_step:
+            raise CoderError(f"{name!r} is read before step {self.produced_by_step[name]} "
+                             "produces it (steps out of order)")
+        else:
+            raise CoderError(f"no plan step produces {name!r} ({node.op})")
+        self.defined.add(name)
+
+    def host_expression(self, node: Node) -> str:
+        op = node.op
+        if op == "getitem":
+            return f"{self.literal(node.args[0])}[{self.literal(node.args[1])}]"
+        if op == "aten.sym_size.int":
+            return f"{self.literal(node.args[0])}.size({self.literal(node.args[1])})"
+        if op == "aten.sym_numel.default":
+            return f"{self.literal(node.args[0])}.numel()"
+        if op == "aten.sym_stride.int":
+            return f"{self.literal(node.args[0])}.stride({self.literal(node.args[1])})"
+        if op in _OPERATORS:
+            a, b = (self.literal(x) for x in node.args)
+            return f"({a} {_OPERATORS[op]} {b})"
+        if op == "operator.neg":
+            return f"(-{self.literal(node.args[0])})"
+        if op in ("aten.dropout.default", "aten.feature_dropout.default"):
+            return self.literal(node.args[0])  # identity (eval mode or p == 0)
+        if op in _METHODS and not node.kwargs:
+            return f"{self.literal(node.args[0])}.{_METHODS[op]}({self.call_args(node, True)})"
+        if op in VIEW_OPS or op.startswith("aten."):
+            return f"torch.ops.{op}({self.call_args(node)})"
+        if op.startswith(("operator.", "math.")):
+            module, _, fn = op.partition(".")
+            return f"{module}.{fn}({self.call_args(node)})"
+        raise CoderError(f"cannot emit {op} ({node.name})")
+
+    # ---- steps -------------------------------------------------------------------------------
+    def step(self, step) -> None:
+        for value in step.inputs:
+            self.ensure(value)
+        node = self.graph.node(step.outputs[0]) if step.outputs else None
+        if step.is_kernel:
+            kernel = self.kernels[step.id]
+            args = ", ".join(local(v) for v in step.inputs)
+            targets = ", ".join(local(o) for o in step.outputs)
+            self.lines.append(f"# {step.id}: {step.description}")
+            self.emit(f"{targets} = _KS.{kernel.function}({args})", node)
+        else:
+            op_node = self.graph.node(step.nodes[0])
+            self.lines.append(f"# {step.id}: {step.description}")
+            self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({self.call_args(op_node)})",
+                      op_node)
+            for name, kind in (step.spec or {}).get("declare", {}).items():
+                self.torch_ops[name] = kind
+        self.defined.update(step.outputs)
+
+    def root(self, name: str) -> str:
+        """Follow view ops back to the value whose memory they share."""
+        node = self.graph.node(name)
+        while (node.op in VIEW_OPS and node.op not in ("aten.clone.default", "aten._to_copy.default")
+               and node.args and isinstance(node.args[0], NodeRef)):
+            node = self.graph.node(node.args[0].node)
+        return node.name
+
+    def returns(self) -> str:
+        values, seen_roots = [], set()
+        for value in self.graph.outputs:
+            if not isinstance(value, NodeRef):
+                values.append(self.literal(value))
+                continue
+            self.ensure(value.node)
+            root = self.root(value.node)
+            text = local(value.node)
+            # Never hand out memory the caller owns (inputs, parameters) or one buffer twice.
+            if self.graph.node(root).is_placeholder or root in seen_roots:
+                text += ".clone()"
+            seen_roots.add(root)
+            values.append(text)
+        if self.graph.output_is_tuple:
+            return "(" + ", ".join(values) + ("," if len(values) == 1 else "") + ")"
+        return values[0]
+
+    def build(self) -> list[str]:
+        for step in self.plan.steps:
+            self.step(step)
+        self.lines.append(f"return {self.returns()}")
+        if self.uses_device:
+            first = self.graph.user_inputs()
+            device = f"{local(first[0].name)}.device" if first else 'torch.device("cuda")'
+            self.lines.insert(0, f"_device = {device}")
+        return self.lines

@@ -1,0 +1,1 @@
+"""Planners: graph -> Plan.  `builtin` is the deterministic fusion scheduler."""

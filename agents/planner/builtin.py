@@ -1,0 +1,280 @@
+"""The built-in planner: Graph -> Plan, deterministic and offline.
+
+rewrites (exact algebra) -> fusion schedule (groups) -> one PlanStep per group, with its codegen
+spec, the values it reads and writes, cost estimates from the captured shapes, and the host
+settings (CUDA graph, channels_last, preallocation) with the reason for each choice.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+from kernelstitch.agents.codegen.spec import (
+    ElementwiseOp,
+    ElementwiseSpec,
+    GemmSpec,
+    ReductionSpec,
+    TensorArg,
+)
+from kernelstitch.agents.graph.ir import Graph, GraphEdit, Node, NodeRef, TensorMeta
+from kernelstitch.agents.plan import HostSettings, Plan, PlanStep, human_bytes
+from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
+from kernelstitch.agents.planner.ops import (
+    ELEMENT_SIZE,
+    REDUCTION_KINDS,
+    base_op,
+    elementwise_flops,
+    torch_ops_for,
+    translate_elementwise,
+)
+from kernelstitch.agents.planner.rewrites import apply_rewrites
+from kernelstitch.agents.planner.spec_json import spec_to_json
+
+CUDA_GRAPH_MAX_BYTES = 64 << 20  # below this a forward is launch-bound on an H100
+CUDA_GRAPH_MIN_LAUNCHES = 2
+
+
+def gemm_kernels_available() -> bool:
+    """The cuBLASLt GEMM emitter is part of this build (agents/codegen/gemm.py)."""
+    return importlib.util.find_spec("kernelstitch.agents.codegen.gemm") is not None
+
+
+def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
+    rewritten = apply_rewrites(graph)
+    use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
+    sched = schedule(rewritten.graph, gemm_kernels=use_gemm)
+    builder = _StepBuilder(sched, rewritten.algebraic)
+    steps = [builder.step(g, k) for k, g in enumerate(sched.groups, start=1)]
+    notes = list(graph.notes) + rewritten.notes
+    for g in sched.groups:
+        if g.kind == "fallback":
+            node = rewritten.graph.node(g.anchor)
+            notes.append(f"line {node.line or '?'}: {node.op} stays in PyTorch ({g.reason})")
+    if not use_gemm and any(g.kind == "library" and rewritten.graph.node(g.anchor).op
+                            in ("aten.linear.default", "aten.matmul.default") for g in sched.groups):
+        notes.append("GEMM kernels unavailable in this build: matmuls call PyTorch (cuBLAS)")
+    return Plan(
+        module=graph.module,
+        source_path=graph.source_path,
+        steps=steps,
+        host=host_settings(steps, rewritten.graph, sched),
+        notes=notes,
+        graph_edits=[e.to_json() for e in rewritten.edits],
+    )
+
+
+def graph_for_plan(plan: Plan, graph: Graph) -> Graph:
+    """The graph the plan's node names refer to (captured graph + the plan's rewrites)."""
+    if not plan.graph_edits:
+        return graph
+    return graph.with_edits([GraphEdit.from_json(e) for e in plan.graph_edits])
+
+
+# ---- steps -----------------------------------------------------------------------------------
+
+def _nbytes(meta: TensorMeta | None) -> int:
+    if meta is None:
+        return 0
+    return meta.numel * ELEMENT_SIZE.get(meta.dtype, 4)
+
+
+class _StepBuilder:
+    def __init__(self, sched: Schedule, algebraic: set[str]):
+        self.graph = sched.graph
+        self.algebraic = algebraic
+
+    def node(self, name: str) -> Node:
+        return self.graph.node(name)
+
+    def tensor_arg(self, name: str) -> TensorArg:
+        return TensorArg(name, self.node(name).meta.dtype)
+
+    def external_inputs(self, nodes: list[str]) -> list[str]:
+        inside = set(nodes)
+        found: list[str] = []
+        for n in nodes:
+            for r in self.node(n).refs():
+                if r not in inside and r not in found:
+                    found.append(r)
+        return found
+
+    def lines(self, nodes: list[str]) -> list[int]:
+        return sorted({self.node(n).line for n in nodes if self.node(n).line})
+
+    def ops(self, nodes: list[str], rename: dict[str, str] | None = None) -> list[ElementwiseOp]:
+        rename = rename or {}
+        out: list[ElementwiseOp] = []
+        for n in nodes:
+            for op in translate_elementwise(self.node(n)):
+                args = tuple(rename.get(a, a) if isinstance(a, str) else a for a in op.args)
+                out.append(ElementwiseOp(op.op, args, rename.get(op.out, op.out), op.attrs))
+        return out
+
+    def technique(self, g: Group, default: str) -> str:
+        return "algebraic_rewrite" if any(n in self.algebraic for n in g.nodes) else default
+
+    def step(self, g: Group, index: int) -> PlanStep:
+        sid = f"s{index}"
+        build = {"elementwise": self.elementwise, "reduction": self.reduction,
+                 "gemm": self.gemm}.get(g.kind, self.torch_call)
+        return build(g, sid)
+
+    def elementwise(self, g: Group, sid: str) -> PlanStep:
+        inputs = self.external_inputs(g.nodes)
+        ops = self.ops(g.nodes)
+        out_dtype = self.node(g.nodes[-1]).meta.dtype
+        spec = ElementwiseSpec(f"ks_{sid}_elementwise", tuple(self.tensor_arg(i) for i in inputs),
+                               tuple(ops), tuple(g.outputs), out_dtype)
+        numel = max(self.node(n).meta.numel for n in g.outputs)
+        moved = sum(_nbytes(self.node(i).meta) for i in inputs) + sum(
+            _nbytes(self.node(o).meta) for o in g.outputs)
+        names = ", ".join(base_op(self.node(n).op) for n in g.nodes)
+        extra = f"; {len(g.outputs)} outputs" if len(g.outputs) > 1 else ""
+        return PlanStep(
+            id=sid, technique=self.technique(g, "fused_elementwise"), nodes=list(g.nodes),
+            description=f"one elementwise kernel: {names}{extra}",
+            source_lines=self.lines(g.nodes), spec=spec_to_json(spec),
+            estimated_bytes=moved, estimated_flops=numel * elementwise_flops(ops),
+            inputs=inputs, outputs=list(g.outputs))
+
+    def reduction(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        kind = REDUCTION_KINDS[anchor.op]
+        src = anchor.args[0].node
+        if g.prologue:
+            pro_inputs = self.external_inputs(g.prologue)
+            full = tuple(self.node(src).meta.shape)
+            first = next(i for i in pro_inputs if tuple(self.node(i).meta.shape) == full)
+            pro_inputs.remove(first)
+            pro_inputs.insert(0, first)
+        else:
+            pro_inputs = [src]
+        weight = bias = None
+        norm_ndim, eps = 1, 1e-5
+        if kind == "layer_norm":
+            norm_ndim = len(anchor.arg(1, "normalized_shape"))
+            eps = float(anchor.arg(4, "eps", 1e-5))
+            w, b = anchor.arg(2, "weight"), anchor.arg(3, "bias")
+            weight = w.node if isinstance(w, NodeRef) else None
+            bias = b.node if isinstance(b, NodeRef) else None
+            dim, keepdim = -1, True
+        elif kind in ("softmax", "log_softmax"):
+            dim, keepdim = int(anchor.arg(1, "dim")), True
+        else:
+            dim = int(anchor.arg(1, "dim")[0])
+            keepdim = bool(anchor.arg(2, "keepdim", False))
+        epi_inputs = [i for i in self.external_inputs(g.epilogue) if i != g.anchor]
+        affine = [v for v in (weight, bias) if v is not None and v not in pro_inputs]
+        inputs = pro_inputs + affine + [i for i in epi_inputs if i not in pro_inputs + affine]
+        spec = ReductionSpec(
+            name=f"ks_{sid}_{kind}", kind=kind,
+            inputs=tuple(self.tensor_arg(i) for i in inputs), dim=dim, keepdim=keepdim,
+            out_dtype=self.node(g.final).meta.dtype,
+            prologue=tuple(self.ops(g.prologue)), prologue_out=src if g.prologue else "",
+            epilogue=tuple(self.ops(g.epilogue, {g.anchor: "acc"})),
+            epilogue_out="acc" if not g.epilogue else g.epilogue[-1],
+            epilogue_inputs=tuple(epi_inputs), norm_ndim=norm_ndim, eps=eps,
+            weight=weight, bias=bias)
+        in_numel = self.node(src).meta.numel
+        moved = sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(self.node(g.final).meta)
+        flops = in_numel * (elementwise_flops(list(spec.prologue)) + (5 if kind in (
+            "softmax", "log_softmax", "logsumexp", "layer_norm") else 1))
+        flops += self.node(g.final).meta.numel * elementwise_flops(list(spec.epilogue))
+        parts = []
+        if g.prologue:
+            parts.append("prologue " + ", ".join(base_op(self.node(n).op) for n in g.prologue))
+        if g.epilogue:
+            parts.append("epilogue " + ", ".join(base_op(self.node(n).op) for n in g.epilogue))
+        fused = f" with {'; '.join(parts)}" if parts else ""
+        where = f"over the last {norm_ndim} dim(s)" if kind == "layer_norm" else f"over dim {dim}"
+        return PlanStep(
+            id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
+            description=f"{kind} {where}{fused}", source_lines=self.lines(g.nodes),
+            spec=spec_to_json(spec), estimated_bytes=moved, estimated_flops=flops,
+            inputs=inputs, outputs=[g.final])
+
+    def gemm(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        if anchor.op == "aten.addmm.default":
+            bias_ref, x, w, layout = anchor.args[0], anchor.args[1], anchor.args[2], "kn"
+            bias = bias_ref.node
+        else:
+            x, w = anchor.args[0], anchor.args[1]
+            layout = "nk" if anchor.op == "aten.linear.default" else "kn"
+            b = anchor.arg(2, "bias") if anchor.op == "aten.linear.default" else None
+            bias = b.node if isinstance(b, NodeRef) else g.gemm_bias
+        x, w = x.node, w.node
+        spec = GemmSpec(
+            name=f"ks_{sid}_gemm", x=self.tensor_arg(x), weight=self.tensor_arg(w),
+            bias=self.tensor_arg(bias) if bias else None, activation=g.gemm_activation,
+            out_dtype=self.node(g.final).meta.dtype, weight_layout=layout)
+        inputs = [x, w] + ([bias] if bias else [])
+        wm = self.node(w).meta
+        k_dim = wm.example_shape[1] if layout == "nk" else wm.example_shape[0]
+        out = self.node(g.final).meta
+        flops = 2 * out.numel * k_dim
+        moved = sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(out)
+        epi = ["bias"] if bias else []
+        epi += [g.gemm_activation] if g.gemm_activation != "none" else []
+        return PlanStep(
+            id=sid, technique="gemm_epilogue", nodes=list(g.nodes),
+            description=f"{base_op(anchor.op)} through cuBLASLt"
+            + (f" with fused {' + '.join(epi)} epilogue" if epi else ""),
+            source_lines=self.lines(g.nodes), spec=spec_to_json(spec),
+            estimated_bytes=moved, estimated_flops=flops, inputs=inputs, outputs=[g.final])
+
+    def torch_call(self, g: Group, sid: str) -> PlanStep:
+        node = self.node(g.anchor)
+        technique = "library_call" if g.kind == "library" else "pytorch_fallback"
+        declare = {name: technique for name in torch_ops_for(node.op)}
+        inputs = [r for r in node.refs()]
+        moved = sum(_nbytes(self.node(i).meta) for i in inputs) + sum(
+            _nbytes(m) for m in node.outputs)
+        flops = sum(m.numel for m in node.outputs if m is not None)
+        if technique == "library_call" and base_op(node.op).startswith("conv"):
+            wm = self.node(node.args[1].node).meta
+            flops = 2 * node.meta.numel * math.prod(wm.example_shape[1:])
+            what = f"{base_op(node.op)} through cuDNN (PyTorch)"
+        elif technique == "library_call":
+            flops = 2 * node.meta.numel * self.node(node.args[0].node).meta.example_shape[-1]
+            what = f"{base_op(node.op)} through cuBLAS (PyTorch)"
+        else:
+            what = f"{base_op(node.op)} in PyTorch ({g.reason})"
+        return PlanStep(
+            id=sid, technique=technique, nodes=[node.name], description=what,
+            source_lines=self.lines([node.name]),
+            spec={"type": "torch_op", "op": node.op, "declare": declare},
+            estimated_bytes=moved, estimated_flops=flops, inputs=inputs, outputs=[node.name])
+
+
+# ---- host settings ---------------------------------------------------------------------------
+
+def host_settings(steps: list[PlanStep], graph: Graph, sched: Schedule) -> HostSettings:
+    reasons: list[str] = []
+    total = sum(s.estimated_bytes for s in steps)
+    launches = len(steps)
+    fallbacks = [s for s in steps if s.technique == "pytorch_fallback"]
+    if fallbacks:
+        cuda_graph = False
+        reasons.append("CUDA graph off: PyTorch fallback ops may synchronise or allocate in "
+                       "ways a graph replay cannot repeat")
+    elif total < CUDA_GRAPH_MAX_BYTES and launches >= CUDA_GRAPH_MIN_LAUNCHES:
+        cuda_graph = True
+        reasons.append(f"CUDA graph on: {launches} launches moving ~{human_bytes(total)} "
+                       f"(< {human_bytes(CUDA_GRAPH_MAX_BYTES)}): launch-bound, replay removes "
+                       "the per-kernel CPU overhead")
+    else:
+        cuda_graph = False
+        why = (f"~{human_bytes(total)} moved: memory/compute time dwarfs launch overhead"
+               if total >= CUDA_GRAPH_MAX_BYTES else f"only {launches} launch")
+        reasons.append(f"CUDA graph off: {why}")
+    convs = [s for s in steps if s.technique == "library_call" and s.spec
+             and base_op(s.spec.get("op", "")).startswith("conv")]
+    if convs:
+        reasons.append("channels_last off: the convolution runs cuDNN on NCHW; converting the "
+                       "input each call costs a full copy and the fused epilogue reads NCHW")
+    reasons.append("preallocated outputs off: the caching allocator makes per-call outputs "
+                   "cheap, and fresh outputs never alias a previous call's")
+    return HostSettings(cuda_graph=cuda_graph, channels_last=False, preallocate_outputs=False,
+                        reasons=reasons)

@@ -1,0 +1,410 @@
+"""Greedy fusion over the graph, like Inductor's scheduler: walk the program in order and let
+each node join the group of a producer when the result is still one kernel.
+
+* elementwise groups: maximal chains/DAGs of elementwise + broadcast ops of one output dtype;
+  every value read outside the group becomes an extra output (materialised once);
+* reduction groups: an elementwise producer group whose only consumer is the reduction becomes
+  its prologue, elementwise consumers of the result its epilogue;
+* GEMM groups: a bias add and a ReLU / tanh-GELU that cuBLASLt's epilogue computes exactly;
+* library / fallback nodes are groups of their own; view and size ops belong to no group (the
+  wrapper runs them in PyTorch, between kernels).
+
+A merge is refused when it would create a cycle (a value outside the group both depends on the
+group and feeds it), which is what keeps the groups schedulable as single kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kernelstitch.agents.graph.ir import Graph, Node, NodeRef, TensorMeta
+from kernelstitch.agents.planner.ops import (
+    CONV_OPS,
+    FLOAT_DTYPES,
+    GEMM_OPS,
+    REDUCTION_KINDS,
+    float_tensors,
+    is_host,
+    translate_elementwise,
+)
+
+GroupKind = Literal["elementwise", "reduction", "gemm", "library", "fallback"]
+Shape = tuple
+
+
+@dataclass
+class Group:
+    id: int
+    kind: GroupKind
+    nodes: list[str]
+    anchor: str | None = None  # the reduction / GEMM / library / fallback node
+    prologue: list[str] = field(default_factory=list)
+    epilogue: list[str] = field(default_factory=list)
+    gemm_bias: str | None = None  # bias value fused through a following add
+    gemm_activation: str = "none"
+    reason: str = ""  # why a fallback node could not be compiled
+    outputs: list[str] = field(default_factory=list)  # values read outside the group
+
+    @property
+    def final(self) -> str:
+        if self.epilogue:
+            return self.epilogue[-1]
+        return self.anchor if self.anchor else self.nodes[-1]
+
+
+@dataclass
+class Schedule:
+    graph: Graph
+    groups: list[Group]  # in execution order
+    live: set[str]
+
+
+def broadcast(a: Shape, b: Shape) -> Shape | None:
+    """torch broadcasting on (possibly symbolic) shapes; None when not provably compatible."""
+    out = []
+    for k in range(1, max(len(a), len(b)) + 1):
+        x = a[-k] if k <= len(a) else 1
+        y = b[-k] if k <= len(b) else 1
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None
+    return tuple(reversed(out))
+
+
+def live_nodes(graph: Graph) -> set[str]:
+    """Nodes the outputs depend on (dead code is never scheduled)."""
+    live: set[str] = set()
+    stack = graph.output_names()
+    while stack:
+        name = stack.pop()
+        if name in live:
+            continue
+        live.add(name)
+        stack.extend(graph.node(name).refs())
+    return live
+
+
+class _Scheduler:
+    def __init__(self, graph: Graph, gemm_kernels: bool):
+        self.graph = graph
+        self.gemm_kernels = gemm_kernels
+        self.live = live_nodes(graph)
+        self.order = {n.name: k for k, n in enumerate(graph.nodes)}
+        all_users = graph.users()
+        self.users = {k: [u for u in v if u == "<output>" or u in self.live]
+                      for k, v in all_users.items()}
+        self.ancestors: dict[str, set[str]] = {}
+        for n in graph.nodes:
+            anc: set[str] = set()
+            for r in n.refs():
+                anc.add(r)
+                anc |= self.ancestors[r]
+            self.ancestors[n.name] = anc
+        self.groups: list[Group] = []
+        self.group_of: dict[str, Group] = {}
+        self.fallback_reasons: dict[str, str] = {}
+
+    # ---- helpers -------------------------------------------------------------------------
+    def meta(self, name: str) -> TensorMeta | None:
+        return self.graph.node(name).meta
+
+    def shape(self, name: str) -> Shape:
+        m = self.meta(name)
+        return tuple(m.shape) if m else ()
+
+    def creates_cycle(self, members: set[str]) -> bool:
+        for u in members:
+            for r in self.graph.node(u).refs():
+                if r not in members and self.ancestors[r] & members:
+                    return True
+        return False
+
+    def users_within(self, name: str, allowed: set[str]) -> bool:
+        return all(u in allowed for u in self.users.get(name, []))
+
+    def new_group(self, kind: GroupKind, nodes: list[str], anchor: str | None = None) -> Group:
+        g = Group(len(self.groups), kind, list(nodes), anchor)
+        self.groups.append(g)
+        for n in nodes:
+            self.group_of[n] = g
+        return g
+
+    def absorb(self, target: Group, victim: Group) -> None:
+        for n in victim.nodes:
+            self.group_of[n] = target
+        self.groups.remove(victim)
+
+    # ---- classification --------------------------------------------------------------------
+    def classify(self, node: Node) -> str:
+        if is_host(node):
+            return "host"
+        if node.op in REDUCTION_KINDS:
+            reason = self.reduction_problem(node)
+            if reason is None:
+                return "reduction"
+            self.fallback_reasons[node.name] = reason
+            return "fallback"
+        if node.op in GEMM_OPS:
+            reason = self.gemm_problem(node)
+            if reason is None:
+                return "gemm" if self.gemm_kernels else "library"
+            return "library"
+        if node.op in CONV_OPS or node.op == "aten.bmm.default":
+            return "library"
+        if translate_elementwise(node) is not None:
+            if float_tensors(self.graph, node):
+                return "elementwise"
+            self.fallback_reasons[node.name] = "non-floating-point tensors"
+            return "fallback"
+        self.fallback_reasons[node.name] = f"no built-in kernel for {node.op}"
+        return "fallback"
+
+    def reduction_problem(self, node: Node) -> str | None:
+        if not float_tensors(self.graph, node):
+            return "non-floating-point tensors"
+        kind = REDUCTION_KINDS[node.op]
+        if not isinstance(node.args[0], NodeRef):
+            return "reduced value is not a tensor"
+        if kind == "layer_norm":
+            shape = node.arg(1, "normalized_shape")
+            if not isinstance(shape, list) or not shape:
+                return "layer_norm without a static normalized_shape"
+            for k, key in ((2, "weight"), (3, "bias")):
+                v = node.arg(k, key)
+                if v is not None and not isinstance(v, NodeRef):
+                    return f"layer_norm {key} is not a tensor"
+            return None
+        if kind in ("softmax", "log_softmax"):
+            dim = node.arg(1, "dim")
+            if not isinstance(dim, int):
+                return "softmax dim is not an int"
+            if node.op.endswith("int.") or node.kwargs.get("dtype") is not None:
+                return None  # out dtype from meta
+            return None
+        dims = node.arg(1, "dim")
+        if not isinstance(dims, list) or len(dims) != 1 or not isinstance(dims[0], int):
+            return "reduction over several dimensions (only one is compiled)"
+        if node.kwargs.get("dtype") is not None or (kind in ("sum", "mean") and
+                                                    node.arg(3, "dtype") is not None):
+            return "reduction with a dtype argument"
+        return None
+
+    def gemm_problem(self, node: Node) -> str | None:
+        if not float_tensors(self.graph, node):
+            return "non-floating-point tensors"
+        if node.op == "aten.addmm.default":
+            bias, x, w = node.args[0], node.args[1], node.args[2]
+            if node.arg(3, "beta", 1) != 1 or node.arg(4, "alpha", 1) != 1:
+                return "addmm with alpha/beta"
+            if not isinstance(bias, NodeRef) or len(self.shape(bias.node)) != 1:
+                return "addmm bias is not 1-d"
+        else:
+            x, w = node.args[0], node.args[1]
+        if not isinstance(x, NodeRef) or not isinstance(w, NodeRef):
+            return "operands are not tensors"
+        if len(self.shape(w.node)) != 2 or len(self.shape(x.node)) < 1:
+            return "weight is not a matrix (batched matmul goes to the library)"
+        if self.meta(x.node).dtype != self.meta(w.node).dtype:
+            return "mixed dtypes"
+        return None
+
+    # ---- placement ---------------------------------------------------------------------------
+    def run(self) -> Schedule:
+        for node in self.graph.nodes:
+            if node.is_placeholder or node.name not in self.live:
+                continue
+            kind = self.classify(node)
+            if kind == "host":
+                continue
+            if kind == "elementwise":
+                self.place_elementwise(node)
+            elif kind == "reduction":
+                self.place_reduction(node)
+            elif kind == "gemm":
+                self.new_group("gemm", [node.name], node.name)
+            else:
+                g = self.new_group(kind, [node.name], node.name)
+                g.reason = self.fallback_reasons.get(node.name, "")
+        self.finish()
+        return Schedule(self.graph, self.ordered(), self.live)
+
+    def place_elementwise(self, node: Node) -> None:
+        producers: list[Group] = []
+        for r in node.refs():
+            g = self.group_of.get(r)
+            if g is not None and g not in producers:
+                producers.append(g)
+        for g in producers:
+            if g.kind == "reduction" and self.can_epilogue(g, node):
+                g.epilogue.append(node.name)
+                g.nodes.append(node.name)
+                self.group_of[node.name] = g
+                return
+            if g.kind == "gemm" and self.try_gemm_epilogue(g, node):
+                return
+        ew = [g for g in producers if g.kind == "elementwise" and self.ew_compatible(g, node)]
+        for choice in ([ew] if len(ew) > 1 else []) + [[g] for g in reversed(ew)]:
+            members = {node.name}.union(*(set(g.nodes) for g in choice))
+            if self.creates_cycle(members) or not self.shapes_ok(members, node):
+                continue
+            target = choice[0]
+            for other in choice[1:]:
+                target.nodes += other.nodes
+                self.absorb(target, other)
+            target.nodes.append(node.name)
+            target.nodes.sort(key=self.order.__getitem__)
+            self.group_of[node.name] = target
+            return
+        self.new_group("elementwise", [node.name])
+
+    def ew_compatible(self, g: Group, node: Node) -> bool:
+        return self.meta(g.nodes[0]).dtype == node.meta.dtype
+
+    def shapes_ok(self, members: set[str], node: Node) -> bool:
+        """The new node must span the group's iteration space; smaller members must stay
+        internal (a stored output has the full shape)."""
+        full = self.shape(node.name)
+        for m in members:
+            s = self.shape(m)
+            if broadcast(s, full) != full:
+                return False
+            if s != full and not self.users_within(m, members):
+                return False
+        return True
+
+    def can_epilogue(self, g: Group, node: Node) -> bool:
+        final = g.final
+        refs = node.refs()
+        if final not in refs:
+            return False
+        members = set(g.nodes) | {node.name}
+        if any(not self.users_within(m, members) for m in g.nodes):
+            return False
+        out_shape = self.shape(final)
+        if self.shape(node.name) != out_shape or node.meta.dtype not in FLOAT_DTYPES:
+            return False
+        anchor = self.graph.node(g.anchor)
+        forbidden = set(self.prologue_inputs(g))
+        if REDUCTION_KINDS[anchor.op] == "layer_norm":
+            forbidden |= {v.node for v in (anchor.arg(2, "weight"), anchor.arg(3, "bias"))
+                          if isinstance(v, NodeRef)}
+        for r in refs:
+            if r == final:
+                continue
+            if r in g.nodes or r in forbidden or self.ancestors[r] & set(g.nodes):
+                return False
+            if broadcast(self.shape(r), out_shape) != out_shape:
+                return False
+        return True
+
+    def prologue_inputs(self, g: Group) -> list[str]:
+        inside = set(g.prologue)
+        found = []
+        for n in g.prologue:
+            for r in self.graph.node(n).refs():
+                if r not in inside and r not in found:
+                    found.append(r)
+        if not g.prologue:
+            src = self.graph.node(g.anchor).args[0]
+            found.append(src.node)
+        return found
+
+    def try_gemm_epilogue(self, g: Group, node: Node) -> bool:
+        final = g.final
+        if g.gemm_activation != "none" or self.users.get(final, []) != [node.name]:
+            return False
+        anchor = self.graph.node(g.anchor)
+        has_bias = g.gemm_bias is not None or (
+            anchor.op == "aten.addmm.default" or
+            (anchor.op == "aten.linear.default" and anchor.arg(2, "bias") is not None))
+        out_shape = self.shape(final)
+        if node.op == "aten.add.Tensor" and not has_bias and node.arg(2, "alpha", 1) == 1:
+            others = [a for a in node.args[:2] if not (isinstance(a, NodeRef) and a.node == final)]
+            if len(others) != 1 or not isinstance(others[0], NodeRef):
+                return False
+            b = others[0].node
+            b_shape = self.shape(b)
+            if (len(b_shape) != 1 or not out_shape or b_shape[0] != out_shape[-1]
+                    or self.meta(b).dtype != node.meta.dtype or self.ancestors[b] & set(g.nodes)):
+                return False
+            g.gemm_bias = b
+        elif node.op == "aten.relu.default":
+            g.gemm_activation = "relu"
+        elif node.op == "aten.gelu.default" and node.arg(1, "approximate", "none") == "tanh":
+            g.gemm_activation = "gelu_tanh"  # cuBLASLt's GELU epilogue is the tanh form
+        else:
+            return False
+        g.epilogue.append(node.name)
+        g.nodes.append(node.name)
+        self.group_of[node.name] = g
+        return True
+
+    def place_reduction(self, node: Node) -> None:
+        src = node.args[0].node
+        g = self.group_of.get(src)
+        if g is not None and g.kind == "elementwise" and g.nodes[-1] == src:
+            members = set(g.nodes) | {node.name}
+            affine = {v.node for v in (node.arg(2, "weight"), node.arg(3, "bias"))
+                      if isinstance(v, NodeRef)} if REDUCTION_KINDS[node.op] == "layer_norm" else set()
+            full = self.shape(src)
+            inputs = self._external_inputs(g.nodes)
+            if (all(self.users_within(m, members) for m in g.nodes)
+                    and self.users.get(src, []) == [node.name]
+                    and any(self.shape(i) == full for i in inputs)
+                    and not (affine & set(inputs))
+                    and not self.creates_cycle(members)):
+                g.kind = "reduction"
+                g.prologue = list(g.nodes)
+                g.nodes.append(node.name)
+                g.anchor = node.name
+                self.group_of[node.name] = g
+                return
+        self.new_group("reduction", [node.name], node.name)
+
+    def _external_inputs(self, nodes: list[str]) -> list[str]:
+        inside = set(nodes)
+        found: list[str] = []
+        for n in nodes:
+            for r in self.graph.node(n).refs():
+                if r not in inside and r not in found:
+                    found.append(r)
+        return found
+
+    # ---- outputs and order -----------------------------------------------------------------
+    def finish(self) -> None:
+        for g in self.groups:
+            inside = set(g.nodes)
+            g.outputs = [n for n in g.nodes
+                         if any(u == "<output>" or u not in inside for u in self.users.get(n, []))]
+
+    def ordered(self) -> list[Group]:
+        deps: dict[int, set[int]] = {}
+        for g in self.groups:
+            d: set[int] = set()
+            for n in g.nodes:
+                for a in self.ancestors[n]:
+                    other = self.group_of.get(a)
+                    if other is not None and other is not g:
+                        d.add(other.id)
+            deps[g.id] = d
+        first = {g.id: min(self.order[n] for n in g.nodes) for g in self.groups}
+        done: set[int] = set()
+        result: list[Group] = []
+        pending = sorted(self.groups, key=lambda g: first[g.id])
+        while pending:
+            ready = next((g for g in pending if deps[g.id] <= done), None)
+            if ready is None:
+                raise RuntimeError("fusion produced a cyclic schedule (scheduler bug)")
+            pending.remove(ready)
+            done.add(ready.id)
+            result.append(ready)
+        return result
+
+
+def schedule(graph: Graph, gemm_kernels: bool = True) -> Schedule:
+    """Group the graph's live nodes into kernels (see the module docstring)."""
+    return _Scheduler(graph, gemm_kernels).run()

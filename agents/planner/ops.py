@@ -1,0 +1,216 @@
+"""What each ATen op is to the scheduler: an elementwise op (translated to codegen ops), a
+reduction, a GEMM, a library call, a view the wrapper does in PyTorch, or a fallback.
+Torch-free: works on graph nodes by op name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from kernelstitch.agents.codegen.spec import ElementwiseOp
+from kernelstitch.agents.graph.ir import Graph, Node, NodeRef
+
+FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
+ELEMENT_SIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
+                "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8}
+
+NodeClass = Literal["host", "elementwise", "reduction", "gemm", "library", "fallback"]
+
+# Memory-only ops the wrapper runs as PyTorch calls (no compute, no kernel of ours).
+VIEW_OPS = frozenset({
+    "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+    "aten.permute.default", "aten.transpose.int", "aten.t.default", "aten.unsqueeze.default",
+    "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.expand.default",
+    "aten.flatten.using_ints", "aten.unflatten.int", "aten.contiguous.default",
+    "aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.slice.Tensor",
+    "aten.select.int", "aten.narrow.default", "aten.to.dtype", "aten.to.dtype_layout",
+    "aten._to_copy.default", "aten.type_as.default", "aten.view_as.default",
+    "aten.reshape_as.default", "aten.expand_as.default", "aten.movedim.int",
+    "aten.swapaxes.default", "aten.lift_fresh_copy.default", "aten.split.Tensor",
+    "aten.chunk.default", "aten.unbind.int", "aten.split_with_sizes.default",
+})
+SIZE_OPS_PREFIX = ("operator.", "aten.sym_size", "aten.sym_numel", "aten.sym_stride",
+                   "torch.sym_", "math.")
+
+REDUCTION_KINDS = {
+    "aten.sum.dim_IntList": "sum", "aten.mean.dim": "mean", "aten.amax.default": "amax",
+    "aten.amin.default": "amin", "aten.logsumexp.default": "logsumexp",
+    "aten.softmax.int": "softmax", "aten._softmax.default": "softmax",
+    "aten.log_softmax.int": "log_softmax", "aten._log_softmax.default": "log_softmax",
+    "aten.layer_norm.default": "layer_norm",
+}
+GEMM_OPS = frozenset({"aten.linear.default", "aten.matmul.default", "aten.mm.default",
+                      "aten.addmm.default"})
+CONV_OPS = frozenset({"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
+                      "aten.convolution.default", "aten.conv2d.padding", "aten.conv1d.padding",
+                      "aten.conv3d.padding"})
+
+# The ATen ops torch.profiler shows for one PyTorch library call (the whole chain is declared).
+LIBRARY_CHAINS: dict[str, tuple[str, ...]] = {
+    "conv1d": ("aten::conv1d", "aten::convolution", "aten::_convolution",
+               "aten::cudnn_convolution"),
+    "conv2d": ("aten::conv2d", "aten::convolution", "aten::_convolution",
+               "aten::cudnn_convolution"),
+    "conv3d": ("aten::conv3d", "aten::convolution", "aten::_convolution",
+               "aten::cudnn_convolution"),
+    "convolution": ("aten::convolution", "aten::_convolution", "aten::cudnn_convolution"),
+    "linear": ("aten::linear", "aten::addmm", "aten::matmul", "aten::mm", "aten::t"),
+    "matmul": ("aten::matmul", "aten::mm", "aten::bmm", "aten::_unsafe_view"),
+    "mm": ("aten::mm",),
+    "addmm": ("aten::addmm",),
+    "bmm": ("aten::bmm",),
+}
+
+
+def base_op(op: str) -> str:
+    """`aten.conv2d.default` -> `conv2d`."""
+    parts = op.split(".")
+    return parts[1] if len(parts) >= 3 and parts[0] == "aten" else parts[-1]
+
+
+def torch_ops_for(op: str) -> tuple[str, ...]:
+    """Profiler names to declare for a PyTorch call of `op`."""
+    base = base_op(op)
+    return LIBRARY_CHAINS.get(base, (f"aten::{base}",))
+
+
+def is_host(node: Node) -> bool:
+    return (node.op in VIEW_OPS or node.op == "getitem" or node.op.startswith(SIZE_OPS_PREFIX)
+            or _is_identity_dropout(node))
+
+
+def _is_identity_dropout(node: Node) -> bool:
+    if node.op not in ("aten.dropout.default", "aten.feature_dropout.default"):
+        return False
+    p, train = node.arg(1, "p", 0.5), node.arg(2, "train", True)
+    return (not train) or p == 0
+
+
+def float_tensors(graph: Graph, node: Node) -> bool:
+    """Every tensor the node reads and writes is fp32/fp16/bf16."""
+    metas = [graph.node(r).meta for r in node.refs()]
+    metas += list(node.outputs)
+    return all(m is not None and m.dtype in FLOAT_DTYPES for m in metas) and bool(node.outputs)
+
+
+# ---- elementwise translation -----------------------------------------------------------------
+
+Operand = Callable[[Any], "str | float"]
+
+_UNARY_SAME = {
+    "neg", "abs", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
+    "silu", "mish", "selu", "hardswish", "hardsigmoid", "square",
+}
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum",
+           "minimum": "minimum"}
+
+
+def _scalar(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _operand(value: Any) -> str | float | None:
+    """A node ref (by name) or a Python number; None for anything else."""
+    if isinstance(value, NodeRef):
+        return value.node
+    return _scalar(value)
+
+
+def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
+    """The codegen ops computing `node` (defining `node.name`), or None if not elementwise."""
+    parts = node.op.split(".")
+    if len(parts) != 3 or parts[0] != "aten":
+        return None
+    name, overload = parts[1], parts[2]
+    out = node.name
+
+    def op(kind: str, *args: Any, attrs: dict[str, float | None] | None = None,
+           dest: str | None = None) -> ElementwiseOp:
+        return ElementwiseOp(kind, tuple(args), dest or out,
+                             tuple(sorted((attrs or {}).items())))
+
+    operands = [_operand(a) for a in node.args]
+    if any(o is None for o in operands[:1]):
+        return None
+    a = operands[0]
+    if name in ("add", "sub") and overload in ("Tensor", "Scalar"):
+        b = operands[1] if len(operands) > 1 else None
+        alpha = _scalar(node.arg(2, "alpha", 1))
+        if b is None or alpha is None:
+            return None
+        if alpha == 1.0:
+            return [op(name, a, b)]
+        return [op("mul", b, alpha, dest=f"{out}__alpha"), op(name, a, f"{out}__alpha")]
+    if name == "rsub" and overload in ("Tensor", "Scalar"):
+        b = operands[1] if len(operands) > 1 else None
+        alpha = _scalar(node.arg(2, "alpha", 1))
+        if b is None or alpha is None:
+            return None
+        if alpha == 1.0:
+            return [op("sub", b, a)]
+        return [op("mul", a, alpha, dest=f"{out}__alpha"), op("sub", b, f"{out}__alpha")]
+    if name in ("mul", "maximum", "minimum") and overload in ("Tensor", "Scalar", "default"):
+        b = operands[1] if len(operands) > 1 else None
+        return None if b is None else [op(_BINARY[name], a, b)]
+    if name == "div" and overload in ("Tensor", "Scalar"):
+        b = operands[1] if len(operands) > 1 else None
+        return None if b is None else [op("div", a, b)]
+    if name in _UNARY_SAME and overload == "default" and len(node.args) == 1:
+        return [op(name, a)]
+    if name == "gelu" and overload == "default":
+        approximate = node.arg(1, "approximate", "none")
+        return [op("gelu_tanh" if approximate == "tanh" else "gelu", a)]
+    if name == "softplus" and overload == "default":
+        if _scalar(node.arg(1, "beta", 1)) == 1.0 and _scalar(node.arg(2, "threshold", 20)) == 20.0:
+            return [op("softplus", a)]
+        return None
+    if name == "elu" and overload == "default":
+        defaults = [_scalar(node.arg(k, key, 1)) for k, key in
+                    ((1, "alpha"), (2, "scale"), (3, "input_scale"))]
+        return [op("elu", a)] if defaults == [1.0, 1.0, 1.0] else None
+    if name == "clamp" and overload == "default":
+        lo, hi = node.arg(1, "min"), node.arg(2, "max")
+        if (lo is not None and _scalar(lo) is None) or (hi is not None and _scalar(hi) is None):
+            return None
+        return [op("clamp", a, attrs={"min": _scalar(lo) if lo is not None else None,
+                                      "max": _scalar(hi) if hi is not None else None})]
+    if name in ("clamp_min", "clamp_max") and overload == "default":
+        bound = _scalar(node.arg(1, "min" if name == "clamp_min" else "max"))
+        if bound is None:
+            return None
+        key = "min" if name == "clamp_min" else "max"
+        return [op("clamp", a, attrs={"min": None, "max": None, key: bound})]
+    if name == "hardtanh" and overload == "default":
+        lo, hi = _scalar(node.arg(1, "min_val", -1.0)), _scalar(node.arg(2, "max_val", 1.0))
+        return None if lo is None or hi is None else [op("clamp", a, attrs={"min": lo, "max": hi})]
+    if name == "relu6" and overload == "default":
+        return [op("clamp", a, attrs={"min": 0.0, "max": 6.0})]
+    if name == "leaky_relu" and overload == "default":
+        slope = _scalar(node.arg(1, "negative_slope", 0.01))
+        return None if slope is None else [op("leaky_relu", a, attrs={"negative_slope": slope})]
+    if name == "pow" and overload == "Tensor_Scalar":
+        e = _scalar(node.args[1]) if len(node.args) > 1 else None
+        if e is None:
+            return None
+        if e == 2.0:
+            return [op("square", a)]
+        if e == 1.0:
+            return [op("mul", a, 1.0)]
+        if e == 0.5:
+            return [op("sqrt", a)]
+        return [op("pow", a, e)]
+    if name == "pow" and overload in ("Tensor_Tensor", "Scalar"):
+        b = operands[1] if len(operands) > 1 else None
+        return None if b is None else [op("pow", a, b)]
+    return None
+
+
+def elementwise_flops(ops: list[ElementwiseOp]) -> int:
+    """Rough FLOPs per element (transcendentals count a few)."""
+    heavy = {"gelu": 8, "gelu_tanh": 10, "sigmoid": 4, "tanh": 6, "silu": 5, "exp": 4, "log": 4,
+             "softplus": 6, "mish": 12, "elu": 5, "selu": 6, "pow": 8, "sqrt": 2, "rsqrt": 2}
+    return sum(heavy.get(o.op, 1) for o in ops)

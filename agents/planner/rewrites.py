@@ -1,0 +1,230 @@
+"""Exact graph rewrites applied before scheduling.  Each returns `GraphEdit`s (synthetic nodes
+replacing or preceding captured ones); the plan records them so the coder sees the same graph.
+
+* `linear_sum`: ``linear(x, W, b).sum(dim=-1)`` == ``(x * W.sum(0)).sum(-1) + b.sum()``.
+  Summing the output features first turns an M x N x K GEMM into two reductions over the
+  weights (N x K, once per call) and one fused multiply-reduce over x (M x K): exact in real
+  arithmetic, only the fp32 summation order changes.
+* `conv_bias`: ``conv(x, W, b)`` == ``conv(x, W) + b.view(-1, 1, ...)``: the bias add moves out
+  of cuDNN into the elementwise epilogue kernel that follows the convolution anyway (one less
+  pass over the output).
+* `max_values`: ``torch.max(x, dim).values`` with the indices unused == ``amax(x, dim)``.
+* `recompute_prologue`: when a reduction's input is an elementwise value that something else
+  also reads (RMSNorm's ``h = x + r`` feeds both ``h.pow(2).mean()`` and ``h * rms``), the
+  reduction gets its own copy of the elementwise chain (recomputed from the chain's inputs in
+  its prologue) so the other reader can fuse with ``h`` instead of reading it back from memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelstitch.agents.graph.ir import Graph, GraphEdit, Node, NodeRef, TensorMeta
+from kernelstitch.agents.planner.ops import (
+    CONV_OPS,
+    REDUCTION_KINDS,
+    float_tensors,
+    is_host,
+    translate_elementwise,
+)
+
+MAX_RECOMPUTED_NODES = 8
+MAX_RECOMPUTED_LEAVES = 2
+
+
+@dataclass
+class RewriteResult:
+    graph: Graph
+    edits: list[GraphEdit] = field(default_factory=list)
+    algebraic: set[str] = field(default_factory=set)  # node names from algebraic rewrites
+    notes: list[str] = field(default_factory=list)
+
+
+def apply_rewrites(graph: Graph) -> RewriteResult:
+    result = RewriteResult(graph)
+    for rule in (_linear_sum, _conv_bias, _max_values, _recompute_prologue):
+        edits, algebraic, notes = rule(result.graph)
+        if edits:
+            result.graph = result.graph.with_edits(edits)
+            result.edits += edits
+            result.algebraic |= algebraic
+            result.notes += notes
+    return result
+
+
+def _single_user(graph: Graph, users: dict[str, list[str]], name: str) -> str | None:
+    found = users.get(name, [])
+    return found[0] if len(found) == 1 else None
+
+
+def _linear_sum(graph: Graph):
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    algebraic: set[str] = set()
+    notes: list[str] = []
+    for node in graph.nodes:
+        if node.op != "aten.sum.dim_IntList" or node.kwargs.get("dtype") is not None:
+            continue
+        src = node.args[0]
+        dims = node.arg(1, "dim")
+        keepdim = bool(node.arg(2, "keepdim", False))
+        if not isinstance(src, NodeRef) or not isinstance(dims, list) or len(dims) != 1:
+            continue
+        lin = graph.node(src.node)
+        if lin.op != "aten.linear.default" or _single_user(graph, users, lin.name) != node.name:
+            continue
+        out_meta, lin_meta = node.meta, lin.meta
+        if out_meta is None or lin_meta is None or dims[0] not in (-1, lin_meta.rank - 1):
+            continue
+        x, w = lin.args[0], lin.args[1]
+        b = lin.arg(2, "bias")
+        if not isinstance(x, NodeRef) or not isinstance(w, NodeRef):
+            continue
+        w_meta, x_meta = graph.node(w.node).meta, graph.node(x.node).meta
+        if w_meta is None or x_meta is None or w_meta.rank != 2:
+            continue
+        s = node.name
+        common = {"line": node.line, "module_path": lin.module_path,
+                  "module_type": lin.module_type, "synthetic": True}
+        wsum = Node(f"{s}_wsum", "aten.sum.dim_IntList", (w, [0]), {},
+                    (TensorMeta((w_meta.shape[1],), (w_meta.example_shape[1],), w_meta.dtype),),
+                    **common)
+        xw = Node(f"{s}_xw", "aten.mul.Tensor", (x, NodeRef(wsum.name)), {}, (x_meta,), **common)
+        new = [wsum, xw]
+        if isinstance(b, NodeRef):
+            b_meta = graph.node(b.node).meta
+            dot = Node(f"{s}_dot", "aten.sum.dim_IntList", (NodeRef(xw.name), [-1], keepdim), {},
+                       (out_meta,), **common)
+            bsum = Node(f"{s}_bsum", "aten.sum.dim_IntList", (b, [0]), {},
+                        (TensorMeta((), (), b_meta.dtype if b_meta else out_meta.dtype),),
+                        **common)
+            final = Node(s, "aten.add.Tensor", (NodeRef(dot.name), NodeRef(bsum.name)), {},
+                         (out_meta,), **common)
+            new += [dot, bsum]
+        else:
+            final = Node(s, "aten.sum.dim_IntList", (NodeRef(xw.name), [-1], keepdim), {},
+                         (out_meta,), **common)
+        edits += [GraphEdit(n, before=s) for n in new] + [GraphEdit(final)]
+        algebraic |= {n.name for n in new} | {s}
+        notes.append(f"line {node.line}: linear(...).sum(-1) rewritten as "
+                     f"(x * W.sum(0)).sum(-1){' + b.sum()' if isinstance(b, NodeRef) else ''}: "
+                     "no GEMM, exact up to fp32 summation order")
+    return edits, algebraic, notes
+
+
+def _conv_bias(graph: Graph):
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        if node.op not in CONV_OPS or node.synthetic:
+            continue
+        bias = node.arg(2, "bias")
+        meta = node.meta
+        if not isinstance(bias, NodeRef) or meta is None or meta.rank < 3:
+            continue
+        b_meta = graph.node(bias.node).meta
+        if b_meta is None or b_meta.rank != 1:
+            continue
+        spatial = meta.rank - 2
+        c = node.name
+        common = {"line": node.line, "module_path": node.module_path,
+                  "module_type": node.module_type, "synthetic": True}
+        args = list(node.args)
+        kwargs = dict(node.kwargs)
+        if len(args) > 2:
+            args[2] = None
+        else:
+            kwargs["bias"] = None
+        conv = Node(f"{c}_nobias", node.op, tuple(args), kwargs, node.outputs, **common)
+        view_shape = (b_meta.shape[0],) + (1,) * spatial
+        view_example = (b_meta.example_shape[0],) + (1,) * spatial
+        bview = Node(f"{c}_bias_view", "aten.view.default", (bias, [-1] + [1] * spatial), {},
+                     (TensorMeta(view_shape, view_example, b_meta.dtype),), **common)
+        add = Node(c, "aten.add.Tensor", (NodeRef(conv.name), NodeRef(bview.name)), {},
+                   node.outputs, **common)
+        edits += [GraphEdit(conv, before=c), GraphEdit(bview, before=c), GraphEdit(add)]
+    return edits, set(), []
+
+
+def _max_values(graph: Graph):
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        if node.op != "aten.max.dim":
+            continue
+        readers = users.get(node.name, [])
+        items = [graph.node(r) for r in readers if r != "<output>"]
+        if len(items) != len(readers) or not items or any(
+                i.op != "getitem" or i.args[1] != 0 for i in items):
+            continue
+        dim = node.arg(1, "dim")
+        keepdim = bool(node.arg(2, "keepdim", False))
+        for item in items:
+            edits.append(GraphEdit(Node(item.name, "aten.amax.default",
+                                        (node.args[0], [dim], keepdim), {}, item.outputs,
+                                        line=item.line, module_path=item.module_path,
+                                        module_type=item.module_type, synthetic=True)))
+    return edits, set(), []
+
+
+def _is_elementwise(graph: Graph, node: Node) -> bool:
+    return (not node.is_placeholder and not is_host(node)
+            and translate_elementwise(node) is not None and float_tensors(graph, node))
+
+
+def _recompute_prologue(graph: Graph):
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    notes: list[str] = []
+    for node in graph.nodes:
+        if node.op not in REDUCTION_KINDS or not isinstance(node.args[0], NodeRef):
+            continue
+        src = graph.node(node.args[0].node)
+        if not _is_elementwise(graph, src):
+            continue
+        chain: list[Node] = []  # src and its elementwise ancestors, program order
+        leaves: list[str] = []
+        stack = [src]
+        while stack:
+            cur = stack.pop()
+            if cur in chain:
+                continue
+            chain.append(cur)
+            for ref in cur.refs():
+                dep = graph.node(ref)
+                if _is_elementwise(graph, dep) and len(chain) + len(stack) < MAX_RECOMPUTED_NODES:
+                    stack.append(dep)
+                elif ref not in leaves:
+                    leaves.append(ref)
+        inside = {c.name for c in chain} | {node.name}
+        if all(u in inside for c in chain for u in users.get(c.name, [])):
+            continue  # nothing else reads the chain: plain prologue fusion
+        full = src.meta.shape if src.meta else None
+        big = [l for l in leaves if graph.node(l).meta and graph.node(l).meta.shape == full]
+        if not big or len(big) > MAX_RECOMPUTED_LEAVES or any(l in [c.name for c in chain]
+                                                              for l in leaves):
+            continue
+        order = {n.name: k for k, n in enumerate(graph.nodes)}
+        chain.sort(key=lambda n: order[n.name])
+        rename = {c.name: f"{c.name}_r{node.name}" for c in chain}
+
+        def swap(value, rename=rename):
+            if isinstance(value, NodeRef):
+                return NodeRef(rename.get(value.node, value.node))
+            if isinstance(value, list):
+                return [swap(v) for v in value]
+            return value
+
+        for c in chain:
+            copy = Node(rename[c.name], c.op, tuple(swap(a) for a in c.args),
+                        {k: swap(v) for k, v in c.kwargs.items()}, c.outputs, line=c.line,
+                        module_path=c.module_path, module_type=c.module_type, synthetic=True)
+            edits.append(GraphEdit(copy, before=node.name))
+        reader = Node(node.name, node.op, tuple(swap(a) if k == 0 else a
+                                                 for k, a in enumerate(node.args)),
+                      dict(node.kwargs), node.outputs, node.multi_output, node.symbol,
+                      node.line, node.module_path, node.module_type, node.placeholder,
+                      node.synthetic)
+        edits.append(GraphEdit(reader))
+        notes.append(f"line {node.line}: the reduction recomputes "
+                     f"{', '.join(c.name for c in chain)} in its prologue (also read elsewhere)")
+    return edits, set(), notes

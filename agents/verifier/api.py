@@ -1,0 +1,147 @@
+"""verify(reference, candidate) -> Verdict: static rules here, everything else in workers.
+
+Order: static checks -> reference worker (outputs, op list, timings) -> candidate worker, main
+phase (own shapes, interleaved timing, profiler) -> candidate worker, variants phase (other
+shapes).  Seeds come from `secrets`, so a candidate cannot predict its test inputs; they are in
+the verdict (and the run store) to reproduce a result.  Torch-free: this process runs no user
+code.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelstitch.agents.verifier.assemble import Inputs, assemble
+from kernelstitch.agents.verifier.runner import (
+    CANDIDATE_TASK,
+    REFERENCE_TASK,
+    TaskOutcome,
+    run_task,
+)
+from kernelstitch.agents.verifier.static_checks import check_files
+from kernelstitch.agents.verifier.verdict import Reason, Verdict
+
+from kernelstitch.core.problem import ProblemError, resolve_module
+
+# Static findings that leave nothing to run.
+UNRUNNABLE = {"no_model_new", "compile_error"}
+MIN_TASK_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    seeds: int = 3  # random seeds for the problem's own shapes (at least 2 are used)
+    shape_variants: int = 2  # other input shapes the reference accepts
+    timing: bool = True
+    compare_compile: bool = True  # also time torch.compile of the reference
+    timeout_s: float = 600  # for the whole verification
+    device: int | None = None  # CUDA device index (None: the default device)
+    timing_budget_s: float = 2.0  # seconds of timed runs per implementation
+
+
+def fresh_seeds(count: int) -> list[int]:
+    seeds: list[int] = []
+    while len(seeds) < count:
+        seed = secrets.randbits(31)
+        if seed not in seeds:
+            seeds.append(seed)
+    return seeds
+
+
+def verify(
+    reference: Path,
+    candidate: Path,
+    *,
+    reference_module: str | None = None,
+    options: VerifyOptions = VerifyOptions(),
+    progress: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
+    store: Any | None = None,
+) -> Verdict:
+    report = progress or (lambda _message: None)
+    reference, candidate = Path(reference).resolve(), Path(candidate).resolve()
+    seeds = fresh_seeds(max(options.seeds, 2))
+    run_id = None
+    if store is not None:
+        try:
+            module_name: str | None = resolve_module(reference, reference_module).name
+        except ProblemError:
+            module_name = reference_module
+        run_id = store.start_run("verify", str(reference), module_name,
+                                 {**asdict(options), "candidate": str(candidate), "seeds": seeds})
+    verdict = _verify(reference, candidate, reference_module, options, seeds, report, cancel)
+    if store is not None and run_id is not None:
+        store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
+        store.finish_run(run_id, "succeeded", {"verdict": verdict.status,
+                                               "codes": verdict.codes(), "seeds": seeds})
+    return verdict
+
+
+def _verify(reference: Path, candidate: Path, module: str | None, options: VerifyOptions,
+            seeds: list[int], report: Callable[[str], None],
+            cancel: threading.Event | None) -> Verdict:
+    report("static checks")
+    try:
+        info = resolve_module(reference, module)
+        static = check_files(candidate, reference, info.name)
+    except (ProblemError, OSError) as exc:
+        return Verdict("could_not_verify", [Reason("reference_error", str(exc))], seeds=seeds)
+    inputs = Inputs(static=static, seeds=seeds, timing_requested=options.timing)
+    if set(static.codes()) & UNRUNNABLE:
+        return assemble(inputs)
+    if not info.has_inputs:
+        return Verdict("could_not_verify", [Reason("reference_error",
+                                                   info.missing_inputs_message())], seeds=seeds)
+    deadline = time.monotonic() + options.timeout_s
+    timing_on = options.timing and not static.rejected  # no point timing a rejected candidate
+    device_arg = None  # the worker sees the chosen GPU as its default device
+
+    def remaining() -> float:
+        return max(deadline - time.monotonic(), MIN_TASK_TIMEOUT_S)
+
+    with tempfile.TemporaryDirectory(prefix="ks_verify_") as work_dir:
+        report("running the reference")
+        inputs.reference = run_task(REFERENCE_TASK, {
+            "path": str(reference), "module": info.name, "seeds": seeds, "work_dir": work_dir,
+            "shape_variants_count": options.shape_variants, "timing_on": timing_on,
+            "compare_compile": options.compare_compile, "device": device_arg,
+            "timing_budget_s": options.timing_budget_s,
+        }, remaining(), options.device, cancel)
+        ref = inputs.reference.result if inputs.reference.ok else None
+        if not ref or not ref.get("cuda") or ref.get("nondeterministic") or _cancelled(cancel):
+            return assemble(inputs)
+        cases = ref["cases"]
+        common = {
+            "path": str(candidate), "reference_path": str(reference), "module": info.name,
+            "work_dir": work_dir, "device": device_arg,
+            "ref_mutates": ref["mutates_inputs"], "ref_aliases": ref["output_aliases_input"],
+            "timing_budget_s": options.timing_budget_s,
+        }
+        report("checking the candidate")
+        inputs.main = run_task(CANDIDATE_TASK, {
+            **common, "phase": "main", "cases": [c for c in cases if c["variant"] is None],
+            "timing_on": timing_on, "timing_seeds": seeds,
+        }, remaining(), options.device, cancel)
+        variant_cases = [c for c in cases if c["variant"] is not None]
+        if variant_cases and _loaded(inputs.main) and not _cancelled(cancel):
+            report(f"checking {len(variant_cases)} other input shapes")
+            inputs.variants = run_task(CANDIDATE_TASK, {
+                **common, "phase": "variants", "cases": variant_cases, "timing_on": False,
+            }, remaining(), options.device, cancel)
+    report("done")
+    return assemble(inputs)
+
+
+def _loaded(outcome: TaskOutcome) -> bool:
+    return outcome.ok and not (outcome.result or {}).get("load_failure")
+
+
+def _cancelled(cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set()

@@ -1,0 +1,392 @@
+"""Worker task: compile, check and time the candidate in a fresh process.
+
+The process never ran the reference: no reference output ever sits in its GPU memory (reference
+outputs are loaded on the CPU, and candidate outputs are copied to the CPU for comparison).
+Everything the checks rely on (timers, events, copies) is bound before the candidate is
+imported, and `tamper` reports any replacement.
+
+Phase "main" runs the problem's own shapes, interleaving checks with timing:
+    check(seed 0) -> time (half) -> check(seed 1..n-1) -> time (half) -> re-check(seed 0)
+    -> profile two calls -> tamper check
+Phase "variants" checks the other input shapes (a separate process, so a crash on an odd shape
+cannot hide the main results).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from kernelstitch.agents.verifier import tamper, timing  # bound before any candidate code runs
+from kernelstitch.agents.verifier.compare import (
+    Failure,
+    OutputMeta,
+    compare_outputs,
+    flatten_outputs,
+)
+from kernelstitch.agents.verifier.diagnostics import map_diagnostics
+from kernelstitch.agents.verifier.gpu_common import (
+    describe_exception,
+    is_cuda_fatal,
+    pick_device,
+    profile_calls,
+    strict_fp32,
+)
+from kernelstitch.agents.verifier.inputs import case_inputs, to_device
+from kernelstitch.agents.verifier.poison import poison_allocator
+from kernelstitch.agents.verifier.reference_task import timing_input_sets
+from kernelstitch.agents.verifier.trace_summary import summarize_trace
+
+from kernelstitch.core.problem import ProblemError, import_file, load_problem
+
+_to_cpu = torch.Tensor.cpu
+_clone = torch.Tensor.clone
+_equal = torch.equal
+_Stream = torch.cuda.Stream
+_Event = torch.cuda.Event
+_profile = torch.profiler.profile
+_record_function = torch.profiler.record_function
+BUILD_ERROR_MARKER = "Error building extension"
+TAIL_ELEMENTS = 4096
+OCCUPIER_SIZE = 4096  # fp32 GEMM of this size (TF32 off): a few ms with every SM busy
+WARMUP_CALLS_WITHOUT_TIMING = 10
+
+
+class _Fatal(Exception):
+    """The CUDA context is gone: no further call can be trusted."""
+
+
+@dataclass
+class _State:
+    model: Any
+    problem: Any
+    device: torch.device
+    ref_outputs: dict[str, list[Any]]
+    ref_mutates: bool
+    ref_aliases: bool
+    snapshot_stream: Any = None  # high priority: snapshots overtake work still running
+    occupier: Any = None  # keeps every SM busy while forward launches (see _Occupier)
+    previous: list[Any] = field(default_factory=list)  # last call's outputs, kept alive
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _failure_json(code: str, message: str, **detail: Any) -> dict[str, Any]:
+    return Failure(code, message, detail).to_json()
+
+
+def _import_candidate(path: Path, source: str) -> tuple[Any, dict[str, Any] | None]:
+    try:
+        return import_file(path, prefix="ks_candidate"), None
+    except ProblemError as exc:
+        return None, _load_failure(exc, source)
+
+
+def _load_failure(exc: BaseException, source: str) -> dict[str, Any]:
+    text = describe_exception(exc)
+    if BUILD_ERROR_MARKER in text:
+        cause = exc.__cause__ or exc
+        output = str(cause)
+        diagnostics = [d.to_json() for d in map_diagnostics(output, source)]
+        first = next((d for d in diagnostics if d["severity"] == "error"), None)
+        message = (f"compilation failed: {first['message']}" if first
+                   else "compilation failed (see the compiler output)")
+        return _failure_json("compile_error", message, line=first["line"] if first else None,
+                             diagnostics=diagnostics, compiler_output=output[-4000:])
+    return _failure_json("runtime_error", f"loading the candidate raised {text[:1000]}")
+
+
+def _tamper_failures(before: dict[str, object]) -> list[dict[str, Any]]:
+    return [_failure_json(code, f"{name} was replaced at run time", name=name)
+            for code, name in tamper.changed(before)]
+
+
+def _ranges(values: list[Any]) -> list[tuple[int, int]]:
+    found = []
+    for v in values:
+        if isinstance(v, torch.Tensor) and v.numel():
+            start = v.untyped_storage().data_ptr()
+            found.append((start, start + v.untyped_storage().nbytes()))
+    return found
+
+
+def _overlaps(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return any(lo < hi2 and lo2 < hi for lo, hi in a for lo2, hi2 in b)
+
+
+class _Occupier:
+    """A few milliseconds of GPU-saturating work on its own (normal-priority) stream, queued
+    just before forward.  Kernels forward puts on a side stream wait behind it for SMs, so when
+    the current stream is done the side work has not even started and the snapshot (on a
+    high-priority stream) sees it missing.  Without it, a fast side kernel can finish during the
+    host's own overhead and win the race (seen on an H100 with a 16M-element kernel)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.stream = _Stream(device=device)
+        with torch.cuda.stream(self.stream):
+            self.a = torch.randn(OCCUPIER_SIZE, OCCUPIER_SIZE, device=device)
+            self.b = torch.randn(OCCUPIER_SIZE, OCCUPIER_SIZE, device=device)
+            self.c = torch.empty(OCCUPIER_SIZE, OCCUPIER_SIZE, device=device)
+        torch.cuda.synchronize(device)
+
+    def __call__(self) -> None:
+        with torch.cuda.stream(self.stream):
+            torch.mm(self.a, self.b, out=self.c)
+
+
+def _make_occupier(device: torch.device, notes: list[str]) -> _Occupier | None:
+    try:
+        return _Occupier(device)
+    except Exception as exc:  # the stream check still runs, with a weaker guarantee
+        notes.append(f"stream check without an occupier: {describe_exception(exc)[:200]}")
+        return None
+
+
+def _snapshot_after_current_stream(leaves: list[Any], device, stream) -> list[tuple[Any, Any]]:
+    """Copies of each output taken as soon as the *current* stream is done, on a high-priority
+    stream (tail first: a writer still running on another stream reaches the tail last)."""
+    done = _Event()
+    done.record(torch.cuda.current_stream(device))
+    done.synchronize()
+    snaps = []
+    with torch.cuda.stream(stream):
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor) and leaf.is_cuda and leaf.numel():
+                flat = leaf.reshape(-1)
+                tail = _clone(flat[-TAIL_ELEMENTS:])
+                snaps.append((tail, _clone(leaf)))
+            else:
+                snaps.append((None, None))
+    finished = _Event()
+    finished.record(stream)
+    finished.synchronize()
+    return snaps
+
+
+def _bytes(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.contiguous().reshape(-1).view(torch.uint8)
+
+
+def _changed_after_return(leaves, snaps) -> bool:
+    for leaf, (tail, full) in zip(leaves, snaps):
+        if tail is None:
+            continue
+        if not _equal(_bytes(tail), _bytes(leaf.reshape(-1)[-TAIL_ELEMENTS:])):
+            return True
+        if not _equal(_bytes(full), _bytes(leaf)):
+            return True
+    return False
+
+
+def _call(state: _State, inputs: list[Any]) -> Any:
+    try:
+        with torch.no_grad():
+            return state.model(*inputs)
+    except Exception as exc:
+        if is_cuda_fatal(exc):
+            raise _Fatal(describe_exception(exc)) from exc
+        raise
+
+
+def run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any]:
+    """One checked call: poisoned memory, fresh inputs, every output and input property."""
+    record: dict[str, Any] = {"name": f"{label}:{case['id']}", "case": case["id"],
+                              "seed": case["seed"], "shapes": case.get("input_shapes"),
+                              "failures": []}
+    failures = record["failures"]
+    cpu_inputs = case_inputs(state.problem, case["seed"], case.get("shapes"))
+    dev_inputs = to_device(cpu_inputs, state.device)
+    sizes = [m["nbytes"] for m in case["output_meta"] if m] + [
+        v.numel() * v.element_size() for v in cpu_inputs if isinstance(v, torch.Tensor)]
+    poison_allocator(sizes, state.device)
+    if state.occupier is not None:
+        state.occupier()
+    try:
+        out = _call(state, dev_inputs)
+    except _Fatal:
+        raise
+    except Exception as exc:
+        failures.append(_failure_json("runtime_error", f"forward raised "
+                                      f"{describe_exception(exc)[:1000]}"))
+        record["passed"] = False
+        state.checks.append(record)
+        return record
+    leaves = flatten_outputs(out)
+    snaps = _snapshot_after_current_stream(leaves, state.device, state.snapshot_stream)
+    torch.cuda.synchronize(state.device)
+    if _changed_after_return(leaves, snaps):
+        failures.append(_failure_json(
+            "incomplete_on_return", "outputs kept changing after the current stream finished: "
+            "work was still running (on another stream or deferred) when forward returned"))
+    del snaps
+    info = [{"device": str(v.device), "contiguous": v.is_contiguous(),
+             "strides": list(v.stride())} if isinstance(v, torch.Tensor) else {} for v in leaves]
+    cpu_leaves = [_to_cpu(v) if isinstance(v, torch.Tensor) else v for v in leaves]
+    out_ranges = _ranges(leaves)
+    if not state.ref_aliases and _overlaps(out_ranges, _ranges(dev_inputs)):
+        failures.append(_failure_json("output_aliases_input",
+                                      "an output shares memory with an input"))
+    if _overlaps(out_ranges, _ranges(state.previous)):
+        failures.append(_failure_json(
+            "output_reused_across_calls", "an output shares memory with the previous call's "
+            "output (a returned tensor must not be overwritten by the next call)"))
+    if not state.ref_mutates:
+        for i, (before, after) in enumerate(zip(cpu_inputs, dev_inputs)):
+            if isinstance(before, torch.Tensor) and not _equal(_bytes(before),
+                                                               _bytes(_to_cpu(after))):
+                failures.append(_failure_json("mutates_input",
+                                              f"forward changed input {i} in place", input=i))
+    metas = [OutputMeta(m["is_contiguous"], tuple(m["strides"])) if m else None
+             for m in case["output_meta"]]
+    device_str = str(torch.device("cuda", state.device.index))
+    failures += [f.to_json() for f in compare_outputs(
+        state.ref_outputs[case["id"]], cpu_leaves, metas, info, device_str)]
+    record["passed"] = not failures
+    state.previous = leaves
+    state.checks.append(record)
+    return record
+
+
+def _time_candidate(state: _State, sets, flush, budget_s: float) -> dict[str, Any]:
+    return timing.time_function(lambda inputs: _call(state, inputs), sets, flush, min_runs=15, budget_s=budget_s).to_json()
+
+
+def _profile_candidate(state: _State, inputs: list[Any]) -> dict[str, Any]:
+    def call(_i: int) -> None:
+        with torch.no_grad():
+            state.model(*inputs)
+
+    trace = profile_calls(call, 2, with_cuda=True, profiler_profile=_profile,
+                          record_function=_record_function)
+    calls = summarize_trace(trace)
+    return {"calls": [{"index": c.index, "kernels": sorted(set(c.kernels)),
+                       "own_kernels": sorted(set(c.own_kernels)),
+                       "streams": sorted(set(c.streams)),
+                       "ops": sorted({(op, ancestors) for op, ancestors in c.ops})}
+                      for c in calls]}
+
+
+def candidate_task(path: str, reference_path: str, module: str | None, cases: list[dict],
+                   work_dir: str, phase: str = "main", device: int | None = None,
+                   timing_on: bool = True, timing_seeds: list[int] | None = None,
+                   ref_mutates: bool = False, ref_aliases: bool = False,
+                   timing_budget_s: float = 2.0) -> dict[str, Any]:
+    before = tamper.snapshot()
+    result: dict[str, Any] = {"phase": phase, "load_failure": None, "checks": [],
+                              "tamper": [], "profile": None, "timing": None, "fatal": None,
+                              "notes": []}
+    if not torch.cuda.is_available():
+        result["load_failure"] = _failure_json("runtime_error", "no CUDA device")
+        return result
+    dev = pick_device(device)
+    strict_fp32()
+    problem = load_problem(Path(reference_path), module)
+    source = Path(path).read_text(encoding="utf-8")
+    namespace, failure = _import_candidate(Path(path), source)
+    result["tamper"] = _tamper_failures(before)
+    if failure:
+        result["load_failure"] = failure
+        return result
+    model_class = getattr(namespace, "ModelNew", None)
+    if model_class is None:
+        result["load_failure"] = _failure_json("no_model_new", "the file defines no ModelNew")
+        return result
+    try:
+        torch.manual_seed(cases[0]["seed"])
+        model = model_class(*problem.get_init_inputs())
+    except Exception as exc:
+        result["load_failure"] = _load_failure(exc, source)
+        return result
+    result["notes"] += _adopt_reference_state(model, Path(work_dir) / "ref_state.pt")
+    model = model.to(dev)
+    ref_outputs = torch.load(Path(work_dir) / "ref_outputs.pt", weights_only=False)
+    state = _State(model, problem, dev, ref_outputs, ref_mutates, ref_aliases,
+                   snapshot_stream=_Stream(device=dev, priority=-1),
+                   occupier=_make_occupier(dev, result["notes"]))
+    try:
+        if phase == "variants":
+            for case in cases:
+                run_check(state, case, "shape")
+        else:
+            result["timing"] = _main_sequence(state, cases, timing_on, timing_seeds or [],
+                                              timing_budget_s, result)
+    except _Fatal as exc:
+        result["fatal"] = str(exc)[:2000]
+    result["checks"] = state.checks
+    result["tamper"] = _dedupe(result["tamper"] + _tamper_failures(before))
+    return result
+
+
+def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, result):
+    first = run_check(state, cases[0], "initial")
+    timing_result = None
+    sets = flush = None
+    if timing_on:
+        sets = timing_input_sets(state.problem, timing_seeds or [cases[0]["seed"]], state.device)
+        flush = timing.L2Flusher(state.device)
+        timing_result = _guarded(state, "timing", lambda: _time_candidate(state, sets, flush,
+                                                                          budget_s / 2))
+    else:
+        warm = to_device(case_inputs(state.problem, cases[-1]["seed"]), state.device)
+        _guarded(state, "warm-up", lambda: [_call(state, warm)
+                                            for _ in range(WARMUP_CALLS_WITHOUT_TIMING)])
+    for case in cases[1:]:
+        run_check(state, case, "after_warmup")
+    if timing_on and timing_result is not None:
+        second = _guarded(state, "timing", lambda: _time_candidate(state, sets, flush,
+                                                                   budget_s / 2))
+        timing_result = ({k: timing_result[k] + second[k] for k in timing_result}
+                         if second else None)
+
+    recheck = run_check(state, cases[0], "recheck")
+    if first["passed"] and not recheck["passed"]:
+        recheck["failures"].insert(0, _failure_json(
+            "behaviour_changes_after_warmup", f"seed {cases[0]['seed']} passed on the first "
+            "call but fails after warm-up and timing runs"))
+    inputs = to_device(case_inputs(state.problem, cases[0]["seed"]), state.device)
+    try:
+        result["profile"] = _profile_candidate(state, inputs)
+    except _Fatal:
+        raise
+    except Exception as exc:
+        result["notes"].append(f"profiling failed: {describe_exception(exc)[:300]}")
+    return timing_result
+
+
+def _guarded(state: _State, what: str, action):
+    """Run warm-up/timing calls; a failure there is recorded as a failed check, not lost."""
+    try:
+        return action()
+    except _Fatal:
+        raise
+    except Exception as exc:
+        state.checks.append({"name": f"{what}:calls", "case": None, "seed": None,
+                             "shapes": None, "passed": False, "failures": [_failure_json(
+                                 "runtime_error", f"forward raised during {what}: "
+                                 f"{describe_exception(exc)[:800]}")]})
+        return None
+
+
+def _adopt_reference_state(model, state_path: Path) -> list[str]:
+    reference = torch.load(state_path, weights_only=False)
+    own = model.state_dict()
+    if set(own) == set(reference) and all(
+        tuple(own[k].shape) == tuple(reference[k].shape) for k in own
+    ):
+        if own:
+            model.load_state_dict(reference, strict=True)
+            return ["parameters loaded from the reference (names match)"]
+        return []
+    return ["the candidate's parameter names differ from the reference's: it was built with "
+            "the same seed instead"]
+
+
+def _dedupe(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen, kept = set(), []
+    for item in items:
+        key = (item["code"], item["message"])
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept

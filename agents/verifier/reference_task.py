@@ -1,0 +1,177 @@
+"""Worker task: run the reference, save what the candidate is judged against, time it.
+
+Runs in its own process (the candidate never shares it).  Writes to `work_dir`:
+`ref_state.pt` (the reference's state_dict, built right after `manual_seed(seeds[0])`) and
+`ref_outputs.pt` ({case id: CPU output leaves}).  Returns JSON: the cases with their seeds and
+input shapes, output layout facts, the aten ops the reference dispatches, eager and
+torch.compile timings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from kernelstitch.agents.verifier import timing
+from kernelstitch.agents.verifier.compare import compare_outputs, flatten_outputs
+from kernelstitch.agents.verifier.gpu_common import (
+    describe_exception,
+    pick_device,
+    profile_calls,
+    strict_fp32,
+)
+from kernelstitch.agents.verifier.inputs import (
+    case_inputs,
+    input_shapes,
+    shape_variants,
+    to_device,
+    total_bytes,
+)
+from kernelstitch.agents.verifier.trace_summary import summarize_trace
+
+from kernelstitch.core.problem import load_problem
+
+ROTATED_SETS = 3
+ROTATION_MEMORY_FRACTION = 0.3  # rotated input sets may use this much of free GPU memory
+
+
+def _case_list(seeds: list[int], variants: list[Any]) -> list[dict[str, Any]]:
+    cases = [{"id": f"s{seed}", "seed": seed, "shapes": None, "variant": None} for seed in seeds]
+    for i, shapes in enumerate(variants):
+        seed = seeds[i % len(seeds)]
+        cases.append({"id": f"s{seed}_v{i}", "seed": seed, "shapes": shapes, "variant": i})
+    return cases
+
+
+def _storage_ranges(values: list[Any]) -> list[tuple[int, int]]:
+    ranges = []
+    for v in values:
+        if isinstance(v, torch.Tensor) and v.numel():
+            start = v.untyped_storage().data_ptr()
+            ranges.append((start, start + v.untyped_storage().nbytes()))
+    return ranges
+
+
+def _aliases(outputs: list[Any], inputs: list[Any]) -> bool:
+    ins = _storage_ranges(inputs)
+    for lo, hi in _storage_ranges(outputs):
+        if any(lo < b and a < hi for a, b in ins):
+            return True
+    return False
+
+
+def timing_input_sets(problem, seeds: list[int], device: torch.device) -> list[list[Any]]:
+    first = to_device(case_inputs(problem, seeds[0]), device)
+    sets = [first]
+    free, _ = torch.cuda.mem_get_info(device)
+    per_set = max(total_bytes(first), 1)
+    room = int(free * ROTATION_MEMORY_FRACTION // per_set)
+    for seed in seeds[1:min(ROTATED_SETS, room)]:
+        sets.append(to_device(case_inputs(problem, seed), device))
+    return sets
+
+
+def reference_task(path: str, module: str | None, seeds: list[int], work_dir: str,
+                   shape_variants_count: int = 2, timing_on: bool = True,
+                   compare_compile: bool = True, device: int | None = None,
+                   timing_budget_s: float = 2.0) -> dict[str, Any]:
+    if not torch.cuda.is_available():
+        return {"cuda": False, "torch": torch.__version__}
+    dev = pick_device(device)
+    strict_fp32()
+    notes: list[str] = []
+    problem = load_problem(Path(path), module)
+    torch.manual_seed(seeds[0])
+    model = problem.build()
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()},
+               Path(work_dir) / "ref_state.pt")
+    model = model.to(dev)
+
+    def runs_on_device(shapes) -> bool:
+        try:
+            with torch.no_grad():
+                model(*to_device(case_inputs(problem, seeds[0], shapes), dev))
+            torch.cuda.synchronize(dev)
+            return True
+        except Exception:
+            return False
+
+    base = case_inputs(problem, seeds[0])
+    variants, variant_notes = shape_variants(problem, base, shape_variants_count, runs_on_device)
+    notes += variant_notes
+    cases = _case_list(seeds, variants)
+    outputs: dict[str, list[Any]] = {}
+    mutates = aliases = False
+    for case in cases:
+        cpu_inputs = case_inputs(problem, case["seed"], case["shapes"])
+        dev_inputs = to_device(cpu_inputs, dev)
+        with torch.no_grad():
+            out = flatten_outputs(model(*dev_inputs))
+        torch.cuda.synchronize(dev)
+        case["input_shapes"] = input_shapes(cpu_inputs)
+        case["output_meta"] = [
+            {"is_contiguous": o.is_contiguous(), "strides": list(o.stride()),
+             "shape": list(o.shape), "nbytes": o.numel() * o.element_size(),
+             "dtype": str(o.dtype)} if isinstance(o, torch.Tensor) else None for o in out]
+        aliases = aliases or _aliases(out, dev_inputs)
+        mutates = mutates or any(
+            isinstance(a, torch.Tensor) and not torch.equal(a.cpu(), b)
+            for a, b in zip(dev_inputs, cpu_inputs))
+        outputs[case["id"]] = [o.detach().cpu() if isinstance(o, torch.Tensor) else o
+                               for o in out]
+    nondeterministic = _nondeterministic(model, problem, cases[0], outputs, dev)
+    torch.save(outputs, Path(work_dir) / "ref_outputs.pt")
+
+    first_inputs = to_device(case_inputs(problem, seeds[0]), dev)
+    with torch.no_grad():
+        trace = profile_calls(lambda _i: model(*first_inputs), 1, with_cuda=False)
+    ops = sorted({op for call in summarize_trace(trace) for op, _ in call.ops})
+
+    result: dict[str, Any] = {
+        "cuda": True, "device_name": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+        "cases": cases, "variants": variants, "reference_ops": ops,
+        "mutates_inputs": mutates, "output_aliases_input": aliases,
+        "nondeterministic": nondeterministic, "notes": notes,
+        "state_keys": sorted(model.state_dict().keys()),
+    }
+    if timing_on:
+        result["timing"] = _time_reference(model, problem, seeds, dev, compare_compile,
+                                           timing_budget_s, notes)
+    return result
+
+
+def _nondeterministic(model, problem, case, outputs, dev) -> str | None:
+    """A reference that gives different answers for the same inputs cannot judge anything."""
+    with torch.no_grad():
+        again = flatten_outputs(model(*to_device(case_inputs(problem, case["seed"]), dev)))
+    again_cpu = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in again]
+    info = [{"device": "ref", "contiguous": True, "strides": []} for _ in again_cpu]
+    failures = compare_outputs(outputs[case["id"]], again_cpu, [], info, "ref")
+    return failures[0].message if failures else None
+
+
+def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes) -> dict:
+    sets = timing_input_sets(problem, seeds, dev)
+    flush = timing.L2Flusher(dev)
+
+    def eager(inputs):
+        with torch.no_grad():
+            return model(*inputs)
+
+    result = {"eager": timing.time_function(eager, sets, flush, budget_s=budget_s).to_json(),
+              "rotated_sets": len(sets), "compiled": None}
+    if compare_compile:
+        try:
+            compiled_model = torch.compile(model)
+
+            def compiled(inputs):
+                with torch.no_grad():
+                    return compiled_model(*inputs)
+
+            compiled(sets[0])
+            result["compiled"] = timing.time_function(compiled, sets, flush,
+                                                      budget_s=budget_s).to_json()
+        except Exception as exc:  # torch.compile failing is the reference's business, not ours
+            notes.append(f"torch.compile of the reference failed: {describe_exception(exc)[:300]}")
+    return result

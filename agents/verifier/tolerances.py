@@ -1,0 +1,42 @@
+"""Output tolerances by dtype (torch-free table; compare.py applies it).
+
+An element passes when   |candidate - reference| <= atol * scale + rtol * |reference|
+where `scale` is the root-mean-square of the reference output (1.0 when that is 0), so the
+absolute part follows the magnitude of the problem's values instead of a fixed 1e-5 that is
+meaningless for values around 1e4 and lax for values around 1e-6.
+
+* float32: rtol 1e-4, atol 1e-5 (tight: a candidate computing in fp16/bf16/tf32 fails).  The
+  reference is computed with TF32 disabled so this compares against true fp32.
+* float16: rtol 1e-2, atol 1e-2 (about 10 ulp of fp16; fused kernels accumulate in fp32 and
+  differ from PyTorch's op-by-op rounding).
+* bfloat16: rtol 2e-2, atol 2e-2 (bf16 has 3 fewer mantissa bits than fp16).
+* float64: rtol 1e-7, atol 1e-9.
+* integer and bool outputs: exact.
+
+NaN/Inf: where the reference is finite the candidate must be finite; where the reference is NaN
+or +-Inf the candidate must have the same non-finite value at that position.  Never tolerated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float  # multiplied by the reference's RMS
+
+
+TOLERANCES: dict[str, Tolerance] = {
+    "float32": Tolerance(rtol=1e-4, atol=1e-5),
+    "float16": Tolerance(rtol=1e-2, atol=1e-2),
+    "bfloat16": Tolerance(rtol=2e-2, atol=2e-2),
+    "float64": Tolerance(rtol=1e-7, atol=1e-9),
+}
+EXACT = Tolerance(rtol=0.0, atol=0.0)
+
+
+def tolerance_for(dtype_name: str) -> Tolerance:
+    """`dtype_name` as str(torch.dtype) without the prefix, e.g. "float32"."""
+    return TOLERANCES.get(dtype_name.removeprefix("torch."), EXACT)

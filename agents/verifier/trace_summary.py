@@ -1,0 +1,86 @@
+"""Read a torch.profiler chrome trace of profiled forward calls (torch-free).
+
+The candidate worker wraps each profiled call in `record_function("ks_verify_call_<i>")`.  For
+each call this finds the GPU kernels it launched (kernel -> correlation id -> the runtime launch
+on the CPU inside the call's range) and the aten ops dispatched inside it, each with the chain of
+enclosing aten ops (so work nested inside a declared library call is not blamed on the
+candidate).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelstitch.agents.verifier.op_names import base_name, is_compute_op, is_own_kernel
+
+CALL_RANGE = re.compile(r"^ks_verify_call_(\d+)$")
+LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
+
+
+@dataclass
+class CallProfile:
+    index: int
+    kernels: list[str] = field(default_factory=list)
+    streams: list[int] = field(default_factory=list)
+    ops: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (op, ancestors)
+
+    @property
+    def own_kernels(self) -> list[str]:
+        return [k for k in self.kernels if is_own_kernel(k)]
+
+
+def _inside(event: dict[str, Any], outer: dict[str, Any]) -> bool:
+    start, end = outer["ts"], outer["ts"] + outer.get("dur", 0)
+    return event.get("tid") == outer.get("tid") and start <= event["ts"] <= end
+
+
+def summarize_trace(trace: dict[str, Any]) -> list[CallProfile]:
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and "ts" in e]
+    ranges = []
+    for e in events:
+        match = CALL_RANGE.match(str(e.get("name", "")))
+        if match and e.get("cat") in ("user_annotation", "cpu_op", "python_function"):
+            ranges.append((int(match.group(1)), e))
+    launches = {e["args"]["correlation"]: e for e in events
+                if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    ops = [e for e in events if e.get("cat") == "cpu_op"
+           and str(e.get("name", "")).startswith("aten::")]
+    calls = []
+    for index, rng in sorted(ranges, key=lambda item: item[0]):
+        call = CallProfile(index)
+        for k in kernels:
+            launch = launches.get(k.get("args", {}).get("correlation"))
+            if launch is not None and _inside(launch, rng):
+                call.kernels.append(str(k.get("name", "")))
+                call.streams.append(int(k.get("args", {}).get("stream", -1)))
+        inside = sorted((o for o in ops if _inside(o, rng)), key=lambda o: (o["ts"], -o["dur"]))
+        for op in inside:
+            ancestors = tuple(str(p["name"]) for p in inside
+                              if p is not op and p["ts"] <= op["ts"]
+                              and op["ts"] + op.get("dur", 0) <= p["ts"] + p.get("dur", 0))
+            call.ops.append((str(op["name"]), ancestors))
+        calls.append(call)
+    return calls
+
+
+def reused_reference_ops(calls: list[CallProfile], reference_ops: set[str],
+                         declared: dict[str, str]) -> list[str]:
+    """Compute ops the candidate dispatched that the reference also runs, not declared, and not
+    nested inside a declared op."""
+    declared_bases = {base_name(k) for k in declared}
+    reference_bases = {base_name(op) for op in reference_ops if is_compute_op(op)}
+    found: list[str] = []
+    for call in calls:
+        for op, ancestors in call.ops:
+            if not is_compute_op(op) or base_name(op) not in reference_bases:
+                continue
+            if base_name(op) in declared_bases:
+                continue
+            if any(base_name(a) in declared_bases for a in ancestors):
+                continue
+            if op not in found:
+                found.append(op)
+    return found

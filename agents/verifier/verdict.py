@@ -1,0 +1,176 @@
+"""The Verifier's typed result: accepted / rejected with named reasons / could not verify.
+
+Torch-free: the language server and the CLI import it.  `Verdict.to_json()` returns a plain dict
+(the shape stored in the run store and sent in job results); `Verdict.from_json` reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+VerdictStatus = Literal["accepted", "rejected", "could_not_verify"]
+
+# Stable snake_case codes of a rejection: scripts and the editor match on these.
+REJECTION_CODES = frozenset(
+    {
+        "compile_error", "runtime_error", "crashed", "timeout", "wrong_output", "nan_or_inf",
+        "shape_mismatch", "dtype_mismatch", "device_mismatch", "not_contiguous",
+        "output_aliases_input", "output_reused_across_calls", "unwritten_output",
+        "mutates_input", "shape_specialised", "behaviour_changes_after_warmup",
+        "reuses_reference_op", "calls_reference_forward", "uses_torch_compile",
+        "monkeypatches_runtime", "timer_tampering", "no_custom_kernel", "side_stream_work",
+        "incomplete_on_return", "silent_fallback", "cached_output", "no_model_new",
+    }
+)
+# Codes of a could-not-verify verdict: nothing is wrong with the candidate as far as we know.
+COULD_NOT_VERIFY_CODES = frozenset(
+    {"no_gpu", "reference_error", "reference_nondeterministic", "cancelled", "verifier_error"}
+)
+
+EXIT_CODES: dict[str, int] = {"accepted": 0, "rejected": 1, "could_not_verify": 2}
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: str
+    message: str
+    line: int | None = None  # 1-based line in the candidate file, when known
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    name: str
+    passed: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Milliseconds per call over `n` timed runs."""
+
+    median: float
+    p10: float
+    p90: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Timings:
+    eager_ms: Stat
+    compiled_ms: Stat | None
+    candidate_ms: Stat
+    speedup_vs_eager: float
+    speedup_vs_compiled: float | None
+    significant_vs_eager: bool  # False: the difference is within noise
+    significant_vs_compiled: bool
+
+
+@dataclass
+class Verdict:
+    status: VerdictStatus
+    reasons: list[Reason] = field(default_factory=list)
+    checks: list[CheckRecord] = field(default_factory=list)
+    timings: Timings | None = None
+    seeds: list[int] = field(default_factory=list)
+    shapes: list[Any] = field(default_factory=list)  # input shapes of every checked case
+    device: str | None = None
+    declared_torch_ops: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def codes(self) -> list[str]:
+        return [r.code for r in self.reasons]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def dumps(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_json(), indent=indent)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | str) -> Verdict:
+        if isinstance(data, str):
+            data = json.loads(data)
+        timings = data.get("timings")
+        return cls(
+            status=data["status"],
+            reasons=[Reason(**r) for r in data.get("reasons", [])],
+            checks=[CheckRecord(**c) for c in data.get("checks", [])],
+            timings=_timings_from_json(timings) if timings else None,
+            seeds=list(data.get("seeds", [])),
+            shapes=list(data.get("shapes", [])),
+            device=data.get("device"),
+            declared_torch_ops=dict(data.get("declared_torch_ops", {})),
+            notes=list(data.get("notes", [])),
+        )
+
+
+def _timings_from_json(data: dict[str, Any]) -> Timings:
+    compiled = data.get("compiled_ms")
+    return Timings(
+        eager_ms=Stat(**data["eager_ms"]),
+        compiled_ms=Stat(**compiled) if compiled else None,
+        candidate_ms=Stat(**data["candidate_ms"]),
+        speedup_vs_eager=data["speedup_vs_eager"],
+        speedup_vs_compiled=data.get("speedup_vs_compiled"),
+        significant_vs_eager=data["significant_vs_eager"],
+        significant_vs_compiled=data["significant_vs_compiled"],
+    )
+
+
+def _stat_cell(stat: Stat | None) -> str:
+    if stat is None:
+        return "n/a"
+    return f"{stat.median:.4f} ms (p10 {stat.p10:.4f}, p90 {stat.p90:.4f}, n={stat.n})"
+
+
+def _speedup_text(speedup: float | None, significant: bool) -> str:
+    if speedup is None:
+        return "n/a"
+    return f"{speedup:.2f}x" + ("" if significant else " (within noise)")
+
+
+def render_verdict_markdown(verdict: Verdict) -> str:
+    """The verification section of a report: status, reasons with lines, timings, seeds."""
+    title = {
+        "accepted": "**Accepted**", "rejected": "**Rejected**",
+        "could_not_verify": "**Could not verify**",
+    }[verdict.status]
+    lines = [f"Verdict: {title}" + (f" on {verdict.device}" if verdict.device else ""), ""]
+    if verdict.reasons:
+        lines.append("| code | line | reason |")
+        lines.append("|---|---|---|")
+        for r in verdict.reasons:
+            message = r.message.replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| `{r.code}` | {r.line or ''} | {message} |")
+        lines.append("")
+    t = verdict.timings
+    if t is not None:
+        lines += [
+            "| implementation | time per call |",
+            "|---|---|",
+            f"| PyTorch eager | {_stat_cell(t.eager_ms)} |",
+            f"| torch.compile | {_stat_cell(t.compiled_ms)} |",
+            f"| candidate | {_stat_cell(t.candidate_ms)} |",
+            "",
+            f"Speed-up vs eager: {_speedup_text(t.speedup_vs_eager, t.significant_vs_eager)}; "
+            f"vs torch.compile: "
+            f"{_speedup_text(t.speedup_vs_compiled, t.significant_vs_compiled)}.",
+            "",
+        ]
+    if verdict.checks:
+        passed = sum(1 for c in verdict.checks if c.passed)
+        lines.append(f"Checks passed: {passed}/{len(verdict.checks)}.")
+    if verdict.declared_torch_ops:
+        ops = ", ".join(f"`{k}` ({v})" for k, v in sorted(verdict.declared_torch_ops.items()))
+        lines.append(f"Declared PyTorch calls: {ops}.")
+    if verdict.seeds:
+        lines.append(f"Seeds (to reproduce): {', '.join(str(s) for s in verdict.seeds)}.")
+    for note in verdict.notes:
+        lines.append(f"- note: {note}")
+    return "\n".join(lines).rstrip() + "\n"

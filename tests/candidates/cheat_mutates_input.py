@@ -1,0 +1,14 @@
+"""Cheat: saves an allocation by writing the answer into the input."""
+
+import torch
+from _scale_relu_ext import ext
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features: int = 4096):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(features))
+
+    def forward(self, x):
+        return ext.scale_relu_inplace(x, self.bias)

@@ -1,0 +1,260 @@
+"""Kernel emitters: pure-Python behaviour, and every emitted `cuda` text compiled with nvcc for
+sm_90a with no register spills (batched into two .cu files compiled in parallel)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from kernelstitch.agents.codegen import (
+    BINDING_PRELUDE,
+    CUDA_PRELUDE,
+    ElementwiseOp,
+    ElementwiseSpec,
+    GemmSpec,
+    ReductionSpec,
+    TensorArg,
+    build_extension_sources,
+    c_float,
+    compile_ops,
+    emit,
+    emit_elementwise,
+    emit_gemm,
+    emit_reduction,
+)
+from kernelstitch.agents.codegen.spec import ATTR_OPS, BINARY_OPS, UNARY_OPS
+
+E = ElementwiseOp
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def chain_spec(name: str, dtype: str, out_dtype: str | None = None) -> ElementwiseSpec:
+    """A 4-op chain with a broadcast operand: y = tanh(gelu(x + b) * 2)."""
+    return ElementwiseSpec(
+        name,
+        (TensorArg("x", dtype), TensorArg("b", dtype)),
+        (E("add", ("x", "b"), "t0"), E("gelu", ("t0",), "t1"), E("mul", ("t1", 2.0), "t2"), E("tanh", ("t2",), "y")),
+        ("y",),
+        out_dtype or dtype,
+    )
+
+
+def all_unary_spec(name: str, dtype: str) -> ElementwiseSpec:
+    ops = tuple(E(op, ("x",), f"u_{op}") for op in sorted(UNARY_OPS))
+    return ElementwiseSpec(name, (TensorArg("x", dtype),), ops, tuple(o.out for o in ops), dtype)
+
+
+def binary_attr_spec(name: str, dtype: str) -> ElementwiseSpec:
+    ops = tuple(E(op, ("x", "y"), f"b_{op}") for op in sorted(BINARY_OPS)) + (
+        E("clamp", ("x",), "c1", (("max", 0.5), ("min", -0.25))),
+        E("clamp", ("x",), "c2", (("max", None), ("min", 0.0))),
+        E("leaky_relu", ("x",), "lr", (("negative_slope", 0.1),)),
+        E("where", ("x", "y", 3.0), "wh"),
+    )
+    return ElementwiseSpec(
+        name, (TensorArg("x", dtype), TensorArg("y", dtype)), ops, tuple(o.out for o in ops), dtype
+    )
+
+
+def reduction_specs() -> list[ReductionSpec]:
+    specs = []
+    for kind in ("sum", "mean", "amax", "amin", "logsumexp"):
+        specs.append(
+            ReductionSpec(
+                f"red_{kind}", kind, (TensorArg("x", "float32"), TensorArg("s", "float32"), TensorArg("e", "float32")),
+                dim=-1, keepdim=False, out_dtype="float32",
+                prologue=(E("mul", ("x", "s"), "p"),), prologue_out="p",
+                epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",),
+            )
+        )
+    for kind in ("softmax", "log_softmax"):
+        specs.append(
+            ReductionSpec(
+                f"red_{kind}", kind, (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=1, keepdim=False,
+                out_dtype="float32", prologue=(E("add", ("x", "b"), "p"), E("mul", ("p", 0.125), "q")), prologue_out="q",
+            )
+        )
+    specs.append(
+        ReductionSpec(
+            "red_layer_norm", "layer_norm", (TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("bb", "float32")),
+            dim=-1, keepdim=False, out_dtype="float32", weight="w", bias="bb",
+            epilogue=(E("gelu", ("acc",), "g"),), epilogue_out="g",
+        )
+    )
+    for dtype in ("float16", "bfloat16"):
+        specs.append(ReductionSpec(f"red_softmax_{dtype}", "softmax", (TensorArg("x", dtype),), -1, False, dtype))
+        specs.append(
+            ReductionSpec(
+                f"red_ln_{dtype}", "layer_norm", (TensorArg("x", dtype), TensorArg("w", dtype), TensorArg("bb", dtype)),
+                -1, False, dtype, weight="w", bias="bb", norm_ndim=2,
+            )
+        )
+        specs.append(ReductionSpec(f"red_sum_{dtype}", "sum", (TensorArg("x", dtype),), 0, True, "float32"))
+    return specs
+
+
+def elementwise_specs() -> list[ElementwiseSpec]:
+    specs = [chain_spec(f"ew_chain_{d}", d) for d in DTYPES]
+    specs += [all_unary_spec("ew_unary_f32", "float32"), binary_attr_spec("ew_binary_f32", "float32")]
+    specs.append(chain_spec("ew_mixed", "float32", out_dtype="bfloat16"))
+    specs.append(
+        ElementwiseSpec(
+            "ew_mixed_in", (TensorArg("x", "float32"), TensorArg("h", "float16")),
+            (E("mul", ("x", "h"), "m"), E("silu", ("m",), "s")), ("m", "s"), "float16",
+        )
+    )
+    return specs
+
+
+def gemm_specs() -> list[GemmSpec]:
+    return [
+        GemmSpec(f"gemm_gelu_{d}", TensorArg("x", d), TensorArg("w", d), TensorArg("b", d), "gelu", d) for d in DTYPES
+    ] + [GemmSpec("gemm_relu", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"), "relu", "float32")]
+
+
+# ---------------------------------------------------------------- pure Python
+
+
+def test_c_float_literals():
+    assert c_float(0.5) == "0.5f"
+    assert c_float(3.0) == "3.0f"
+    assert c_float(1e-5) == "1e-05f"
+    assert c_float(float("inf")) == "KS_INF"
+    assert c_float(float("-inf")) == "(-KS_INF)"
+    assert c_float(float("nan")) == "KS_NAN"
+
+
+def test_compile_ops_every_op_and_ssa_renaming():
+    for op in sorted(UNARY_OPS):
+        fn = compile_ops("f", ("x",), (E(op, ("x",), "y"),), ("y",))
+        assert "const float t0 = " in fn.source and "out0 = t0;" in fn.source
+    for op in sorted(BINARY_OPS):
+        fn = compile_ops("f", ("x", "z"), (E(op, ("x", 2.5), "y"),), ("y",))
+        assert "2.5f" in fn.source and "in0" in fn.source
+    # Redefining a name gives a fresh register; the output is the last definition.
+    fn = compile_ops("f", ("x",), (E("exp", ("x",), "x"), E("neg", ("x",), "x")), ("x",))
+    assert "const float t1 = (-t0);" in fn.source and "out0 = t1;" in fn.source
+    assert {op for op in ATTR_OPS} == {"clamp", "leaky_relu", "where"}
+
+
+def test_compile_ops_rejects_bad_programs():
+    with pytest.raises(ValueError, match="unsupported"):
+        compile_ops("f", ("x",), (E("frobnicate", ("x",), "y"),), ("y",))
+    with pytest.raises(ValueError, match="not defined"):
+        compile_ops("f", ("x",), (E("add", ("x", "q"), "y"),), ("y",))
+    with pytest.raises(ValueError, match="takes 1"):
+        compile_ops("f", ("x",), (E("relu", ("x", "x"), "y"),), ("y",))
+    with pytest.raises(ValueError, match="neither"):
+        compile_ops("f", ("x",), (), ("nope",))
+
+
+def test_formulas_follow_pytorch():
+    assert "erff(x * 0.70710678118654752440f)" in CUDA_PRELUDE  # exact GELU
+    assert "x > 20.f ? x : log1pf(expf(x))" in CUDA_PRELUDE  # softplus threshold 20
+    assert "0.044715f" in CUDA_PRELUDE  # tanh GELU
+
+
+def test_emitters_are_deterministic_and_prefix_symbols():
+    for spec in elementwise_specs() + reduction_specs() + gemm_specs():
+        a, b = emit(spec), emit(spec)
+        assert a == b
+        assert a.function == spec.name
+        for sym in re.findall(r"__global__ void(?: __launch_bounds__\([^)]*\))?\s+(\w+)", a.cuda):
+            assert sym.startswith(spec.name + "_"), sym
+
+
+def test_vector_path_uses_16_byte_accesses():
+    src = emit_elementwise(chain_spec("v", "float16")).cuda
+    assert "v_kernel<8>" in src  # 8 x half = 16 bytes
+    assert "w_kernel<4>" in emit_elementwise(chain_spec("w", "float32")).cuda
+    assert "__ldg(reinterpret_cast<const uint4*>(p) + c)" in CUDA_PRELUDE
+    assert "reinterpret_cast<uint4*>(p)[c] = KsPack<T>::pack" in CUDA_PRELUDE
+    red = emit_reduction(reduction_specs()[0]).cuda
+    assert "red_sum_row<4, 8, true>" in red and "red_sum_row<4, 8, false>" in red
+    assert "ks_load_row<VEC>" in red
+
+
+def test_preludes_are_guarded_and_assembly_is_one_unit():
+    kernels = [emit(s) for s in elementwise_specs()[:2] + reduction_specs()[:1] + gemm_specs()[-1:]]
+    cpp, cuda, names = build_extension_sources(kernels)
+    assert names == [k.function for k in kernels]
+    assert cuda.count("#ifndef KS_CUDA_PRELUDE_H") == 3  # the GEMM without erf GELU has no cuda
+    assert cpp.startswith(BINDING_PRELUDE) and cpp.count("#ifndef KS_GEMM_PRELUDE_H") == 1
+    for k in kernels:
+        assert k.launcher_decl in cpp and k.binding in cpp
+    with pytest.raises(ValueError, match="duplicate"):
+        build_extension_sources(kernels + kernels[:1])
+
+
+def test_binding_contract():
+    ew = emit_elementwise(elementwise_specs()[-1])
+    assert ew.python_args == ("x", "h")
+    assert "std::vector<at::Tensor> ew_mixed_in(" in ew.binding  # two outputs
+    assert "C10_CUDA_KERNEL_LAUNCH_CHECK()" in ew.binding and "getCurrentCUDAStream" in ew.binding
+    red = emit_reduction(reduction_specs()[0])
+    assert "if (dim < 0) dim += nd;" in red.binding and "at::empty(out_shape" in red.binding
+    g = emit_gemm(GemmSpec("g", TensorArg("x", "float16"), TensorArg("w", "float16"), None, "gelu_tanh", "float16"))
+    assert "CUBLASLT_EPILOGUE_GELU," in g.binding and g.python_args == ("x", "weight")
+    g = emit_gemm(GemmSpec("g", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"), "relu", "float32", "kn"))
+    assert "CUBLASLT_EPILOGUE_RELU_BIAS" in g.binding and "allowTF32CuBLAS" in g.binding
+    with pytest.raises(ValueError, match="one dtype"):
+        emit_gemm(GemmSpec("g", TensorArg("x", "float16"), TensorArg("w", "float32"), None, "none", "float16"))
+
+
+def test_spec_validation():
+    with pytest.raises(ValueError, match="identifier"):
+        emit_elementwise(chain_spec("bad-name", "float32"))
+    with pytest.raises(ValueError, match="only for layer_norm"):
+        emit_reduction(ReductionSpec("r", "sum", (TensorArg("x", "float32"), TensorArg("w", "float32")), -1, False, "float32", weight="w"))
+    with pytest.raises(ValueError, match="not one of the inputs"):
+        emit_reduction(ReductionSpec("r", "sum", (TensorArg("x", "float32"),), -1, False, "float32", epilogue_inputs=("q",)))
+
+
+# ---------------------------------------------------------------- nvcc
+
+
+def _ptxas_report(text: str) -> dict[str, str]:
+    """Kernel (mangled) name -> its 'N bytes spill stores, M bytes spill loads' line."""
+    report, current = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            current = m.group(1)
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and current:
+            report[current] = m.group(0)
+            current = None
+    return report
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_every_cuda_text_compiles_for_sm90a_without_spills():
+    groups = [
+        [emit(s).cuda for s in elementwise_specs() + gemm_specs()] + [emit(s).cuda for s in reduction_specs()[:5]],
+        [emit(s).cuda for s in reduction_specs()[5:]],
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        def compile_group(k: int) -> subprocess.CompletedProcess:
+            path = Path(tmp) / f"group{k}.cu"
+            path.write_text("\n".join(groups[k]))
+            cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-c", "-o", "/dev/null", str(path)]
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(compile_group, range(len(groups))))
+    kernels = {}
+    for res in results:
+        assert res.returncode == 0, res.stderr[-4000:]
+        kernels.update(_ptxas_report(res.stderr + res.stdout))
+    spilling = {k: v for k, v in kernels.items() if v != "0 bytes spill stores, 0 bytes spill loads"}
+    assert not spilling, spilling
+    # every spec contributed kernels: elementwise x2, reductions >= 6, exact-GELU GEMMs x1
+    for spec in elementwise_specs() + reduction_specs():
+        assert sum(spec.name + "_" in k for k in kernels) >= 2, spec.name
+    assert len(kernels) >= 2 * len(elementwise_specs()) + 6 * len(reduction_specs()) + 3

@@ -1,0 +1,300 @@
+"""Emitted kernels against PyTorch on the GPU: every test spec built with ONE load_inline, fresh
+random inputs per check, outputs allocated on NaN-poisoned memory (unwritten elements show)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+from kernelstitch.agents.codegen import (
+    EXTRA_CFLAGS,
+    EXTRA_CUDA_CFLAGS,
+    EXTRA_LDFLAGS,
+    ElementwiseOp,
+    ElementwiseSpec,
+    GemmSpec,
+    ReductionSpec,
+    TensorArg,
+    build_extension_sources,
+    emit,
+)
+from kernelstitch.agents.codegen.spec import UNARY_OPS
+
+E = ElementwiseOp
+F = torch.nn.functional
+TORCH_DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (2e-3, 2e-3), torch.bfloat16: (1.6e-2, 1e-2)}
+
+UNARY_REF = {
+    "neg": torch.neg, "abs": torch.abs, "relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+    "exp": torch.exp, "log": lambda x: torch.log(x.abs() + 0.1), "sqrt": lambda x: torch.sqrt(x.abs() + 0.1),
+    "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1), "reciprocal": lambda x: torch.reciprocal(x.abs() + 0.1),
+    "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
+    "softplus": F.softplus, "mish": F.mish, "elu": F.elu, "selu": F.selu, "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid, "square": torch.square,
+}
+POSITIVE_DOMAIN = {"log", "sqrt", "rsqrt", "reciprocal"}
+
+
+def _chain(name, dtype, out_dtype=None):
+    return ElementwiseSpec(
+        name, (TensorArg("x", dtype), TensorArg("b", dtype)),
+        (E("add", ("x", "b"), "t0"), E("gelu", ("t0",), "t1"), E("mul", ("t1", 2.0), "t2"), E("tanh", ("t2",), "y")),
+        ("y",), out_dtype or dtype,
+    )
+
+
+def _chain_ref(x, b):
+    return torch.tanh(F.gelu(x.float() + b.float()) * 2.0)
+
+
+def _unary_spec():
+    ops = []
+    for op in sorted(UNARY_OPS):
+        if op in POSITIVE_DOMAIN:
+            ops += [E("abs", ("x",), f"a_{op}"), E("add", (f"a_{op}", 0.1), f"p_{op}"), E(op, (f"p_{op}",), f"u_{op}")]
+        else:
+            ops.append(E(op, ("x",), f"u_{op}"))
+    return ElementwiseSpec("t_unary", (TensorArg("x", "float32"),), tuple(ops), tuple(f"u_{o}" for o in sorted(UNARY_OPS)), "float32")
+
+
+BINARY_REF = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "maximum": torch.maximum, "minimum": torch.minimum, "pow": lambda x, y: torch.pow(x.abs() + 0.5, y),
+}
+
+
+def _binary_spec():
+    ops = []
+    for op in sorted(BINARY_REF):
+        if op == "pow":
+            ops += [E("abs", ("x",), "ax"), E("add", ("ax", 0.5), "px"), E("pow", ("px", "y"), "b_pow")]
+        else:
+            ops.append(E(op, ("x", "y"), f"b_{op}"))
+    ops += [
+        E("clamp", ("x",), "c1", (("max", 0.5), ("min", -0.25))),
+        E("leaky_relu", ("x",), "lr", (("negative_slope", 0.1),)),
+        E("where", ("y", "x", 3.0), "wh"),
+    ]
+    outs = tuple(f"b_{op}" for op in sorted(BINARY_REF)) + ("c1", "lr", "wh")
+    return ElementwiseSpec("t_binary", (TensorArg("x", "float32"), TensorArg("y", "float32")), tuple(ops), outs, "float32")
+
+
+def _specs():
+    specs = [_chain(f"t_chain_{d}", d) for d in TORCH_DT]
+    specs += [_chain("t_chain_mixed", "float32", "bfloat16"), _unary_spec(), _binary_spec()]
+    for kind in ("sum", "mean", "amax", "amin", "logsumexp"):
+        specs.append(ReductionSpec(
+            f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("s", "float32"), TensorArg("e", "float32")),
+            dim=-1, keepdim=False, out_dtype="float32", prologue=(E("mul", ("x", "s"), "p"),), prologue_out="p",
+            epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
+        specs.append(ReductionSpec(f"t_{kind}_d1", kind, (TensorArg("x", "float32"),), dim=1, keepdim=True, out_dtype="float32"))
+    for kind in ("softmax", "log_softmax"):
+        specs.append(ReductionSpec(
+            f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=-1, keepdim=False,
+            out_dtype="float32", prologue=(E("add", ("x", "b"), "p"), E("mul", ("p", 0.5), "q")), prologue_out="q"))
+        specs.append(ReductionSpec(f"t_{kind}_d1", kind, (TensorArg("x", "float32"),), dim=1, keepdim=False, out_dtype="float32"))
+    for d in TORCH_DT:
+        specs.append(ReductionSpec(f"t_softmax_{d}", "softmax", (TensorArg("x", d),), -1, False, d))
+        specs.append(ReductionSpec(
+            f"t_ln_{d}", "layer_norm", (TensorArg("x", d), TensorArg("w", d), TensorArg("bb", d)), -1, False, d,
+            weight="w", bias="bb", epilogue=(E("relu", ("acc",), "r"),), epilogue_out="r"))
+    specs.append(ReductionSpec("t_ln2", "layer_norm", (TensorArg("x", "float32"),), -1, False, "float32", norm_ndim=2, eps=1e-6))
+    specs.append(ReductionSpec("t_sum_bf16", "sum", (TensorArg("x", "bfloat16"),), 0, False, "float32"))
+    specs += [
+        GemmSpec("t_gemm_relu", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"), "relu", "float32"),
+        GemmSpec("t_gemm_gelu_tanh", TensorArg("x", "float16"), TensorArg("w", "float16"), TensorArg("b", "float16"), "gelu_tanh", "float16"),
+        GemmSpec("t_gemm_gelu_bf16", TensorArg("x", "bfloat16"), TensorArg("w", "bfloat16"), TensorArg("b", "bfloat16"), "gelu", "bfloat16"),
+        GemmSpec("t_gemm_plain_kn", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32", "kn"),
+    ]
+    return specs
+
+
+@pytest.fixture(scope="module")
+def ext():
+    from torch.utils.cpp_extension import load_inline
+
+    cpp, cuda, names = build_extension_sources([emit(s) for s in _specs()])
+    return load_inline(
+        name="ks_codegen_gpu_tests", cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
+        extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
+        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False,
+    )
+
+
+def poisoned(fn, *args):
+    """Calls fn after filling the allocator's free memory with NaN, so outputs from at::empty
+    start as NaN and any element the kernel skips fails the comparison."""
+    junk = torch.full((64 << 20,), float("nan"), device="cuda")
+    del junk
+    out = fn(*args)
+    torch.cuda.synchronize()
+    return out
+
+
+def check(got, want, rtol=None, atol=None):
+    """Tolerances default to the output dtype's (fp32 ~1e-5 relative)."""
+    rtol = TOL[got.dtype][0] if rtol is None else rtol
+    atol = TOL[got.dtype][1] if atol is None else atol
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert not torch.isnan(got).any() or torch.isnan(want).any(), "unwritten (NaN) outputs"
+    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol)
+
+
+def rnd(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device="cuda").to(dtype)
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+@pytest.mark.parametrize("d", list(TORCH_DT))
+@pytest.mark.parametrize(
+    "xs,bs", [((1_000_003,), (1_000_003,)), ((37, 129), (129,)), ((37, 128), (37, 1)), ((4, 6, 5, 7), (6, 1, 1)), ((5, 3), (1,))],
+)
+def test_chain_broadcasts_and_tails(ext, d, xs, bs):
+    dt = TORCH_DT[d]
+    x, b = rnd(*xs, dtype=dt), rnd(*bs, dtype=dt)
+    check(poisoned(getattr(ext, f"t_chain_{d}"), x, b), _chain_ref(x, b).to(dt))
+
+
+def test_chain_noncontiguous_and_misaligned(ext):
+    f = ext.t_chain_float32
+    x = rnd(300, 257).t()  # transposed: strided path
+    b = rnd(300)
+    check(poisoned(f, x, b), _chain_ref(x, b))
+    base = rnd(4097)
+    x = base[1:]  # contiguous but 4 bytes off 16-byte alignment: must take the scalar path
+    b = rnd(4096)
+    check(poisoned(f, x, b), _chain_ref(x, b))
+    xb, bb = rnd(8, 3, 16)[:, 1], rnd(16)  # sliced view
+    check(poisoned(f, xb, bb), _chain_ref(xb, bb))
+
+
+def test_mixed_output_dtype(ext):
+    x, b = rnd(1023, 33), rnd(33)
+    check(poisoned(ext.t_chain_mixed, x, b), _chain_ref(x, b).bfloat16())
+
+
+def test_every_unary_op(ext):
+    x = rnd(100_001) * 3
+    outs = poisoned(ext.t_unary, x)
+    for op, got in zip(sorted(UNARY_OPS), outs):
+        want = UNARY_REF[op](x)
+        torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5, msg=lambda m, op=op: f"{op}: {m}")
+
+
+def test_binary_and_attr_ops(ext):
+    x, y = rnd(999, 17), rnd(17)
+    outs = poisoned(ext.t_binary, x, y)
+    wants = [BINARY_REF[op](x, y) for op in sorted(BINARY_REF)] + [
+        x.clamp(-0.25, 0.5), F.leaky_relu(x, 0.1), torch.where(y.expand_as(x) != 0, x, torch.full_like(x, 3.0)),
+    ]
+    for got, want in zip(outs, wants):
+        torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5)
+
+
+def test_empty_and_device_checks(ext):
+    assert ext.t_chain_float32(rnd(0, 3), rnd(3)).shape == (0, 3)
+    with pytest.raises(RuntimeError, match="dtype"):
+        ext.t_chain_float32(rnd(4, dtype=torch.float16), rnd(4))
+
+
+# ---------------------------------------------------------------- reductions
+
+REF = {
+    "sum": lambda v, d, k: v.sum(d, keepdim=k), "mean": lambda v, d, k: v.mean(d, keepdim=k),
+    "amax": lambda v, d, k: v.amax(d, keepdim=k), "amin": lambda v, d, k: v.amin(d, keepdim=k),
+    "logsumexp": lambda v, d, k: torch.logsumexp(v, d, keepdim=k),
+}
+
+
+@pytest.mark.parametrize("kind", list(REF))
+@pytest.mark.parametrize("shape", [(333, 777), (64, 4096), (3, 100_000), (2, 5, 1000), (129, 24)])
+def test_reduce_last_dim_with_prologue_epilogue(ext, kind, shape):
+    x, s, e = rnd(*shape), rnd(shape[-1]), rnd(*shape[:-1])
+    got = poisoned(getattr(ext, f"t_{kind}"), x, s, e)
+    check(got, REF[kind](x * s, -1, False) + e, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("kind", list(REF))
+@pytest.mark.parametrize("shape", [(8, 300, 33), (2, 50_000, 3), (1, 7, 4096), (16, 64, 8, 8)])
+def test_reduce_inner_dim(ext, kind, shape):
+    x = rnd(*shape)
+    check(poisoned(getattr(ext, f"t_{kind}_d1"), x), REF[kind](x, 1, True), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", [(4096, 1000), (513, 1024), (64, 8192), (7, 12_345), (4, 50_000), (1000, 4)])
+def test_softmax_rows(ext, kind, shape):
+    x, b = rnd(*shape), rnd(shape[-1])
+    ref = getattr(torch, kind)((x + b) * 0.5, -1)
+    check(poisoned(getattr(ext, f"t_{kind}"), x, b), ref, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+def test_softmax_inner_dim(ext, kind):
+    for shape in [(4, 64, 16, 16), (2, 3000, 5)]:
+        x = rnd(*shape)
+        check(poisoned(getattr(ext, f"t_{kind}_d1"), x), getattr(torch, kind)(x, 1), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("d", list(TORCH_DT))
+@pytest.mark.parametrize("shape", [(512, 768), (1000, 1023), (33, 4096), (8, 20_000)])
+def test_softmax_and_layer_norm_dtypes(ext, d, shape):
+    dt = TORCH_DT[d]
+    x = rnd(*shape, dtype=dt)
+    check(poisoned(getattr(ext, f"t_softmax_{d}"), x), torch.softmax(x.float(), -1).to(dt), atol=1e-5 if d == "float32" else None)
+    w, b = rnd(shape[-1], dtype=dt), rnd(shape[-1], dtype=dt)
+    ref = torch.relu(F.layer_norm(x.float(), (shape[-1],), w.float(), b.float(), 1e-5)).to(dt)
+    got = poisoned(getattr(ext, f"t_ln_{d}"), x, w, b)
+    rtol, atol = TOL[dt]
+    torch.testing.assert_close(got.float(), ref.float(), rtol=rtol, atol=max(atol, 1e-4))
+
+
+def test_layer_norm_two_dims_and_misaligned(ext):
+    x = rnd(6, 32, 48) * 3 + 1
+    check(poisoned(ext.t_ln2, x), F.layer_norm(x, (32, 48), eps=1e-6), rtol=1e-4, atol=1e-4)
+    base = rnd(2 * 4096 + 1)
+    xm = base[1:].view(2, 4096)  # misaligned rows: scalar row kernel
+    w, b = rnd(4096), rnd(4096)
+    check(poisoned(ext.t_ln_float32, xm, w, b), torch.relu(F.layer_norm(xm, (4096,), w, b)), rtol=1e-4, atol=1e-4)
+
+
+def test_sum_bf16_dim0(ext):
+    x = rnd(3000, 70, dtype=torch.bfloat16)
+    got = poisoned(ext.t_sum_bf16, x)
+    torch.testing.assert_close(got, x.float().sum(0), rtol=1e-4, atol=1e-3)
+
+
+# ---------------------------------------------------------------- GEMM
+
+
+def test_gemm_epilogues(ext):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    x, w, b = rnd(3, 77, 96), rnd(130, 96), rnd(130)
+    check(poisoned(ext.t_gemm_relu, x, w, b), torch.relu(F.linear(x, w, b)), rtol=1e-4, atol=1e-4)
+    xh, wh, bh = rnd(200, 64, dtype=torch.float16), rnd(48, 64, dtype=torch.float16), rnd(48, dtype=torch.float16)
+    ref = F.gelu(F.linear(xh.float(), wh.float(), bh.float()), approximate="tanh").half()
+    torch.testing.assert_close(poisoned(ext.t_gemm_gelu_tanh, xh, wh, bh).float(), ref.float(), rtol=1e-2, atol=1e-2)
+    xb, wb, bb = rnd(5, 33, 64, dtype=torch.bfloat16), rnd(40, 64, dtype=torch.bfloat16), rnd(40, dtype=torch.bfloat16)
+    ref = F.gelu(F.linear(xb.float(), wb.float(), bb.float())).bfloat16()
+    torch.testing.assert_close(poisoned(ext.t_gemm_gelu_bf16, xb, wb, bb).float(), ref.float(), rtol=3e-2, atol=3e-2)
+    xk, wk = rnd(65, 31), rnd(31, 17)
+    check(poisoned(ext.t_gemm_plain_kn, xk, wk), xk @ wk, rtol=1e-4, atol=1e-4)
+    assert math.isfinite(float(ext.t_gemm_plain_kn(xk.t().contiguous().t(), wk).sum()))
+
+
+def test_reduction_argument_errors(ext):  # last: a crash here cannot hide other results
+    with pytest.raises(RuntimeError, match="out of range"):
+        ext.t_sum_d1(rnd(5))
+    with pytest.raises(RuntimeError, match="dtype"):
+        ext.t_softmax_float32(rnd(4, 4, dtype=torch.float16))

@@ -1,0 +1,205 @@
+"""Built-in planner: which nodes fuse, which stay, rewrites, host settings, plan JSON."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from kernelstitch.agents.graph.capture import capture
+from kernelstitch.agents.plan import Plan, PlanError, render_plan_markdown
+from kernelstitch.agents.planner.builtin import graph_for_plan, plan_builtin
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def plan_of(path: Path, module: str | None = None, **kw) -> Plan:
+    return plan_builtin(capture(path, module), **kw)
+
+
+def write(tmp_path: Path, forward: str, inputs: str, init: str = "", name="p.py") -> Path:
+    body = f"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{textwrap.indent(textwrap.dedent(init), ' ' * 8) if init else ''}
+    def forward(self, x):
+{textwrap.indent(textwrap.dedent(forward), ' ' * 8)}
+def get_inputs():
+    return {inputs}
+"""
+    path = tmp_path / name
+    path.write_text(body)
+    return path
+
+
+def techniques(plan: Plan) -> list[str]:
+    return [s.technique for s in plan.steps]
+
+
+def test_elementwise_chain_is_one_kernel():
+    plan = plan_of(EXAMPLES / "elementwise_chain.py")
+    (step,) = plan.steps
+    assert step.technique == "fused_elementwise"
+    assert step.nodes == ["mul", "add", "relu", "mul_1", "clamp"]
+    assert step.spec["type"] == "elementwise" and step.inputs == ["x"]
+    assert [o["op"] for o in step.spec["ops"]] == ["mul", "add", "relu", "mul", "clamp"]
+    assert step.source_lines == [26, 27, 28, 29] or len(step.source_lines) >= 3
+
+
+def test_softmax_with_scale_prologue():
+    (step,) = plan_of(EXAMPLES / "softmax_temperature.py").steps
+    assert step.technique == "fused_reduction"
+    assert step.spec["kind"] == "softmax" and [o["op"] for o in step.spec["prologue"]] == ["div"]
+    assert step.spec["prologue_out"] == "div" and step.nodes == ["div", "softmax"]
+
+
+def test_linear_bias_relu_is_a_gemm_epilogue(tmp_path):
+    path = write(tmp_path, "return torch.relu(self.fc(x))", "[torch.randn(8, 16)]",
+                 "self.fc = nn.Linear(16, 32)")
+    (step,) = plan_of(path).steps
+    assert step.technique == "gemm_epilogue"
+    assert step.spec["activation"] == "relu" and step.spec["bias"]["name"] == "p_fc_bias"
+    assert step.spec["weight_layout"] == "nk"
+
+
+def test_exact_gelu_stays_out_of_the_cublaslt_epilogue():
+    steps = plan_of(EXAMPLES / "linear_bias_gelu.py").steps
+    assert techniques_list(steps) == ["gemm_epilogue", "fused_elementwise"]
+    assert steps[0].spec["activation"] == "none" and steps[0].spec["bias"] is not None
+    assert steps[1].spec["ops"][0]["op"] == "gelu" and steps[1].inputs == [steps[0].outputs[0]]
+
+
+def techniques_list(steps):
+    return [s.technique for s in steps]
+
+
+def test_tanh_gelu_goes_into_the_epilogue(tmp_path):
+    path = write(tmp_path, "return F.gelu(self.fc(x), approximate='tanh')", "[torch.randn(8, 16)]",
+                 "self.fc = nn.Linear(16, 32)")
+    (step,) = plan_of(path).steps
+    assert step.spec["activation"] == "gelu_tanh"
+
+
+def test_matmul_bias_add_fuses_when_no_bias(tmp_path):
+    path = write(tmp_path, "return torch.matmul(x, self.w) + self.b",
+                 "[torch.randn(8, 16)]",
+                 "self.w = nn.Parameter(torch.randn(16, 32))\nself.b = nn.Parameter(torch.randn(32))")
+    (step,) = plan_of(path).steps
+    assert step.technique == "gemm_epilogue" and step.spec["weight_layout"] == "kn"
+    assert step.spec["bias"]["name"] == "p_b"
+
+
+def test_conv_is_a_library_call_with_bias_in_the_epilogue():
+    plan = plan_of(EXAMPLES / "conv2d_bias_relu.py")
+    assert techniques(plan) == ["library_call", "fused_elementwise"]
+    conv, epi = plan.steps
+    assert conv.spec["declare"]["aten::cudnn_convolution"] == "library_call"
+    assert [o["op"] for o in epi.spec["ops"]] == ["add", "relu", "mul", "add"]
+    graph = graph_for_plan(plan, capture(EXAMPLES / "conv2d_bias_relu.py"))
+    assert graph.node(conv.nodes[0]).args[2] is None  # cuDNN runs without the bias
+    assert any("channels_last off" in r for r in plan.host.reasons)
+
+
+def test_unsupported_op_is_a_named_fallback(tmp_path):
+    path = write(tmp_path, "return torch.cumsum(x * 2.0, dim=1) + 1.0", "[torch.randn(8, 16)]")
+    plan = plan_of(path)
+    assert techniques(plan) == ["fused_elementwise", "pytorch_fallback", "fused_elementwise"]
+    fb = plan.steps[1]
+    assert fb.spec["declare"] == {"aten::cumsum": "pytorch_fallback"}
+    assert any("cumsum" in n and "stays in PyTorch" in n for n in plan.notes)
+    assert not plan.host.cuda_graph
+
+
+def test_shared_intermediate_is_materialised_once(tmp_path):
+    path = write(tmp_path, "y = torch.sigmoid(x * 3.0)\nreturn y + 1.0, torch.cumsum(y, 1)",
+                 "[torch.randn(8, 16)]")
+    plan = plan_of(path)
+    assert techniques(plan) == ["fused_elementwise", "pytorch_fallback"]
+    first = plan.steps[0]
+    assert first.outputs == ["sigmoid", "add"]  # two outputs of one pass
+    assert plan.steps[1].inputs == ["sigmoid"]
+
+
+def test_reduction_recomputes_a_shared_elementwise_input(tmp_path):
+    path = write(tmp_path, "y = torch.sigmoid(x * 3.0)\nreturn y + 1.0, y.amax(dim=-1)",
+                 "[torch.randn(8, 16)]")
+    plan = plan_of(path)
+    assert techniques(plan) == ["fused_elementwise", "fused_reduction"]
+    assert plan.steps[0].outputs == ["add"]  # y itself is never stored
+    assert [o["op"] for o in plan.steps[1].spec["prologue"]] == ["mul", "sigmoid"]
+    assert plan.steps[1].inputs == ["x"]
+
+
+def test_reduction_epilogue_and_recomputed_prologue():
+    plan = plan_of(EXAMPLES / "user_style" / "fused_norm.py")
+    red, ew = plan.steps
+    assert red.technique == "fused_reduction" and red.spec["kind"] == "mean"
+    assert [o["op"] for o in red.spec["epilogue"]] == ["add", "rsqrt"]
+    assert [o["op"] for o in red.spec["prologue"]] == ["add", "square"]
+    assert red.inputs == ["x", "residual"]  # h = x + r recomputed, never stored
+    assert ew.inputs[:2] == ["x", "residual"] and ew.outputs == ["mul_1"]
+
+
+def test_linear_sum_rewrite(tmp_path):
+    path = write(tmp_path, "return self.fc(x).sum(dim=-1)", "[torch.randn(8, 16)]",
+                 "self.fc = nn.Linear(16, 32)")
+    plan = plan_of(path)
+    assert set(techniques(plan)) == {"algebraic_rewrite"}
+    assert not any(s.spec["type"] == "gemm" for s in plan.steps)
+    assert any("rewritten" in n for n in plan.notes) and plan.graph_edits
+
+
+def test_host_settings_cuda_graph_when_launch_bound(tmp_path):
+    path = write(tmp_path, "y = torch.softmax(x, dim=-1)\nreturn torch.cumsum(y, 1).exp()",
+                 "[torch.randn(8, 16)]")
+    assert not plan_of(path).host.cuda_graph  # fallback present
+    small = plan_of(EXAMPLES / "mlp.py", None) if False else None
+    mlp_small = plan_builtin(capture(EXAMPLES / "mlp.py", constants={
+        "BATCH": 8, "IN_FEATURES": 16, "HIDDEN": 32, "OUT_FEATURES": 8}))
+    assert mlp_small.host.cuda_graph and "launch-bound" in mlp_small.host.reasons[0]
+    assert not plan_of(EXAMPLES / "mlp.py").host.cuda_graph  # GB moved: not launch-bound
+    assert small is None
+
+
+def test_estimates_from_shapes():
+    plan = plan_of(EXAMPLES / "big_gemm.py")
+    (step,) = plan.steps
+    assert step.estimated_flops == 2 * 8192**3
+    assert step.estimated_bytes == 3 * 8192 * 8192 * 4
+
+
+def test_gemm_without_kernels_is_a_library_call():
+    plan = plan_of(EXAMPLES / "mlp.py", gemm_kernels=False)
+    assert techniques(plan) == ["library_call", "fused_elementwise", "library_call"]
+    assert "aten::addmm" in plan.steps[0].spec["declare"]
+
+
+def test_plan_json_round_trip_and_markdown():
+    plan = plan_of(EXAMPLES / "residual_block.py")
+    again = Plan.from_json(json.loads(plan.dumps()))
+    assert again == plan
+    text = render_plan_markdown(plan)
+    assert "| 1 |" in text and "gemm" in text.lower() and "CUDA graph" in text
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["steps"][0].update(technique="magic"), r"steps\[0\]\.technique: 'magic'"),
+    (lambda d: d["steps"][0].update(nodes=[]), r"steps\[0\]\.nodes: a step must cover"),
+    (lambda d: d["steps"][0].update(spec=None), r"steps\[0\]\.spec: a fused_reduction step"),
+    (lambda d: d["steps"][0].update(estimated_bytes=-1), r"estimated_bytes: negative"),
+    (lambda d: d["steps"][0].update(source_lines=[0]), r"source_lines\[0\]"),
+    (lambda d: d.update(schema_version=2), r"schema_version: 2"),
+    (lambda d: d["host"].update(cuda_graph="yes"), r"plan\.host\.cuda_graph: expected bool"),
+    (lambda d: d["steps"].append(dict(d["steps"][0])), r"duplicate step id"),
+    (lambda d: d.pop("module"), r"plan\.module: missing"),
+])
+def test_plan_validation_errors(mutate, message):
+    data = json.loads(plan_of(EXAMPLES / "reduce_sum.py").dumps())
+    mutate(data)
+    with pytest.raises(PlanError, match=message):
+        Plan.from_json(data)

@@ -1,0 +1,102 @@
+"""Verifier on a real GPU: every cheat rejected for the right reason, honest candidates accepted.
+
+Each cheat lists the codes its static rule gives (if any) and the codes the dynamic checks must
+find on their own, so a cheat is caught twice where both apply.  Set KS_VERDICT_DIR to keep every
+verdict as JSON (used when running through the device tool).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelstitch.agents.verifier import Verdict, VerifyOptions, verify
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+CANDIDATES = Path(__file__).parent / "candidates"
+REF = CANDIDATES / "ref_scale_relu.py"
+QUICK = VerifyOptions(seeds=2, shape_variants=0, timing=False, compare_compile=False,
+                      timeout_s=300)
+WITH_SHAPES = VerifyOptions(seeds=2, shape_variants=2, timing=False, compare_compile=False,
+                            timeout_s=300)
+
+
+def _verify(name: str, options: VerifyOptions) -> Verdict:
+    verdict = verify(REF, CANDIDATES / name, options=options)
+    out = os.environ.get("KS_VERDICT_DIR")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / f"{Path(name).stem}.json").write_text(json.dumps(verdict.to_json(),
+                                                                      indent=1))
+    print(name, verdict.status, verdict.codes())
+    return verdict
+
+
+def test_honest_candidate_is_accepted_with_timings():
+    options = VerifyOptions(seeds=3, shape_variants=2, timing=True, compare_compile=True,
+                            timing_budget_s=0.5, timeout_s=400)
+    verdict = _verify("honest_scale_relu.py", options)
+    assert verdict.status == "accepted", verdict.reasons
+    assert verdict.exit_code() == 0
+    assert len(verdict.seeds) == 3 and len(verdict.shapes) == 5  # 3 seeds + 2 other shapes
+    assert [[4096, 4096]] in verdict.shapes and any(s != [[4096, 4096]] for s in verdict.shapes)
+    t = verdict.timings
+    assert t is not None and t.candidate_ms.n >= 15 and t.eager_ms.n >= 30
+    assert t.candidate_ms.median > 0 and t.speedup_vs_eager > 0
+    assert any(c.name.startswith("profile:") and c.passed for c in verdict.checks)
+
+
+def test_honest_joined_side_stream_is_accepted():
+    verdict = _verify("honest_joined_stream.py", QUICK)
+    assert verdict.status == "accepted", verdict.reasons
+
+
+CHEATS = [
+    # file, codes from the static rules, codes the dynamic checks must find, options
+    ("cheat_copy_pytorch.py", {"reuses_reference_op"}, {"no_custom_kernel"}, QUICK),
+    ("cheat_cached_output.py", {"cached_output"},
+     {"wrong_output", "output_reused_across_calls"}, QUICK),
+    ("cheat_stale_memory.py", set(), {"unwritten_output", "no_custom_kernel"}, QUICK),
+    ("cheat_side_stream.py", set(), {"side_stream_work"},
+     VerifyOptions(seeds=2, shape_variants=0, timing=True, compare_compile=False,
+                   timing_budget_s=0.3, timeout_s=300)),
+    # without timing, the per-check snapshot alone must catch it (the occupier makes the side
+    # kernel wait for SMs, so it cannot finish during the host's overhead)
+    ("cheat_side_stream.py", set(), {"side_stream_work"}, QUICK),
+    ("cheat_mutates_input.py", set(), {"mutates_input", "output_aliases_input"}, QUICK),
+    ("cheat_shape_specialised.py", set(), {"shape_specialised"}, WITH_SHAPES),
+    ("cheat_timer_patch.py", {"timer_tampering"}, {"timer_tampering"}, QUICK),
+    ("cheat_partial_output.py", set(), {"unwritten_output"}, QUICK),
+    ("cheat_silent_fallback.py", {"silent_fallback"}, {"no_custom_kernel"}, QUICK),
+    ("cheat_torch_compile.py", {"uses_torch_compile"}, {"no_custom_kernel"}, QUICK),
+]
+
+
+@pytest.mark.parametrize("name, static_codes, dynamic_codes, options", CHEATS,
+                         ids=[f"{c[0]}-{'timed' if c[3].timing else 'untimed'}"
+                              for c in CHEATS])
+def test_cheat_is_rejected_for_the_right_reason(name, static_codes, dynamic_codes, options):
+    verdict = _verify(name, options)
+    assert verdict.status == "rejected" and verdict.exit_code() == 1
+    codes = set(verdict.codes())
+    assert static_codes <= codes, verdict.reasons
+    dynamic = {r.code for r in verdict.reasons if r.line is None}
+    assert dynamic_codes <= dynamic, verdict.reasons
+
+
+def test_compile_error_points_at_the_candidate_line():
+    verdict = _verify("bad_compile_error.py", QUICK)
+    assert verdict.codes() == ["compile_error"]
+    path = CANDIDATES / "bad_compile_error.py"
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "% cols" in text)
+    assert verdict.reasons[0].line == line, verdict.reasons[0]
+    assert "cols" in verdict.reasons[0].message

@@ -1,0 +1,552 @@
+"""Verifier: static rules, verdict assembly, diagnostics, trace reading, CLI (CPU, runs in CI)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from kernelstitch.agents.verifier.assemble import Inputs, assemble
+from kernelstitch.agents.verifier.diagnostics import map_diagnostics, parse_compiler_output
+from kernelstitch.agents.verifier.op_names import is_own_kernel
+from kernelstitch.agents.verifier.runner import TaskOutcome
+from kernelstitch.agents.verifier.static_checks import StaticReport, check_files, check_source
+from kernelstitch.agents.verifier.stats import build_timings, significant, summarize
+from kernelstitch.agents.verifier.trace_summary import reused_reference_ops, summarize_trace
+from kernelstitch.agents.verifier.verdict import (
+    COULD_NOT_VERIFY_CODES,
+    REJECTION_CODES,
+    Verdict,
+    render_verdict_markdown,
+)
+
+CANDIDATES = Path(__file__).parent / "candidates"
+REF = CANDIDATES / "ref_scale_relu.py"
+REF_SOURCE = REF.read_text()
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def _static(name: str) -> StaticReport:
+    return check_files(CANDIDATES / name, REF, "Model")
+
+
+# --------------------------------------------------------------------------------------------
+# static rules on the cheat files
+
+
+@pytest.mark.parametrize(
+    "name, code, line_text",
+    [
+        ("cheat_copy_pytorch.py", "reuses_reference_op", "torch.relu(x * 2.0"),
+        ("cheat_cached_output.py", "cached_output", "return self.cache"),
+        ("cheat_calls_reference.py", "calls_reference_forward", "super().forward"),
+        ("cheat_timer_patch.py", "timer_tampering", "elapsed_time ="),
+        ("cheat_silent_fallback.py", "silent_fallback", "return torch.relu"),
+        ("cheat_torch_compile.py", "uses_torch_compile", "torch.compile("),
+        ("cheat_no_model_new.py", "no_model_new", None),
+    ],
+)
+def test_static_rule_rejects_cheat_on_its_line(name, code, line_text):
+    report = _static(name)
+    assert code in report.codes()
+    reason = next(r for r in report.reasons if r.code == code)
+    expected_line = _line_of(CANDIDATES / name, line_text) if line_text else None
+    assert reason.line == expected_line
+    assert reason.message
+
+
+@pytest.mark.parametrize("name", ["honest_scale_relu.py", "honest_joined_stream.py",
+                                  "cheat_stale_memory.py", "cheat_partial_output.py",
+                                  "cheat_mutates_input.py", "cheat_shape_specialised.py"])
+def test_static_rules_pass_files_only_dynamic_checks_can_judge(name):
+    assert _static(name).reasons == []
+
+
+def test_streams_are_noted_for_the_dynamic_check():
+    assert _static("cheat_side_stream.py").uses_streams
+    assert _static("honest_joined_stream.py").uses_streams
+    assert not _static("honest_scale_relu.py").uses_streams
+
+
+def test_every_static_code_is_a_stable_rejection_code():
+    for path in CANDIDATES.glob("cheat_*.py"):
+        assert set(_static(path.name).codes()) <= REJECTION_CODES
+
+
+def _src(body: str) -> str:
+    return textwrap.dedent(body)
+
+
+@pytest.mark.parametrize(
+    "patch, code",
+    [
+        ("time.perf_counter = lambda: 0.0", "timer_tampering"),
+        ("torch.cuda.synchronize = lambda *a: None", "timer_tampering"),
+        ("setattr(torch.cuda.Event, 'elapsed_time', lambda s, e: 0.0)", "timer_tampering"),
+        ("torch.Tensor.add = lambda a, b: a", "monkeypatches_runtime"),
+        ("builtins.print = None", "monkeypatches_runtime"),
+        ("sys.modules['torch'] = None", "monkeypatches_runtime"),
+    ],
+)
+def test_monkeypatching_rules(patch, code):
+    source = _src(f"""
+        import builtins, sys, time
+        import torch
+        import torch.nn as nn
+        {patch}
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return x
+    """)
+    report = check_source(source, REF_SOURCE)
+    assert code in report.codes()
+    assert next(r for r in report.reasons if r.code == code).line == 5
+
+
+def test_aliased_timer_patch_inside_a_method_is_found():
+    source = _src("""
+        import time as t
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                t.perf_counter = lambda: 0.0
+            def forward(self, x):
+                return x
+    """)
+    assert check_source(source, REF_SOURCE).codes() == ["timer_tampering"]
+
+
+def test_calling_an_nn_submodule_is_calling_pytorch():
+    source = _src("""
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                return self._inner(x)
+            def _inner(self, x):
+                return self.fc(x)
+    """)
+    reason = next(r for r in check_source(source, REF_SOURCE).reasons)
+    assert (reason.code, reason.line) == ("calls_reference_forward", 10)
+
+
+def test_module_level_cache_is_cached_output():
+    source = _src("""
+        import torch.nn as nn
+        _CACHE = None
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                global _CACHE
+                if _CACHE is None:
+                    _CACHE = kernel(x)
+                return _CACHE
+    """)
+    assert "cached_output" in check_source(source, REF_SOURCE).codes()
+
+
+def test_declared_ops_are_parsed_and_defer_op_reuse_to_the_profiler():
+    source = _src("""
+        import torch
+        import torch.nn as nn
+        KERNELSTITCH_TORCH_OPS = {"aten::relu": "library_call"}
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return torch.relu(ext.scale(x))
+    """)
+    report = check_source(source, REF_SOURCE)
+    assert report.declared_torch_ops == {"aten::relu": "library_call"}
+    assert report.reasons == []
+
+
+def test_layout_ops_shared_with_the_reference_are_allowed():
+    reference = _src("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.relu(x.view(-1).contiguous()).reshape(x.shape)
+    """)
+    candidate = _src("""
+        import torch
+        import torch.nn as nn
+        ext = load_inline(name="relu", cpp_sources="", cuda_sources="", functions=["relu"])
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                y = torch.empty_like(x)
+                return ext.relu(x.view(-1).contiguous(), y).reshape(x.shape)
+    """)
+    assert check_source(candidate, reference).reasons == []
+
+
+def test_syntax_error_is_a_compile_error_with_its_line():
+    report = check_source("import torch\nclass ModelNew(:\n    pass\n", REF_SOURCE)
+    assert report.codes() == ["compile_error"]
+    assert report.reasons[0].line == 2
+
+
+# --------------------------------------------------------------------------------------------
+# compiler diagnostics
+
+
+def _load_inline_cuda_file(candidate_source: str) -> str:
+    """What load_inline writes to cuda.cu for the candidate's `cuda_source` literal."""
+    namespace: dict = {}
+    literal = candidate_source.split('cuda_source = """', 1)[1].split('"""', 1)[0]
+    namespace["cuda_source"] = literal
+    return "\n".join(["#include <torch/types.h>", "#include <cuda.h>",
+                      "#include <cuda_runtime.h>", literal])
+
+
+def test_nvcc_diagnostic_is_mapped_to_the_candidate_line():
+    path = CANDIDATES / "bad_compile_error.py"
+    source = path.read_text()
+    generated = _load_inline_cuda_file(source)
+    gen_line = next(i for i, line in enumerate(generated.splitlines(), 1) if "% cols" in line)
+    output = (
+        "[1/3] nvcc ... -c /root/.cache/torch_extensions/ks/cuda.cu -o cuda.cuda.o\n"
+        "FAILED: cuda.cuda.o\n"
+        f'/root/.cache/torch_extensions/ks/cuda.cu({gen_line}): error: identifier "cols" is '
+        "undefined\n"
+        "1 error detected in the compilation of \"/root/.cache/torch_extensions/ks/cuda.cu\".\n"
+    )
+    diagnostics = map_diagnostics(output, source,
+                                  {"/root/.cache/torch_extensions/ks/cuda.cu": generated})
+    assert len(diagnostics) == 1
+    assert diagnostics[0].severity == "error"
+    assert diagnostics[0].message == 'identifier "cols" is undefined'
+    assert diagnostics[0].line == _line_of(path, "b[i % cols]")
+
+
+def test_gcc_diagnostic_without_the_generated_file_maps_by_line_text():
+    source = 'src = """\nint f() {\n    return undefined_name;\n}\n"""\n'
+    output = "/tmp/x/main.cpp:7:12: error: 'undefined_name' was not declared in this scope"
+    (diag,) = map_diagnostics(output, source, {"/tmp/x/main.cpp": "a\nb\nc\nd\ne\nf\n"
+                                               "    return undefined_name;\n"})
+    assert diag.line == 3
+    assert parse_compiler_output(output)[0][:3] == ("/tmp/x/main.cpp", 7, "error")
+
+
+# --------------------------------------------------------------------------------------------
+# profiler trace reading
+
+
+def _trace(calls: list[list[tuple[str, str]]], ops: list[list[tuple[str, float, float]]]):
+    """calls[i]: (kernel name, stream) launched inside ks_verify_call_i; ops[i]: (aten op,
+    start offset, duration) on the CPU inside that call."""
+    events, corr = [], 0
+    for i, kernels in enumerate(calls):
+        t0 = 1000.0 * (i + 1)
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ks_verify_call_{i}",
+                       "tid": 1, "ts": t0, "dur": 500.0})
+        for name, start, dur in ops[i]:
+            events.append({"ph": "X", "cat": "cpu_op", "name": name, "tid": 1,
+                           "ts": t0 + start, "dur": dur})
+        for k, (kernel, stream) in enumerate(kernels):
+            corr += 1
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                           "tid": 1, "ts": t0 + 300 + k, "dur": 1.0,
+                           "args": {"correlation": corr}})
+            events.append({"ph": "X", "cat": "kernel", "name": kernel, "tid": 7,
+                           "ts": t0 + 400 + k, "dur": 5.0,
+                           "args": {"correlation": corr, "stream": stream}})
+    return {"traceEvents": events}
+
+
+def test_trace_summary_finds_own_kernels_per_call():
+    trace = _trace(
+        [[("scale_relu_kernel(float const*, float const*, float*, long long, long long)", 7)],
+         [("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
+           7)]],
+        [[("aten::empty_like", 10, 5)], [("aten::relu", 10, 50), ("aten::clamp_min", 20, 10)]],
+    )
+    calls = summarize_trace(trace)
+    assert [len(c.own_kernels) for c in calls] == [1, 0]
+    assert calls[1].ops == [("aten::relu", ()), ("aten::clamp_min", ("aten::relu",))]
+
+
+def test_reuse_rule_respects_declarations_and_their_nested_ops():
+    trace = _trace([[("my_kernel", 7)]],
+                   [[("aten::linear", 10, 100), ("aten::addmm", 20, 50), ("aten::relu", 200, 5),
+                     ("aten::view", 250, 1)]])
+    calls = summarize_trace(trace)
+    reference = {"aten::linear", "aten::addmm", "aten::relu", "aten::view"}
+    assert reused_reference_ops(calls, reference, {}) == ["aten::linear", "aten::addmm",
+                                                          "aten::relu"]
+    assert reused_reference_ops(calls, reference, {"aten::linear": "library_call"}) == [
+        "aten::relu"]
+
+
+@pytest.mark.parametrize("name, own", [
+    ("scale_relu_kernel(float const*, float*, long long)", True),
+    ("void at::native::elementwise_kernel<128, 2>", False),
+    ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", False),
+    ("nvjet_tst_128x64_64x8_1x2_h_bz_TNT", False),
+    ("triton_poi_fused_add_mul_relu_0", False),
+    ("ampere_sgemm_128x64_nn", False),
+])
+def test_kernel_ownership(name, own):
+    assert is_own_kernel(name) is own
+
+
+# --------------------------------------------------------------------------------------------
+# timing statistics
+
+
+def test_significance_needs_separated_ranges():
+    fast = summarize([1.0, 1.01, 1.02, 0.99, 1.0] * 10)
+    slow = summarize([2.0, 2.02, 1.98, 2.01, 2.0] * 10)
+    noisy = summarize([0.8, 1.6, 1.2, 2.1, 1.0] * 10)
+    assert significant(fast, slow)
+    assert not significant(fast, noisy)
+    timings = build_timings([2.0] * 30, None, [1.0] * 30)
+    assert timings.speedup_vs_eager == pytest.approx(2.0)
+    assert timings.significant_vs_eager and timings.speedup_vs_compiled is None
+
+
+# --------------------------------------------------------------------------------------------
+# verdict assembly from worker results (synthetic)
+
+SEEDS = [11, 22, 33]
+
+
+def _ref_result(**extra):
+    cases = [{"id": f"s{s}", "seed": s, "shapes": None, "variant": None,
+              "input_shapes": [[4096, 4096]]} for s in SEEDS]
+    cases.append({"id": "s11_v0", "seed": 11, "shapes": [[4099, 4096]], "variant": 0,
+                  "input_shapes": [[4099, 4096]]})
+    base = {"cuda": True, "device_name": "NVIDIA H100", "cases": cases,
+            "variants": [[[4099, 4096]]], "reference_ops": ["aten::mul", "aten::add",
+                                                            "aten::relu"],
+            "mutates_inputs": False, "output_aliases_input": False, "nondeterministic": None,
+            "notes": [], "timing": {"eager": {"samples_ms": [1.0] * 30,
+                                              "unaccounted_ms": [0.005] * 30},
+                                    "compiled": {"samples_ms": [0.6] * 30,
+                                                 "unaccounted_ms": [0.005] * 30}}}
+    base.update(extra)
+    return TaskOutcome(base)
+
+
+def _check(name, seed, failures=()):
+    return {"name": name, "case": f"s{seed}", "seed": seed, "shapes": [[4096, 4096]],
+            "passed": not failures, "failures": list(failures)}
+
+
+def _main_result(checks=None, profile=True, timing=None, **extra):
+    checks = checks if checks is not None else [
+        _check("initial:s11", 11), _check("after_warmup:s22", 22),
+        _check("after_warmup:s33", 33), _check("recheck:s11", 11)]
+    calls = [{"index": i, "kernels": ["scale_relu_kernel"], "own_kernels": ["scale_relu_kernel"],
+              "streams": [7], "ops": [["aten::empty_like", []]]} for i in range(2)]
+    base = {"phase": "main", "load_failure": None, "checks": checks, "tamper": [],
+            "profile": {"calls": calls} if profile else None,
+            "timing": timing or {"samples_ms": [0.5] * 30, "unaccounted_ms": [0.005] * 30},
+            "fatal": None, "notes": []}
+    base.update(extra)
+    return TaskOutcome(base)
+
+
+def _variants_result(failures=()):
+    return TaskOutcome({"phase": "variants", "load_failure": None, "tamper": [], "fatal": None,
+                        "checks": [{**_check("shape:s11_v0", 11, failures),
+                                    "shapes": [[4099, 4096]]}], "notes": []})
+
+
+def _assemble(static=None, **parts) -> Verdict:
+    return assemble(Inputs(static=static or StaticReport(), seeds=SEEDS, **parts))
+
+
+def test_all_evidence_present_is_accepted_with_timings():
+    verdict = _assemble(reference=_ref_result(), main=_main_result(),
+                        variants=_variants_result())
+    assert verdict.status == "accepted" and verdict.exit_code() == 0
+    assert verdict.timings.speedup_vs_eager == pytest.approx(2.0)
+    assert verdict.timings.speedup_vs_compiled == pytest.approx(1.2)
+    assert verdict.seeds == SEEDS and verdict.device == "NVIDIA H100"
+    assert all(c.passed for c in verdict.checks)
+
+
+def test_missing_profile_is_never_accepted():
+    verdict = _assemble(reference=_ref_result(), main=_main_result(profile=False),
+                        variants=_variants_result())
+    assert verdict.status == "could_not_verify" and verdict.exit_code() == 2
+
+
+def test_missing_variant_phase_is_never_accepted():
+    verdict = _assemble(reference=_ref_result(), main=_main_result())
+    assert verdict.status == "could_not_verify"
+
+
+def test_failure_only_on_other_shapes_is_shape_specialised():
+    unwritten = {"code": "unwritten_output", "message": "12288 elements never written",
+                 "detail": {}}
+    verdict = _assemble(reference=_ref_result(), main=_main_result(),
+                        variants=_variants_result([unwritten]))
+    assert verdict.codes() == ["shape_specialised"]
+    assert verdict.reasons[0].detail["underlying"] == ["unwritten_output"]
+
+
+def test_variant_worker_crash_after_passing_main_is_shape_specialised():
+    verdict = _assemble(reference=_ref_result(), main=_main_result(),
+                        variants=TaskOutcome(None, "cuda_fatal", "illegal memory access"))
+    assert verdict.codes() == ["shape_specialised"]
+
+
+def test_unfinished_work_with_streams_is_side_stream_work():
+    incomplete = {"code": "incomplete_on_return", "message": "outputs kept changing",
+                  "detail": {}}
+    checks = [_check("initial:s11", 11, [incomplete]), _check("after_warmup:s22", 22),
+              _check("after_warmup:s33", 33), _check("recheck:s11", 11)]
+    streams = StaticReport(uses_streams=True)
+    verdict = _assemble(static=streams, reference=_ref_result(), main=_main_result(checks),
+                        variants=_variants_result())
+    assert verdict.codes() == ["side_stream_work"]
+    verdict = _assemble(reference=_ref_result(), main=_main_result(checks),
+                        variants=_variants_result())
+    assert verdict.codes() == ["incomplete_on_return"]
+
+
+def test_work_the_events_do_not_see_is_side_stream_work():
+    hidden = {"samples_ms": [0.004] * 30, "unaccounted_ms": [0.045] * 30}
+    verdict = _assemble(reference=_ref_result(), main=_main_result(timing=hidden),
+                        variants=_variants_result())
+    assert verdict.codes() == ["side_stream_work"]
+
+
+def test_no_own_kernel_and_undeclared_reference_ops_are_rejected():
+    main = _main_result()
+    main.result["profile"]["calls"][1] = {"index": 1, "kernels": [], "own_kernels": [],
+                                          "streams": [], "ops": [["aten::relu", []]]}
+    verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
+    assert set(verdict.codes()) == {"no_custom_kernel", "reuses_reference_op"}
+
+
+def test_behaviour_change_and_worker_failures_are_named():
+    changed = {"code": "behaviour_changes_after_warmup", "message": "x", "detail": {}}
+    checks = [_check("initial:s11", 11), _check("after_warmup:s22", 22),
+              _check("after_warmup:s33", 33), _check("recheck:s11", 11, [changed])]
+    verdict = _assemble(reference=_ref_result(), main=_main_result(checks),
+                        variants=_variants_result())
+    assert verdict.codes() == ["behaviour_changes_after_warmup"]
+    for kind, code in [("timeout", "timeout"), ("crash", "crashed"), ("cuda_fatal", "crashed")]:
+        verdict = _assemble(reference=_ref_result(), main=TaskOutcome(None, kind, "boom"))
+        assert verdict.codes() == [code] and verdict.exit_code() == 1
+
+
+def test_no_gpu_is_could_not_verify_unless_static_rejects():
+    no_gpu = TaskOutcome({"cuda": False})
+    verdict = _assemble(reference=no_gpu)
+    assert (verdict.status, verdict.codes()) == ("could_not_verify", ["no_gpu"])
+    static = check_files(CANDIDATES / "cheat_torch_compile.py", REF, "Model")
+    verdict = _assemble(static=static, reference=no_gpu)
+    assert verdict.status == "rejected" and verdict.codes() == ["uses_torch_compile"]
+    assert any("no CUDA GPU" in n for n in verdict.notes)
+
+
+def test_reference_failures_are_could_not_verify():
+    verdict = _assemble(reference=TaskOutcome(None, "exception", "Model() raised"))
+    assert verdict.codes() == ["reference_error"]
+    verdict = _assemble(reference=_ref_result(nondeterministic="output 0 differs"))
+    assert verdict.codes() == ["reference_nondeterministic"]
+    assert set(verdict.codes()) <= COULD_NOT_VERIFY_CODES
+
+
+# --------------------------------------------------------------------------------------------
+# the Verdict type
+
+
+def test_verdict_json_round_trip_and_markdown():
+    verdict = _assemble(reference=_ref_result(), main=_main_result(),
+                        variants=_variants_result())
+    data = json.loads(json.dumps(verdict.to_json()))
+    assert Verdict.from_json(data) == verdict
+    text = render_verdict_markdown(verdict)
+    assert "**Accepted**" in text and "2.00x" in text and "11, 22, 33" in text
+    rejected = _assemble(reference=_ref_result(), main=TaskOutcome(None, "timeout", "slow"))
+    assert "`timeout`" in render_verdict_markdown(rejected)
+
+
+# --------------------------------------------------------------------------------------------
+# end to end on this machine (no GPU): verify(), the CLI and the run store
+
+torch = pytest.importorskip("torch")
+no_gpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+
+
+@no_gpu_only
+def test_verify_without_gpu_is_could_not_verify_and_stored(tmp_path):
+    from kernelstitch.agents.verifier import VerifyOptions, verify
+
+    from kernelstitch.core.runstore import RunStore
+
+    store = RunStore(tmp_path / "runs.sqlite")
+    verdict = verify(REF, CANDIDATES / "honest_scale_relu.py", options=VerifyOptions(seeds=3),
+                     store=store)
+    assert verdict.status == "could_not_verify" and verdict.exit_code() == 2
+    assert verdict.codes() == ["no_gpu"] and len(set(verdict.seeds)) == 3
+    (run,) = store.list_runs(kind="verify")
+    assert run.module == "Model" and run.status == "succeeded"
+    (artifact,) = store.artifacts(run.id, "verdict")
+    assert Verdict.from_json(artifact.content).seeds == verdict.seeds
+
+
+@no_gpu_only
+def test_cli_json_is_one_object_and_exit_codes_follow_the_verdict(capsys):
+    from kernelstitch.agents.verifier.cli import verify_command
+
+    code = verify_command(REF, CANDIDATES / "cheat_calls_reference.py", json_output=True,
+                          module=None, seeds=2, timing=False)
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["status"] == "rejected"
+    assert data["reasons"][0]["code"] == "calls_reference_forward"
+    assert data["reasons"][0]["line"] == _line_of(CANDIDATES / "cheat_calls_reference.py",
+                                                  "super().forward")
+    assert {"checks", "timings", "seeds", "device", "declared_torch_ops"} <= set(data)
+
+    code = verify_command(REF, CANDIDATES / "honest_scale_relu.py", json_output=True,
+                          module=None, seeds=2, timing=False)
+    assert code == 2 and json.loads(capsys.readouterr().out)["status"] == "could_not_verify"
+
+    code = verify_command(REF, CANDIDATES / "missing.py", json_output=True, module=None,
+                          seeds=2, timing=False)
+    assert code == 2 and json.loads(capsys.readouterr().out)["status"] == "could_not_verify"
+
+
+def test_cli_human_summary_names_reasons(capsys):
+    from kernelstitch.agents.verifier.cli import verify_command
+
+    code = verify_command(REF, CANDIDATES / "cheat_no_model_new.py", json_output=False,
+                          module=None, seeds=2, timing=False)
+    out = capsys.readouterr().out
+    assert code == 1 and "rejected" in out and "no_model_new" in out
+
+
+# --------------------------------------------------------------------------------------------
+# runtime tamper detection (the candidate worker's snapshot of sensitive attributes)
+
+
+def test_tamper_snapshot_ignores_torchs_own_lazy_wrapping_and_finds_real_patches():
+    import subprocess
+    import sys
+
+    script = textwrap.dedent("""
+        import time, torch
+        from kernelstitch.agents.verifier import tamper
+        before = tamper.snapshot()
+        import torch._dynamo, torch.profiler   # torch wraps torch.manual_seed on this import
+        torch.manual_seed(1)
+        assert tamper.changed(before) == [], tamper.changed(before)
+        time.perf_counter = lambda: 0.0
+        torch.Tensor.clone = lambda self: self
+        print(sorted(tamper.changed(before)))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert "('monkeypatches_runtime', 'Tensor.clone')" in out
+    assert "('timer_tampering', 'time.perf_counter')" in out
