@@ -135,7 +135,10 @@ def test_compile_ops_every_op_and_ssa_renaming():
         assert "const float t0 = " in fn.source and "out0 = t0;" in fn.source
     for op in sorted(BINARY_OPS):
         fn = compile_ops("f", ("x", "z"), (E(op, ("x", 2.5), "y"),), ("y",))
-        assert "2.5f" in fn.source and "in0" in fn.source
+        # Division by a constant is multiplication by its reciprocal (inline, no IEEE-div call).
+        assert ("0.4f" if op == "div" else "2.5f") in fn.source and "in0" in fn.source
+    fn = compile_ops("f", ("x", "z"), (E("div", ("x", "z"), "y"),), ("y",))
+    assert "((in0) / (in1))" in fn.source  # tensor divisors keep IEEE division
     # Redefining a name gives a fresh register; the output is the last definition.
     fn = compile_ops("f", ("x",), (E("exp", ("x",), "x"), E("neg", ("x",), "x")), ("x",))
     assert "const float t1 = (-t0);" in fn.source and "out0 = t1;" in fn.source

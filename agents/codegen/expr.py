@@ -20,7 +20,7 @@ _UNARY: dict[str, str] = {
     "exp": "expf({0})",
     "log": "logf({0})",
     "sqrt": "sqrtf({0})",
-    "rsqrt": "(1.0f / sqrtf({0}))",
+    "rsqrt": "rsqrtf({0})",  # as PyTorch's CUDA kernel
     "reciprocal": "(1.0f / ({0}))",
     "gelu": "ks_gelu({0})",
     "gelu_tanh": "ks_gelu_tanh({0})",
@@ -66,6 +66,12 @@ def op_expression(op: ElementwiseOp, args: list[str]) -> str:
         return _UNARY[name].format(*args)
     if name in _BINARY:
         _arity(op, 2)
+        divisor = op.args[1]
+        if name == "div" and isinstance(divisor, (int, float)) and not isinstance(divisor, bool) \
+                and divisor != 0 and math.isfinite(divisor):
+            # x / c as x * (1/c): within an ulp (exact for powers of two), and inline, where IEEE
+            # `/` calls a slow-path subroutine that makes ptxas spill register-cached rows.
+            return f"(({args[0]}) * {c_float(1.0 / divisor)})"
         return _BINARY[name].format(*args)
     if name == "clamp":
         _arity(op, 1)

@@ -83,6 +83,13 @@ def _row_loads(ks: tuple[int, ...], col: str, prefix: str = "a") -> str:
     return " ".join(f"float {prefix}{k}[VEC]; ks_load_row<VEC>(p{k}, d{k}, b{k}, {col}, {prefix}{k});" for k in ks)
 
 
+def _row_values(warp: bool, vec: int) -> int:
+    """MAXV of a row kernel: 32 cached values per thread, 16 (KS_BLOCK_SCALAR_VALUES) for the
+    block path's scalar kernel, whose host plan sizes its blocks for that."""
+    cap = 32 if warp or vec > 1 else 16
+    return max(1, cap // vec)
+
+
 def emit_reduction(spec: ReductionSpec) -> KernelSource:
     name = check_identifier(spec.name)
     if spec.kind not in _STATE:
@@ -136,7 +143,7 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
     # ---- reduced value -> stored scalar (reduce kinds), at output index `oidx` ----
     finalize_scalar = {
         "sum": "const float acc = st.a;",
-        "mean": "const float acc = st.a / (float)R;",
+        "mean": "const float acc = ks_div_norm(st.a, (float)R);",
         "amax": "const float acc = st.a;",
         "amin": "const float acc = st.a;",
         "logsumexp": "const float acc = st.m == -KS_INF ? -KS_INF : st.m + logf(st.s);",
@@ -145,7 +152,7 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
     finalize_stats = {
         "softmax": "const float s0 = st.m == -KS_INF ? 0.f : st.m, s1 = st.s;",
         "log_softmax": "const float s0 = st.m == -KS_INF ? 0.f : st.m, s1 = logf(st.s);",
-        "layer_norm": f"const float s0 = st.mean, s1 = 1.0f / sqrtf(st.m2 / st.n + {_c(spec.eps)});",
+        "layer_norm": f"const float s0 = st.mean, s1 = rsqrtf(ks_div_norm(st.m2, st.n) + {_c(spec.eps)});",
     }
     normalize = {  # x -> y with stats s0, s1
         "softmax": "expf(x - s0) / s1",
@@ -183,7 +190,7 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
       ${store}
     }"""
         ).substitute(
-            op=op, valid=valid, fin="r / (float)R" if spec.kind == "mean" else "r", store=store_scalar("row")
+            op=op, valid=valid, fin="ks_div_norm(r, (float)R)" if spec.kind == "mean" else "r", store=store_scalar("row")
         )
     elif spec.kind in ("logsumexp", "softmax", "log_softmax"):
         exp_into_v = spec.kind == "softmax"
@@ -213,7 +220,7 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
       {store_scalar("row")}
     }}"""
         else:
-            y = "v[j][q] / s" if spec.kind == "softmax" else "v[j][q] - ms - logs"
+            y = "ks_div_norm(v[j][q], s)" if spec.kind == "softmax" else "v[j][q] - ms - logs"
             row_tail += "    const float logs = logf(s); (void)logs;\n" + _row_store(y, valid, roles, epi_call, affine, out_t)
     else:  # layer_norm
         row_tail = Template(
@@ -224,14 +231,14 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
 #pragma unroll
       for (int q = 0; q < VEC; ++q) s += v[j][q];
     }
-    const float mean = ks_row_allreduce<KsOpSum, WARP>(s, smem) / (float)R;
+    const float mean = ks_div_norm(ks_row_allreduce<KsOpSum, WARP>(s, smem), (float)R);
     float ss = 0.f;
 #pragma unroll
     for (int j = 0; j < MAXV; ++j) if (${valid}) {
 #pragma unroll
       for (int q = 0; q < VEC; ++q) { const float d = v[j][q] - mean; ss += d * d; }
     }
-    const float rstd = 1.0f / sqrtf(ks_row_allreduce<KsOpSum, WARP>(ss, smem) / (float)R + ${eps});
+    const float rstd = rsqrtf(ks_div_norm(ks_row_allreduce<KsOpSum, WARP>(ss, smem), (float)R) + ${eps});  // rsqrt, as PyTorch
 """
         ).substitute(valid=valid, eps=_c(spec.eps))
         row_tail += _row_store("(v[j][q] - mean) * rstd", valid, roles, epi_call, affine, out_t)
@@ -241,8 +248,10 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
         row_operands += list(roles.epilogue)
     row_kernel = Template(
         """
+// Min-blocks 1, stated: with it left out, ptxas aimed at 64 registers and spilled the cached
+// row; with 2 (a 128-register cap) the warp path's 32 scalar values spilled.
 template <int VEC, int MAXV, bool WARP>
-__global__ void __launch_bounds__(WARP ? 256 : 512, WARP ? 2 : 1)
+__global__ void __launch_bounds__(WARP ? 256 : 512, 1)
 ${name}_row(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R) {
   __shared__ float smem[33];
   const int tx = threadIdx.x;
@@ -275,14 +284,15 @@ ${tail}
     tile_kernel = Template(
         """
 // Threads (tx, ty): tx walks inner (consecutive addresses), ty walks R; blockIdx.y is the R split.
-__global__ void __launch_bounds__(256)
+// Min-blocks 1 stated: left out, ptxas aimed at 48 registers and spilled the Welford state.
+__global__ void __launch_bounds__(256, 1)
 ${name}_tile(${params}, ${out_t}* __restrict__ out, float* __restrict__ partials, float* __restrict__ stats,
              const int64_t outer, const int64_t R, const int64_t inner, const int64_t r_per_split) {
   using State = ${state};
   __shared__ float sm[State::NF][256];
   const int tx = threadIdx.x, ty = threadIdx.y, TXI = blockDim.x, TYR = blockDim.y;
-  const int64_t cb = (inner + TXI - 1) / TXI;
-  const int64_t o = (int64_t)blockIdx.x / cb;
+  const int64_t cb = ks_div(inner + TXI - 1, TXI);  // ks_div: no 64-bit division call
+  const int64_t o = ks_div((int64_t)blockIdx.x, cb);
   const int64_t i = ((int64_t)blockIdx.x - o * cb) * TXI + tx;
   const int64_t r0 = (int64_t)blockIdx.y * r_per_split;
   const int64_t r1 = r0 + r_per_split < R ? r0 + r_per_split : R;
@@ -399,12 +409,12 @@ ${name}_apply(${params}, ${out_t}* __restrict__ out, const float* __restrict__ s
     return;
   }"""
         ).substitute(
-            path=path, v=v, name=name, maxv=max(1, cap // v), warp=warp, args=args,
+            path=path, v=v, name=name, maxv=_row_values(warp == "true", v), warp=warp, args=args,
             threads="256" if warp == "true" else "plan.threads_x",
             bx="32" if warp == "true" else "plan.threads_x", by="8" if warp == "true" else "1",
             rows_per_block="8" if warp == "true" else "1",
         )
-        for path, cap, warp in (("KS_PATH_ROW_WARP", 32, "true"), ("KS_PATH_ROW_BLOCK", 32, "false"))
+        for path, warp in (("KS_PATH_ROW_WARP", "true"), ("KS_PATH_ROW_BLOCK", "false"))
         for v in sorted({1, vec})
     )
     apply_launch = ""
@@ -558,6 +568,14 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   if (plan.path != KS_PATH_TILE && !row_affine()) {{
     plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, true);
     vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
+  }}
+  // The block path's scalar kernel caches KS_BLOCK_SCALAR_VALUES per thread, not 32: with 32
+  // scalar loads in flight under the 512-thread register bound, ptxas spilled.  More threads
+  // per row, or the tile path for rows longer than 512 x that.
+  if (plan.path == KS_PATH_ROW_BLOCK && vec == 1) {{
+    const int64_t tx = ks_pow2_ceil(ks_cdiv(R, KS_BLOCK_SCALAR_VALUES));
+    if (tx <= 512) plan.threads_x = (int)(tx > 32 ? tx : 32);
+    else plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, true);
   }}
   at::Tensor workspace;
   float* ws = nullptr;
