@@ -47,3 +47,102 @@ def test_outcome_from_job_result_reads_verdict_timings():
     o = ProblemOutcome.from_result("x", result)
     assert (o.status, o.eager_ms, o.candidate_ms, o.speedup_vs_eager) == ("accepted", 2.0, 1.0, 2.0)
     assert o.plan_steps == ["fused_elementwise"]
+
+
+def test_fast_0_is_the_correctness_rate_even_without_timings():
+    outcomes = [outcome("a", "accepted", None), outcome("b", "accepted", 3.0),
+                outcome("c", "timeout", None), outcome("d", "failed", None)]
+    assert fast_p(outcomes, 0.0, "speedup_vs_eager") == 0.5
+    assert fast_p(outcomes, 1.5, "speedup_vs_eager") == 0.25
+    assert fast_p([], 1.0, "speedup_vs_eager") == 0.0
+
+
+def test_fast_p_is_strictly_faster_and_per_baseline():
+    outcomes = [outcome("a", "accepted", 2.0, 0.9), outcome("b", "accepted", 1.0, 1.6)]
+    assert fast_p(outcomes, 2.0, "speedup_vs_eager") == 0.0  # exactly 2x is not > 2x
+    assert fast_p(outcomes, 1.0, "speedup_vs_eager") == 0.5
+    assert fast_p(outcomes, 1.5, "speedup_vs_compiled") == 0.5
+    assert fast_p(outcomes, 1.0, "speedup_vs_compiled") == 0.5
+
+
+def test_geomean_of_known_values():
+    assert math.isclose(geomean([1.0, 4.0, 16.0]), 4.0)
+    assert math.isclose(geomean([0.5, 2.0]), 1.0)
+    assert geomean([None, 0.0]) is None  # zero or missing speedups carry no information
+
+
+def test_summary_counts_statuses_compiles_and_leaves_roofline_unset():
+    outcomes = [
+        ProblemOutcome(problem="a", status="accepted", message="", speedup_vs_eager=4.0,
+                       speedup_vs_compiled=2.0, compiled=True, roofline_fraction=0.5),
+        ProblemOutcome(problem="b", status="accepted", message="", speedup_vs_eager=1.0,
+                       speedup_vs_compiled=0.5, compiled=True, roofline_fraction=0.25),
+        ProblemOutcome(problem="c", status="rejected", message="", compiled=False,
+                       reasons=["compile_error"]),
+        ProblemOutcome(problem="d", status="timeout", message="", reused=True),
+    ]
+    s = summarise(outcomes)
+    assert (s["problems"], s["accepted"], s["correctness_rate"]) == (4, 2, 0.5)
+    assert (s["compiled"], s["compile_failures"], s["reused"]) == (2, 1, 1)
+    assert s["by_status"] == {"accepted": 2, "rejected": 1, "timeout": 1}
+    assert math.isclose(s["geomean_speedup_vs_eager"], 2.0)
+    assert math.isclose(s["geomean_speedup_vs_compiled"], 1.0)
+    assert s["fast_p_vs_eager"] == {"0.0": 0.5, "1.0": 0.25, "1.5": 0.25, "2.0": 0.25}
+    assert math.isclose(s["mean_roofline_fraction"], 0.375)
+    unprofiled = summarise([outcome("a", "accepted", 2.0)])
+    assert unprofiled["mean_roofline_fraction"] is None  # never invented without a profile
+
+
+def test_outcome_reads_spreads_and_compile_errors_from_the_verdict():
+    stat = {"median": 2.0, "p10": 1.8, "p90": 2.5, "n": 50}
+    result = JobResult(
+        status="succeeded", message="ok", kind="verify", source_path="x.py", module="Model",
+        verdict={"status": "accepted", "reasons": [], "device": "NVIDIA H100", "timings": {
+            "eager_ms": stat, "compiled_ms": {**stat, "median": 1.5}, "candidate_ms": {
+                "median": 1.0, "p10": 0.9, "p90": 1.1, "n": 50},
+            "speedup_vs_eager": 2.0, "speedup_vs_compiled": 1.5, "significant_vs_eager": True,
+            "significant_vs_compiled": False}},
+    )
+    o = ProblemOutcome.from_result("x", result)
+    assert o.eager_spread_ms == [1.8, 2.5] and o.candidate_spread_ms == [0.9, 1.1]
+    assert (o.compiled_ms, o.speedup_vs_compiled, o.significant_vs_compiled) == (1.5, 1.5, False)
+    assert o.compiled is True and o.device == "NVIDIA H100" and o.correct
+    rejected = ProblemOutcome.from_result("y", JobResult(
+        status="succeeded", message="rejected: compile_error", kind="verify", source_path="y.py",
+        module="Model", verdict={"status": "rejected", "reasons": [{"code": "compile_error"}]}))
+    assert rejected.compiled is False and rejected.reasons == ["compile_error"]
+    failed = ProblemOutcome.from_result("z", JobResult(
+        status="failed", message="could not capture", kind="generate", source_path="z.py",
+        module=None))
+    assert failed.status == "failed" and failed.message == "could not capture"
+
+
+def test_markdown_shows_spreads_roofline_and_compile_failures():
+    outcomes = [
+        ProblemOutcome(problem="a", status="accepted", message="", eager_ms=2.0,
+                       eager_spread_ms=[1.8, 2.5], speedup_vs_eager=2.0, roofline_fraction=0.42,
+                       compiled=True),
+        ProblemOutcome(problem="b", status="rejected", message="compilation failed: boom",
+                       reasons=["compile_error"], compiled=False,
+                       compile_message="kernel.cu(3): error: boom"),
+    ]
+    text = render_markdown(outcomes, summarise(outcomes), {"date": "d"}, "kernelstitch bench x")
+    assert "| a | accepted | yes | 2.0000 (1.8000–2.5000) |" in text
+    assert "| 42% |" in text
+    assert "| b | rejected (compile_error) | no |" in text
+    assert "## Compile failures" in text and "kernel.cu(3): error: boom" in text
+    assert "`kernelstitch bench x`" in text
+
+
+def test_rejections_say_why_in_json_and_markdown():
+    result = JobResult(
+        status="succeeded", message="rejected", kind="verify", source_path="x.py", module="Model",
+        verdict={"status": "rejected", "reasons": [
+            {"code": "shape_specialised", "message": "not for input shapes [[8195, 4096]]: max err 3"}]},
+    )
+    o = ProblemOutcome.from_result("mlp", result)
+    assert o.reason_details == ["shape_specialised: not for input shapes [[8195, 4096]]: max err 3"]
+    assert ProblemOutcome.from_json(o.to_json()).reason_details == o.reason_details
+    text = render_markdown([o], summarise([o]), {"date": "d"}, "cmd")
+    assert "## Why candidates were rejected" in text
+    assert "**mlp**: shape_specialised: not for input shapes [[8195, 4096]]: max err 3" in text

@@ -288,6 +288,29 @@ class RunStore:
         row = self._read("finding the latest artifact", lambda c: c.execute(sql, params).fetchone())
         return _artifact_record(row) if row else None
 
+    def latest_by_config(
+        self,
+        kind: str,
+        config_key: str,
+        value: str,
+        artifact_kind: str,
+        status: str | None = "succeeded",
+    ) -> ArtifactRecord | None:
+        """The newest `artifact_kind` artifact of a `kind` run whose config[config_key] is
+        `value` (e.g. the bench's resume key), from runs with `status` (None: any)."""
+        sql = (
+            "SELECT a.* FROM artifacts a JOIN runs r ON a.run_id = r.id "
+            "WHERE r.kind = ? AND json_extract(r.config, '$.' || ?) = ? AND a.kind = ?"
+        )
+        params: list[Any] = [kind, config_key, value, artifact_kind]
+        if status is not None:
+            sql += " AND r.status = ?"
+            params.append(status)
+        sql += " ORDER BY r.id DESC, a.id DESC LIMIT 1"
+        row = self._read("finding an artifact by config",
+                         lambda c: c.execute(sql, params).fetchone())
+        return _artifact_record(row) if row else None
+
     def _real_id_for_read(self, run_id: int) -> int:
         if run_id >= 0:
             return run_id

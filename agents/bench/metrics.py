@@ -1,0 +1,65 @@
+"""KernelBench metrics over a set of outcomes.
+
+* fast_p: the fraction of ALL problems whose candidate is correct AND more than p times faster
+  than the baseline (fast_0 is the correctness rate: any correct candidate is "faster than 0x").
+* geomean speedups: over correct problems that have a timing (a wrong kernel has no speed).
+* roofline fraction: the reference's roofline floor / our median time, only where a profile
+  gave a floor (--profile); None otherwise, never estimated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from kernelstitch.agents.bench.outcome import ProblemOutcome
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+
+
+def geomean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None and v > 0]
+    if not present:
+        return None
+    return math.exp(sum(math.log(v) for v in present) / len(present))
+
+
+def fast_p(outcomes: list[ProblemOutcome], p: float, key: str) -> float:
+    """Fraction of all `outcomes` that are correct and have `key` (a speedup) above p."""
+    if not outcomes:
+        return 0.0
+
+    def hit(o: ProblemOutcome) -> bool:
+        if not o.correct:
+            return False
+        speedup = getattr(o, key)
+        return p <= 0 or (speedup is not None and speedup > p)
+
+    return sum(1 for o in outcomes if hit(o)) / len(outcomes)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
+    correct = [o for o in outcomes if o.correct]
+    n = len(outcomes)
+    return {
+        "problems": n,
+        "accepted": len(correct),
+        "correctness_rate": len(correct) / n if n else 0.0,
+        "compiled": sum(1 for o in outcomes if o.compiled),
+        "compile_failures": sum(1 for o in outcomes if o.compiled is False),
+        "by_status": dict(sorted(Counter(o.status for o in outcomes).items())),
+        "reused": sum(1 for o in outcomes if o.reused),
+        "geomean_speedup_vs_eager": geomean([o.speedup_vs_eager for o in correct]),
+        "geomean_speedup_vs_compiled": geomean([o.speedup_vs_compiled for o in correct]),
+        "fast_p_vs_eager": {str(p): fast_p(outcomes, p, "speedup_vs_eager") for p in FAST_P},
+        "fast_p_vs_compiled": {str(p): fast_p(outcomes, p, "speedup_vs_compiled")
+                               for p in FAST_P},
+        "mean_roofline_fraction": _mean([o.roofline_fraction for o in correct]),
+        "mean_roofline_fraction_eager": _mean([o.roofline_fraction_eager for o in correct]),
+    }

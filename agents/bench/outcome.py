@@ -1,0 +1,93 @@
+"""One problem's benchmark result, as stored in the run store and written to results.json."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from kernelstitch.agents.job_protocol import JobResult
+
+# accepted / rejected / could_not_verify come from the Verifier; the rest from the harness.
+STATUSES = ("accepted", "rejected", "could_not_verify", "failed", "timeout", "cancelled")
+
+
+@dataclass
+class ProblemOutcome:
+    problem: str  # display name: "level1/19_ReLU" (level folders) or the file stem
+    status: str  # one of STATUSES
+    message: str
+    reasons: list[str] = field(default_factory=list)  # verdict reason codes
+    # "code: message" of each reason (clipped): a rejection in a results file says why.
+    reason_details: list[str] = field(default_factory=list)
+    eager_ms: float | None = None  # medians; the spreads below are [p10, p90]
+    compiled_ms: float | None = None
+    candidate_ms: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compiled: float | None = None
+    significant_vs_eager: bool | None = None
+    plan_steps: list[str] = field(default_factory=list)
+    level: str | None = None
+    compiled: bool | None = None  # the candidate's extension built; None: not tried (no GPU...)
+    compile_message: str = ""  # compiler output (tail) when compiled is False
+    eager_spread_ms: list[float] | None = None
+    compiled_spread_ms: list[float] | None = None
+    candidate_spread_ms: list[float] | None = None
+    significant_vs_compiled: bool | None = None
+    # From the profile (--profile): the reference's roofline floor over our / eager's time.
+    roofline_fraction: float | None = None
+    roofline_fraction_eager: float | None = None
+    device: str | None = None  # GPU name the Verifier reported
+    gpu: int | None = None  # GPU index it was measured on (None: the default device)
+    cuda_visible_devices: str | None = None  # as the measuring processes saw it
+    prepare_s: float | None = None
+    measure_s: float | None = None
+    time_limit_s: float | None = None  # the limit it ran under (a timeout is reused only below it)
+    reused: bool = False  # taken from the run store instead of being run again
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "accepted"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "correct": self.correct}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProblemOutcome:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def from_result(cls, problem: str, result: JobResult) -> ProblemOutcome:
+        """From a generate or verify JobResult: its verdict's status, reasons and timings."""
+        outcome = cls(problem=problem, status="failed", message=result.message)
+        outcome.apply_result(result)
+        return outcome
+
+    def apply_result(self, result: JobResult) -> None:
+        self.message = result.message
+        steps = [f"{s.get('technique')}" for s in (result.plan or {}).get("steps", [])]
+        if steps:
+            self.plan_steps = steps
+        verdict = result.verdict or {}
+        self.status = verdict.get(
+            "status", "failed" if result.status != "succeeded" else "could_not_verify")
+        self.reasons = [r.get("code", "?") for r in verdict.get("reasons", [])]
+        self.reason_details = [f"{r.get('code', '?')}: {str(r.get('message', ''))[:400]}"
+                               for r in verdict.get("reasons", [])]
+        self.device = verdict.get("device") or self.device
+        if "compile_error" in self.reasons:
+            self.compiled = False
+        elif verdict.get("status") in ("accepted", "rejected") and verdict.get("timings"):
+            self.compiled = True  # it ran on the GPU, so it built
+        timings = verdict.get("timings") or {}
+        for name in ("eager", "compiled", "candidate"):
+            stat = timings.get(f"{name}_ms")
+            if isinstance(stat, dict):
+                setattr(self, f"{name}_ms", stat.get("median"))
+                if stat.get("p10") is not None and stat.get("p90") is not None:
+                    setattr(self, f"{name}_spread_ms", [stat["p10"], stat["p90"]])
+        for key in ("speedup_vs_eager", "speedup_vs_compiled", "significant_vs_eager",
+                    "significant_vs_compiled"):
+            if key in timings:
+                setattr(self, key, timings[key])

@@ -1,0 +1,369 @@
+"""run_bench end to end with a fake runner: resume, levels, reports, plots, Ray, devices, CLI."""
+
+import json
+import struct
+import sys
+import threading
+
+import pytest
+from bench_fakes import Behaviour, FakeRunner, spec_for, write_problem
+from kernelstitch.agents.bench import BenchError, BenchSettings, discover, run_bench
+from kernelstitch.agents.bench.outcome import ProblemOutcome
+from kernelstitch.agents.bench.phases import evaluate_problem
+from kernelstitch.agents.bench.plots import MISSING_NOTE
+from kernelstitch.agents.bench.problems import ProblemSpec
+from kernelstitch.agents.bench.ray_backend import run_on_ray
+from kernelstitch.agents.bench.settings import resolve_devices, resume_key
+from typer.testing import CliRunner
+
+from kernelstitch.cli import app, expand_levels
+from kernelstitch.core.runstore import RunStore
+
+ENV = {"date": "2030-01-02T03:04:05+00:00", "device": "Fake GPU", "torch": "9.9",
+       "cuda": "99.0", "host": "testhost", "devices": ["Fake GPU", "Fake GPU"]}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def make_dir(tmp_path, names=("1_a", "2_b", "10_c")):
+    folder = tmp_path / "problems"
+    for i, name in enumerate(names):
+        write_problem(folder / f"{name}.py", scale=i + 1)
+    return folder
+
+
+def bench(tmp_path, folder, runner, out="out", **settings):
+    settings.setdefault("build_jobs", 2)
+    return run_bench(folder, tmp_path / out, BenchSettings(**settings), runner=runner,
+                     devices=[0, 1], env=ENV, workspace_root=tmp_path,
+                     command="kernelstitch bench X")
+
+
+# ---------------------------------------------------------------------------------------------
+# resume
+
+
+def test_rerun_skips_finished_problems_and_reuses_their_outcomes(tmp_path):
+    folder = make_dir(tmp_path)
+    first = FakeRunner()
+    run1 = bench(tmp_path, folder, first)
+    assert len(first.prepares) == 3 and not any(o.reused for o in run1.outcomes)
+
+    second = FakeRunner()
+    run2 = bench(tmp_path, folder, second, out="out2")
+    assert second.prepares == [] and second.measures == []
+    assert all(o.reused for o in run2.outcomes)
+    assert [(o.problem, o.status, o.speedup_vs_eager) for o in run2.outcomes] == \
+        [(o.problem, o.status, o.speedup_vs_eager) for o in run1.outcomes]
+    assert run2.summary["reused"] == 3
+    assert "reused from the run store" in run2.files["markdown"].read_text()
+
+
+def test_rerun_flag_runs_everything_again(tmp_path):
+    folder = make_dir(tmp_path)
+    bench(tmp_path, folder, FakeRunner())
+    again = FakeRunner()
+    run = bench(tmp_path, folder, again, rerun=True)
+    assert len(again.prepares) == 3 and not any(o.reused for o in run.outcomes)
+
+
+def test_changed_problem_file_or_coder_setting_runs_again(tmp_path):
+    folder = make_dir(tmp_path)
+    bench(tmp_path, folder, FakeRunner())
+    write_problem(folder / "2_b.py", scale=42.0)
+    runner = FakeRunner()
+    bench(tmp_path, folder, runner)
+    assert [p.problem for p in runner.prepares] == ["2_b"]
+
+    other_seeds = FakeRunner()
+    bench(tmp_path, folder, other_seeds, seeds=5)
+    assert len(other_seeds.prepares) == 3
+
+
+def test_timeouts_are_reused_only_under_the_same_or_shorter_limit(tmp_path):
+    folder = make_dir(tmp_path, names=("1_slow",))
+    hang = FakeRunner(default=Behaviour(hang_in="measure"))
+    assert bench(tmp_path, folder, hang, time_limit_s=0.3).outcomes[0].status == "timeout"
+
+    same = FakeRunner()
+    reused = bench(tmp_path, folder, same, time_limit_s=0.3).outcomes[0]
+    assert same.prepares == [] and reused.status == "timeout" and reused.reused
+
+    longer = FakeRunner()
+    retried = bench(tmp_path, folder, longer, time_limit_s=5.0).outcomes[0]
+    assert len(longer.prepares) == 1 and retried.status == "accepted"
+
+
+def test_cancelled_problems_are_not_stored(tmp_path):
+    folder = make_dir(tmp_path, names=("1_a",))
+    stop = threading.Event()
+    stop.set()
+    run = run_bench(folder, tmp_path / "out", BenchSettings(), runner=FakeRunner(), devices=[None],
+                    env=ENV, workspace_root=tmp_path, stop=stop)
+    assert run.outcomes[0].status == "cancelled" and run.interrupted
+    later = FakeRunner()
+    bench(tmp_path, folder, later)
+    assert len(later.prepares) == 1
+
+
+def test_runstore_finds_runs_by_a_config_field(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite")
+    for key, text in (("k1", "one"), ("k2", "two"), ("k1", "newer")):
+        run_id = store.start_run("bench", "/x.py", None, {"bench_key": key})
+        store.add_artifact(run_id, "report", "o.json", {"text": text})
+        store.finish_run(run_id, "succeeded")
+    unfinished = store.start_run("bench", "/x.py", None, {"bench_key": "k3"})
+    store.add_artifact(unfinished, "report", "o.json", {"text": "partial"})
+    assert store.latest_by_config("bench", "bench_key", "k1", "report").content == {"text": "newer"}
+    assert store.latest_by_config("bench", "bench_key", "k2", "report").content == {"text": "two"}
+    assert store.latest_by_config("bench", "bench_key", "k3", "report") is None  # still running
+    assert store.latest_by_config("bench", "bench_key", "k3", "report", status=None) is not None
+
+
+def test_resume_key_covers_result_settings_not_scheduling(tmp_path):
+    spec = spec_for(write_problem(tmp_path / "p.py"))
+    base = resume_key(spec, BenchSettings(), "H100", "fp")
+    assert base == resume_key(spec, BenchSettings(jobs=4, build_jobs=3, time_limit_s=5,
+                                                  rerun=True), "H100", "fp")
+    assert base != resume_key(spec, BenchSettings(coder="llm"), "H100", "fp")
+    assert base != resume_key(spec, BenchSettings(profile=True), "H100", "fp")
+    assert base != resume_key(spec, BenchSettings(), "A100", "fp")
+    assert base != resume_key(spec, BenchSettings(), "H100", "other compiler")
+
+
+# ---------------------------------------------------------------------------------------------
+# problem discovery
+
+
+def test_levels_layout_and_filters(tmp_path):
+    root = tmp_path / "KernelBench"
+    for rel in ("level1/2_b.py", "level1/10_c.py", "level1/_skip.py", "level2/1_x.py",
+                "level3/5_y.py"):
+        write_problem(root / rel)
+    names = [s.name for s in discover(root)]
+    assert names == ["level1/2_b", "level1/10_c", "level2/1_x", "level3/5_y"]  # natural order
+    assert [s.name for s in discover(root, levels=["2"])] == ["level2/1_x"]
+    assert [s.level for s in discover(root, levels=["1", "level3"])] == ["1", "1", "3"]
+    assert [s.name for s in discover(root, only=["10_c", "level3/5_y"])] == \
+        ["level1/10_c", "level3/5_y"]
+    with pytest.raises(BenchError, match="no problems for level"):
+        discover(root, levels=["4"])
+    with pytest.raises(BenchError, match="level numbers"):
+        discover(root, levels=["hard"])
+    level_dir = discover(root / "level1")
+    assert [(s.name, s.level) for s in level_dir] == [("2_b", "1"), ("10_c", "1")]
+    with pytest.raises(BenchError, match="not a folder"):
+        discover(tmp_path / "missing")
+    with pytest.raises(BenchError, match="no problems"):
+        discover(root, only=["nope"])
+
+
+def test_run_bench_runs_only_the_selected_levels(tmp_path):
+    root = tmp_path / "kb"
+    write_problem(root / "level1" / "1_a.py")
+    write_problem(root / "level2" / "1_b.py", scale=3.0)
+    runner = FakeRunner()
+    run = run_bench(root, tmp_path / "out", BenchSettings(), levels=["2"], runner=runner,
+                    devices=[None], env=ENV, workspace_root=tmp_path)
+    assert [o.problem for o in run.outcomes] == ["level2/1_b"] and run.outcomes[0].level == "2"
+    assert [p.problem for p in runner.prepares] == ["level2/1_b"]
+
+
+def test_expand_levels_accepts_space_separated_values(tmp_path):
+    assert expand_levels(["bench", "d", "--levels", "1", "2", "--jobs", "2"]) == \
+        ["bench", "d", "--levels", "1", "--levels", "2", "--jobs", "2"]
+    assert expand_levels(["bench", "--levels", "1", "level3", "d"]) == \
+        ["bench", "--levels", "1", "--levels", "level3", "d"]
+    assert expand_levels(["generate", "x.py"]) == ["generate", "x.py"]
+
+
+# ---------------------------------------------------------------------------------------------
+# reports and plots
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_reports_record_environment_command_metrics_and_plots(tmp_path):
+    folder = make_dir(tmp_path, names=("1_fast", "2_slow", "3_wrong"))
+    runner = FakeRunner(behaviours={
+        "1_fast": Behaviour(speedup=2.5), "2_slow": Behaviour(speedup=0.8),
+        "3_wrong": Behaviour(status="rejected"),
+    })
+    run = bench(tmp_path, folder, runner)
+    data = json.loads(run.files["json"].read_text())
+    assert data["command"] == "kernelstitch bench X"
+    assert data["environment"] == ENV
+    assert data["settings"]["build_jobs"] == 2 and data["settings"]["coder"] == "builtin"
+    assert data["summary"]["accepted"] == 2 and data["summary"]["problems"] == 3
+    assert data["summary"]["fast_p_vs_eager"] == {"0.0": 2 / 3, "1.0": 1 / 3, "1.5": 1 / 3,
+                                                  "2.0": 1 / 3}
+    assert data["summary"]["mean_roofline_fraction"] is None  # not profiled: never invented
+    rows = {p["problem"]: p for p in data["problems"]}
+    assert rows["1_fast"]["correct"] is True and rows["3_wrong"]["correct"] is False
+    assert rows["1_fast"]["eager_spread_ms"] == [0.9, 1.1] and rows["1_fast"]["gpu"] in (0, 1)
+
+    markdown = run.files["markdown"].read_text()
+    assert "`kernelstitch bench X`" in markdown and "2030-01-02T03:04:05" in markdown
+    assert "Fake GPU; torch 9.9, CUDA 99.0" in markdown
+    assert "| 1_fast | accepted | yes | 1.0000 (0.9000–1.1000) |" in markdown
+    assert "fast_p vs torch.compile" in markdown
+
+    assert sorted(data["plots"]) == ["speedup_hist.png", "speedup_per_problem.png"]
+    for name in data["plots"]:
+        width, height = png_size(tmp_path / "out" / name)
+        assert width > 100 and height > 100
+        assert f"]({name})" in markdown
+
+
+def test_plots_degrade_to_a_note_without_matplotlib(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    run = bench(tmp_path, make_dir(tmp_path, names=("1_a",)), FakeRunner())
+    data = json.loads(run.files["json"].read_text())
+    assert data["plots"] == [] and MISSING_NOTE in data["notes"]
+    assert not list((tmp_path / "out").glob("*.png"))
+    assert MISSING_NOTE in run.files["markdown"].read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# devices and Ray
+
+
+def test_resolve_devices_maps_jobs_to_gpu_indices():
+    assert resolve_devices(1, 0, None) == [None]
+    assert resolve_devices(1, 4, "3") == [None]  # one job: the inherited default device
+    assert resolve_devices(3, 4, None) == [0, 1, 2]
+    assert resolve_devices(2, 2, "5,7") == [5, 7]  # through the parent's CUDA_VISIBLE_DEVICES
+    with pytest.raises(BenchError, match="needs 4 GPUs but 2 are visible"):
+        resolve_devices(4, 2, None)
+    with pytest.raises(BenchError, match="UUID"):
+        resolve_devices(2, 2, "GPU-aaaa,GPU-bbbb")
+
+
+def test_ray_path_without_ray_gives_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    folder = make_dir(tmp_path, names=("1_a",))
+    with pytest.raises(BenchError, match="pip install 'ray\\[default\\]'"):
+        run_bench(folder, tmp_path / "out", BenchSettings(ray_address="auto"), env=ENV,
+                  workspace_root=tmp_path)
+    assert not (tmp_path / "out").exists()  # failed before doing anything
+
+    result = CliRunner().invoke(app, ["bench", str(folder), "--ray", "auto",
+                                      "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "needs the 'ray' package" in result.output
+
+
+class Ref:
+    def __init__(self, value):
+        self.value = value
+
+
+class FakeRay:
+    """Runs remote functions inline; records the resources asked for."""
+
+    def __init__(self):
+        self.options, self.init_address, self.shut = None, None, False
+
+    def init(self, address=None, ignore_reinit_error=False):
+        self.init_address = address
+
+    def remote(self, **options):
+        self.options = options
+
+        def wrap(fn):
+            class Remote:
+                @staticmethod
+                def remote(*args):
+                    return Ref(fn(*args))
+            return Remote
+        return wrap
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref):
+        return ref.value
+
+    def cancel(self, ref, force=False):
+        pass
+
+    def shutdown(self):
+        self.shut = True
+
+
+def test_ray_path_runs_each_problem_as_a_one_gpu_task_with_the_same_results(tmp_path,
+                                                                               monkeypatch):
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    folder = make_dir(tmp_path, names=("1_a", "2_b"))
+    specs = discover(folder)
+    seen = []
+
+    def task(payload, settings):  # what evaluate_payload does, with the fake runner
+        seen.append(payload)
+        spec = ProblemSpec.from_json(payload)
+        return evaluate_problem(FakeRunner(), spec, None, settings["time_limit_s"]).to_json()
+
+    outcomes = run_on_ray("ray://head:10001", specs, BenchSettings(time_limit_s=60), task=task)
+    assert fake.options["num_gpus"] == 1 and fake.init_address == "ray://head:10001"
+    assert fake.shut
+    assert [p["source"] for p in seen] == [s.path.read_text() for s in specs]  # file travels
+    assert [o.problem for o in outcomes] == ["1_a", "2_b"]
+    local = evaluate_problem(FakeRunner(), specs[0], None, 60).to_json()
+    assert set(outcomes[0].to_json()) == set(local)  # same result format
+    assert outcomes[0].status == "accepted"
+
+
+def test_ray_task_failure_becomes_a_failed_problem(tmp_path, monkeypatch):
+    fake = FakeRay()
+    fake.get = lambda ref: (_ for _ in ()).throw(RuntimeError("node lost"))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    specs = discover(make_dir(tmp_path, names=("1_a",)))
+    outcomes = run_on_ray("auto", specs, BenchSettings(), task=lambda p, s: {})
+    assert outcomes[0].status == "failed" and "node lost" in outcomes[0].message
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+
+
+def test_cli_help_states_exit_status_and_options():
+    result = CliRunner().invoke(app, ["bench", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    for text in ("Exit status", "--levels", "--jobs", "--build-jobs", "--time-limit", "--rerun",
+                 "--ray", "--profile", "--coder"):
+        assert text in result.output
+
+
+def test_cli_bad_folder_and_options_exit_2(tmp_path):
+    missing = CliRunner().invoke(app, ["bench", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "not a folder" in missing.output
+    folder = make_dir(tmp_path, names=("1_a",))
+    bad = CliRunner().invoke(app, ["bench", str(folder), "--coder", "magic"])
+    assert bad.exit_code == 2 and "--coder must be one of" in bad.output
+    too_many = CliRunner().invoke(app, ["bench", str(folder), "--jobs", "64"])
+    assert too_many.exit_code == 2 and "--jobs 64 needs 64 GPUs" in too_many.output
+
+
+def test_outcome_json_round_trip():
+    outcome = ProblemOutcome(problem="p", status="accepted", message="m", eager_ms=1.0,
+                             eager_spread_ms=[0.9, 1.2], reasons=["x"], notes=["n"])
+    data = outcome.to_json()
+    assert data["correct"] is True
+    assert ProblemOutcome.from_json(data) == outcome
+
+
+def test_environment_names_the_gpus_each_slot_uses():
+    from kernelstitch.agents.bench.report import environment
+
+    gpus = {"torch": "2.9", "cuda": "12.8", "names": ["H100", "H100", "A100"]}
+    env = environment([4, 5], gpus)
+    assert env["devices"] == ["H100", "H100"] and env["device"] == "H100"
+    assert (env["torch"], env["cuda"], env["gpu_count"]) == ("2.9", "12.8", 3)
+    assert environment([None], gpus)["devices"] == ["H100"]
+    assert environment([None], {"torch": "2.9", "cuda": None, "names": []})["device"] == "no GPU"
+    assert {"date", "host", "python", "kernelstitch"} <= set(env)

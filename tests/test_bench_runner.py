@@ -1,0 +1,224 @@
+"""The real runner's wiring with the pipeline and worker processes replaced by recorders:
+which GPU each worker gets, build failures, profile arithmetic, the LLM coder's GPU phase."""
+
+import threading
+
+import pytest
+from bench_fakes import spec_for, write_problem
+from kernelstitch.agents import bench_tasks
+from kernelstitch.agents.bench.outcome import ProblemOutcome
+from kernelstitch.agents.bench.phases import PhaseContext, Prepared
+from kernelstitch.agents.bench.runner import (
+    BUILD_TASK,
+    MEASURE_TASK,
+    PROFILE_TASK,
+    PipelineRunner,
+)
+from kernelstitch.agents.bench.settings import BenchSettings
+from kernelstitch.agents.job_protocol import JobResult
+
+from kernelstitch.core.worker.protocol import Response, WorkerError
+from kernelstitch.core.workspace import Workspace
+
+
+class FakeWorkers:
+    """Stands in for WorkerClient; `answers[task]` is the Response a call gets."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []  # (task, args, cuda_device, env)
+
+    def __call__(self, cuda_device=None, env=None, **_kwargs):
+        workers = self
+
+        class Client:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def call(self, task, args, timeout_s, cancel=None):
+                assert timeout_s > 0 and isinstance(cancel, threading.Event)
+                workers.calls.append((task, args, cuda_device, env or {}))
+                return workers.answers[task]
+
+        return Client()
+
+
+def ok(result):
+    return Response(id=1, ok=True, result=result)
+
+
+def failure(kind, message, **details):
+    return Response(id=1, ok=False, error=WorkerError(kind=kind, message=message, **details))
+
+
+VERDICT = {"status": "accepted", "reasons": [], "device": "NVIDIA H100", "timings": {
+    "eager_ms": {"median": 2.0, "p10": 1.9, "p90": 2.2, "n": 40},
+    "compiled_ms": {"median": 1.6, "p10": 1.5, "p90": 1.7, "n": 40},
+    "candidate_ms": {"median": 1.0, "p10": 0.95, "p90": 1.1, "n": 40},
+    "speedup_vs_eager": 2.0, "speedup_vs_compiled": 1.6, "significant_vs_eager": True,
+    "significant_vs_compiled": True}}
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    from kernelstitch.agents import pipeline
+
+    from kernelstitch.core.worker import client
+
+    spec = spec_for(write_problem(tmp_path / "1_relu.py"))
+    candidate = tmp_path / "model_new.py"
+    candidate.write_text("# candidate\n")
+    calls = {"generate": [], "verify": []}
+
+    def fake_generate(source, module, workspace, config, emit, cancel):
+        calls["generate"].append(config)
+        return JobResult(status="succeeded", message="candidate written", kind="generate",
+                         source_path=str(source), module="Model", candidate_path=str(candidate),
+                         plan={"steps": [{"technique": "fused_elementwise"}]},
+                         verdict=VERDICT if config.verify else None)
+
+    def fake_verify(source, module, candidate_path, workspace, config, emit, cancel):
+        calls["verify"].append((candidate_path, config))
+        return JobResult(status="succeeded", message="accepted: 2.00x vs eager", kind="verify",
+                         source_path=str(source), module="Model", verdict=VERDICT)
+
+    monkeypatch.setattr(pipeline, "run_generate", fake_generate)
+    monkeypatch.setattr(pipeline, "run_verify", fake_verify)
+    workers = FakeWorkers({BUILD_TASK: ok({"built": True, "seconds": 41.0}),
+                           PROFILE_TASK: ok({"floor_ms": 0.5, "actual_ms": 2.0,
+                                             "bound": "memory"})})
+    monkeypatch.setattr(client, "WorkerClient", workers)
+    return spec, candidate, calls, workers, Workspace(tmp_path)
+
+
+def ctx(device=2):
+    return PhaseContext(device=device, cancel=threading.Event(), time_left_s=100.0)
+
+
+def test_prepare_generates_without_verifying_and_prebuilds_on_the_given_gpu(setup):
+    spec, candidate, calls, workers, ws = setup
+    prepared = PipelineRunner(ws, BenchSettings(build_jobs=2)).prepare(spec, ctx(device=2))
+    assert prepared.done is None and prepared.compiled is True
+    assert prepared.candidate_path == str(candidate)
+    assert prepared.plan_steps == ["fused_elementwise"]
+    (config,) = calls["generate"]
+    assert config.verify is False and config.coder == "builtin"
+    ((task, args, device, env),) = workers.calls
+    assert task == BUILD_TASK and args == {"path": str(candidate)}
+    assert device == 2  # WorkerClient exports CUDA_VISIBLE_DEVICES=2
+    assert int(env["MAX_JOBS"]) >= 1
+
+
+def test_build_failure_is_a_rejected_problem_with_the_compiler_output(setup):
+    spec, _, _, workers, ws = setup
+    workers.answers[BUILD_TASK] = ok({"error": True, "message": "compilation failed: boom",
+                                      "output": "x.cu(3): error: boom\n" * 3})
+    prepared = PipelineRunner(ws, BenchSettings()).prepare(spec, ctx())
+    done = prepared.done
+    assert done is not None and done.status == "rejected" and done.reasons == ["compile_error"]
+    assert done.compiled is False and "x.cu(3): error: boom" in done.compile_message
+    assert done.message == "compilation failed: boom"
+
+
+def test_a_crashing_build_worker_is_a_compile_failure_but_a_cancel_is_not(setup):
+    spec, _, _, workers, ws = setup
+    workers.answers[BUILD_TASK] = failure("crash", "the worker died", stderr_tail="nvcc: killed")
+    crashed = PipelineRunner(ws, BenchSettings()).prepare(spec, ctx())
+    assert crashed.done.compiled is False and "nvcc: killed" in crashed.done.compile_message
+    workers.answers[BUILD_TASK] = failure("cancelled", "cancelled")
+    cancelled = PipelineRunner(ws, BenchSettings()).prepare(spec, ctx())
+    assert cancelled.done is None and cancelled.compiled is None  # the phase records it
+
+
+def test_no_gpu_for_the_build_is_noted_not_failed(setup):
+    spec, _, _, workers, ws = setup
+    workers.answers[BUILD_TASK] = ok({"skipped": "no CUDA GPU visible to the build worker"})
+    prepared = PipelineRunner(ws, BenchSettings()).prepare(spec, ctx())
+    assert prepared.done is None and prepared.compiled is None
+    assert prepared.notes == ["not pre-built: no CUDA GPU visible to the build worker"]
+
+
+def test_measure_verifies_the_candidate_and_profiles_for_the_roofline(setup):
+    spec, candidate, calls, workers, ws = setup
+    runner = PipelineRunner(ws, BenchSettings(profile=True, seeds=4))
+    prepared = runner.prepare(spec, ctx(device=0))
+    outcome = runner.measure(prepared, ctx(device=None))  # in this process
+    ((path, config),) = calls["verify"]
+    assert path == str(candidate)
+    assert config.device is None and config.verify and config.timing and config.seeds == 4
+    assert outcome.status == "accepted" and outcome.speedup_vs_eager == 2.0
+    assert outcome.eager_spread_ms == [1.9, 2.2] and outcome.compiled is True
+    profile_calls = [c for c in workers.calls if c[0] == PROFILE_TASK]
+    assert [c[2] for c in profile_calls] == [None]  # inherits the (pinned) GPU
+    assert outcome.roofline_fraction == pytest.approx(0.5)  # floor 0.5 ms / ours 1.0 ms
+    assert outcome.roofline_fraction_eager == pytest.approx(0.25)  # floor / eager's 2.0 ms
+
+
+def test_measure_on_a_gpu_runs_the_phase_in_a_worker_pinned_to_it(setup):
+    spec, _, calls, workers, ws = setup
+    runner = PipelineRunner(ws, BenchSettings(seeds=5))
+    prepared = runner.prepare(spec, ctx(device=0))
+    answer = ProblemOutcome(problem=spec.name, status="accepted", message="ok",
+                            speedup_vs_eager=3.0, cuda_visible_devices="3")
+    workers.answers[MEASURE_TASK] = ok(answer.to_json())
+    outcome = runner.measure(prepared, ctx(device=3))
+    ((_task, args, device, _env),) = [c for c in workers.calls if c[0] == MEASURE_TASK]
+    assert device == 3  # CUDA_VISIBLE_DEVICES=3 for the phase and every process it starts
+    assert Prepared.from_json(args["prepared"]) == prepared  # the prepared state travels
+    assert args["settings"]["seeds"] == 5 and args["workspace"] == str(ws.root)
+    assert calls["verify"] == []  # nothing measured in this process
+    assert outcome == answer
+
+    workers.answers[MEASURE_TASK] = failure("crash", "the worker died", stderr_tail="boom")
+    crashed = runner.measure(prepared, ctx(device=3))
+    assert crashed.status == "failed" and crashed.message.startswith("harness error")
+    assert "boom" in crashed.message
+
+
+def test_without_profile_the_roofline_stays_unknown(setup):
+    spec, _, _, workers, ws = setup
+    runner = PipelineRunner(ws, BenchSettings())
+    outcome = runner.measure(runner.prepare(spec, ctx()), ctx(device=None))
+    assert outcome.roofline_fraction is None
+    assert not [c for c in workers.calls if c[0] == PROFILE_TASK]
+
+
+def test_failed_profile_leaves_a_note_and_no_number(setup):
+    spec, _, _, workers, ws = setup
+    workers.answers[PROFILE_TASK] = ok({"error": "no GPU kernels were seen"})
+    runner = PipelineRunner(ws, BenchSettings(profile=True))
+    outcome = runner.measure(runner.prepare(spec, ctx()), ctx(device=None))
+    assert outcome.roofline_fraction is None
+    assert outcome.notes == ["profile failed: no GPU kernels were seen"]
+
+
+def test_llm_coder_generates_in_the_gpu_phase(setup):
+    spec, _, calls, workers, ws = setup
+    runner = PipelineRunner(ws, BenchSettings(coder="llm", llm={"model": "m"}))
+    prepared = runner.prepare(spec, ctx())
+    assert prepared.generate_on_gpu and calls["generate"] == [] and workers.calls == []
+    outcome = runner.measure_here(prepared, ctx(device=None))
+    (config,) = calls["generate"]
+    assert config.coder == "llm" and config.verify
+    assert config.llm == {"model": "m"}
+    assert outcome.status == "accepted" and outcome.plan_steps == ["fused_elementwise"]
+
+
+def test_build_failure_message_points_at_the_compiler_error(tmp_path):
+    candidate = tmp_path / "model_new.py"
+    candidate.write_text("x = 1\n")
+    output = ("ninja: build stopped\n"
+              f"{tmp_path}/build/cuda.cu(12): error: identifier \"foo\" is undefined\n")
+    cause = RuntimeError(output)
+    try:
+        raise RuntimeError("Error building extension 'ks_0123'") from cause
+    except RuntimeError as exc:
+        info = bench_tasks._build_failure(exc, candidate)
+    assert info["message"].startswith("compilation failed")
+    assert 'identifier "foo" is undefined' in info["message"]
+    assert info["output"] == output
+    other = bench_tasks._build_failure(ValueError("bad flags"), candidate)
+    assert other["message"] == "building the extension raised ValueError: bad flags"

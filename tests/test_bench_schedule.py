@@ -1,0 +1,135 @@
+"""The local scheduler and the per-problem time limit, with a fake runner (no pipeline, no GPU)."""
+
+import itertools
+import threading
+import time
+
+from bench_fakes import Behaviour, FakeRunner, max_overlap, spec_for, write_problem
+from kernelstitch.agents.bench.phases import evaluate_problem
+from kernelstitch.agents.bench.schedule import LocalScheduler
+
+
+def make_specs(tmp_path, count):
+    return [spec_for(write_problem(tmp_path / f"{i}_p.py", scale=i + 1)) for i in range(count)]
+
+
+def run(runner, specs, devices=(None,), build_jobs=2, limit=30.0, stop=None, events=None):
+    scheduler = LocalScheduler(runner, list(devices), build_jobs, limit,
+                               on_event=(events.append if events is not None else None), stop=stop)
+    return scheduler.run(specs)
+
+
+def test_measurements_never_share_a_gpu_and_use_every_gpu(tmp_path):
+    specs = make_specs(tmp_path, 12)
+    runner = FakeRunner(default=Behaviour(prepare_s=0.01, measure_s=0.05))
+    outcomes = run(runner, specs, devices=[0, 1, 2], build_jobs=6)
+
+    assert [o.problem for o in outcomes] == [s.name for s in specs]  # input order kept
+    assert sorted(m.problem for m in runner.measures) == sorted(s.name for s in specs)
+    for device in (0, 1, 2):
+        on_gpu = sorted((m for m in runner.measures if m.device == device), key=lambda m: m.start)
+        assert on_gpu, f"GPU {device} was never used"
+        for before, after in itertools.pairwise(on_gpu):
+            assert before.end <= after.start, f"two measurements overlapped on GPU {device}"
+    assert 2 <= max_overlap(runner.measures) <= 3  # the GPUs did work in parallel
+    by_name = {m.problem: m.device for m in runner.measures}
+    assert all(o.gpu == by_name[o.problem] for o in outcomes)  # outcome says where it ran
+
+
+def test_prepare_runs_build_jobs_problems_at_once(tmp_path):
+    specs = make_specs(tmp_path, 8)
+    runner = FakeRunner(default=Behaviour(prepare_s=0.2, measure_s=0.01))
+    run(runner, specs, build_jobs=4)
+    assert max_overlap(runner.prepares) == 4
+
+    serial = FakeRunner(default=Behaviour(prepare_s=0.05, measure_s=0.01))
+    run(serial, specs[:4], build_jobs=1)
+    assert max_overlap(serial.prepares) == 1
+
+
+def test_measuring_starts_while_others_still_prepare(tmp_path):
+    specs = make_specs(tmp_path, 4)
+    runner = FakeRunner(default=Behaviour(prepare_s=0.15, measure_s=0.01))
+    run(runner, specs, build_jobs=1)
+    first_measure = min(m.start for m in runner.measures)
+    last_prepare_end = max(p.end for p in runner.prepares)
+    assert first_measure < last_prepare_end
+
+
+def test_problem_over_its_time_limit_is_cancelled_and_recorded_as_timeout(tmp_path):
+    specs = make_specs(tmp_path, 3)
+    runner = FakeRunner(behaviours={
+        specs[0].name: Behaviour(hang_in="measure"),
+        specs[1].name: Behaviour(hang_in="prepare"),
+    })
+    start = time.monotonic()
+    outcomes = run(runner, specs, limit=0.5)
+    assert time.monotonic() - start < 10  # not the fake's 30 s hang
+    hung_measure, hung_prepare, fine = outcomes
+    assert hung_measure.status == "timeout" and "during measure" in hung_measure.message
+    assert "0.5 s time limit" in hung_measure.message
+    assert hung_prepare.status == "timeout" and "during prepare" in hung_prepare.message
+    assert fine.status == "accepted"
+    cancelled = {i.problem for i in runner.measures + runner.prepares if i.cancelled}
+    assert cancelled == {specs[0].name, specs[1].name}  # the runner saw its cancel Event
+    assert specs[1].name not in {m.problem for m in runner.measures}  # never measured
+    assert hung_measure.compiled is True and hung_measure.plan_steps  # prepare's facts kept
+
+
+def test_time_queued_for_a_gpu_does_not_count_against_the_limit(tmp_path):
+    specs = make_specs(tmp_path, 3)
+    runner = FakeRunner(default=Behaviour(prepare_s=0.01, measure_s=0.3))
+    outcomes = run(runner, specs, devices=[0], build_jobs=3, limit=0.6)
+    assert [o.status for o in outcomes] == ["accepted"] * 3  # the last one waited ~0.6 s
+
+
+def test_build_failure_is_recorded_and_skips_measurement(tmp_path):
+    specs = make_specs(tmp_path, 2)
+    runner = FakeRunner(behaviours={specs[0].name: Behaviour(build_fails=True)})
+    broken, fine = run(runner, specs)
+    assert broken.status == "rejected" and broken.compiled is False
+    assert broken.reasons == ["compile_error"] and broken.compile_message == "error: x"
+    assert [m.problem for m in runner.measures] == [specs[1].name]
+    assert fine.status == "accepted"
+
+
+def test_a_runner_exception_fails_only_that_problem(tmp_path):
+    specs = make_specs(tmp_path, 3)
+    runner = FakeRunner(behaviours={specs[0].name: Behaviour(raise_in="prepare"),
+                                    specs[1].name: Behaviour(raise_in="measure")})
+    outcomes = run(runner, specs, devices=[0, 1])
+    assert [o.status for o in outcomes] == ["failed", "failed", "accepted"]
+    assert outcomes[0].message.startswith("harness error: RuntimeError: fake prepare bug")
+    assert "fake measure bug" in outcomes[1].message
+
+
+def test_stop_cancels_running_and_waiting_problems(tmp_path):
+    specs = make_specs(tmp_path, 4)
+    runner = FakeRunner(default=Behaviour(hang_in="measure"))
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    start = time.monotonic()
+    outcomes = run(runner, specs, devices=[0], build_jobs=4, stop=stop)
+    assert time.monotonic() - start < 10
+    assert {o.status for o in outcomes} == {"cancelled"}
+    assert len(runner.measures) == 1  # queued problems were not started after the stop
+
+
+def test_events_report_each_phase_and_one_done_per_problem(tmp_path):
+    specs = make_specs(tmp_path, 3)
+    events = []
+    run(FakeRunner(), specs, devices=[0, 1], events=events)
+    for spec in specs:
+        phases = [e.phase for e in events if e.problem == spec.name]
+        assert phases == ["prepare", "measure", "done"]
+    assert all(e.outcome is not None for e in events if e.phase == "done")
+
+
+def test_evaluate_problem_runs_both_phases_under_one_limit(tmp_path):
+    spec = make_specs(tmp_path, 1)[0]
+    ok = evaluate_problem(FakeRunner(), spec, 3, 30.0)
+    assert ok.status == "accepted" and ok.gpu == 3 and ok.compiled is True
+    assert ok.prepare_s is not None and ok.measure_s is not None and ok.time_limit_s == 30.0
+    slow = FakeRunner(default=Behaviour(prepare_s=0.1, measure_s=2.0))
+    late = evaluate_problem(slow, spec, None, 0.6)  # prepare fits, the rest of the limit not
+    assert late.status == "timeout" and "during measure" in late.message
