@@ -17,6 +17,8 @@ from kernelstitch.core.problem import ProblemError, resolve_module
 from kernelstitch.core.workspace import Workspace
 
 Emit = Callable[[ProgressEvent], None]
+# (reference file, candidate file, module, cancel) -> Verdict; replaces the Verifier (tests).
+Verifier = Callable[[Path, Path, str, threading.Event], Any]
 
 
 class Cancelled(Exception):
@@ -34,8 +36,10 @@ class PipelineConfig:
     profilers: tuple[str, ...] = ("torch", "ncu")
     capture_timeout_s: float = 300.0
     verify_timeout_s: float = 900.0
-    llm: dict[str, Any] = field(default_factory=dict)  # base_url, model, api_key_env
-    budget: dict[str, Any] = field(default_factory=dict)  # time_s, iterations (LLM coder)
+    # coder="llm": base_url, model, api_key_env (a variable's NAME), timeout_s, ... (see
+    # agents/llm/config.py); budget: time_s, iterations, tokens of the LLM path.
+    llm: dict[str, Any] = field(default_factory=dict)
+    budget: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PipelineConfig":
@@ -53,6 +57,7 @@ class _Context:
     config: PipelineConfig
     emit: Emit
     cancel: threading.Event
+    verifier: Verifier | None = None
 
     def stage(self, stage: Stage, message: str, step: int | None = None, total: int | None = None):
         if self.cancel.is_set():
@@ -86,6 +91,15 @@ def capture_graph(ctx: _Context):
     return Graph.from_json(response.result)
 
 
+def _stored_config(config: PipelineConfig) -> dict[str, Any]:
+    """The config as recorded in the run store: never a literal key (the LLM path refuses one
+    anyway; it must not reach the store either)."""
+    data = dict(config.__dict__)
+    data["llm"] = {k: v for k, v in (config.llm or {}).items()
+                   if k not in ("api_key", "apiKey", "key")}
+    return data
+
+
 def run_generate(
     source: Path,
     module: str | None,
@@ -93,7 +107,11 @@ def run_generate(
     config: PipelineConfig,
     emit: Emit,
     cancel: threading.Event | None = None,
+    *,
+    verifier: Verifier | None = None,
 ) -> JobResult:
+    """Capture, plan, code, verify (and with `coder="llm"`, the LLM agents after the built-in
+    coder: see agents/llm/run.py).  `verifier` replaces the real Verifier (tests)."""
     cancel = cancel or threading.Event()
     source = Path(source).resolve()
     try:
@@ -102,9 +120,9 @@ def run_generate(
         return _failed("generate", source, module, str(exc))
     if not info.has_inputs:
         return _failed("generate", source, info.name, info.missing_inputs_message())
-    ctx = _Context(source, info.name, workspace, config, emit, cancel)
+    ctx = _Context(source, info.name, workspace, config, emit, cancel, verifier)
     store = workspace.runstore()
-    run_id = store.start_run("generate", str(source), info.name, config.__dict__)
+    run_id = store.start_run("generate", str(source), info.name, _stored_config(config))
     try:
         result = _generate(ctx, store, run_id)
     except Cancelled:
@@ -119,10 +137,11 @@ def run_generate(
 
 
 def _generate(ctx: _Context, store, run_id: int) -> JobResult:
-    from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
+    from kernelstitch.agents.coder.builtin import CoderError, code_builtin, write_candidate
     from kernelstitch.agents.planner.builtin import plan_builtin
     from kernelstitch.agents.report import render_report
 
+    use_llm = ctx.config.coder == "llm"
     ctx.stage("planning", f"capturing {ctx.module}.forward")
     graph = capture_graph(ctx)
     plan = plan_builtin(graph)
@@ -133,20 +152,47 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     for index, step in enumerate(plan.steps, start=1):
         ctx.stage("coding", f"step {index}/{len(plan.steps)}: {step.description}", index,
                   len(plan.steps))
-    candidate = code_builtin(plan, graph, ctx.source, out_dir / "model_new.py")
-    candidate_path = write_candidate(candidate, out_dir)
-    store.add_artifact(run_id, "candidate", "model_new.py", candidate.source)
+    candidate = candidate_path = None
+    builtin_error = None
+    try:
+        candidate = code_builtin(plan, graph, ctx.source, out_dir / "model_new.py")
+    except CoderError as exc:
+        if not use_llm:
+            raise
+        builtin_error = str(exc)  # the LLM coder starts from the plan alone
+        ctx.stage("coding", f"built-in coder failed: {exc}")
+    if candidate is not None:
+        candidate_path = write_candidate(candidate, out_dir)
+        store.add_artifact(run_id, "candidate", "model_new.py", candidate.source)
 
     verdict = None
-    if ctx.config.verify:
+    if ctx.config.verify and candidate_path is not None:
         verdict = verify_candidate(ctx, candidate_path)
         store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
+    extra: list[str] = []
+    llm_note = None
+    if use_llm:
+        llm = _run_llm(ctx, store, run_id, graph, plan, candidate, builtin_error, verdict,
+                       out_dir)
+        from kernelstitch.agents.llm.run import render_llm_section
+
+        extra.append(render_llm_section(llm, candidate is not None, verdict))
+        llm_note = llm.summary()
+        if llm.use_llm or (candidate is None and _unverified_llm_file(llm)):
+            plan, verdict, candidate_path = _adopt_llm_candidate(ctx, store, run_id, llm,
+                                                                 candidate_path, out_dir)
+        elif candidate is None:
+            return _failed("generate", ctx.source, ctx.module,
+                           f"the built-in coder failed ({builtin_error}) and the LLM produced "
+                           f"no usable candidate ({llm.error or llm.decision})", run_id=run_id,
+                           plan=plan.to_json())
     ctx.stage("reporting", "writing report")
-    report = render_report(plan, verdict, ctx.source, ctx.module, candidate_path)
+    report = render_report(plan, verdict, ctx.source, ctx.module, candidate_path,
+                           extra_sections=extra)
     report_path = out_dir / "report.md"
     ctx.workspace.write_text_atomic(report_path, report)
     store.add_artifact(run_id, "report", "report.md", report)
-    message = _summary(verdict)
+    message = _summary(verdict) + (f" ({llm_note})" if llm_note else "")
     return JobResult(
         status="succeeded", message=message, kind="generate", source_path=str(ctx.source),
         module=ctx.module, candidate_path=str(candidate_path), report_path=str(report_path),
@@ -154,11 +200,85 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     )
 
 
+def _run_llm(ctx: _Context, store, run_id: int, graph, plan, candidate, builtin_error, verdict,
+             out_dir: Path):
+    """The LLM Planner and Coder after the built-in coder (seed and fallback)."""
+    from kernelstitch.agents.llm.errors import LlmCancelled
+    from kernelstitch.agents.llm.run import LlmInputs, run_llm_path
+
+    inputs = LlmInputs(
+        source=ctx.source, module=ctx.module, graph=graph, builtin_plan=plan,
+        builtin_source=candidate.source if candidate is not None else None,
+        builtin_error=builtin_error, builtin_verdict=verdict, out_dir=out_dir,
+        profile=_baseline_profile(ctx, store))
+    verify = (lambda path: verify_candidate(ctx, path)) if ctx.config.verify else None
+    try:
+        return run_llm_path(
+            inputs, llm_settings=dict(ctx.config.llm or {}), budget=dict(ctx.config.budget or {}),
+            verify=verify, store=store, run_id=run_id,
+            progress=lambda stage, message: ctx.stage(stage, message), cancel=ctx.cancel)
+    except LlmCancelled:
+        raise Cancelled() from None
+
+
+def _unverified_llm_file(llm) -> bool:
+    """With no built-in candidate at all, an LLM file that passed the static checks but could
+    not be verified is still worth writing (flagged as unverified)."""
+    last = llm.coder.last_checked if llm.coder else None
+    return last is not None and last.outcome in ("could_not_verify", "unverified")
+
+
+def _adopt_llm_candidate(ctx: _Context, store, run_id: int, llm, builtin_path, out_dir: Path):
+    """Make the LLM candidate the module's model_new.py (the built-in one is kept beside it)."""
+    import json
+    import shutil
+
+    attempt = llm.coder.best if llm.use_llm else llm.coder.last_checked
+    if builtin_path is not None:
+        keep = out_dir / "llm" / "builtin_model_new.py"
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(builtin_path, keep)
+    for old in (out_dir / "kernels").glob("*.cu"):  # the built-in candidate's kernels
+        old.unlink()
+    path = out_dir / "model_new.py"
+    ctx.workspace.write_text_atomic(path, attempt.source)
+    plan = llm.plan
+    ctx.workspace.write_text_atomic(out_dir / "plan.json", json.dumps(plan.to_json(), indent=2))
+    store.add_artifact(run_id, "candidate", "model_new.py", attempt.source)
+    verdict = attempt.verdict
+    if verdict is not None:
+        store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
+    return plan, verdict, path
+
+
+def _baseline_profile(ctx: _Context, store) -> dict[str, Any] | None:
+    """The latest successful profile of this module, if one was taken (the planner uses its
+    findings)."""
+    import json
+
+    try:
+        record = store.latest("profile", str(ctx.source), ctx.module, "profile",
+                              status="succeeded")
+    except Exception:  # noqa: BLE001 - advisory input only
+        return None
+    if record is None:
+        return None
+    content = record.content
+    if isinstance(content, str):
+        try:
+            content = json.loads(content)
+        except ValueError:
+            return None
+    return content if isinstance(content, dict) else None
+
+
 def verify_candidate(ctx: _Context, candidate_path: Path):
     """Verify in worker processes; the caller stores the verdict (it carries its seeds)."""
     from kernelstitch.agents.verifier import VerifyOptions, verify
 
     ctx.stage("compiling", "compiling and verifying the candidate")
+    if ctx.verifier is not None:
+        return ctx.verifier(ctx.source, Path(candidate_path), ctx.module, ctx.cancel)
     options = VerifyOptions(
         seeds=ctx.config.seeds, timing=ctx.config.timing, timeout_s=ctx.config.verify_timeout_s,
         device=ctx.config.device,

@@ -24,6 +24,15 @@ def exit_code(result: JobResult) -> int:
     return EXIT_BY_VERDICT.get(result.verdict.get("status", ""), 1)
 
 
+def llm_settings(**options: object) -> tuple[dict, dict]:
+    """(PipelineConfig.llm, PipelineConfig.budget) from the CLI's options (None: not given)."""
+    llm_keys = ("base_url", "model", "api_key_env", "timeout_s", "planner")
+    llm = {k: options[k] for k in llm_keys if options.get(k) is not None}
+    budget = {k: options[k] for k in ("iterations", "time_s", "tokens")
+              if options.get(k) is not None}
+    return llm, budget
+
+
 def generate_command(
     target: str,
     *,
@@ -32,6 +41,8 @@ def generate_command(
     profile: bool,
     json_output: bool,
     workspace: Path | None,
+    llm: dict | None = None,
+    budget: dict | None = None,
 ) -> int:
     from rich.console import Console
 
@@ -43,7 +54,11 @@ def generate_command(
         console.print(f"[red]no such file: {source}[/red]")
         return 1
     root = workspace or find_workspace_root(source.resolve())
-    config = PipelineConfig(coder=coder, verify=verify, profile=profile)
+    if coder not in ("builtin", "llm"):
+        console.print(f"[red]unknown coder {coder!r}: choose builtin or llm[/red]")
+        return 1
+    config = PipelineConfig(coder=coder, verify=verify, profile=profile, llm=dict(llm or {}),
+                            budget=dict(budget or {}))
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
 

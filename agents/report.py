@@ -27,7 +27,9 @@ def recommendation(verdict: Any) -> str:
     return f"Accepted: {timings.speedup_vs_eager:.2f}x faster than eager PyTorch."
 
 
-def render_report(plan: Any, verdict: Any, source: Path, module: str, candidate: Path) -> str:
+def render_report(plan: Any, verdict: Any, source: Path, module: str, candidate: Path,
+                  extra_sections: list[str] | None = None) -> str:
+    """`extra_sections`: markdown appended after the verification (e.g. the LLM agents')."""
     from kernelstitch.agents.plan import render_plan_markdown
 
     parts = [
@@ -50,4 +52,6 @@ def render_report(plan: Any, verdict: Any, source: Path, module: str, candidate:
         from kernelstitch.agents.verifier.verdict import render_verdict_markdown
 
         parts.append(render_verdict_markdown(verdict))
+    for section in extra_sections or []:
+        parts += ["", section.rstrip()]
     return "\n".join(parts) + "\n"

@@ -6,6 +6,7 @@ which shares this package) start fast.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -22,18 +23,36 @@ app = typer.Typer(
 def generate(
     target: str = typer.Argument(..., help="FILE.py or FILE.py::Module"),
     coder: str = typer.Option("builtin", help="builtin (default, offline) or llm"),
+    llm: bool = typer.Option(False, "--llm", help="use the LLM Planner and Coder (= --coder llm)"),
+    llm_base_url: Optional[str] = typer.Option(
+        None, envvar="KERNELSTITCH_LLM_BASE_URL",
+        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: OpenAI)"),
+    llm_model: Optional[str] = typer.Option(None, envvar="KERNELSTITCH_LLM_MODEL",
+                                            help="model name served by the endpoint"),
+    llm_api_key_env: Optional[str] = typer.Option(
+        None, help="NAME of the environment variable holding the API key (default "
+                   "OPENAI_API_KEY; '' for endpoints that need none)"),
+    llm_timeout: Optional[float] = typer.Option(None, help="seconds per LLM request"),
+    max_iterations: Optional[int] = typer.Option(None, help="LLM Coder replies (default 4)"),
+    time_budget: Optional[float] = typer.Option(None, help="seconds for the LLM path (default 600)"),
+    token_budget: Optional[int] = typer.Option(None, help="tokens for the LLM path (default: no limit)"),
+    llm_planner: bool = typer.Option(True, help="let the LLM plan (else: the built-in plan)"),
     verify: bool = typer.Option(True, help="verify the candidate (needs a CUDA GPU)"),
     profile: bool = typer.Option(False, help="profile the accepted candidate"),
     json_output: bool = typer.Option(False, "--json", help="print the job result as JSON"),
     workspace: Optional[Path] = typer.Option(None, help="workspace root (default: found from FILE)"),
 ) -> None:
     """Plan, code, verify: writes .kernelstitch/<file>/<Module>/model_new.py and a report."""
-    from kernelstitch.agents.pipeline_cli import generate_command
+    from kernelstitch.agents.pipeline_cli import generate_command, llm_settings
 
+    settings, budget = llm_settings(
+        base_url=llm_base_url, model=llm_model, api_key_env=llm_api_key_env,
+        timeout_s=llm_timeout, planner=llm_planner, iterations=max_iterations,
+        time_s=time_budget, tokens=token_budget)
     raise typer.Exit(
         generate_command(
-            target, coder=coder, verify=verify, profile=profile, json_output=json_output,
-            workspace=workspace,
+            target, coder="llm" if llm else coder, verify=verify, profile=profile,
+            json_output=json_output, workspace=workspace, llm=settings, budget=budget,
         )
     )
 
@@ -76,14 +95,63 @@ def profile_cmd(
 
 @app.command()
 def bench(
-    directory: Path = typer.Argument(..., help="folder of KernelBench-format problems"),
+    directory: Path = typer.Argument(
+        ..., help="folder of KernelBench-format problems: *.py files, or level1/ level2/ ..."),
+    levels: List[str] = typer.Option(
+        [], "--levels", help="only these levels: --levels 1 2 (or 1,2)"),
+    only: List[str] = typer.Option([], help="only these problems (file stem or level1/stem)"),
+    coder: str = typer.Option("builtin", help="builtin (offline) or llm"),
+    jobs: int = typer.Option(1, help="GPUs to measure on at once, one problem per GPU"),
+    build_jobs: Optional[int] = typer.Option(
+        None, help="problems preparing (capture, codegen, nvcc) at once; default min(8, CPUs)"),
+    time_limit: float = typer.Option(
+        900.0, "--time-limit", metavar="SECONDS",
+        help="per problem (prepare + measure); over it the problem is cancelled: 'timeout'"),
+    profile: bool = typer.Option(False, help="profile the reference: roofline fraction"),
+    seeds: int = typer.Option(3, help="random seeds per shape in verification"),
+    rerun: bool = typer.Option(False, help="run problems again that the run store has results for"),
+    ray: Optional[str] = typer.Option(
+        None, metavar="ADDRESS", help="run problems as Ray tasks (num_gpus=1) on this cluster"),
+    llm_base_url: Optional[str] = typer.Option(
+        None, envvar="KERNELSTITCH_LLM_BASE_URL", help="--coder llm: OpenAI-compatible endpoint"),
+    llm_model: Optional[str] = typer.Option(
+        None, envvar="KERNELSTITCH_LLM_MODEL", help="--coder llm: model name"),
+    llm_api_key_env: Optional[str] = typer.Option(
+        None, help="--coder llm: NAME of the variable holding the API key"),
+    max_iterations: Optional[int] = typer.Option(None, help="--coder llm: Coder replies"),
+    time_budget: Optional[float] = typer.Option(None, help="--coder llm: seconds per problem"),
+    token_budget: Optional[int] = typer.Option(None, help="--coder llm: tokens per problem"),
     out: Optional[Path] = typer.Option(None, help="results folder (default bench/results/DATE)"),
-    only: List[str] = typer.Option([], help="problem names (file stems) to run"),
+    workspace: Optional[Path] = typer.Option(
+        None, help="workspace root: run store and outputs (default: found from DIRECTORY)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="print every pipeline stage"),
 ) -> None:
-    """Generate + verify every problem in a folder; JSON + markdown table of the results."""
-    from kernelstitch.agents.bench import bench_command
+    """Generate + verify (+ profile) every problem of a folder: JSON, markdown table and plots.
 
-    raise typer.Exit(bench_command(directory, out, only or None))
+    Resumable: problems finished earlier with the same file, coder, settings, GPU model and
+    compiler sources are taken from the run store (--rerun runs them again).
+
+    Exit status: 0 all problems accepted; 1 the run completed but some problem was not
+    accepted (rejected, could not verify, failed, timeout); 2 it could not start; 130
+    interrupted (finished problems are saved and reported).
+    """
+    import shlex
+    import sys
+
+    from kernelstitch.agents.bench.cli import bench_command
+
+    argv0 = "kernelstitch" if sys.argv[0].endswith(("kernelstitch", "__main__.py")) else sys.argv[0]
+    command = shlex.join([argv0, *sys.argv[1:]]) if "bench" in sys.argv[1:] else None
+    raise typer.Exit(bench_command(
+        directory, out, only or None, levels=[v for item in levels for v in item.split(",")
+                                              if v.strip()] or None,
+        coder=coder, jobs=jobs, build_jobs=build_jobs, time_limit_s=time_limit, profile=profile,
+        seeds=seeds, rerun=rerun, ray=ray, workspace=workspace, verbose=verbose, command=command,
+        llm={k: v for k, v in (("base_url", llm_base_url), ("model", llm_model),
+                               ("api_key_env", llm_api_key_env)) if v is not None},
+        budget={k: v for k, v in (("iterations", max_iterations), ("time_s", time_budget),
+                                  ("tokens", token_budget)) if v is not None},
+    ))
 
 
 @app.command()
@@ -109,8 +177,29 @@ def serve(
     raise typer.Exit(server_main(argv) or 0)
 
 
+_LEVEL_VALUE = re.compile(r"^(?:level[_-]?)?\d+$", re.IGNORECASE)
+
+
+def expand_levels(argv: list[str]) -> list[str]:
+    """`bench DIR --levels 1 2` -> `--levels 1 --levels 2` (click options take one value)."""
+    if "bench" not in argv:
+        return argv
+    result: list[str] = []
+    taking = False
+    for arg in argv:
+        if taking and _LEVEL_VALUE.match(arg) and not Path(arg).exists():
+            result += ["--levels", arg]
+            continue
+        taking = arg == "--levels"
+        result.append(arg)
+    return [a for i, a in enumerate(result)
+            if not (a == "--levels" and i + 1 < len(result) and result[i + 1] == "--levels")]
+
+
 def main() -> None:
-    app()
+    import sys
+
+    app(args=expand_levels(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -19,9 +19,11 @@ class ServerConfig:
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable: keys never pass here
+    llm_timeout_s: float = 180.0  # one LLM request
     gpu_device: int | None = None  # None: the job's default device
     budget_time_s: float = 600.0
-    budget_iterations: int = 5
+    budget_iterations: int = 4  # as kernelstitch.budget.iterations in vscode-client/package.json
+    budget_tokens: int = 0  # LLM tokens per generate job; 0: no limit
     profilers: tuple[str, ...] = ("torch", "ncu")
     watch_on_save: bool = True
     coder: str = "builtin"
@@ -41,11 +43,14 @@ class ServerConfig:
             llm_base_url=_as(str, flat.get("llm.baseUrl"), default.llm_base_url),
             llm_model=_as(str, flat.get("llm.model"), default.llm_model),
             llm_api_key_env=_as(str, flat.get("llm.apiKeyEnv"), default.llm_api_key_env),
+            llm_timeout_s=max(1.0, _as(float, flat.get("llm.timeoutSeconds"),
+                                       default.llm_timeout_s)),
             gpu_device=_device(flat.get("gpu.device")),
             budget_time_s=max(1.0, _as(float, flat.get("budget.timeSeconds"),
                                        default.budget_time_s)),
             budget_iterations=max(1, _as(int, flat.get("budget.iterations"),
                                          default.budget_iterations)),
+            budget_tokens=max(0, _as(int, flat.get("budget.tokens"), default.budget_tokens)),
             profilers=profilers,
             watch_on_save=_as(bool, flat.get("watch.onSave"), default.watch_on_save),
             coder=coder if coder in CODERS else default.coder,
@@ -59,9 +64,11 @@ class ServerConfig:
                 "base_url": self.llm_base_url,
                 "model": self.llm_model,
                 "api_key_env": self.llm_api_key_env,
+                "timeout_s": self.llm_timeout_s,
             },
             "profilers": list(self.profilers),
-            "budget": {"time_s": self.budget_time_s, "iterations": self.budget_iterations},
+            "budget": {"time_s": self.budget_time_s, "iterations": self.budget_iterations,
+                       "tokens": self.budget_tokens},
         }
         if self.gpu_device is not None:
             config["device"] = self.gpu_device

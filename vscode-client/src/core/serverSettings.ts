@@ -9,19 +9,20 @@ export type Profiler = 'torch' | 'ncu' | 'nsys';
 export type Coder = 'builtin' | 'llm';
 
 export interface ServerSettings {
-  llm: { baseUrl: string; model: string; apiKeyEnv: string };
+  llm: { baseUrl: string; model: string; apiKeyEnv: string; timeoutSeconds: number };
   coder: Coder;
   gpu: { device: number };
-  budget: { timeSeconds: number; iterations: number };
+  /** tokens: LLM tokens per generate job, 0 = no limit. */
+  budget: { timeSeconds: number; iterations: number; tokens: number };
   profilers: Profiler[];
   watch: { onSave: boolean };
 }
 
 export const DEFAULT_SERVER_SETTINGS: ServerSettings = {
-  llm: { baseUrl: '', model: '', apiKeyEnv: 'OPENAI_API_KEY' },
+  llm: { baseUrl: '', model: '', apiKeyEnv: 'OPENAI_API_KEY', timeoutSeconds: 180 },
   coder: 'builtin',
   gpu: { device: 0 },
-  budget: { timeSeconds: 600, iterations: 4 },
+  budget: { timeSeconds: 600, iterations: 4, tokens: 0 },
   profilers: ['torch', 'ncu'],
   watch: { onSave: true },
 };
@@ -63,6 +64,7 @@ export function toServerSettings(read: (key: string) => unknown): SettingsResult
   const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
   const isIndex = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
   const isCount = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 1;
+  const isLimit = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
   const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
   const isCoder = (v: unknown): v is Coder => v === 'builtin' || v === 'llm';
   const isEnvName = (v: unknown): v is string => typeof v === 'string' && ENV_VAR_NAME.test(v);
@@ -78,12 +80,14 @@ export function toServerSettings(read: (key: string) => unknown): SettingsResult
         model: pick('llm.model', d.llm.model, isString, 'expected a string'),
         apiKeyEnv: pick('llm.apiKeyEnv', d.llm.apiKeyEnv, isEnvName,
           'expected the NAME of an environment variable, not a key'),
+        timeoutSeconds: pick('llm.timeoutSeconds', d.llm.timeoutSeconds, isPositive, 'expected a number > 0'),
       },
       coder: pick('coder', d.coder, isCoder, 'expected "builtin" or "llm"'),
       gpu: { device: pick('gpu.device', d.gpu.device, isIndex, 'expected an integer >= 0') },
       budget: {
         timeSeconds: pick('budget.timeSeconds', d.budget.timeSeconds, isPositive, 'expected a number > 0'),
         iterations: pick('budget.iterations', d.budget.iterations, isCount, 'expected an integer >= 1'),
+        tokens: pick('budget.tokens', d.budget.tokens, isLimit, 'expected an integer >= 0 (0: no limit)'),
       },
       profilers: [...new Set(profilers)],
       watch: { onSave: pick('watch.onSave', d.watch.onSave, isBool, 'expected true or false') },

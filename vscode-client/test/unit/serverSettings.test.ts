@@ -17,10 +17,10 @@ describe('toServerSettings', () => {
   it('gives the documented defaults when nothing is set', () => {
     const { settings, problems } = toServerSettings(reader({}));
     assert.deepEqual(settings, {
-      llm: { baseUrl: '', model: '', apiKeyEnv: 'OPENAI_API_KEY' },
+      llm: { baseUrl: '', model: '', apiKeyEnv: 'OPENAI_API_KEY', timeoutSeconds: 180 },
       coder: 'builtin',
       gpu: { device: 0 },
-      budget: { timeSeconds: 600, iterations: 4 },
+      budget: { timeSeconds: 600, iterations: 4, tokens: 0 },
       profilers: ['torch', 'ncu'],
       watch: { onSave: true },
     } satisfies ServerSettings);
@@ -31,14 +31,15 @@ describe('toServerSettings', () => {
     const { settings, problems } = toServerSettings(reader({
       'llm.baseUrl': 'http://localhost:8000/v1', 'llm.model': 'qwen', 'llm.apiKeyEnv': 'MY_KEY',
       coder: 'llm', 'gpu.device': 1, 'budget.timeSeconds': 30.5, 'budget.iterations': 2,
+      'llm.timeoutSeconds': 45, 'budget.tokens': 100000,
       profilers: ['nsys', 'torch', 'nsys'], 'watch.onSave': false,
       python: '/usr/bin/python3', 'server.command': ['x'], 'trace.server': 'verbose',
     }));
     assert.deepEqual(settings, {
-      llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen', apiKeyEnv: 'MY_KEY' },
+      llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen', apiKeyEnv: 'MY_KEY', timeoutSeconds: 45 },
       coder: 'llm',
       gpu: { device: 1 },
-      budget: { timeSeconds: 30.5, iterations: 2 },
+      budget: { timeSeconds: 30.5, iterations: 2, tokens: 100000 },
       profilers: ['nsys', 'torch'],
       watch: { onSave: false },
     });
@@ -49,12 +50,14 @@ describe('toServerSettings', () => {
   it('falls back to the default for each wrong value and says which', () => {
     const { settings, problems } = toServerSettings(reader({
       coder: 'gpt', 'gpu.device': -1, 'budget.timeSeconds': 0, 'budget.iterations': 2.5,
+      'llm.timeoutSeconds': -3, 'budget.tokens': -1,
       profilers: ['torch', 'perf'], 'watch.onSave': 'yes',
     }));
     assert.deepEqual(settings, DEFAULT_SERVER_SETTINGS);
     assert.deepEqual(problems.map((p) => p.split(':')[0]), [
-      'kernelstitch.profilers', 'kernelstitch.coder', 'kernelstitch.gpu.device',
-      'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations', 'kernelstitch.watch.onSave',
+      'kernelstitch.profilers', 'kernelstitch.llm.timeoutSeconds', 'kernelstitch.coder', 'kernelstitch.gpu.device',
+      'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations', 'kernelstitch.budget.tokens',
+      'kernelstitch.watch.onSave',
     ]);
   });
 
@@ -85,8 +88,9 @@ describe('package.json configuration', () => {
 
   it('describes every setting and has no undocumented extras', () => {
     const expected = [
-      'kernelstitch.llm.baseUrl', 'kernelstitch.llm.model', 'kernelstitch.llm.apiKeyEnv', 'kernelstitch.coder',
-      'kernelstitch.gpu.device', 'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations',
+      'kernelstitch.llm.baseUrl', 'kernelstitch.llm.model', 'kernelstitch.llm.apiKeyEnv',
+      'kernelstitch.llm.timeoutSeconds', 'kernelstitch.coder', 'kernelstitch.gpu.device',
+      'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations', 'kernelstitch.budget.tokens',
       'kernelstitch.profilers', 'kernelstitch.watch.onSave', ...RESTART_SETTINGS, 'kernelstitch.trace.server',
     ];
     assert.deepEqual(Object.keys(properties).sort(), expected.sort());
