@@ -1,0 +1,36 @@
+"""The fp32 tolerance separates honest re-orderings of a long reduction from TF32 arithmetic
+(agents/verifier/tolerances.py), checked on the CPU with a K = 16384 matmul: summing in another
+order moves outputs by ~1e-6 of their RMS, TF32 inputs by ~2e-4."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelstitch.agents.verifier.tolerances import tolerance_for
+
+
+def _passes(candidate: torch.Tensor, reference: torch.Tensor) -> bool:
+    tol = tolerance_for("float32")
+    scale = reference.pow(2).mean().sqrt().item() or 1.0
+    return bool(((candidate - reference).abs() <= tol.atol * scale + tol.rtol * reference.abs()).all())
+
+
+def _tf32(t: torch.Tensor) -> torch.Tensor:
+    """Round fp32 to TF32's 10-bit mantissa (round to nearest)."""
+    bits = t.contiguous().view(torch.int32)
+    rounded = (bits + 0x1000) & ~0x1FFF
+    return rounded.view(torch.float32)
+
+
+def test_fp32_tolerance_accepts_reordered_sums_and_rejects_tf32():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 16384, generator=gen)
+    w = torch.randn(16384, 256, generator=gen)
+    reference = (x.double() @ w.double()).float()
+    split_k = sum((x[:, k:k + 1024] @ w[k:k + 1024]) for k in range(0, 16384, 1024))  # another order
+    plain = x @ w
+    assert not torch.equal(split_k, plain)  # the orders really differ
+    assert _passes(plain, reference) and _passes(split_k, reference)
+    assert not _passes(_tf32(x) @ _tf32(w), reference)
