@@ -72,6 +72,17 @@ def _failed(kind: str, source: Path, module: str | None, message: str, **extra: 
     )
 
 
+def _resolve(kind: str, source: Path, module: str | None, need_inputs: bool):
+    """(info, None) for the module to work on, or (None, a failed JobResult saying why)."""
+    try:
+        info = resolve_module(source, module)
+    except ProblemError as exc:
+        return None, _failed(kind, source, module, str(exc))
+    if need_inputs and not info.has_inputs:
+        return None, _failed(kind, source, info.name, info.missing_inputs_message())
+    return info, None
+
+
 def capture_graph(ctx: _Context):
     """Trace the module in a worker (tracing executes the user's __init__ and forward)."""
     from kernelstitch.agents.graph.ir import Graph
@@ -114,12 +125,9 @@ def run_generate(
     coder: see agents/llm/run.py).  `verifier` replaces the real Verifier (tests)."""
     cancel = cancel or threading.Event()
     source = Path(source).resolve()
-    try:
-        info = resolve_module(source, module)
-    except ProblemError as exc:
-        return _failed("generate", source, module, str(exc))
-    if not info.has_inputs:
-        return _failed("generate", source, info.name, info.missing_inputs_message())
+    info, failed = _resolve("generate", source, module, need_inputs=True)
+    if failed:
+        return failed
     ctx = _Context(source, info.name, workspace, config, emit, cancel, verifier)
     store = workspace.runstore()
     run_id = store.start_run("generate", str(source), info.name, _stored_config(config))
@@ -314,10 +322,9 @@ def run_verify(
     """Re-verify a candidate (by default the generated one) against its source module."""
     cancel = cancel or threading.Event()
     source = Path(source).resolve()
-    try:
-        info = resolve_module(source, module)
-    except ProblemError as exc:
-        return _failed("verify", source, module, str(exc))
+    info, failed = _resolve("verify", source, module, need_inputs=False)
+    if failed:
+        return failed
     candidate = Path(candidate_path) if candidate_path else (
         workspace.output_dir(source, info.name) / "model_new.py"
     )
@@ -359,12 +366,9 @@ def run_profile(
 
     cancel = cancel or threading.Event()
     source = Path(source).resolve()
-    try:
-        info = resolve_module(source, module)
-    except ProblemError as exc:
-        return _failed("profile", source, module, str(exc))
-    if not info.has_inputs:
-        return _failed("profile", source, info.name, info.missing_inputs_message())
+    info, failed = _resolve("profile", source, module, need_inputs=True)
+    if failed:
+        return failed
     emit(ProgressEvent(stage="profiling", message=f"profiling {info.name} ({', '.join(config.profilers)})"))
     store = workspace.runstore()
     run_id = store.start_run("profile", str(source), info.name, config.__dict__)
