@@ -39,6 +39,8 @@ def test_bench_cli_on_one_problem_without_gpu(tmp_path):
     assert row["problem"] == "level1/1_relu" and row["level"] == "1"
     assert row["status"] == "could_not_verify" and row["reasons"] == ["no_gpu"]
     assert row["compiled"] is None and row["plan_steps"]  # generated, not built (no GPU)
+    # where verification time went: the reference worker ran (and found no GPU), nothing after it
+    assert set(row["verify_stage_s"]) == {"reference"} and row["verify_stage_s"]["reference"] > 0
     assert data["command"] == f"kernelstitch bench {folder} --out {tmp_path / 'out'} " \
         "--levels 1 --time-limit 200"
     assert data["environment"]["torch"] == torch.__version__

@@ -43,6 +43,7 @@ class ProblemOutcome:
     measure_s: float | None = None
     time_limit_s: float | None = None  # the limit it ran under (a timeout is reused only below it)
     reused: bool = False  # taken from the run store instead of being run again
+    verify_stage_s: dict[str, float] = field(default_factory=dict)  # the Verifier's worker tasks
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -76,6 +77,7 @@ class ProblemOutcome:
         self.reason_details = [f"{r.get('code', '?')}: {str(r.get('message', ''))[:400]}"
                                for r in verdict.get("reasons", [])]
         self.device = verdict.get("device") or self.device
+        self.verify_stage_s = dict(verdict.get("stage_seconds") or {})
         if "compile_error" in self.reasons:
             self.compiled = False
         elif verdict.get("status") in ("accepted", "rejected") and verdict.get("timings"):

@@ -106,17 +106,31 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
     def remaining() -> float:
         return max(deadline - time.monotonic(), MIN_TASK_TIMEOUT_S)
 
+    stage_seconds: dict[str, float] = {}
+
+    def timed(stage: str, task: str, args: dict) -> TaskOutcome:
+        start = time.monotonic()
+        try:
+            return run_task(task, args, remaining(), options.device, cancel)
+        finally:
+            stage_seconds[stage] = round(time.monotonic() - start, 3)
+
+    def finish() -> Verdict:
+        verdict = assemble(inputs)
+        verdict.stage_seconds = dict(stage_seconds)
+        return verdict
+
     with tempfile.TemporaryDirectory(prefix="ks_verify_") as work_dir:
         report("running the reference")
-        inputs.reference = run_task(REFERENCE_TASK, {
+        inputs.reference = timed("reference", REFERENCE_TASK, {
             "path": str(reference), "module": info.name, "seeds": seeds, "work_dir": work_dir,
             "shape_variants_count": options.shape_variants, "timing_on": timing_on,
             "compare_compile": options.compare_compile, "device": device_arg,
             "timing_budget_s": options.timing_budget_s,
-        }, remaining(), options.device, cancel)
+        })
         ref = inputs.reference.result if inputs.reference.ok else None
         if not ref or not ref.get("cuda") or ref.get("nondeterministic") or _cancelled(cancel):
-            return assemble(inputs)
+            return finish()
         cases = ref["cases"]
         common = {
             "path": str(candidate), "reference_path": str(reference), "module": info.name,
@@ -125,18 +139,18 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
             "timing_budget_s": options.timing_budget_s,
         }
         report("checking the candidate")
-        inputs.main = run_task(CANDIDATE_TASK, {
+        inputs.main = timed("candidate", CANDIDATE_TASK, {
             **common, "phase": "main", "cases": [c for c in cases if c["variant"] is None],
             "timing_on": timing_on, "timing_seeds": seeds,
-        }, remaining(), options.device, cancel)
+        })
         variant_cases = [c for c in cases if c["variant"] is not None]
         if variant_cases and _loaded(inputs.main) and not _cancelled(cancel):
             report(f"checking {len(variant_cases)} other input shapes")
-            inputs.variants = run_task(CANDIDATE_TASK, {
+            inputs.variants = timed("variants", CANDIDATE_TASK, {
                 **common, "phase": "variants", "cases": variant_cases, "timing_on": False,
-            }, remaining(), options.device, cancel)
+            })
     report("done")
-    return assemble(inputs)
+    return finish()
 
 
 def _loaded(outcome: TaskOutcome) -> bool:

@@ -79,6 +79,8 @@ class Verdict:
     device: str | None = None
     declared_torch_ops: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Wall seconds of each worker task (start-up included): where verification time goes.
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def exit_code(self) -> int:
         return EXIT_CODES[self.status]
@@ -107,6 +109,7 @@ class Verdict:
             device=data.get("device"),
             declared_torch_ops=dict(data.get("declared_torch_ops", {})),
             notes=list(data.get("notes", [])),
+            stage_seconds=dict(data.get("stage_seconds", {})),
         )
 
 
