@@ -27,6 +27,7 @@ demo: $(STAMP)
 test: test-python test-vscode
 
 test-python: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 test-vscode:

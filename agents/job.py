@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import TextIO
 
-from kernelstitch.agents.job_protocol import JobRequest, JobResult, JobEvent, encode_event
+from kernelstitch.agents.job_protocol import JobEvent, JobRequest, JobResult, encode_event
 
 
 def _protocol_stream() -> TextIO:
@@ -28,6 +28,7 @@ def _protocol_stream() -> TextIO:
 
 def run_request(request: JobRequest, emit, cancel: threading.Event) -> JobResult:
     from kernelstitch.agents.pipeline import PipelineConfig, run_generate, run_verify
+
     from kernelstitch.core.workspace import Workspace
 
     workspace = Workspace(Path(request.workspace))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 JobKind = Literal["generate", "verify", "profile"]
 Stage = Literal[
@@ -31,7 +31,7 @@ class JobRequest:
         return json.dumps(asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> "JobRequest":
+    def from_json(cls, text: str) -> JobRequest:
         return cls(**json.loads(text))
 
 
@@ -60,7 +60,7 @@ class JobResult:
     type: Literal["result"] = "result"
 
 
-JobEvent = Union[ProgressEvent, JobResult]
+JobEvent = ProgressEvent | JobResult
 
 
 def encode_event(event: JobEvent) -> str:

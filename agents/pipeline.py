@@ -8,11 +8,13 @@ pure Python over the captured graph.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernelstitch.agents.job_protocol import JobResult, ProgressEvent, Stage
+
 from kernelstitch.core.problem import ProblemError, resolve_module
 from kernelstitch.core.workspace import Workspace
 
@@ -42,7 +44,7 @@ class PipelineConfig:
     budget: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PipelineConfig":
+    def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         if "profilers" in known:
             known["profilers"] = tuple(known["profilers"])
@@ -86,6 +88,7 @@ def _resolve(kind: str, source: Path, module: str | None, need_inputs: bool):
 def capture_graph(ctx: _Context):
     """Trace the module in a worker (tracing executes the user's __init__ and forward)."""
     from kernelstitch.agents.graph.ir import Graph
+
     from kernelstitch.core.worker.client import WorkerClient
 
     with WorkerClient() as worker:
@@ -105,9 +108,12 @@ def capture_graph(ctx: _Context):
 def _stored_config(config: PipelineConfig) -> dict[str, Any]:
     """The config as recorded in the run store: never a literal key (the LLM path refuses one
     anyway; it must not reach the store either)."""
+    from kernelstitch.agents.llm.config import looks_like_key
+
     data = dict(config.__dict__)
-    data["llm"] = {k: v for k, v in (config.llm or {}).items()
-                   if k not in ("api_key", "apiKey", "key")}
+    llm = config.llm if isinstance(config.llm, dict) else {}
+    data["llm"] = {k: v for k, v in llm.items() if k not in ("api_key", "apiKey", "key")
+                   and not (k == "api_key_env" and looks_like_key(v))}
     return data
 
 
@@ -222,7 +228,7 @@ def _run_llm(ctx: _Context, store, run_id: int, graph, plan, candidate, builtin_
     verify = (lambda path: verify_candidate(ctx, path)) if ctx.config.verify else None
     try:
         return run_llm_path(
-            inputs, llm_settings=dict(ctx.config.llm or {}), budget=dict(ctx.config.budget or {}),
+            inputs, llm_settings=ctx.config.llm, budget=ctx.config.budget,  # checked there
             verify=verify, store=store, run_id=run_id,
             progress=lambda stage, message: ctx.stage(stage, message), cancel=ctx.cancel)
     except LlmCancelled:

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kernelstitch.agents.job_protocol import JobResult, ProgressEvent
+
 from kernelstitch.core.problem import split_target
 from kernelstitch.core.workspace import Workspace, find_workspace_root
 
@@ -44,9 +45,8 @@ def generate_command(
     llm: dict | None = None,
     budget: dict | None = None,
 ) -> int:
-    from rich.console import Console
-
     from kernelstitch.agents.pipeline import PipelineConfig, run_generate
+    from rich.console import Console
 
     console = Console(stderr=True)
     source, module = split_target(target)

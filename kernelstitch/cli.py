@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -24,23 +23,23 @@ def generate(
     target: str = typer.Argument(..., help="FILE.py or FILE.py::Module"),
     coder: str = typer.Option("builtin", help="builtin (default, offline) or llm"),
     llm: bool = typer.Option(False, "--llm", help="use the LLM Planner and Coder (= --coder llm)"),
-    llm_base_url: Optional[str] = typer.Option(
+    llm_base_url: str | None = typer.Option(
         None, envvar="KERNELSTITCH_LLM_BASE_URL",
         help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: OpenAI)"),
-    llm_model: Optional[str] = typer.Option(None, envvar="KERNELSTITCH_LLM_MODEL",
+    llm_model: str | None = typer.Option(None, envvar="KERNELSTITCH_LLM_MODEL",
                                             help="model name served by the endpoint"),
-    llm_api_key_env: Optional[str] = typer.Option(
+    llm_api_key_env: str | None = typer.Option(
         None, help="NAME of the environment variable holding the API key (default "
                    "OPENAI_API_KEY; '' for endpoints that need none)"),
-    llm_timeout: Optional[float] = typer.Option(None, help="seconds per LLM request"),
-    max_iterations: Optional[int] = typer.Option(None, help="LLM Coder replies (default 4)"),
-    time_budget: Optional[float] = typer.Option(None, help="seconds for the LLM path (default 600)"),
-    token_budget: Optional[int] = typer.Option(None, help="tokens for the LLM path (default: no limit)"),
+    llm_timeout: float | None = typer.Option(None, help="seconds per LLM request"),
+    max_iterations: int | None = typer.Option(None, help="LLM Coder replies (default 4)"),
+    time_budget: float | None = typer.Option(None, help="seconds for the LLM path (default 600)"),
+    token_budget: int | None = typer.Option(None, help="tokens for the LLM path (default: no limit)"),
     llm_planner: bool = typer.Option(True, help="let the LLM plan (else: the built-in plan)"),
     verify: bool = typer.Option(True, help="verify the candidate (needs a CUDA GPU)"),
     profile: bool = typer.Option(False, help="profile the accepted candidate"),
     json_output: bool = typer.Option(False, "--json", help="print the job result as JSON"),
-    workspace: Optional[Path] = typer.Option(None, help="workspace root (default: found from FILE)"),
+    workspace: Path | None = typer.Option(None, help="workspace root (default: found from FILE)"),
 ) -> None:
     """Plan, code, verify: writes .kernelstitch/<file>/<Module>/model_new.py and a report."""
     from kernelstitch.agents.pipeline_cli import generate_command, llm_settings
@@ -61,7 +60,7 @@ def generate(
 def verify_cmd(
     reference: Path = typer.Argument(..., help="reference problem file (defines Model)"),
     candidate: Path = typer.Argument(..., help="candidate file (defines ModelNew)"),
-    module: Optional[str] = typer.Option(None, help="reference class (default: Model)"),
+    module: str | None = typer.Option(None, help="reference class (default: Model)"),
     json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
     seeds: int = typer.Option(3, help="random seeds per shape"),
     timing: bool = typer.Option(True, help="time candidate vs eager and torch.compile"),
@@ -80,9 +79,9 @@ def verify_cmd(
 @app.command("profile")
 def profile_cmd(
     target: str = typer.Argument(..., help="FILE.py or FILE.py::Module"),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="write the profile as JSON"),
-    backend: List[str] = typer.Option(["torch", "ncu"], help="torch, ncu, nsys"),
-    plot: Optional[Path] = typer.Option(None, help="write a roofline PNG here"),
+    json_out: Path | None = typer.Option(None, "--json", help="write the profile as JSON"),
+    backend: list[str] = typer.Option(["torch", "ncu"], help="torch, ncu, nsys"),
+    plot: Path | None = typer.Option(None, help="write a roofline PNG here"),
     candidate: bool = typer.Option(False, help="profile ModelNew instead of the module"),
 ) -> None:
     """Kernel table and findings tied to source lines (needs a CUDA GPU)."""
@@ -97,12 +96,12 @@ def profile_cmd(
 def bench(
     directory: Path = typer.Argument(
         ..., help="folder of KernelBench-format problems: *.py files, or level1/ level2/ ..."),
-    levels: List[str] = typer.Option(
+    levels: list[str] = typer.Option(
         [], "--levels", help="only these levels: --levels 1 2 (or 1,2)"),
-    only: List[str] = typer.Option([], help="only these problems (file stem or level1/stem)"),
+    only: list[str] = typer.Option([], help="only these problems (file stem or level1/stem)"),
     coder: str = typer.Option("builtin", help="builtin (offline) or llm"),
     jobs: int = typer.Option(1, help="GPUs to measure on at once, one problem per GPU"),
-    build_jobs: Optional[int] = typer.Option(
+    build_jobs: int | None = typer.Option(
         None, help="problems preparing (capture, codegen, nvcc) at once; default min(8, CPUs)"),
     time_limit: float = typer.Option(
         900.0, "--time-limit", metavar="SECONDS",
@@ -110,19 +109,19 @@ def bench(
     profile: bool = typer.Option(False, help="profile the reference: roofline fraction"),
     seeds: int = typer.Option(3, help="random seeds per shape in verification"),
     rerun: bool = typer.Option(False, help="run problems again that the run store has results for"),
-    ray: Optional[str] = typer.Option(
+    ray: str | None = typer.Option(
         None, metavar="ADDRESS", help="run problems as Ray tasks (num_gpus=1) on this cluster"),
-    llm_base_url: Optional[str] = typer.Option(
+    llm_base_url: str | None = typer.Option(
         None, envvar="KERNELSTITCH_LLM_BASE_URL", help="--coder llm: OpenAI-compatible endpoint"),
-    llm_model: Optional[str] = typer.Option(
+    llm_model: str | None = typer.Option(
         None, envvar="KERNELSTITCH_LLM_MODEL", help="--coder llm: model name"),
-    llm_api_key_env: Optional[str] = typer.Option(
+    llm_api_key_env: str | None = typer.Option(
         None, help="--coder llm: NAME of the variable holding the API key"),
-    max_iterations: Optional[int] = typer.Option(None, help="--coder llm: Coder replies"),
-    time_budget: Optional[float] = typer.Option(None, help="--coder llm: seconds per problem"),
-    token_budget: Optional[int] = typer.Option(None, help="--coder llm: tokens per problem"),
-    out: Optional[Path] = typer.Option(None, help="results folder (default bench/results/DATE)"),
-    workspace: Optional[Path] = typer.Option(
+    max_iterations: int | None = typer.Option(None, help="--coder llm: Coder replies"),
+    time_budget: float | None = typer.Option(None, help="--coder llm: seconds per problem"),
+    token_budget: int | None = typer.Option(None, help="--coder llm: tokens per problem"),
+    out: Path | None = typer.Option(None, help="results folder (default bench/results/DATE)"),
+    workspace: Path | None = typer.Option(
         None, help="workspace root: run store and outputs (default: found from DIRECTORY)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="print every pipeline stage"),
 ) -> None:

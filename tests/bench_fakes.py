@@ -40,23 +40,26 @@ class FakeRunner:
     prepares: list[Interval] = field(default_factory=list)
     measures: list[Interval] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    measure_started: threading.Event = field(default_factory=threading.Event)
 
     def _behaviour(self, spec: ProblemSpec) -> Behaviour:
         return self.behaviours.get(spec.name, self.default)
 
-    def _work(self, seconds: float, hang: bool, ctx: PhaseContext) -> bool:
-        """Sleep (or block) unless cancelled; True when it was cancelled."""
-        return ctx.cancel.wait(30.0 if hang else seconds)
-
-    def prepare(self, spec: ProblemSpec, ctx: PhaseContext) -> Prepared:
+    def _phase(self, phase: str, spec: ProblemSpec, ctx: PhaseContext, seconds: float,
+               intervals: list[Interval]) -> Behaviour:
+        """Raise, or sleep (block when the behaviour hangs here) unless cancelled, and record
+        the interval."""
         b = self._behaviour(spec)
         start = time.monotonic()
-        if b.raise_in == "prepare":
-            raise RuntimeError("fake prepare bug")
-        cancelled = self._work(b.prepare_s, b.hang_in == "prepare", ctx)
+        if b.raise_in == phase:
+            raise RuntimeError(f"fake {phase} bug")
+        cancelled = ctx.cancel.wait(30.0 if b.hang_in == phase else seconds)
         with self.lock:
-            self.prepares.append(Interval(spec.name, ctx.device, start, time.monotonic(),
-                                          cancelled))
+            intervals.append(Interval(spec.name, ctx.device, start, time.monotonic(), cancelled))
+        return b
+
+    def prepare(self, spec: ProblemSpec, ctx: PhaseContext) -> Prepared:
+        b = self._phase("prepare", spec, ctx, self._behaviour(spec).prepare_s, self.prepares)
         if b.build_fails:
             return Prepared(spec, compiled=False, plan_steps=["fused"], done=ProblemOutcome(
                 problem=spec.name, status="rejected", message="compilation failed: x",
@@ -66,22 +69,15 @@ class FakeRunner:
 
     def measure(self, prepared: Prepared, ctx: PhaseContext) -> ProblemOutcome:
         spec = prepared.spec
-        b = self._behaviour(spec)
-        start = time.monotonic()
-        if b.raise_in == "measure":
-            raise RuntimeError("fake measure bug")
-        cancelled = self._work(b.measure_s, b.hang_in == "measure", ctx)
-        with self.lock:
-            self.measures.append(Interval(spec.name, ctx.device, start, time.monotonic(),
-                                          cancelled))
-        correct = b.status == "accepted"
+        self.measure_started.set()
+        b = self._phase("measure", spec, ctx, self._behaviour(spec).measure_s, self.measures)
+        # Like the real Verifier's verdicts, a non-accepted one may still carry timings: the
+        # harness must not report them.
         return ProblemOutcome(
             problem=spec.name, status=b.status, message=f"fake {b.status}",
             eager_ms=1.0, compiled_ms=0.8, candidate_ms=1.0 / b.speedup if b.speedup else None,
-            eager_spread_ms=[0.9, 1.1],
-            speedup_vs_eager=b.speedup if correct else None,
-            speedup_vs_compiled=b.speedup_compiled if correct else None,
-            device="Fake GPU",
+            eager_spread_ms=[0.9, 1.1], speedup_vs_eager=b.speedup,
+            speedup_vs_compiled=b.speedup_compiled, device="Fake GPU",
         )
 
 

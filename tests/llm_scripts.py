@@ -104,6 +104,21 @@ HACK_CACHE = candidate(0.1, extra_init="        self._cache = None\n", forward=(
     "        return self._cache\n"), tag="hack2")
 
 
+def stub_client(stub, records: list | None = None, *, environ: dict | None = None,
+                **settings):
+    """An LlmClient for the stub server (key in KEY_ENV, short backoff), closed when the stub
+    stops."""
+    from kernelstitch.agents.llm.client import LlmClient
+    from kernelstitch.agents.llm.config import LlmConfig
+
+    config = LlmConfig(**{"base_url": stub.base_url, "model": "stub-model",
+                          "api_key_env": KEY_ENV, "backoff_s": 0.02, **settings})
+    client = LlmClient(config, recorder=(records.append if records is not None else None),
+                       environ={KEY_ENV: SECRET} if environ is None else environ)
+    stub.on_stop.append(client.close)
+    return client
+
+
 def fenced(code: str, prose: str = "Here is the complete file.") -> str:
     return f"{prose}\n\n```python\n{code}```\n"
 

@@ -118,6 +118,7 @@ class StubLLM:
         self.server.daemon_threads = True
         self.server.block_on_close = False
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.on_stop: list[Any] = []  # callables run by stop() (e.g. closing clients)
 
     # ---- script ------------------------------------------------------------------------------
 
@@ -147,9 +148,18 @@ class StubLLM:
         return self
 
     def stop(self) -> None:
+        for close in self.on_stop:
+            close()
         self._stop.set()
         self.server.shutdown()
         self.server.server_close()
+        self.thread.join(5)
+
+    def __enter__(self) -> StubLLM:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
 
     def chat_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path.rstrip("/") == "/v1/chat/completions"]

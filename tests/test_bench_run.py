@@ -7,7 +7,7 @@ import threading
 
 import pytest
 from bench_fakes import Behaviour, FakeRunner, spec_for, write_problem
-from kernelstitch.agents.bench import BenchError, BenchSettings, discover, run_bench
+from kernelstitch.agents.bench import BenchError, BenchSettings, discover, resume, run_bench
 from kernelstitch.agents.bench.outcome import ProblemOutcome
 from kernelstitch.agents.bench.phases import evaluate_problem
 from kernelstitch.agents.bench.plots import MISSING_NOTE
@@ -130,6 +130,24 @@ def test_resume_key_covers_result_settings_not_scheduling(tmp_path):
     assert base != resume_key(spec, BenchSettings(), "H100", "other compiler")
 
 
+def test_compiler_fingerprint_covers_prompts_and_plan_but_not_docs(tmp_path):
+    from kernelstitch.agents.bench.settings import compiler_fingerprint
+
+    root = tmp_path / "agents"
+    for rel in ("plan.py", "pipeline.py", "coder/builtin.py", "llm/coder_agent.py",
+                "llm/prompts/v1/coder_system.md", "llm/README.md", "bench/report.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel}\n")
+    base = compiler_fingerprint(root)
+    assert base == compiler_fingerprint(root)
+    for rel, changes in (("llm/prompts/v1/coder_system.md", True), ("plan.py", True),
+                         ("coder/builtin.py", True), ("llm/README.md", False),
+                         ("bench/report.py", False)):
+        before = compiler_fingerprint(root)
+        (root / rel).write_text("# changed\n")
+        assert (compiler_fingerprint(root) != before) is changes, rel
+
+
 # ---------------------------------------------------------------------------------------------
 # problem discovery
 
@@ -204,11 +222,15 @@ def test_reports_record_environment_command_metrics_and_plots(tmp_path):
     rows = {p["problem"]: p for p in data["problems"]}
     assert rows["1_fast"]["correct"] is True and rows["3_wrong"]["correct"] is False
     assert rows["1_fast"]["eager_spread_ms"] == [0.9, 1.1] and rows["1_fast"]["gpu"] in (0, 1)
+    # The rejected candidate's verdict carried timings: none of them is reported.
+    assert [rows["3_wrong"][k] for k in ("eager_ms", "candidate_ms", "speedup_vs_eager",
+                                         "speedup_vs_compiled", "eager_spread_ms")] == [None] * 5
 
     markdown = run.files["markdown"].read_text()
     assert "`kernelstitch bench X`" in markdown and "2030-01-02T03:04:05" in markdown
     assert "Fake GPU; torch 9.9, CUDA 99.0" in markdown
     assert "| 1_fast | accepted | yes | 1.0000 (0.9000–1.1000) |" in markdown
+    assert "| 3_wrong | rejected | yes | - | - | - | - | - | - |" in markdown
     assert "fast_p vs torch.compile" in markdown
 
     assert sorted(data["plots"]) == ["speedup_hist.png", "speedup_per_problem.png"]
@@ -325,6 +347,10 @@ def test_ray_task_failure_becomes_a_failed_problem(tmp_path, monkeypatch):
     specs = discover(make_dir(tmp_path, names=("1_a",)))
     outcomes = run_on_ray("auto", specs, BenchSettings(), task=lambda p, s: {})
     assert outcomes[0].status == "failed" and "node lost" in outcomes[0].message
+    # A lost node is not the problem's result: it is not stored, so a rerun runs it again.
+    store = RunStore(tmp_path / "runs.sqlite")
+    resume.record(store, specs[0], "key", outcomes[0])
+    assert resume.lookup(store, "key", 900.0) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,6 +373,15 @@ def test_cli_bad_folder_and_options_exit_2(tmp_path):
     assert bad.exit_code == 2 and "--coder must be one of" in bad.output
     too_many = CliRunner().invoke(app, ["bench", str(folder), "--jobs", "64"])
     assert too_many.exit_code == 2 and "--jobs 64 needs 64 GPUs" in too_many.output
+    out = ["--out", str(tmp_path / "out")]  # were a check to regress, not into the repository
+    for option in ("--time-limit", "--build-jobs"):  # 0 is an error, not "the default"
+        zero = CliRunner().invoke(app, ["bench", str(folder), option, "0", *out])
+        assert zero.exit_code == 2 and option in zero.output
+    # --coder llm without a model would run every problem with the built-in coder: refused.
+    no_model = CliRunner().invoke(app, ["bench", str(folder), "--coder", "llm", *out],
+                                  env={"KERNELSTITCH_LLM_MODEL": None})
+    assert no_model.exit_code == 2 and "--coder llm: no LLM model configured" in no_model.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_outcome_json_round_trip():

@@ -21,7 +21,7 @@ def run(runner, specs, devices=(None,), build_jobs=2, limit=30.0, stop=None, eve
 
 def test_measurements_never_share_a_gpu_and_use_every_gpu(tmp_path):
     specs = make_specs(tmp_path, 12)
-    runner = FakeRunner(default=Behaviour(prepare_s=0.01, measure_s=0.05))
+    runner = FakeRunner(default=Behaviour(prepare_s=0.01, measure_s=0.2))
     outcomes = run(runner, specs, devices=[0, 1, 2], build_jobs=6)
 
     assert [o.problem for o in outcomes] == [s.name for s in specs]  # input order kept
@@ -38,7 +38,8 @@ def test_measurements_never_share_a_gpu_and_use_every_gpu(tmp_path):
 
 def test_prepare_runs_build_jobs_problems_at_once(tmp_path):
     specs = make_specs(tmp_path, 8)
-    runner = FakeRunner(default=Behaviour(prepare_s=0.2, measure_s=0.01))
+    # Long enough that all four start before the first ends, even on a busy 2-core machine.
+    runner = FakeRunner(default=Behaviour(prepare_s=0.6, measure_s=0.01))
     run(runner, specs, build_jobs=4)
     assert max_overlap(runner.prepares) == 4
 
@@ -49,7 +50,7 @@ def test_prepare_runs_build_jobs_problems_at_once(tmp_path):
 
 def test_measuring_starts_while_others_still_prepare(tmp_path):
     specs = make_specs(tmp_path, 4)
-    runner = FakeRunner(default=Behaviour(prepare_s=0.15, measure_s=0.01))
+    runner = FakeRunner(default=Behaviour(prepare_s=0.4, measure_s=0.01))
     run(runner, specs, build_jobs=1)
     first_measure = min(m.start for m in runner.measures)
     last_prepare_end = max(p.end for p in runner.prepares)
@@ -63,24 +64,28 @@ def test_problem_over_its_time_limit_is_cancelled_and_recorded_as_timeout(tmp_pa
         specs[1].name: Behaviour(hang_in="prepare"),
     })
     start = time.monotonic()
-    outcomes = run(runner, specs, limit=0.5)
-    assert time.monotonic() - start < 10  # not the fake's 30 s hang
+    outcomes = run(runner, specs, limit=1.0)
+    assert time.monotonic() - start < 20  # not the fake's 30 s hang
     hung_measure, hung_prepare, fine = outcomes
     assert hung_measure.status == "timeout" and "during measure" in hung_measure.message
-    assert "0.5 s time limit" in hung_measure.message
+    assert "1 s time limit" in hung_measure.message
     assert hung_prepare.status == "timeout" and "during prepare" in hung_prepare.message
     assert fine.status == "accepted"
     cancelled = {i.problem for i in runner.measures + runner.prepares if i.cancelled}
     assert cancelled == {specs[0].name, specs[1].name}  # the runner saw its cancel Event
     assert specs[1].name not in {m.problem for m in runner.measures}  # never measured
     assert hung_measure.compiled is True and hung_measure.plan_steps  # prepare's facts kept
+    # A timeout reports no numbers, although the (fake) measurement returned some.
+    assert (hung_measure.candidate_ms, hung_measure.eager_ms, hung_measure.speedup_vs_eager) \
+        == (None, None, None)
 
 
 def test_time_queued_for_a_gpu_does_not_count_against_the_limit(tmp_path):
     specs = make_specs(tmp_path, 3)
-    runner = FakeRunner(default=Behaviour(prepare_s=0.01, measure_s=0.3))
-    outcomes = run(runner, specs, devices=[0], build_jobs=3, limit=0.6)
-    assert [o.status for o in outcomes] == ["accepted"] * 3  # the last one waited ~0.6 s
+    runner = FakeRunner(default=Behaviour(prepare_s=0.01, measure_s=0.4))
+    outcomes = run(runner, specs, devices=[0], build_jobs=3, limit=1.0)
+    # Each needs ~0.4 s of its 1 s; the last one also waited ~0.8 s for the GPU.
+    assert [o.status for o in outcomes] == ["accepted"] * 3
 
 
 def test_build_failure_is_recorded_and_skips_measurement(tmp_path):
@@ -107,10 +112,15 @@ def test_stop_cancels_running_and_waiting_problems(tmp_path):
     specs = make_specs(tmp_path, 4)
     runner = FakeRunner(default=Behaviour(hang_in="measure"))
     stop = threading.Event()
-    threading.Timer(0.3, stop.set).start()
+    # Ctrl-C once the first problem is measuring (not after a fixed delay: a busy machine may
+    # not have started measuring by then).
+    stopper = threading.Thread(target=lambda: runner.measure_started.wait(20) and stop.set(),
+                               daemon=True)
+    stopper.start()
     start = time.monotonic()
     outcomes = run(runner, specs, devices=[0], build_jobs=4, stop=stop)
-    assert time.monotonic() - start < 10
+    stopper.join(5)
+    assert stop.is_set() and time.monotonic() - start < 20
     assert {o.status for o in outcomes} == {"cancelled"}
     assert len(runner.measures) == 1  # queued problems were not started after the stop
 
@@ -133,3 +143,43 @@ def test_evaluate_problem_runs_both_phases_under_one_limit(tmp_path):
     slow = FakeRunner(default=Behaviour(prepare_s=0.1, measure_s=2.0))
     late = evaluate_problem(slow, spec, None, 0.6)  # prepare fits, the rest of the limit not
     assert late.status == "timeout" and "during measure" in late.message
+
+
+class _KilledOnTimeout(FakeRunner):
+    """A runner whose worker dies (and raises) when the time limit cancels it."""
+
+    def prepare(self, spec, ctx):
+        ctx.cancel.wait(30)
+        raise RuntimeError("the worker was killed")
+
+
+class _LateVerdict(FakeRunner):
+    """The verdict comes back 'accepted', with timings, just after the limit ran out."""
+
+    def measure(self, prepared, ctx):
+        ctx.cancel.wait(30)
+        return super().measure(prepared, ctx)
+
+
+def test_a_problem_interrupted_by_its_limit_is_a_timeout_without_numbers(tmp_path):
+    from kernelstitch.agents.bench import resume
+
+    from kernelstitch.core.runstore import RunStore
+
+    spec = make_specs(tmp_path, 1)[0]
+    killed = evaluate_problem(_KilledOnTimeout(), spec, None, 0.3)
+    assert killed.status == "timeout" and "during prepare" in killed.message  # not a "failed"
+    late = evaluate_problem(_LateVerdict(), spec, None, 0.3)
+    assert late.status == "timeout" and not late.correct
+    assert all(getattr(late, name) is None for name in (
+        "eager_ms", "candidate_ms", "speedup_vs_eager", "speedup_vs_compiled", "eager_spread_ms"))
+    # Stored as a timeout (reused only under a limit that is not longer), never as accepted.
+    store = RunStore(tmp_path / "runs.sqlite")
+    resume.record(store, spec, "k", late)
+    assert resume.lookup(store, "k", 0.3).status == "timeout"
+    assert resume.lookup(store, "k", 60.0) is None
+    stopped = threading.Event()
+    stopped.set()
+    cancelled = evaluate_problem(FakeRunner(), spec, None, 30.0, stop=stopped)
+    resume.record(store, spec, "c", cancelled)
+    assert cancelled.status == "cancelled" and resume.lookup(store, "c", 30.0) is None

@@ -202,7 +202,7 @@ def main(out_dir: Path) -> int:
                          {k: v for k, v in second.items() if k not in fixed}))
     rows, built = [], {}
     work = Path(os.environ.get("KS_WORK", "/tmp/ks_gpu_work"))
-    for k, (label, case, first, second) in enumerate(jobs):
+    for k, (label, case, first, _second) in enumerate(jobs):
         try:
             built[label] = generate(case, work / f"c{k}", first)
         except Exception as exc:  # noqa: BLE001
@@ -210,7 +210,7 @@ def main(out_dir: Path) -> int:
     os.environ.setdefault("MAX_JOBS", "2")
     unique: dict[str, Path] = {}  # one compile per distinct source set (shrunk == full size)
     digest_of: dict[str, str] = {}
-    for label, path in built.items():
+    for _label, path in built.items():
         text = path.read_text()
         digest = hashlib.sha256(text[text.index("_CPP_SOURCE"):text.index("_UNSET = object()")].encode()
                                 ).hexdigest()

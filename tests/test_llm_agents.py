@@ -9,10 +9,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from kernelstitch.agents.llm.client import LlmClient
 from kernelstitch.agents.llm.coder_agent import CoderAgent, compact_seed
-from kernelstitch.agents.llm.config import LlmConfig
-from kernelstitch.agents.llm.errors import LlmReplyError
+from kernelstitch.agents.llm.errors import LlmCancelled, LlmReplyError
 from kernelstitch.agents.llm.extract import extract_json, extract_python
 from kernelstitch.agents.llm.planner_agent import graph_text, plan_with_llm, validate_plan
 from kernelstitch.agents.llm.prompts import available_versions, load_prompts
@@ -24,14 +22,13 @@ from llm_scripts import (
     GOOD,
     HACK_CACHE,
     HACK_TORCH,
-    KEY_ENV,
-    SECRET,
     WRONG,
     ScriptedVerifier,
     fenced,
     line_of,
     plan_json,
 )
+from llm_scripts import stub_client as client_for
 from llm_stub_server import StubLLM
 
 
@@ -44,15 +41,8 @@ def graph():
 
 @pytest.fixture
 def stub():
-    server = StubLLM().start()
-    yield server
-    server.stop()
-
-
-def client_for(stub, **settings) -> LlmClient:
-    config = LlmConfig(**{"base_url": stub.base_url, "model": "stub-model",
-                          "api_key_env": KEY_ENV, "backoff_s": 0.02, **settings})
-    return LlmClient(config, environ={KEY_ENV: SECRET})
+    with StubLLM() as server:
+        yield server
 
 
 # ---- extraction ---------------------------------------------------------------------------------
@@ -164,12 +154,12 @@ def test_prompts_are_versioned_and_state_the_rules():
 
 # ---- the coder loop ---------------------------------------------------------------------------
 
-def run_coder(stub, tmp_path, graph, verifier, max_iterations=4, seed=None):
+def run_coder(stub, tmp_path, graph, verifier, max_iterations=4, seed=None, client=None):
     from kernelstitch.agents.planner.builtin import plan_builtin
 
     attempts = []
     agent = CoderAgent(
-        client_for(stub), load_prompts("v1"), module="Model", source_name=EXAMPLE.name,
+        client or client_for(stub), load_prompts("v1"), module="Model", source_name=EXAMPLE.name,
         reference_source=EXAMPLE.read_text(), plan=plan_builtin(graph),
         plan_origin="built-in planner", seed_source=seed, seed_note="(no seed)",
         baseline="The built-in candidate takes 1.0 ms.", out_dir=tmp_path / "llm",
@@ -252,3 +242,51 @@ def test_compact_seed_puts_the_plan_literal_on_one_line(tmp_path, graph):
     assert len(compact) < len(source) and "class ModelNew" in compact
     line = next(x for x in compact.splitlines() if x.startswith("KERNELSTITCH_PLAN"))
     assert json.loads(line.split("'''")[1])["module"] == "Model"
+
+
+class _BrokenSecondTime(ScriptedVerifier):
+    """The Verifier accepts the first file, then fails with an exception (a bug, a lost worker)."""
+
+    def __call__(self, reference, candidate_path, module, cancel):
+        if self.calls:
+            self.calls.append(candidate_path)
+            raise RuntimeError("verifier bug")
+        return super().__call__(reference, candidate_path, module, cancel)
+
+
+def test_a_verifier_exception_is_no_verdict_and_keeps_the_accepted_file(stub, tmp_path, graph):
+    faster = GOOD.replace("TIME_MS=0.5", "TIME_MS=0.1")
+    stub.reply(fenced(GOOD)).reply(fenced(faster)).reply(fenced(GOOD))
+    result, _ = run_coder(stub, tmp_path, graph, _BrokenSecondTime(), max_iterations=3)
+    assert [a.outcome for a in result.attempts] == ["accepted", "could_not_verify"]
+    assert result.best is result.attempts[0]  # the unjudged (faster) file is never "best"
+    assert result.attempts[1].verdict.codes() == ["verifier_error"]
+    assert "the Verifier failed: RuntimeError: verifier bug" in result.stop_reason
+    assert len(stub.chat_requests()) == 2  # nothing to learn from it: the loop stopped
+
+
+def test_a_verdict_of_unknown_status_is_never_an_acceptance(stub, tmp_path, graph):
+    from kernelstitch.agents.verifier.verdict import Verdict
+
+    stub.reply(fenced(GOOD))
+    odd = Verdict("skipped", timings=None)  # e.g. from a newer Verifier
+    result, _ = run_coder(stub, tmp_path, graph, lambda *a: odd, max_iterations=1)
+    assert result.best is None and result.attempts[0].outcome == "could_not_verify"
+
+
+def test_cancel_while_verifying_is_not_swallowed(stub, tmp_path, graph):
+    stub.reply(fenced(GOOD))
+    client = client_for(stub)
+
+    def cancelled_verifier(*_args):
+        client.cancel.set()  # the pipeline's progress callback raises once cancel is set
+        raise RuntimeError("pipeline Cancelled")
+
+    with pytest.raises(RuntimeError, match="pipeline Cancelled"):
+        run_coder(stub, tmp_path, graph, cancelled_verifier, client=client)
+    from kernelstitch.agents.verifier.verdict import Reason, Verdict
+
+    stub.reply(fenced(GOOD))
+    verdict = Verdict("could_not_verify", [Reason("cancelled", "cancelled")])
+    with pytest.raises(LlmCancelled):
+        run_coder(stub, tmp_path, graph, lambda *a: verdict)

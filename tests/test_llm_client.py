@@ -23,34 +23,30 @@ from kernelstitch.agents.llm.errors import (
     LlmUnavailable,
 )
 from llm_scripts import KEY_ENV, SECRET
+from llm_scripts import stub_client as make_client
 from llm_stub_server import StubLLM, closed_port
 
 HELLO = [{"role": "user", "content": "hello"}]
+# Bounds for "returned promptly": far below the 30 s the stub would otherwise hold a reply (or
+# the endpoint asks to wait), far above what a loaded 2-core CI machine needs.
+PROMPT_S = 15.0
 
 
 @pytest.fixture
 def stub():
-    server = StubLLM().start()
-    yield server
-    server.stop()
-
-
-def make_client(stub, records=None, *, environ=None, **settings) -> LlmClient:
-    config = LlmConfig(**{"base_url": stub.base_url, "model": "stub-model",
-                          "api_key_env": KEY_ENV, "backoff_s": 0.05, **settings})
-    return LlmClient(config, recorder=(records.append if records is not None else None),
-                     environ={KEY_ENV: SECRET} if environ is None else environ)
+    with StubLLM() as server:
+        yield server
 
 
 def test_429_is_retried_after_the_retry_after_delay(stub):
     stub.error(429, "rate limited", headers={"Retry-After": "0.4"}).reply("done")
     records = []
-    client = make_client(stub, records, backoff_s=5.0)  # the header wins over the backoff
+    client = make_client(stub, records, backoff_s=30.0)  # the header wins over the backoff
     start = time.monotonic()
     reply = client.chat(HELLO, purpose="test", label="t")
     elapsed = time.monotonic() - start
     assert reply.text == "done" and reply.attempts == 2
-    assert 0.4 <= elapsed < 3.0
+    assert 0.4 <= elapsed < PROMPT_S
     assert len(stub.chat_requests()) == 2
     assert records[0].status_code == 429 and "HTTP 429" in records[0].error
     assert records[1].reply["text"] == "done" and records[1].attempt == 2
@@ -76,18 +72,26 @@ def test_persistent_500_fails_with_a_clear_message(stub):
     assert "internal failure" in message and stub.base_url in message
 
 
+def cancel_when(event: threading.Event, cancel: threading.Event) -> threading.Thread:
+    """Set `cancel` shortly after `event` (the request reached the server)."""
+    thread = threading.Thread(target=lambda: (event.wait(20), time.sleep(0.2), cancel.set()),
+                              daemon=True)
+    thread.start()
+    return thread
+
+
 def test_cancel_mid_request_returns_promptly(stub):
     stub.reply("too late", delay_s=30)
     cancel = threading.Event()
     client = make_client(stub)
     client.cancel = cancel
-    threading.Thread(target=lambda: (stub.request_arrived.wait(10), time.sleep(0.2),
-                                     cancel.set()), daemon=True).start()
+    canceller = cancel_when(stub.request_arrived, cancel)
     start = time.monotonic()
     with pytest.raises(LlmCancelled):
         client.chat(HELLO, purpose="test", label="t")
     assert stub.request_arrived.is_set()  # it really was mid-request
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < PROMPT_S  # not the 30 s the reply is held
+    canceller.join(5)
 
 
 def test_cancel_during_backoff_returns_promptly(stub):
@@ -95,18 +99,18 @@ def test_cancel_during_backoff_returns_promptly(stub):
     cancel = threading.Event()
     client = make_client(stub, max_backoff_s=60)
     client.cancel = cancel
-    threading.Timer(0.3, cancel.set).start()
+    canceller = cancel_when(stub.request_arrived, cancel)
     start = time.monotonic()
-    with pytest.raises(LlmCancelled):
+    with pytest.raises(LlmCancelled, match="waiting to retry"):
         client.chat(HELLO, purpose="test", label="t")
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < PROMPT_S  # not the 30 s Retry-After
+    canceller.join(5)
 
 
 def test_unreachable_endpoint_says_so():
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    client = LlmClient(LlmConfig(base_url=url, model="m", api_key_env="", max_retries=1,
-                                 backoff_s=0.01))
-    with pytest.raises(LlmUnavailable) as info:
+    with LlmClient(LlmConfig(base_url=url, model="m", api_key_env="", max_retries=1,
+                             backoff_s=0.01)) as client, pytest.raises(LlmUnavailable) as info:
         client.chat(HELLO, purpose="test", label="t")
     message = str(info.value)
     assert message.startswith(f"cannot reach the LLM endpoint {url}")
@@ -114,12 +118,12 @@ def test_unreachable_endpoint_says_so():
 
 
 def test_request_timeout_is_reported(stub):
-    stub.reply("slow", delay_s=5)
+    stub.reply("slow", delay_s=30)
     client = make_client(stub, timeout_s=1.0, max_retries=0)
     start = time.monotonic()
     with pytest.raises(LlmUnavailable, match=r"did not answer within 1 s"):
         client.chat(HELLO, purpose="test", label="t")
-    assert time.monotonic() - start < 4.0
+    assert time.monotonic() - start < PROMPT_S  # the 1 s timeout, not the 30 s reply
 
 
 def test_time_budget_stops_before_a_long_retry_after(stub):
@@ -150,9 +154,8 @@ def test_json_mode_is_dropped_when_the_server_refuses_it(stub):
 
 
 def test_404_names_base_url_and_model(stub):
-    client = LlmClient(LlmConfig(base_url=stub.base_url.removesuffix("/v1"), model="llama3",
-                                 api_key_env=""))
-    with pytest.raises(LlmConfigError) as info:
+    with LlmClient(LlmConfig(base_url=stub.base_url.removesuffix("/v1"), model="llama3",
+                             api_key_env="")) as client, pytest.raises(LlmConfigError) as info:
         client.chat(HELLO, purpose="test", label="t")
     assert "HTTP 404" in str(info.value) and "/v1" in str(info.value)
     assert "'llama3'" in str(info.value)
@@ -218,6 +221,8 @@ def test_retry_after_parsing():
     assert retry_after_s(R({"retry-after-ms": "250"})) == 0.25
     assert retry_after_s(R({})) is None
     assert retry_after_s(None) is None
+    assert retry_after_s(R({"retry-after": "nan"})) is None  # then the own backoff applies
+    assert retry_after_s(R({"retry-after-ms": "inf"})) is None
     assert 0 <= retry_after_s(R({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) < 1
 
 
@@ -239,3 +244,38 @@ def test_settings_merge_and_validation():
         LlmConfig(model="m", base_url="localhost:8000").validate()
     with pytest.raises(LlmConfigError, match="NAME"):
         LlmConfig(model="m", api_key_env="sk-abc def").validate()
+
+
+@pytest.mark.parametrize("llm, budget, expected", [
+    ({"model": "m", "max_retries": "inf"}, {}, "llm.max_retries: must be a finite number"),
+    ({"model": "m"}, {"iterations": float("inf")}, "budget.iterations: must be a finite number"),
+    ({"model": "m", "timeout_s": [30]}, {}, "llm.timeout_s: expected a number"),
+    ({"model": "m", "planner": "yes"}, {}, "llm.planner: expected true or false"),
+    ({"model": 4}, {}, "llm.model: expected a string"),
+    ("gpt-4.1", {}, "the llm settings must be an object"),
+    ({"model": "m"}, [("iterations", 2)], "the budget settings must be an object"),
+])
+def test_bad_settings_are_clear_errors_not_crashes(llm, budget, expected):
+    with pytest.raises(LlmConfigError) as info:
+        LlmConfig.from_settings(llm, budget)
+    assert expected in str(info.value)
+
+
+@pytest.mark.parametrize("key", [
+    "gsk_" + "a1B2c3D4e5F6g7H8i9J0" * 2,  # a Groq key: also a valid variable name
+    "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",  # any long random token
+    "0123456789abcdef" * 3,  # a hex key
+])
+def test_a_key_given_as_the_variable_name_is_refused_without_being_repeated(key):
+    from kernelstitch.agents.pipeline import PipelineConfig, _stored_config
+
+    for attempt in (lambda: LlmConfig.from_settings({"model": "m", "api_key_env": key}),
+                    lambda: LlmConfig(model="m", api_key_env=key).validate()):
+        with pytest.raises(LlmConfigError, match="NAME of an environment variable") as info:
+            attempt()
+        assert key not in str(info.value)
+    stored = _stored_config(PipelineConfig(coder="llm", llm={"model": "m", "api_key_env": key}))
+    assert key not in repr(stored) and stored["llm"] == {"model": "m"}
+    for name in ("OPENAI_API_KEY", "KS_TEST_LLM_KEY", "hf_token", "GROQ_API_KEY",
+                 "AZURE_OPENAI_API_KEY_FOR_PRODUCTION_2"):
+        LlmConfig.from_settings({"model": "m", "api_key_env": name}).validate()

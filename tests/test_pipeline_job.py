@@ -7,6 +7,7 @@ import threading
 
 from kernelstitch.agents.job_protocol import JobRequest, decode_event
 from kernelstitch.agents.pipeline import PipelineConfig, run_generate, run_verify
+
 from kernelstitch.core.workspace import Workspace
 
 NO_INPUTS = """

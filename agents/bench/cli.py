@@ -109,8 +109,10 @@ def bench_command(
     stop = threading.Event()
     try:
         settings = BenchSettings(
-            coder=coder, jobs=jobs, build_jobs=build_jobs or default_build_jobs(),
-            time_limit_s=time_limit_s or DEFAULT_TIME_LIMIT_S, profile=profile, seeds=seeds,
+            coder=coder, jobs=jobs,
+            build_jobs=default_build_jobs() if build_jobs is None else build_jobs,
+            time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s,
+            profile=profile, seeds=seeds,
             rerun=rerun, ray_address=ray, llm=dict(llm or {}), budget=dict(budget or {}),
         )
         total = len(discover(Path(directory), levels, only))

@@ -9,6 +9,11 @@ from kernelstitch.agents.job_protocol import JobResult
 
 # accepted / rejected / could_not_verify come from the Verifier; the rest from the harness.
 STATUSES = ("accepted", "rejected", "could_not_verify", "failed", "timeout", "cancelled")
+# The measurements a result may carry only for an accepted candidate.
+MEASUREMENTS = ("eager_ms", "compiled_ms", "candidate_ms", "speedup_vs_eager",
+                "speedup_vs_compiled", "significant_vs_eager", "significant_vs_compiled",
+                "eager_spread_ms", "compiled_spread_ms", "candidate_spread_ms",
+                "roofline_fraction", "roofline_fraction_eager")
 
 
 @dataclass
@@ -49,6 +54,13 @@ class ProblemOutcome:
     @property
     def correct(self) -> bool:
         return self.status == "accepted"
+
+    def drop_measurements_unless_accepted(self) -> None:
+        """A rejected, unverified, failed, timed-out or cancelled problem reports no timings or
+        speedups (whatever a rejected verdict or an interrupted worker left behind)."""
+        if not self.correct:
+            for name in MEASUREMENTS:
+                setattr(self, name, None)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "correct": self.correct}
@@ -93,3 +105,4 @@ class ProblemOutcome:
                     "significant_vs_compiled"):
             if key in timings:
                 setattr(self, key, timings[key])
+        self.drop_measurements_unless_accepted()

@@ -141,10 +141,8 @@ def prepare_phase(runner: ProblemRunner, spec: ProblemSpec, budget: Budget,
         prepared, seconds = budget.run(
             lambda cancel, left: runner.prepare(spec, PhaseContext(device, cancel, left)))
     except Exception as exc:  # noqa: BLE001 - one problem's bug must not stop the benchmark
-        prepared = Prepared(spec, done=_harness_error(spec, exc))
-        _finish(prepared.done, spec, prepared, budget)
-        return prepared
-    if budget.interrupted:
+        prepared, seconds = Prepared(spec, done=_harness_error(spec, exc)), None
+    if budget.interrupted:  # whatever it returned or raised, it ran out of time / was stopped
         partial = prepared.done if prepared else None
         prepared = prepared or Prepared(spec)
         prepared.done = _interrupted(spec, budget, "prepare", partial)
@@ -176,6 +174,7 @@ def measure_phase(runner: ProblemRunner, prepared: Prepared, budget: Budget,
 
 def _finish(outcome: ProblemOutcome, spec: ProblemSpec, prepared: Prepared,
             budget: Budget) -> None:
+    outcome.drop_measurements_unless_accepted()  # e.g. a timeout after the verdict came back
     outcome.problem = spec.name
     outcome.level = spec.level
     outcome.time_limit_s = budget.limit_s

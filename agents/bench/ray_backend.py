@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelstitch.agents.bench.outcome import ProblemOutcome
+from kernelstitch.agents.bench.phases import HARNESS_ERROR
 from kernelstitch.agents.bench.problems import BenchError, ProblemSpec
 from kernelstitch.agents.bench.schedule import OnEvent, ScheduleEvent
 from kernelstitch.agents.bench.settings import BenchSettings
@@ -95,7 +96,9 @@ def run_on_ray(address: str, specs: list[ProblemSpec], settings: BenchSettings,
                 try:
                     outcome = ProblemOutcome.from_json(ray.get(ref))
                 except Exception as exc:  # noqa: BLE001 - a lost node, a crashed task
-                    outcome = _failed(spec, "failed", f"Ray task failed: {exc}"[:2000])
+                    # Not the problem's result (never stored): it runs again next time.
+                    outcome = _failed(spec, "failed",
+                                      f"{HARNESS_ERROR}: Ray task failed: {exc}"[:2000])
                 outcome.problem, outcome.level = spec.name, spec.level
                 results[index_of[ref]] = outcome
                 emit(ScheduleEvent(spec.name, "done", None, outcome))

@@ -66,7 +66,8 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
          f"CUDA {env.get('cuda')}; host {env.get('host', '?')}"),
         f"- command: `{command}`",
         "",
-        ("Times are medians in ms (p10–p90); speedups are shown for correct candidates only."),
+        ("Times are medians in ms (p10–p90); times and speedups are shown for accepted "
+         "candidates only."),
         "",
         ("| problem | verdict | compiled | eager ms | torch.compile ms | ours ms | vs eager "
          "| vs compile | roofline | plan |"),

@@ -18,6 +18,7 @@ from kernelstitch.agents.bench.report import environment, render_markdown, resul
 from kernelstitch.agents.bench.schedule import LocalScheduler, OnEvent, ScheduleEvent
 from kernelstitch.agents.bench.settings import (
     BenchSettings,
+    check_llm_settings,
     compiler_fingerprint,
     resolve_devices,
     resume_key,
@@ -71,6 +72,7 @@ def run_bench(
     injectable (tests); by default the pipeline runs on the visible GPUs."""
     specs = discover(Path(directory), levels, only)
     notes: list[str] = []
+    check_llm_settings(settings)
     if settings.ray_address:
         from kernelstitch.agents.bench.ray_backend import import_ray
 

@@ -14,8 +14,13 @@ from kernelstitch.agents.bench.problems import BenchError, ProblemSpec
 HARNESS_VERSION = 1  # bump when the stored outcome's meaning changes: old results re-run
 DEFAULT_TIME_LIMIT_S = 900.0
 CODERS = ("builtin", "llm")
-# Sources whose change changes the generated candidates or how they are judged.
-_COMPILER_PARTS = ("graph", "planner", "coder", "codegen", "verifier", "llm", "pipeline.py")
+# Sources whose change changes the generated candidates or how they are judged (paths under
+# agents/): the compiler, the Verifier, the LLM agents with their prompt templates, and the
+# bench code that builds and measures a problem.
+_COMPILER_PARTS = ("graph", "planner", "coder", "codegen", "verifier", "llm", "plan.py",
+                   "pipeline.py", "bench_tasks.py", "bench/runner.py", "bench/phases.py")
+# Files in those folders that count: code, prompts, kernel templates, data (not docs or caches).
+_FINGERPRINT_SUFFIXES = (".py", ".md", ".cu", ".cuh", ".txt", ".json")
 
 
 def default_build_jobs() -> int:
@@ -40,7 +45,7 @@ class BenchSettings:
             raise BenchError(f"--coder must be one of {', '.join(CODERS)}, got {self.coder!r}")
         if self.jobs < 1 or self.build_jobs < 1:
             raise BenchError("--jobs and --build-jobs must be at least 1")
-        if self.time_limit_s <= 0:
+        if not self.time_limit_s > 0:  # also NaN
             raise BenchError("--time-limit must be a positive number of seconds")
 
     def to_json(self) -> dict[str, Any]:
@@ -56,18 +61,39 @@ class BenchSettings:
                 "llm": self.llm, "budget": self.budget}
 
 
-def compiler_fingerprint() -> str:
-    """Hash of the planner/coder/codegen/verifier sources: results of older code re-run."""
-    from kernelstitch import agents
+def check_llm_settings(settings: BenchSettings, environ: dict[str, str] | None = None) -> None:
+    """--coder llm: the model, URL and key variable are usable, checked before any problem
+    runs (otherwise every problem's LLM path fails to start and keeps its built-in candidate).
+    With --ray the key is read on the nodes, so it is not looked up here."""
+    if settings.coder != "llm":
+        return
+    from kernelstitch.agents.llm.config import LlmConfig, resolve_api_key
+    from kernelstitch.agents.llm.errors import LlmConfigError
 
-    root = Path(agents.__file__).parent
+    try:
+        config = LlmConfig.from_settings(settings.llm, settings.budget)
+        config.validate()
+        if not settings.ray_address:
+            resolve_api_key(config, environ)
+    except LlmConfigError as exc:
+        raise BenchError(f"--coder llm: {exc}") from None
+
+
+def compiler_fingerprint(root: Path | None = None) -> str:
+    """Hash of the sources that make and judge candidates (`root`: the agents package folder):
+    results of older code re-run."""
+    if root is None:
+        from kernelstitch import agents
+
+        root = Path(agents.__file__).parent
     digest = hashlib.sha256(f"harness {HARNESS_VERSION}".encode())
     for part in _COMPILER_PARTS:
         target = root / part
-        files = sorted(target.rglob("*.py")) if target.is_dir() else [target]
+        files = sorted(target.rglob("*")) if target.is_dir() else [target]
         for path in files:
-            if path.is_file():
-                digest.update(str(path.relative_to(root)).encode())
+            if (path.is_file() and path.suffix in _FINGERPRINT_SUFFIXES
+                    and path.name != "README.md" and "__pycache__" not in path.parts):
+                digest.update(path.relative_to(root).as_posix().encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 

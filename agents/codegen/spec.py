@@ -12,7 +12,7 @@ Values inside a kernel are named strings.  Tensor inputs are named by `TensorArg
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 DType = Literal["float32", "float16", "bfloat16"]
 
@@ -32,7 +32,7 @@ BINARY_OPS = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "pow"}
 #   where(cond, a, b): three values; cond is compared `!= 0`
 ATTR_OPS = frozenset({"clamp", "leaky_relu", "where"})
 
-Operand = Union[str, float]
+Operand = str | float
 
 
 @dataclass(frozen=True)

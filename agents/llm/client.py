@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -118,6 +119,12 @@ class LlmClient:
 
     def __repr__(self) -> str:  # never the key
         return f"LlmClient({self.config.describe()})"
+
+    def __enter__(self) -> LlmClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     # ---- public -----------------------------------------------------------------------------
 
@@ -360,16 +367,19 @@ def retry_after_s(response: Any) -> float | None:
     try:
         ms = headers.get("retry-after-ms")
         if ms is not None:
-            return float(ms) / 1000.0
+            seconds = float(ms) / 1000.0
+            return seconds if math.isfinite(seconds) else None
         value = headers.get("retry-after")
     except Exception:  # noqa: BLE001 - odd header containers
         return None
     if value is None:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return seconds if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

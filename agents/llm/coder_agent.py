@@ -325,9 +325,19 @@ class CoderAgent:
             result.stop_reason = "verification is off: LLM candidates cannot be judged"
             return None, ""
         self.progress("verifying", f"LLM candidate {attempt.index}: verifying")
-        verdict = self.verify(path)
+        try:
+            verdict = self.verify(path)
+        except Exception as exc:  # noqa: BLE001 - a Verifier failure is no verdict
+            cancel = getattr(self.client, "cancel", None)
+            if cancel is not None and cancel.is_set():
+                raise  # the pipeline's cancellation (its progress callback raises it)
+            redact = getattr(self.client, "redact", str)
+            verdict = Verdict("could_not_verify", [Reason(
+                "verifier_error",
+                redact(f"the Verifier failed: {type(exc).__name__}: {exc}")[:1000])])
         attempt.verdict = verdict
-        if verdict.status == "could_not_verify":
+        if verdict.status != "accepted" and verdict.status != "rejected":
+            # could_not_verify (or a status this loop does not know): never an acceptance
             if "cancelled" in verdict.codes():
                 raise LlmCancelled("cancelled while verifying an LLM candidate")
             why = verdict.reasons[0].message if verdict.reasons else "could not verify"

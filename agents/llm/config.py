@@ -31,6 +31,11 @@ NO_KEY_PLACEHOLDER = "no-key"
 DEFAULT_ITERATIONS = 4  # matches the editor's kernelstitch.budget.iterations default
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "host.docker.internal")
+# Prefixes of API keys that are also valid variable names (Groq, Hugging Face, GitHub, Google...).
+_KEY_PREFIXES = ("sk-", "sk_", "gsk_", "hf_", "xai_", "ghp_", "github_pat_", "AIza")
+_KEY_IN_ENV_SETTING = (
+    "llm.api_key_env must be the NAME of an environment variable (letters, digits, "
+    "underscores), e.g. OPENAI_API_KEY, not the key itself")
 
 
 @dataclass(frozen=True)
@@ -80,13 +85,17 @@ class LlmConfig:
                       budget: Mapping[str, Any] | None = None) -> LlmConfig:
         """Merge the pipeline's `llm` and `budget` dicts; raises LlmConfigError naming the
         setting that is wrong.  Unknown keys are ignored; a literal key is refused."""
-        llm = dict(llm or {})
-        budget = dict(budget or {})
+        llm = _settings_dict(llm, "llm")
+        budget = _settings_dict(budget, "budget")
         for secret in ("api_key", "apiKey", "key"):
             if llm.get(secret):
                 raise LlmConfigError(
                     f"llm.{secret}: API keys are never read from settings; put the key in an "
                     "environment variable and name it in llm.api_key_env (--llm-api-key-env)")
+        if looks_like_key(llm.get("api_key_env")):
+            # Refused before a config exists: the value must not reach describe(), a report or
+            # the run store (and the message does not repeat it).
+            raise LlmConfigError(_KEY_IN_ENV_SETTING)
         d = cls()
         values: dict[str, Any] = {
             "base_url": _text(llm, "base_url", d.base_url).strip(),
@@ -124,10 +133,9 @@ class LlmConfig:
                 raise LlmConfigError(
                     f"llm.base_url {self.base_url!r} is not an http(s) URL; expected e.g. "
                     "http://localhost:8000/v1 (vLLM) or http://localhost:11434/v1 (Ollama)")
-        if self.api_key_env and not _ENV_NAME.match(self.api_key_env):
-            raise LlmConfigError(
-                "llm.api_key_env must be the NAME of an environment variable (letters, digits, "
-                "underscores), not the key itself")
+        if self.api_key_env and (not _ENV_NAME.match(self.api_key_env)
+                                 or looks_like_key(self.api_key_env)):
+            raise LlmConfigError(_KEY_IN_ENV_SETTING)
         from kernelstitch.agents.llm.prompts import available_versions
 
         if self.prompt_version not in available_versions():
@@ -155,6 +163,24 @@ def resolve_api_key(config: LlmConfig, environ: Mapping[str, str] | None = None)
         "a local server; set the variable if the endpoint needs one)")
 
 
+def looks_like_key(name: Any) -> bool:
+    """True when an api_key_env value is probably the key itself (a known key prefix, or a long
+    random-looking token): it is then refused without being echoed anywhere."""
+    if not isinstance(name, str):
+        return False
+    name = name.strip()
+    if len(name) < 20:  # real keys are longer; short names like hf_token are names
+        return False
+    if name.startswith(_KEY_PREFIXES):
+        return True
+    if len(name) < 32:
+        return False
+    has_digit = any(c.isdigit() for c in name)
+    mixed_case = any(c.islower() for c in name) and any(c.isupper() for c in name)
+    hex_token = all(c in "0123456789abcdefABCDEF" for c in name)
+    return has_digit and (mixed_case or hex_token)
+
+
 def redact(text: str, *secrets: str | None) -> str:
     """`text` with each secret (of 4+ characters) replaced by `<redacted>`."""
     for secret in secrets:
@@ -165,27 +191,42 @@ def redact(text: str, *secrets: str | None) -> str:
 
 # ---- lenient readers with precise errors ------------------------------------------------------
 
-def _text(data: Mapping[str, Any], key: str, default: str, where: str = "llm") -> str:
+def _settings_dict(data: Any, where: str) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise LlmConfigError(f"the {where} settings must be an object of name: value pairs, got "
+                             f"{type(data).__name__}")
+    return dict(data)
+
+
+def _typed(data: Mapping[str, Any], key: str, default: Any, kind: type | tuple[type, ...],
+           expected: str, where: str) -> Any:
+    """data[key] if it is a `kind` (bool is not a number), `default` when absent or null."""
     value = data.get(key)
     if value is None:
         return default
-    if not isinstance(value, str):
-        raise LlmConfigError(f"{where}.{key}: expected a string, got {value!r}")
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise LlmConfigError(f"{where}.{key}: expected {expected}, got {value!r}")
     return value
+
+
+def _text(data: Mapping[str, Any], key: str, default: str, where: str = "llm") -> str:
+    return _typed(data, key, default, str, "a string", where)
 
 
 def _number(data: Mapping[str, Any], key: str, default: float, *, minimum: float,
             where: str = "llm") -> float:
-    value = data.get(key)
+    value = _typed(data, key, None, (int, float, str), "a number", where)
     if value is None:
         return default
-    if isinstance(value, bool):
-        raise LlmConfigError(f"{where}.{key}: expected a number, got {value!r}")
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except ValueError:
         raise LlmConfigError(f"{where}.{key}: expected a number, got {value!r}") from None
-    if math.isnan(number) or number < minimum:
+    if not math.isfinite(number):
+        raise LlmConfigError(f"{where}.{key}: must be a finite number, got {value!r}")
+    if number < minimum:
         raise LlmConfigError(f"{where}.{key}: must be at least {minimum:g}, got {value!r}")
     return number
 
@@ -199,9 +240,4 @@ def _optional_int(data: Mapping[str, Any], key: str) -> int | None:
 
 
 def _flag(data: Mapping[str, Any], key: str, default: bool) -> bool:
-    value = data.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise LlmConfigError(f"llm.{key}: expected true or false, got {value!r}")
-    return value
+    return _typed(data, key, default, bool, "true or false", "llm")

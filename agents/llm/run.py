@@ -7,7 +7,8 @@
 * without a verdict (no GPU: "could not verify", or verification off) an LLM candidate never
   replaces a built-in candidate; it stays on disk under `llm/attempt-N/` for inspection;
 * any LLM failure (configuration, unreachable endpoint, persistent 5xx, budgets, malformed
-  replies) keeps the built-in result and says why in the report.
+  replies, a Verifier or other error mid-path) keeps the built-in result and says why in the
+  report.
 Cancellation raises `LlmCancelled` (the pipeline turns it into a cancelled job).
 
 Everything is stored in the run store of the generate run: every request/reply (artifact kind
@@ -138,16 +139,16 @@ def run_llm_path(
         progress("coding", f"LLM: {exc}")
         return _finish(outcome, store, run_id, started)
     outcome.key_note = client.key_note
-    store.add_artifact(run_id, "log", "llm/config.json", {
-        "settings": config.public(), "endpoint": config.endpoint,
-        "prompt_version": config.prompt_version, "prompts": prompts.manifest(),
-        "key": (f"read from ${config.api_key_env}" if config.api_key_env else "none")
-        + (f" ({client.key_note})" if client.key_note else ""),
-    })
-    progress("planning", f"LLM: {config.describe()}")
-    if client.key_note:
-        progress("planning", f"LLM: {client.key_note}")
     try:
+        store.add_artifact(run_id, "log", "llm/config.json", {
+            "settings": config.public(), "endpoint": config.endpoint,
+            "prompt_version": config.prompt_version, "prompts": prompts.manifest(),
+            "key": (f"read from ${config.api_key_env}" if config.api_key_env else "none")
+            + (f" ({client.key_note})" if client.key_note else ""),
+        })
+        progress("planning", f"LLM: {config.describe()}")
+        if client.key_note:
+            progress("planning", f"LLM: {client.key_note}")
         _plan(inputs, client, prompts, config, outcome, store, run_id, progress)
         if outcome.plan is None:
             outcome.error = outcome.error or "no plan to implement"
@@ -155,13 +156,20 @@ def run_llm_path(
             return _finish(outcome, store, run_id, started, client)
         _code(inputs, client, prompts, config, outcome, verify, store, run_id, progress,
               profile_fn)
-    except LlmError as exc:  # transport/budget failure in the planner
-        if isinstance(exc, LlmCancelled):
+    except LlmCancelled:
+        client.close()
+        raise
+    except Exception as exc:  # noqa: BLE001 - see below
+        if cancel.is_set():  # the pipeline's own cancellation (its progress callback raises)
             client.close()
             raise
-        outcome.error = str(exc)
+        # A transport/budget failure (LlmError) or a bug mid-path: whatever the LLM path had
+        # found is dropped and the built-in candidate stays the result.
+        outcome.use_llm, outcome.source, outcome.verdict = False, None, None
+        outcome.error = (str(exc) if isinstance(exc, LlmError) else client.redact(
+            f"the LLM path failed unexpectedly: {type(exc).__name__}: {exc}")[:2000])
         outcome.decision = "the LLM path stopped early"
-    except BaseException:  # the pipeline's own cancellation, bugs: release the connection
+    except BaseException:  # KeyboardInterrupt, SystemExit: release the connection
         client.close()
         raise
     return _finish(outcome, store, run_id, started, client)

@@ -199,9 +199,11 @@ def _recompute_prologue(graph: Graph):
         if all(u in inside for c in chain for u in users.get(c.name, [])):
             continue  # nothing else reads the chain: plain prologue fusion
         full = src.meta.shape if src.meta else None
-        big = [l for l in leaves if graph.node(l).meta and graph.node(l).meta.shape == full]
-        if not big or len(big) > MAX_RECOMPUTED_LEAVES or any(l in [c.name for c in chain]
-                                                              for l in leaves):
+        big = [leaf for leaf in leaves
+               if graph.node(leaf).meta and graph.node(leaf).meta.shape == full]
+        chain_names = {c.name for c in chain}
+        if not big or len(big) > MAX_RECOMPUTED_LEAVES or any(leaf in chain_names
+                                                              for leaf in leaves):
             continue
         order = {n.name: k for k, n in enumerate(graph.nodes)}
         chain.sort(key=lambda n: order[n.name])

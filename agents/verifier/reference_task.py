@@ -10,7 +10,6 @@ torch.compile timings.
 from __future__ import annotations
 
 import time
-
 from pathlib import Path
 from typing import Any
 

@@ -19,9 +19,10 @@ import ast
 import importlib.util
 import itertools
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # Base-class spellings that make a class an nn.Module without looking further.
 _MODULE_BASES = {"Module", "nn.Module", "torch.nn.Module"}

@@ -136,7 +136,8 @@ class RunStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise RunStoreError(f"cannot create the folder of the run store {self.path}: {exc}")
+            raise RunStoreError(
+                f"cannot create the folder of the run store {self.path}: {exc}") from exc
         self._open()
         self.merge_pending()
 
