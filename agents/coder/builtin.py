@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelstitch.agents.codegen.common import (
+from kernelstitch.agents.codegen import (
     EXTRA_CFLAGS,
     EXTRA_CUDA_CFLAGS,
     EXTRA_LDFLAGS,
+    KernelSource,
     build_extension_sources,
+    emit,
 )
-from kernelstitch.agents.codegen.spec import ElementwiseSpec, GemmSpec, KernelSource, ReductionSpec
 from kernelstitch.agents.coder.program import CoderError, Program
 from kernelstitch.agents.coder.signature import constructor_signature
 from kernelstitch.agents.coder.wrapper import render_candidate
@@ -52,21 +53,8 @@ class Candidate:
 
 
 def emit_kernel(spec: dict[str, Any]) -> KernelSource:
-    """The emitter for one step's spec JSON."""
-    parsed = spec_from_json(spec)
-    if isinstance(parsed, ElementwiseSpec):
-        from kernelstitch.agents.codegen.elementwise import emit_elementwise
-
-        return emit_elementwise(parsed)
-    if isinstance(parsed, ReductionSpec):
-        from kernelstitch.agents.codegen.reduction import emit_reduction
-
-        return emit_reduction(parsed)
-    if isinstance(parsed, GemmSpec):
-        from kernelstitch.agents.codegen.gemm import emit_gemm
-
-        return emit_gemm(parsed)
-    raise CoderError(f"no emitter for spec {spec.get('type')!r}")
+    """The kernel source of one step's spec JSON (spec_from_json rejects unknown types)."""
+    return emit(spec_from_json(spec))
 
 
 def code_builtin(plan: Plan, graph: Graph, reference_path: str | Path,
