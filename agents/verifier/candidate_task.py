@@ -32,6 +32,8 @@ from kernelstitch.agents.verifier.gpu_common import (
     is_cuda_fatal,
     pick_device,
     profile_calls,
+    ranges_overlap,
+    storage_ranges,
     strict_fp32,
 )
 from kernelstitch.agents.verifier.inputs import case_inputs, to_device
@@ -100,19 +102,6 @@ def _load_failure(exc: BaseException, source: str) -> dict[str, Any]:
 def _tamper_failures(before: dict[str, object]) -> list[dict[str, Any]]:
     return [_failure_json(code, f"{name} was replaced at run time", name=name)
             for code, name in tamper.changed(before)]
-
-
-def _ranges(values: list[Any]) -> list[tuple[int, int]]:
-    found = []
-    for v in values:
-        if isinstance(v, torch.Tensor) and v.numel():
-            start = v.untyped_storage().data_ptr()
-            found.append((start, start + v.untyped_storage().nbytes()))
-    return found
-
-
-def _overlaps(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
-    return any(lo < hi2 and lo2 < hi for lo, hi in a for lo2, hi2 in b)
 
 
 class _Occupier:
@@ -223,11 +212,11 @@ def run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any]
     info = [{"device": str(v.device), "contiguous": v.is_contiguous(),
              "strides": list(v.stride())} if isinstance(v, torch.Tensor) else {} for v in leaves]
     cpu_leaves = [_to_cpu(v) if isinstance(v, torch.Tensor) else v for v in leaves]
-    out_ranges = _ranges(leaves)
-    if not state.ref_aliases and _overlaps(out_ranges, _ranges(dev_inputs)):
+    out_ranges = storage_ranges(leaves)
+    if not state.ref_aliases and ranges_overlap(out_ranges, storage_ranges(dev_inputs)):
         failures.append(_failure_json("output_aliases_input",
                                       "an output shares memory with an input"))
-    if _overlaps(out_ranges, _ranges(state.previous)):
+    if ranges_overlap(out_ranges, storage_ranges(state.previous)):
         failures.append(_failure_json(
             "output_reused_across_calls", "an output shares memory with the previous call's "
             "output (a returned tensor must not be overwritten by the next call)"))

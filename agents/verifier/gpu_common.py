@@ -56,6 +56,20 @@ def profile_calls(fn: Callable[[int], Any], calls: int, with_cuda: bool,
         return json.loads(path.read_text(encoding="utf-8"))
 
 
+def storage_ranges(values: list[Any]) -> list[tuple[int, int]]:
+    """[start, end) byte ranges of the storages behind the non-empty tensors in `values`."""
+    ranges = []
+    for v in values:
+        if isinstance(v, torch.Tensor) and v.numel():
+            start = v.untyped_storage().data_ptr()
+            ranges.append((start, start + v.untyped_storage().nbytes()))
+    return ranges
+
+
+def ranges_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return any(lo < hi2 and lo2 < hi for lo, hi in a for lo2, hi2 in b)
+
+
 def describe_exception(exc: BaseException) -> str:
     chain = []
     current: BaseException | None = exc

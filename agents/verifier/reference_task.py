@@ -20,6 +20,8 @@ from kernelstitch.agents.verifier.gpu_common import (
     describe_exception,
     pick_device,
     profile_calls,
+    ranges_overlap,
+    storage_ranges,
     strict_fp32,
 )
 from kernelstitch.agents.verifier.inputs import (
@@ -45,21 +47,8 @@ def _case_list(seeds: list[int], variants: list[Any]) -> list[dict[str, Any]]:
     return cases
 
 
-def _storage_ranges(values: list[Any]) -> list[tuple[int, int]]:
-    ranges = []
-    for v in values:
-        if isinstance(v, torch.Tensor) and v.numel():
-            start = v.untyped_storage().data_ptr()
-            ranges.append((start, start + v.untyped_storage().nbytes()))
-    return ranges
-
-
 def _aliases(outputs: list[Any], inputs: list[Any]) -> bool:
-    ins = _storage_ranges(inputs)
-    for lo, hi in _storage_ranges(outputs):
-        if any(lo < b and a < hi for a, b in ins):
-            return True
-    return False
+    return ranges_overlap(storage_ranges(outputs), storage_ranges(inputs))
 
 
 def timing_input_sets(problem, seeds: list[int], device: torch.device) -> list[list[Any]]:
