@@ -41,6 +41,10 @@ def vector_width(dtypes: list[DType] | tuple[DType, ...]) -> int:
     return 16 // min(ELEMENT_SIZE[d] for d in dtypes)
 
 
+# Values a thread of the block path's scalar (VEC == 1) row kernel caches: the kernel's MAXV
+# (reduction.py) and the host plan that sizes its blocks (KS_BLOCK_SCALAR_VALUES) both read this.
+BLOCK_SCALAR_VALUES = 16
+
 SHARED_TYPES = r"""
 #ifndef KS_SHARED_TYPES_H
 #define KS_SHARED_TYPES_H
@@ -49,7 +53,7 @@ SHARED_TYPES = r"""
 
 #define KS_MAX_RANK 6
 #define KS_ROW_CAP 16384   /* longest row the register-cached row kernels take */
-#define KS_BLOCK_SCALAR_VALUES 16  /* values per thread of the block path's VEC == 1 kernel */
+#define KS_BLOCK_SCALAR_VALUES @BLOCK_SCALAR_VALUES@  /* values per thread of the block path's VEC == 1 kernel */
 
 // How an operand maps the linear index i of the iteration space (contiguous, row-major) to an
 // element offset.  Chosen at run time by the binding from the operand's expanded strides.
@@ -153,7 +157,7 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
   return p;
 }
 #endif  // KS_SHARED_TYPES_H
-"""
+""".replace("@BLOCK_SCALAR_VALUES@", str(BLOCK_SCALAR_VALUES))
 
 CUDA_PRELUDE = (
     r"""

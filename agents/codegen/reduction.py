@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from string import Template
 
 from kernelstitch.agents.codegen.common import (
+    BLOCK_SCALAR_VALUES,
     CUDA_PRELUDE,
     CUDA_TYPE,
     TORCH_DTYPE,
@@ -84,9 +85,9 @@ def _row_loads(ks: tuple[int, ...], col: str, prefix: str = "a") -> str:
 
 
 def _row_values(warp: bool, vec: int) -> int:
-    """MAXV of a row kernel: 32 cached values per thread, 16 (KS_BLOCK_SCALAR_VALUES) for the
-    block path's scalar kernel, whose host plan sizes its blocks for that."""
-    cap = 32 if warp or vec > 1 else 16
+    """MAXV of a row kernel: 32 cached values per thread, BLOCK_SCALAR_VALUES for the block
+    path's scalar kernel, whose host plan sizes its blocks for that."""
+    cap = 32 if warp or vec > 1 else BLOCK_SCALAR_VALUES
     return max(1, cap // vec)
 
 
