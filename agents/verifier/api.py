@@ -110,10 +110,16 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
 
     def timed(stage: str, task: str, args: dict) -> TaskOutcome:
         start = time.monotonic()
+        outcome = None
         try:
-            return run_task(task, args, remaining(), options.device, cancel)
+            outcome = run_task(task, args, remaining(), options.device, cancel)
+            return outcome
         finally:
             stage_seconds[stage] = round(time.monotonic() - start, 3)
+            # the worker's own breakdown (process start-up is the stage's remainder)
+            sections = (outcome.result or {}).get("seconds") if outcome and outcome.ok else None
+            for name, seconds in (sections or {}).items():
+                stage_seconds[f"{stage}.{name}"] = seconds
 
     def finish() -> Verdict:
         verdict = assemble(inputs)

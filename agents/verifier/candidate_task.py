@@ -36,9 +36,14 @@ from kernelstitch.agents.verifier.gpu_common import (
     storage_ranges,
     strict_fp32,
 )
-from kernelstitch.agents.verifier.inputs import case_inputs, to_device
+from kernelstitch.agents.verifier.inputs import (
+    case_inputs,
+    input_generation_seconds,
+    to_device,
+)
 from kernelstitch.agents.verifier.poison import poison_allocator
 from kernelstitch.agents.verifier.reference_task import timing_input_sets
+from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
 
 from kernelstitch.core.problem import ProblemError, import_file, load_problem
@@ -72,6 +77,7 @@ class _State:
     occupier: Any = None  # keeps every SM busy while forward launches (see _Occupier)
     previous: list[Any] = field(default_factory=list)  # last call's outputs, kept alive
     checks: list[dict[str, Any]] = field(default_factory=list)
+    watch: Stopwatch = field(default_factory=Stopwatch)
 
 
 def _failure_json(code: str, message: str, **detail: Any) -> dict[str, Any]:
@@ -180,6 +186,11 @@ def _call(state: _State, inputs: list[Any]) -> Any:
 
 def run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any]:
     """One checked call: poisoned memory, fresh inputs, every output and input property."""
+    with state.watch.section("checks"):
+        return _run_check(state, case, label)
+
+
+def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any]:
     record: dict[str, Any] = {"name": f"{label}:{case['id']}", "case": case["id"],
                               "seed": case["seed"], "shapes": case.get("input_shapes"),
                               "failures": []}
@@ -238,7 +249,9 @@ def run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any]
 
 
 def _time_candidate(state: _State, sets, flush, budget_s: float) -> dict[str, Any]:
-    return timing.time_function(lambda inputs: _call(state, inputs), sets, flush, min_runs=15, budget_s=budget_s).to_json()
+    with state.watch.section("timing"):
+        return timing.time_function(lambda inputs: _call(state, inputs), sets, flush,
+                                    min_runs=15, budget_s=budget_s).to_json()
 
 
 def _profile_candidate(state: _State, inputs: list[Any]) -> dict[str, Any]:
@@ -262,9 +275,10 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
                    ref_mutates: bool = False, ref_aliases: bool = False,
                    timing_budget_s: float = 2.0) -> dict[str, Any]:
     before = tamper.snapshot()
+    load_start = timing.now()
     result: dict[str, Any] = {"phase": phase, "load_failure": None, "checks": [],
                               "tamper": [], "profile": None, "timing": None, "fatal": None,
-                              "notes": []}
+                              "notes": [], "seconds": {}}
     if not torch.cuda.is_available():
         result["load_failure"] = _failure_json("runtime_error", "no CUDA device")
         return result
@@ -293,6 +307,7 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
     state = _State(model, problem, dev, ref_outputs, ref_mutates, ref_aliases,
                    snapshot_stream=_Stream(device=dev, priority=-1),
                    occupier=_make_occupier(dev, result["notes"]))
+    state.watch.add("load", timing.now() - load_start)
     try:
         if phase == "variants":
             for case in cases:
@@ -304,6 +319,8 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
         result["fatal"] = str(exc)[:2000]
     result["checks"] = state.checks
     result["tamper"] = _dedupe(result["tamper"] + _tamper_failures(before))
+    state.watch.add("of_which_inputs", input_generation_seconds())
+    result["seconds"] = state.watch.to_json()
     return result
 
 
@@ -335,7 +352,8 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
             "call but fails after warm-up and timing runs"))
     inputs = to_device(case_inputs(state.problem, cases[0]["seed"]), state.device)
     try:
-        result["profile"] = _profile_candidate(state, inputs)
+        with state.watch.section("profile"):
+            result["profile"] = _profile_candidate(state, inputs)
     except _Fatal:
         raise
     except Exception as exc:

@@ -26,11 +26,13 @@ from kernelstitch.agents.verifier.gpu_common import (
 )
 from kernelstitch.agents.verifier.inputs import (
     case_inputs,
+    input_generation_seconds,
     input_shapes,
     shape_variants,
     to_device,
     total_bytes,
 )
+from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
 
 from kernelstitch.core.problem import load_problem
@@ -68,15 +70,50 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
                    timing_budget_s: float = 2.0) -> dict[str, Any]:
     if not torch.cuda.is_available():
         return {"cuda": False, "torch": torch.__version__}
-    dev = pick_device(device)
-    strict_fp32()
-    notes: list[str] = []
-    problem = load_problem(Path(path), module)
-    torch.manual_seed(seeds[0])
-    model = problem.build()
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()},
-               Path(work_dir) / "ref_state.pt")
-    model = model.to(dev)
+    watch = Stopwatch()
+    with watch.section("build"):
+        dev = pick_device(device)
+        strict_fp32()
+        notes: list[str] = []
+        problem = load_problem(Path(path), module)
+        torch.manual_seed(seeds[0])
+        model = problem.build()
+        torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()},
+                   Path(work_dir) / "ref_state.pt")
+        model = model.to(dev)
+    result = _reference_outputs(problem, model, dev, seeds, work_dir, shape_variants_count,
+                                notes, watch)
+    if timing_on:
+        result["timing"] = _time_reference(model, problem, seeds, dev, compare_compile,
+                                           timing_budget_s, notes, watch)
+    watch.add("of_which_inputs", input_generation_seconds())
+    result["seconds"] = watch.to_json()
+    return result
+
+
+def _reference_outputs(problem, model, dev, seeds, work_dir, shape_variants_count, notes,
+                       watch: Stopwatch) -> dict[str, Any]:
+    with watch.section("cases"):
+        cases, variants, outputs, mutates, aliases, nondeterministic = _run_cases(
+            problem, model, dev, seeds, work_dir, shape_variants_count, notes)
+    with watch.section("op_trace"):
+        first_inputs = to_device(case_inputs(problem, seeds[0]), dev)
+        with torch.no_grad():
+            trace = profile_calls(lambda _i: model(*first_inputs), 1, with_cuda=False)
+        ops = sorted({op for call in summarize_trace(trace) for op, _ in call.ops})
+
+    result: dict[str, Any] = {
+        "cuda": True, "device_name": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+        "cases": cases, "variants": variants, "reference_ops": ops,
+        "mutates_inputs": mutates, "output_aliases_input": aliases,
+        "nondeterministic": nondeterministic, "notes": notes,
+        "state_keys": sorted(model.state_dict().keys()),
+    }
+    return result
+
+
+def _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count, notes):
+    """Outputs of every case (the problem's shapes, then the variants), saved for the candidate."""
 
     def runs_on_device(shapes) -> bool:
         try:
@@ -112,23 +149,7 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
                                for o in out]
     nondeterministic = _nondeterministic(model, problem, cases[0], outputs, dev)
     torch.save(outputs, Path(work_dir) / "ref_outputs.pt")
-
-    first_inputs = to_device(case_inputs(problem, seeds[0]), dev)
-    with torch.no_grad():
-        trace = profile_calls(lambda _i: model(*first_inputs), 1, with_cuda=False)
-    ops = sorted({op for call in summarize_trace(trace) for op, _ in call.ops})
-
-    result: dict[str, Any] = {
-        "cuda": True, "device_name": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-        "cases": cases, "variants": variants, "reference_ops": ops,
-        "mutates_inputs": mutates, "output_aliases_input": aliases,
-        "nondeterministic": nondeterministic, "notes": notes,
-        "state_keys": sorted(model.state_dict().keys()),
-    }
-    if timing_on:
-        result["timing"] = _time_reference(model, problem, seeds, dev, compare_compile,
-                                           timing_budget_s, notes)
-    return result
+    return cases, variants, outputs, mutates, aliases, nondeterministic
 
 
 def _nondeterministic(model, problem, case, outputs, dev) -> str | None:
@@ -141,7 +162,8 @@ def _nondeterministic(model, problem, case, outputs, dev) -> str | None:
     return failures[0].message if failures else None
 
 
-def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes) -> dict:
+def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes,
+                    watch: Stopwatch) -> dict:
     sets = timing_input_sets(problem, seeds, dev)
     flush = timing.L2Flusher(dev)
 
@@ -149,8 +171,9 @@ def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes
         with torch.no_grad():
             return model(*inputs)
 
-    result = {"eager": timing.time_function(eager, sets, flush, budget_s=budget_s).to_json(),
-              "rotated_sets": len(sets), "compiled": None}
+    with watch.section("eager_timing"):
+        eager_result = timing.time_function(eager, sets, flush, budget_s=budget_s).to_json()
+    result = {"eager": eager_result, "rotated_sets": len(sets), "compiled": None}
     if compare_compile:
         try:
             compiled_model = torch.compile(model)
@@ -160,11 +183,13 @@ def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes
                     return compiled_model(*inputs)
 
             start = time.perf_counter()
-            compiled(sets[0])  # compiles: not timed, but said (it dominates a verification)
+            with watch.section("compile"):
+                compiled(sets[0])  # compiles: not timed, but said (it dominates a verification)
             notes.append(f"torch.compile of the reference took {time.perf_counter() - start:.1f} s "
                          "(first call, not part of its timing)")
-            result["compiled"] = timing.time_function(compiled, sets, flush,
-                                                      budget_s=budget_s).to_json()
+            with watch.section("compiled_timing"):
+                result["compiled"] = timing.time_function(compiled, sets, flush,
+                                                          budget_s=budget_s).to_json()
         except Exception as exc:  # torch.compile failing is the reference's business, not ours
             notes.append(f"torch.compile of the reference failed: {describe_exception(exc)[:300]}")
     return result

@@ -1,0 +1,73 @@
+"""The Verifier's case inputs: cached per process without changing what a case is (CPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelstitch.agents.verifier.inputs import CaseInputCache, seeded_inputs, to_device
+from kernelstitch.agents.verifier.stopwatch import Stopwatch
+
+
+class _Problem:
+    """The two methods the cache uses, counting how often inputs are generated."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def inputs(self):
+        self.calls += 1
+        return [torch.randn(4, 6), 3, {"scale": [1.0]}]
+
+
+def test_cached_case_equals_a_fresh_generation_and_is_generated_once():
+    problem, cache = _Problem(), CaseInputCache()
+    first = cache.get(problem, 123)
+    again = cache.get(problem, 123)
+    other = cache.get(problem, 124)
+    assert problem.calls == 2
+    assert torch.equal(first[0], again[0]) and first is not again
+    assert not torch.equal(other[0], first[0])
+    assert torch.equal(first[0], seeded_inputs(problem, 123)[0])
+
+
+def test_non_tensor_values_are_copies_so_model_code_cannot_change_the_cache():
+    problem, cache = _Problem(), CaseInputCache()
+    cache.get(problem, 1)[2]["scale"].append(99.0)
+    assert cache.get(problem, 1)[2] == {"scale": [1.0]}
+
+
+def test_shape_variants_are_separate_entries():
+    problem, cache = _Problem(), CaseInputCache()
+    base = cache.get(problem, 5)
+    resized = cache.get(problem, 5, [[2, 3], None, None])
+    assert list(resized[0].shape) == [2, 3] and list(base[0].shape) == [4, 6]
+    assert torch.equal(resized[0].reshape(-1), base[0].reshape(-1)[:6])
+
+
+def test_the_cache_is_bounded_by_bytes():
+    problem = _Problem()
+    cache = CaseInputCache(max_bytes=4 * 6 * 4 * 2)  # room for two cases
+    for seed in range(4):
+        cache.get(problem, seed)
+    cache.get(problem, 0)  # evicted: generated again
+    assert problem.calls == 5
+    cache.get(problem, 3)  # still there
+    assert problem.calls == 5
+
+
+def test_to_device_copies_even_when_nothing_moves():
+    x = torch.randn(3)
+    (y,) = to_device([x], torch.device("cpu"))
+    y.add_(1)
+    assert not torch.equal(x, y)
+
+
+def test_stopwatch_accumulates_sections():
+    watch = Stopwatch()
+    with watch.section("a"):
+        pass
+    watch.add("a", 1.0)
+    watch.add("b", 0.25)
+    assert watch.to_json()["a"] >= 1.0 and watch.to_json()["b"] == 0.25
