@@ -221,6 +221,46 @@ def test_spec_validation():
 # ---------------------------------------------------------------- nvcc
 
 
+_SAFE_MESSAGE_ARG = re.compile(
+    r'^(".*"|"[^"]*"\s*#\w+\s*"[^"]*"|ks_str\(.*\)|name|t\.device\(\)|device|dtype|t\.scalar_type\(\)|t)$',
+    re.S)
+
+
+def _torch_check_message_args(source: str) -> list[str]:
+    """Every message argument (after the condition) of every TORCH_CHECK in `source`."""
+    args_out = []
+    for match in re.finditer(r"TORCH_CHECK\(", source):
+        depth, i, start, args = 1, match.end(), match.end(), []
+        while depth:
+            ch = source[i]
+            if ch == '"':  # skip string literals (they may hold commas and parentheses)
+                i = source.index('"', i + 1)
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            elif ch == "," and depth == 1:
+                args.append(source[start:i].strip())
+                start = i + 1
+            i += 1
+        args.append(source[start:i - 1].strip())
+        args_out += [a.replace("\\\n", " ").strip() for a in args[1:]]
+    return args_out
+
+
+def test_error_messages_stream_no_numbers():
+    """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
+    must go through ks_str (a string), never through operator<<."""
+    specs = elementwise_specs() + reduction_specs() + [
+        GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
+                 TensorArg("b", "float32"), "gelu", "float32")]
+    cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
+    args = _torch_check_message_args(cpp + cuda)
+    assert len(args) > 20  # the parser found the checks
+    unsafe = sorted({a for a in args if not _SAFE_MESSAGE_ARG.match(a)})
+    assert unsafe == []
+
+
 def _ptxas_report(text: str) -> dict[str, str]:
     """Kernel (mangled) name -> its 'N bytes spill stores, M bytes spill loads' line."""
     report, current = {}, None

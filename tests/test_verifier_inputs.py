@@ -1,4 +1,4 @@
-"""The Verifier's case inputs: cached per process without changing what a case is (CPU)."""
+"""Verifier speed-ups that must not change what is checked: case inputs cached per worker, stage timing, workers started ahead of their task (CPU)."""
 
 from __future__ import annotations
 
@@ -71,3 +71,21 @@ def test_stopwatch_accumulates_sections():
     watch.add("a", 1.0)
     watch.add("b", 0.25)
     assert watch.to_json()["a"] >= 1.0 and watch.to_json()["b"] == 0.25
+
+
+def test_a_started_worker_runs_its_task_after_preloading_and_is_closed():
+    from kernelstitch.agents.verifier.runner import StartedWorker, run_task
+
+    task = "kernelstitch.core.worker.builtin_tasks:ping"
+    worker = StartedWorker(task, None)
+    outcome = run_task(task, {}, 60, None, None, worker)
+    assert outcome.ok and outcome.result["pid"] > 0
+    assert worker.client.pid is None  # closed after its one task
+
+
+def test_preload_imports_only_our_own_modules():
+    from kernelstitch.core.worker.builtin_tasks import preload
+
+    assert preload("kernelstitch.agents.verifier.stats")["module"].endswith("stats")
+    with pytest.raises(ValueError):
+        preload("os")

@@ -507,10 +507,22 @@ BINDING_PRELUDE = (
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAException.h>
+#include <string>
 #include <vector>
 """
     + SHARED_TYPES
     + r"""
+// Numbers enter error messages as strings.  On the H100 image (torch 2.11, CUDA 13) an
+// integer streamed into a TORCH_CHECK message from this extension segfaulted inside
+// std::ostream (the extension's own num_put code against the process's locale); strings and
+// c10's own printers did not.
+static inline std::string ks_str(int64_t v) { return std::to_string(v); }
+static inline std::string ks_str(c10::IntArrayRef dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
 static inline void ks_check_tensor(const at::Tensor& t, const char* name, at::ScalarType dtype,
                                    const at::Device& device) {
   TORCH_CHECK(t.defined(), name, ": undefined tensor");

@@ -33,13 +33,13 @@ GEMM_PRELUDE = r"""
   do {                                                                                          \
     const cublasStatus_t ks_status = (expr);                                                    \
     TORCH_CHECK(ks_status == CUBLAS_STATUS_SUCCESS, "cuBLASLt: " #expr " failed with status ", \
-                (int)ks_status);                                                                \
+                ks_str((int64_t)ks_status));                                                    \
   } while (0)
 
 static inline cublasLtHandle_t ks_cublaslt_handle(int device) {
   static std::mutex mu;
   static cublasLtHandle_t handles[64] = {nullptr};
-  TORCH_CHECK(device >= 0 && device < 64, "cuBLASLt handle cache: device index ", device);
+  TORCH_CHECK(device >= 0 && device < 64, "cuBLASLt handle cache: device index ", ks_str(device));
   std::lock_guard<std::mutex> lock(mu);
   if (handles[device] == nullptr) KS_CUBLAS_CHECK(cublasLtCreate(&handles[device]));
   return handles[device];
@@ -113,7 +113,7 @@ static inline void ks_gemm_lt(const at::Tensor& x2, const at::Tensor& w, const a
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   KS_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, call.op, call.a, call.b, call.c, call.c, call.pref, 1, &heuristic, &found));
-  TORCH_CHECK(found > 0, "cuBLASLt found no algorithm for M=", M, " N=", N, " K=", K, " epilogue ", (int)epilogue);
+  TORCH_CHECK(found > 0, "cuBLASLt found no algorithm for M=", ks_str(M), " N=", ks_str(N), " K=", ks_str(K), " epilogue ", ks_str((int64_t)epilogue));
   const float alpha = 1.0f, beta = 0.0f;
   KS_CUBLAS_CHECK(cublasLtMatmul(handle, call.op, &alpha, w.data_ptr(), call.a, x2.data_ptr(), call.b, &beta,
                                  y2.data_ptr(), call.c, y2.data_ptr(), call.c, &heuristic.algo,
@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(256) {name}_gelu_kernel({t}* __restrict__ y, c
     if has_bias:
         bias_checks = f"""
   ks_check_tensor(bias, "{name}: bias", {torch_dtype}, device);
-  TORCH_CHECK(bias.dim() == 1 && bias.size(0) == N, "{name}: bias must have shape [", N, "], got ", bias.sizes());
+  TORCH_CHECK(bias.dim() == 1 && bias.size(0) == N, "{name}: bias must have shape [", ks_str(N), "], got ", ks_str(bias.sizes()));
   if (!bias.is_contiguous() || (reinterpret_cast<uintptr_t>(bias.data_ptr()) & 15u)) bias = bias.clone(at::MemoryFormat::Contiguous);"""
     binding = f"""{GEMM_PRELUDE}
 // ---- binding {name}: y = {spec.activation}(x @ W{"" if spec.weight_layout == "kn" else "^T"}{" + bias" if has_bias else ""}) via cuBLASLt ----
@@ -191,10 +191,10 @@ at::Tensor {name}(at::Tensor x, at::Tensor weight{bias_param}) {{
   ks_check_tensor(x, "{name}: x", {torch_dtype}, device);
   ks_check_tensor(weight, "{name}: weight", {torch_dtype}, device);
   TORCH_CHECK(x.dim() >= 1, "{name}: x must have at least one dimension");
-  TORCH_CHECK(weight.dim() == 2, "{name}: weight must be 2-d, got ", weight.sizes());
+  TORCH_CHECK(weight.dim() == 2, "{name}: weight must be 2-d, got ", ks_str(weight.sizes()));
   const int64_t K = x.size(-1);
   const bool w_kn = {w_kn};
-  TORCH_CHECK(weight.size(w_kn ? 0 : 1) == K, "{name}: x has K=", K, " but weight is ", weight.sizes());
+  TORCH_CHECK(weight.size(w_kn ? 0 : 1) == K, "{name}: x has K=", ks_str(K), " but weight is ", ks_str(weight.sizes()));
   const int64_t N = weight.size(w_kn ? 1 : 0);{bias_checks}
   const c10::cuda::CUDAGuard guard(device);
   std::vector<int64_t> out_shape(x.sizes().begin(), x.sizes().end() - 1);

@@ -513,7 +513,7 @@ def _binding(spec: ReductionSpec, roles: _Roles, name: str, vec: int, nf: int, l
         row_read += list(roles.epilogue)
     row_read = ", ".join(str(k) for k in row_read)
     if spec.kind == "layer_norm":
-        view = f"""  TORCH_CHECK(nd >= {spec.norm_ndim}, "{name}: layer_norm over {spec.norm_ndim} dims of a ", nd, "-d tensor");
+        view = f"""  TORCH_CHECK(nd >= {spec.norm_ndim}, "{name}: layer_norm over {spec.norm_ndim} dims of a ", ks_str(nd), "-d tensor");
   const int64_t split = nd - {spec.norm_ndim};
   for (int64_t k = 0; k < split; ++k) outer *= x_sizes[k];
   for (int64_t k = split; k < nd; ++k) R *= x_sizes[k];
@@ -527,10 +527,10 @@ def _binding(spec: ReductionSpec, roles: _Roles, name: str, vec: int, nf: int, l
         )
         view = f"""  int64_t dim = {spec.dim};
   if (nd == 0) {{
-    TORCH_CHECK(dim == 0 || dim == -1, "{name}: dim ", dim, " out of range for a 0-d tensor");
+    TORCH_CHECK(dim == 0 || dim == -1, "{name}: dim ", ks_str(dim), " out of range for a 0-d tensor");
   }} else {{
     if (dim < 0) dim += nd;
-    TORCH_CHECK(dim >= 0 && dim < nd, "{name}: dim {spec.dim} out of range for a ", nd, "-d tensor");
+    TORCH_CHECK(dim >= 0 && dim < nd, "{name}: dim {spec.dim} out of range for a ", ks_str(nd), "-d tensor");
     for (int64_t k = 0; k < dim; ++k) outer *= x_sizes[k];
     R = x_sizes[dim];
     for (int64_t k = dim + 1; k < nd; ++k) inner *= x_sizes[k];

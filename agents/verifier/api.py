@@ -22,6 +22,7 @@ from kernelstitch.agents.verifier.assemble import Inputs, assemble
 from kernelstitch.agents.verifier.runner import (
     CANDIDATE_TASK,
     REFERENCE_TASK,
+    StartedWorker,
     TaskOutcome,
     run_task,
 )
@@ -108,11 +109,12 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
 
     stage_seconds: dict[str, float] = {}
 
-    def timed(stage: str, task: str, args: dict) -> TaskOutcome:
+    def timed(stage: str, task: str, args: dict,
+              started: StartedWorker | None = None) -> TaskOutcome:
         start = time.monotonic()
         outcome = None
         try:
-            outcome = run_task(task, args, remaining(), options.device, cancel)
+            outcome = run_task(task, args, remaining(), options.device, cancel, started)
             return outcome
         finally:
             stage_seconds[stage] = round(time.monotonic() - start, 3)
@@ -126,35 +128,51 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
         verdict.stage_seconds = dict(stage_seconds)
         return verdict
 
+    # Each candidate phase's worker is started (imports only, no user code) while the stage
+    # before it runs, overlapping that stage's untimed start (build, first checks).
+    started: list[StartedWorker] = []
+
+    def start_candidate_worker() -> StartedWorker:
+        started.append(StartedWorker(CANDIDATE_TASK, options.device))
+        return started[-1]
+
     with tempfile.TemporaryDirectory(prefix="ks_verify_") as work_dir:
-        report("running the reference")
-        inputs.reference = timed("reference", REFERENCE_TASK, {
-            "path": str(reference), "module": info.name, "seeds": seeds, "work_dir": work_dir,
-            "shape_variants_count": options.shape_variants, "timing_on": timing_on,
-            "compare_compile": options.compare_compile, "device": device_arg,
-            "timing_budget_s": options.timing_budget_s,
-        })
-        ref = inputs.reference.result if inputs.reference.ok else None
-        if not ref or not ref.get("cuda") or ref.get("nondeterministic") or _cancelled(cancel):
-            return finish()
-        cases = ref["cases"]
-        common = {
-            "path": str(candidate), "reference_path": str(reference), "module": info.name,
-            "work_dir": work_dir, "device": device_arg,
-            "ref_mutates": ref["mutates_inputs"], "ref_aliases": ref["output_aliases_input"],
-            "timing_budget_s": options.timing_budget_s,
-        }
-        report("checking the candidate")
-        inputs.main = timed("candidate", CANDIDATE_TASK, {
-            **common, "phase": "main", "cases": [c for c in cases if c["variant"] is None],
-            "timing_on": timing_on, "timing_seeds": seeds,
-        })
-        variant_cases = [c for c in cases if c["variant"] is not None]
-        if variant_cases and _loaded(inputs.main) and not _cancelled(cancel):
-            report(f"checking {len(variant_cases)} other input shapes")
-            inputs.variants = timed("variants", CANDIDATE_TASK, {
-                **common, "phase": "variants", "cases": variant_cases, "timing_on": False,
+        try:
+            main_worker = start_candidate_worker()
+            report("running the reference")
+            inputs.reference = timed("reference", REFERENCE_TASK, {
+                "path": str(reference), "module": info.name, "seeds": seeds,
+                "work_dir": work_dir, "shape_variants_count": options.shape_variants,
+                "timing_on": timing_on, "compare_compile": options.compare_compile,
+                "device": device_arg, "timing_budget_s": options.timing_budget_s,
             })
+            ref = inputs.reference.result if inputs.reference.ok else None
+            if not ref or not ref.get("cuda") or ref.get("nondeterministic") \
+                    or _cancelled(cancel):
+                return finish()
+            cases = ref["cases"]
+            variant_cases = [c for c in cases if c["variant"] is not None]
+            common = {
+                "path": str(candidate), "reference_path": str(reference), "module": info.name,
+                "work_dir": work_dir, "device": device_arg,
+                "ref_mutates": ref["mutates_inputs"],
+                "ref_aliases": ref["output_aliases_input"],
+                "timing_budget_s": options.timing_budget_s,
+            }
+            variants_worker = start_candidate_worker() if variant_cases else None
+            report("checking the candidate")
+            inputs.main = timed("candidate", CANDIDATE_TASK, {
+                **common, "phase": "main", "cases": [c for c in cases if c["variant"] is None],
+                "timing_on": timing_on, "timing_seeds": seeds,
+            }, main_worker)
+            if variant_cases and _loaded(inputs.main) and not _cancelled(cancel):
+                report(f"checking {len(variant_cases)} other input shapes")
+                inputs.variants = timed("variants", CANDIDATE_TASK, {
+                    **common, "phase": "variants", "cases": variant_cases, "timing_on": False,
+                }, variants_worker)
+        finally:
+            for worker in started:
+                worker.close()
     report("done")
     return finish()
 

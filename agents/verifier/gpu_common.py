@@ -70,6 +70,11 @@ def ranges_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
     return any(lo < hi2 and lo2 < hi for lo, hi in a for lo2, hi2 in b)
 
 
+def as_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """The raw bytes of a tensor (NaN == NaN when comparing these)."""
+    return tensor.contiguous().reshape(-1).view(torch.uint8)
+
+
 def describe_exception(exc: BaseException) -> str:
     chain = []
     current: BaseException | None = exc

@@ -17,6 +17,7 @@ import torch
 from kernelstitch.agents.verifier import timing
 from kernelstitch.agents.verifier.compare import compare_outputs, flatten_outputs
 from kernelstitch.agents.verifier.gpu_common import (
+    as_bytes,
     describe_exception,
     pick_device,
     profile_calls,
@@ -130,9 +131,13 @@ def _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count, notes
     cases = _case_list(seeds, variants)
     outputs: dict[str, list[Any]] = {}
     mutates = aliases = False
+    first_outputs: list[Any] = []
     for case in cases:
         cpu_inputs = case_inputs(problem, case["seed"], case["shapes"])
         dev_inputs = to_device(cpu_inputs, dev)
+        # Device copies to spot in-place changes: comparing on the GPU, not through 1 GiB
+        # host copies, keeps this seconds faster on large problems.
+        originals = [v.clone() if isinstance(v, torch.Tensor) else None for v in dev_inputs]
         with torch.no_grad():
             out = flatten_outputs(model(*dev_inputs))
         torch.cuda.synchronize(dev)
@@ -143,22 +148,27 @@ def _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count, notes
              "dtype": str(o.dtype)} if isinstance(o, torch.Tensor) else None for o in out]
         aliases = aliases or _aliases(out, dev_inputs)
         mutates = mutates or any(
-            isinstance(a, torch.Tensor) and not torch.equal(a.cpu(), b)
-            for a, b in zip(dev_inputs, cpu_inputs))
+            isinstance(a, torch.Tensor) and not torch.equal(as_bytes(a), as_bytes(b))
+            for a, b in zip(dev_inputs, originals))
+        del originals
         outputs[case["id"]] = [o.detach().cpu() if isinstance(o, torch.Tensor) else o
                                for o in out]
-    nondeterministic = _nondeterministic(model, problem, cases[0], outputs, dev)
+        if not first_outputs:
+            first_outputs = out
+        del out
+    nondeterministic = _nondeterministic(model, problem, cases[0], first_outputs, dev)
+    del first_outputs
     torch.save(outputs, Path(work_dir) / "ref_outputs.pt")
     return cases, variants, outputs, mutates, aliases, nondeterministic
 
 
-def _nondeterministic(model, problem, case, outputs, dev) -> str | None:
-    """A reference that gives different answers for the same inputs cannot judge anything."""
+def _nondeterministic(model, problem, case, first: list[Any], dev) -> str | None:
+    """A reference that gives different answers for the same inputs cannot judge anything.
+    (Compared on the GPU: both sides are the reference's own outputs.)"""
     with torch.no_grad():
         again = flatten_outputs(model(*to_device(case_inputs(problem, case["seed"]), dev)))
-    again_cpu = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in again]
-    info = [{"device": "ref", "contiguous": True, "strides": []} for _ in again_cpu]
-    failures = compare_outputs(outputs[case["id"]], again_cpu, [], info, "ref")
+    info = [{"device": "ref", "contiguous": True, "strides": []} for _ in again]
+    failures = compare_outputs(first, again, [], info, "ref")
     return failures[0].message if failures else None
 
 

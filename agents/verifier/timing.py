@@ -1,8 +1,9 @@
 """GPU timing with CUDA events on the current stream, honest about what it measures.
 
-Per run: flush L2 (write a buffer twice the L2 size), rotate to the next input set, wait for an
-idle device, record a start event, call, record an end event.  Runs are adaptive: enough to fill a time budget, at
-least `min_runs`.  After each run the end event is synchronised and then the whole device:
+Warm-up: synchronised calls for at least 50 ms (and 3 calls); their mean sets how many timed
+runs fill the time budget (at least `min_runs`).  Per run: flush L2 (write a buffer twice the L2
+size), rotate to the next input set, wait for an idle device, record a start event, call, record
+an end event.  After each run the end event is synchronised and then the whole device:
 the time that device-wide synchronisation still takes is work the events did not see (a side
 stream, a deferred launch); its median is reported as `unaccounted_ms`.
 
@@ -63,8 +64,10 @@ def time_function(fn: Callable[[list[Any]], Any], input_sets: list[list[Any]],
     runs = 0
     while runs < WARMUP_MIN_RUNS or (_now() - warm_start) < WARMUP_S:
         fn(input_sets[runs % len(input_sets)])
+        # Synchronised per run: unsynchronised, 50 ms of host time queued hundreds of 40 ms
+        # GEMM calls (an 18 s warm-up on an H100) and the run count was set from the backlog.
+        _device_sync()
         runs += 1
-    _device_sync()
     per_run_s = max((_now() - warm_start) / runs, 1e-6)
     target = int(min(max(min_runs, budget_s / per_run_s), max_runs))
     result = TimingResult()

@@ -5,8 +5,12 @@ where `scale` is the root-mean-square of the reference output (1.0 when that is 
 absolute part follows the magnitude of the problem's values instead of a fixed 1e-5 that is
 meaningless for values around 1e4 and lax for values around 1e-6.
 
-* float32: rtol 1e-4, atol 1e-5 (tight: a candidate computing in fp16/bf16/tf32 fails).  The
-  reference is computed with TF32 disabled so this compares against true fp32.
+* float32: rtol 1e-4, atol 1e-4 (tight: a candidate computing in fp16/bf16/tf32 fails).  The
+  reference is computed with TF32 disabled so this compares against true fp32.  atol was 1e-5
+  until an H100 run of examples/mlp.py (an fp32 K = 16384 GEMM, cuBLASLt vs PyTorch's cuBLAS
+  on a 1025-row batch) put 2 of 4.2M honest outputs at 3.5e-5 x RMS from the reference:
+  accumulation-order noise, which 1e-4 covers with room while TF32 (~3e-4 x RMS typical) still
+  fails on most elements (tests/test_tolerances.py).
 * float16: rtol 1e-2, atol 1e-2 (about 10 ulp of fp16; fused kernels accumulate in fp32 and
   differ from PyTorch's op-by-op rounding).
 * bfloat16: rtol 2e-2, atol 2e-2 (bf16 has 3 fewer mantissa bits than fp16).
@@ -29,7 +33,7 @@ class Tolerance:
 
 
 TOLERANCES: dict[str, Tolerance] = {
-    "float32": Tolerance(rtol=1e-4, atol=1e-5),
+    "float32": Tolerance(rtol=1e-4, atol=1e-4),
     "float16": Tolerance(rtol=1e-2, atol=1e-2),
     "bfloat16": Tolerance(rtol=2e-2, atol=2e-2),
     "float64": Tolerance(rtol=1e-7, atol=1e-9),

@@ -27,6 +27,19 @@ def ping() -> dict[str, Any]:
     }
 
 
+def preload(module: str) -> dict[str, Any]:
+    """Import one of our modules now (a task's module, with torch), so a worker started ahead
+    of time answers its real call without the import cost.  Our own package only: this runs
+    no user code."""
+    import importlib
+
+    if module != "kernelstitch" and not module.startswith("kernelstitch."):
+        raise ValueError(f"preload takes kernelstitch modules only, got {module!r}")
+    start = time.perf_counter()
+    importlib.import_module(module)
+    return {"module": module, "seconds": time.perf_counter() - start}
+
+
 def sleep(seconds: float) -> float:
     time.sleep(float(seconds))
     return float(seconds)
