@@ -1,0 +1,61 @@
+"""The Verifier's output comparison on CPU tensors: unwritten (poisoned) elements, NaN/Inf
+rules and tolerances, for every dtype width the poison check reads."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelstitch.agents.verifier.compare import compare_tensor
+
+
+def _codes(ref, cand):
+    return [f.code for f in compare_tensor(0, ref, cand, None, "cuda:0", "cuda:0", True,
+                                           tuple(cand.stride()))]
+
+
+def _poison(t: torch.Tensor, index: int) -> torch.Tensor:
+    out = t.clone()
+    width = out.element_size()
+    out.reshape(-1).view(torch.uint8)[index * width:(index + 1) * width] = 0xFF
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64,
+                                   torch.int32, torch.int64, torch.int8])
+def test_an_unwritten_element_is_found_in_every_width(dtype):
+    ref = (torch.randn(64, 33) * 10).to(dtype)
+    assert _codes(ref, ref.clone()) == []
+    failures = compare_tensor(0, ref, _poison(ref, 100), None, "cuda:0", "cuda:0", True, (33, 1))
+    assert [f.code for f in failures] == ["unwritten_output"]
+    assert failures[0].detail["unwritten"] == 1 and failures[0].detail["first_index"] == 100
+
+
+def test_nan_where_the_reference_is_finite_fails():
+    ref = torch.randn(1000)
+    cand = ref.clone()
+    cand[7] = float("nan")
+    assert _codes(ref, cand) == ["nan_or_inf"]
+
+
+def test_non_finite_reference_values_must_be_matched_and_do_not_skew_the_scale():
+    ref = torch.randn(1000)
+    ref[3], ref[4] = float("inf"), float("nan")
+    assert _codes(ref, ref.clone()) == []
+    moved = ref.clone()
+    moved[3] = 0.0
+    assert _codes(ref, moved) == ["wrong_output"]  # a finite value where the reference is inf
+    swapped = ref.clone()
+    swapped[3] = float("-inf")
+    assert _codes(ref, swapped) == ["wrong_output"]
+    off = ref.clone()
+    off[10] += 1e-2  # far outside fp32 tolerance of an RMS-1 output (inf/nan excluded)
+    assert _codes(ref, off) == ["wrong_output"]
+
+
+def test_integer_outputs_must_match_exactly():
+    ref = torch.arange(100, dtype=torch.int64)
+    cand = ref.clone()
+    cand[5] += 1
+    assert _codes(ref, cand) == ["wrong_output"]
