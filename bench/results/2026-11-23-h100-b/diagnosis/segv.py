@@ -1,8 +1,15 @@
-import sys
 import torch
+from kernelstitch.agents.codegen import (
+    EXTRA_CFLAGS,
+    EXTRA_CUDA_CFLAGS,
+    EXTRA_LDFLAGS,
+    ReductionSpec,
+    TensorArg,
+    build_extension_sources,
+    emit,
+)
 from torch.utils.cpp_extension import load_inline
-from kernelstitch.agents.codegen import (EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS,
-                                         ReductionSpec, TensorArg, build_extension_sources, emit)
+
 specs = [ReductionSpec("t_sum_d1", "sum", (TensorArg("x", "float32"),), dim=1, keepdim=True,
                        out_dtype="float32"),
          ReductionSpec("t_sum_last", "sum", (TensorArg("x", "float32"),), dim=-1, keepdim=False,
