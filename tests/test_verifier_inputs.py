@@ -70,7 +70,9 @@ def test_stopwatch_accumulates_sections():
         pass
     watch.add("a", 1.0)
     watch.add("b", 0.25)
+    watch.add_since("c", watch.now() - 2.0)
     assert watch.to_json()["a"] >= 1.0 and watch.to_json()["b"] == 0.25
+    assert watch.to_json()["c"] >= 2.0
 
 
 def test_a_started_worker_runs_its_task_after_preloading_and_is_closed():

@@ -28,6 +28,7 @@ from kernelstitch.agents.verifier.compare import (
 )
 from kernelstitch.agents.verifier.diagnostics import map_diagnostics
 from kernelstitch.agents.verifier.gpu_common import (
+    as_bytes,
     describe_exception,
     is_cuda_fatal,
     pick_device,
@@ -159,17 +160,13 @@ def _snapshot_after_current_stream(leaves: list[Any], device, stream) -> list[tu
     return snaps
 
 
-def _bytes(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.contiguous().reshape(-1).view(torch.uint8)
-
-
 def _changed_after_return(leaves, snaps) -> bool:
     for leaf, (tail, full) in zip(leaves, snaps):
         if tail is None:
             continue
-        if not _equal(_bytes(tail), _bytes(leaf.reshape(-1)[-TAIL_ELEMENTS:])):
+        if not _equal(as_bytes(tail), as_bytes(leaf.reshape(-1)[-TAIL_ELEMENTS:])):
             return True
-        if not _equal(_bytes(full), _bytes(leaf)):
+        if not _equal(as_bytes(full), as_bytes(leaf)):
             return True
     return False
 
@@ -233,8 +230,8 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
             "output (a returned tensor must not be overwritten by the next call)"))
     if not state.ref_mutates:
         for i, (before, after) in enumerate(zip(cpu_inputs, dev_inputs)):
-            if isinstance(before, torch.Tensor) and not _equal(_bytes(before),
-                                                               _bytes(_to_cpu(after))):
+            if isinstance(before, torch.Tensor) and not _equal(as_bytes(before),
+                                                               as_bytes(_to_cpu(after))):
                 failures.append(_failure_json("mutates_input",
                                               f"forward changed input {i} in place", input=i))
     metas = [OutputMeta(m["is_contiguous"], tuple(m["strides"])) if m else None
@@ -275,7 +272,8 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
                    ref_mutates: bool = False, ref_aliases: bool = False,
                    timing_budget_s: float = 2.0) -> dict[str, Any]:
     before = tamper.snapshot()
-    load_start = timing.now()
+    watch = Stopwatch()
+    load_start = watch.now()
     result: dict[str, Any] = {"phase": phase, "load_failure": None, "checks": [],
                               "tamper": [], "profile": None, "timing": None, "fatal": None,
                               "notes": [], "seconds": {}}
@@ -306,8 +304,8 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
     ref_outputs = torch.load(Path(work_dir) / "ref_outputs.pt", weights_only=False)
     state = _State(model, problem, dev, ref_outputs, ref_mutates, ref_aliases,
                    snapshot_stream=_Stream(device=dev, priority=-1),
-                   occupier=_make_occupier(dev, result["notes"]))
-    state.watch.add("load", timing.now() - load_start)
+                   occupier=_make_occupier(dev, result["notes"]), watch=watch)
+    watch.add_since("load", load_start)
     try:
         if phase == "variants":
             for case in cases:

@@ -9,7 +9,6 @@ torch.compile timings.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -95,26 +94,25 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
 def _reference_outputs(problem, model, dev, seeds, work_dir, shape_variants_count, notes,
                        watch: Stopwatch) -> dict[str, Any]:
     with watch.section("cases"):
-        cases, variants, outputs, mutates, aliases, nondeterministic = _run_cases(
-            problem, model, dev, seeds, work_dir, shape_variants_count, notes)
+        case_facts = _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count,
+                                notes)
     with watch.section("op_trace"):
         first_inputs = to_device(case_inputs(problem, seeds[0]), dev)
         with torch.no_grad():
             trace = profile_calls(lambda _i: model(*first_inputs), 1, with_cuda=False)
         ops = sorted({op for call in summarize_trace(trace) for op, _ in call.ops})
 
-    result: dict[str, Any] = {
+    return {
         "cuda": True, "device_name": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-        "cases": cases, "variants": variants, "reference_ops": ops,
-        "mutates_inputs": mutates, "output_aliases_input": aliases,
-        "nondeterministic": nondeterministic, "notes": notes,
+        **case_facts, "reference_ops": ops, "notes": notes,
         "state_keys": sorted(model.state_dict().keys()),
     }
-    return result
 
 
-def _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count, notes):
-    """Outputs of every case (the problem's shapes, then the variants), saved for the candidate."""
+def _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count,
+               notes) -> dict[str, Any]:
+    """Outputs of every case (the problem's shapes, then the variants), saved for the
+    candidate; returns the cases and what the runs showed about the reference."""
 
     def runs_on_device(shapes) -> bool:
         try:
@@ -159,7 +157,8 @@ def _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count, notes
     nondeterministic = _nondeterministic(model, problem, cases[0], first_outputs, dev)
     del first_outputs
     torch.save(outputs, Path(work_dir) / "ref_outputs.pt")
-    return cases, variants, outputs, mutates, aliases, nondeterministic
+    return {"cases": cases, "variants": variants, "mutates_inputs": mutates,
+            "output_aliases_input": aliases, "nondeterministic": nondeterministic}
 
 
 def _nondeterministic(model, problem, case, first: list[Any], dev) -> str | None:
@@ -192,10 +191,9 @@ def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes
                 with torch.no_grad():
                     return compiled_model(*inputs)
 
-            start = time.perf_counter()
             with watch.section("compile"):
-                compiled(sets[0])  # compiles: not timed, but said (it dominates a verification)
-            notes.append(f"torch.compile of the reference took {time.perf_counter() - start:.1f} s "
+                compiled(sets[0])  # compiles: not timed, but said
+            notes.append(f"torch.compile of the reference took {watch.seconds['compile']:.1f} s "
                          "(first call, not part of its timing)")
             with watch.section("compiled_timing"):
                 result["compiled"] = timing.time_function(compiled, sets, flush,

@@ -65,7 +65,7 @@ def run_task(task: str, args: dict[str, Any], timeout_s: float, device: int | No
              cancel: threading.Event | None, started: StartedWorker | None = None) -> TaskOutcome:
     from kernelstitch.core.worker.client import WorkerClient
 
-    if started is not None and started.task == task:
+    if started is not None:
         try:
             response = started.client.call(task, args, timeout_s=max(timeout_s, 1.0),
                                            cancel=cancel)

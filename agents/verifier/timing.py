@@ -28,11 +28,6 @@ _event_sync = torch.cuda.Event.synchronize
 _device_sync = torch.cuda.synchronize
 _now = time.perf_counter
 
-
-def now() -> float:
-    """The clock bound at import (a candidate patching time.perf_counter does not move it)."""
-    return _now()
-
 WARMUP_MIN_RUNS = 3
 WARMUP_S = 0.05
 
