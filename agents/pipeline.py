@@ -38,6 +38,7 @@ class PipelineConfig:
     profilers: tuple[str, ...] = ("torch", "ncu")
     capture_timeout_s: float = 300.0
     verify_timeout_s: float = 900.0
+    keep_spare_worker: bool = False  # see VerifyOptions: set by the bench's measure loop
     # coder="llm": base_url, model, api_key_env (a variable's NAME), timeout_s, ... (see
     # agents/llm/config.py); budget: time_s, iterations, tokens of the LLM path.
     llm: dict[str, Any] = field(default_factory=dict)
@@ -295,7 +296,7 @@ def verify_candidate(ctx: _Context, candidate_path: Path):
         return ctx.verifier(ctx.source, Path(candidate_path), ctx.module, ctx.cancel)
     options = VerifyOptions(
         seeds=ctx.config.seeds, timing=ctx.config.timing, timeout_s=ctx.config.verify_timeout_s,
-        device=ctx.config.device,
+        device=ctx.config.device, keep_spare_worker=ctx.config.keep_spare_worker,
     )
     return verify(
         ctx.source, candidate_path, reference_module=ctx.module, options=options,

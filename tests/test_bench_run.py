@@ -402,3 +402,37 @@ def test_environment_names_the_gpus_each_slot_uses():
     assert environment([None], gpus)["devices"] == ["H100"]
     assert environment([None], {"torch": "2.9", "cuda": None, "names": []})["device"] == "no GPU"
     assert {"date", "host", "python", "kernelstitch"} <= set(env)
+
+
+def test_bandwidth_fraction_only_for_accepted_memory_bound_plans():
+    from kernelstitch.agents.bench.metrics import set_bandwidth_fractions, summarise
+    from kernelstitch.agents.bench.outcome import memory_bound_bytes
+    from kernelstitch.agents.bench.report import render_markdown
+
+    fused = {"steps": [{"technique": "fused_elementwise", "estimated_bytes": 3 << 30},
+                       {"technique": "fused_reduction", "estimated_bytes": 1 << 30}]}
+    gemm = {"steps": [{"technique": "gemm_epilogue", "estimated_bytes": 1 << 30}]}
+    assert memory_bound_bytes(fused) == 4 << 30
+    assert memory_bound_bytes(gemm) is None  # compute-bound: bytes say nothing
+    assert memory_bound_bytes({"steps": []}) is None and memory_bound_bytes(None) is None
+
+    def outcome(name, status, plan_bytes, ms):
+        return ProblemOutcome(problem=name, status=status, message="", candidate_ms=ms,
+                              plan_bytes=plan_bytes)
+
+    outcomes = [outcome("fast", "accepted", 2 << 30, 1.0),
+                outcome("slow", "accepted", 1 << 30, 1.0),
+                outcome("gemm", "accepted", None, 1.0),
+                outcome("wrong", "rejected", 1 << 30, None)]
+    peak = float(4 << 30) * 1e3  # bytes/s: 4 GiB per ms
+    set_bandwidth_fractions(outcomes, peak)
+    assert [o.bandwidth_fraction for o in outcomes] == [0.5, 0.25, None, None]
+    summary = summarise(outcomes)
+    assert summary["bandwidth_problems"] == 2
+    assert summary["mean_bandwidth_fraction"] == pytest.approx(0.375)
+    assert summary["min_bandwidth_fraction"] == 0.25
+    markdown = render_markdown(outcomes, summary, {**ENV, "dram_bytes_per_s": peak}, "cmd")
+    assert "| 50% |" in markdown and "mean 38%, lowest 25%" in markdown
+    assert "DRAM bandwidth measured on this GPU at the start: 4295 GB/s" in markdown
+    set_bandwidth_fractions(outcomes, None)  # no measurement: no fraction is invented
+    assert all(o.bandwidth_fraction is None for o in outcomes)

@@ -61,3 +61,36 @@ def test_integer_outputs_must_match_exactly():
     cand = ref.clone()
     cand[5] += 1
     assert _codes(ref, cand) == ["wrong_output"]
+
+
+def _failures(ref, cand):
+    return [f.to_json() for f in compare_tensor(0, ref, cand, None, "cuda:0", "cuda:0", True,
+                                                tuple(cand.stride()))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_sliced_comparison_reports_what_one_whole_tensor_pass_reports(monkeypatch, dtype):
+    """CPU outputs are judged slice by slice; the verdict and its numbers must not depend on
+    where the slices fall (errors in a later slice, NaN/Inf in one slice skewing no scale)."""
+    import kernelstitch.agents.verifier.compare as compare
+
+    gen = torch.Generator().manual_seed(3)
+    ref = (torch.randn(37, 101, generator=gen) * 4).to(dtype)
+    cases = {"equal": ref.clone()}
+    off = ref.clone()
+    off.view(-1)[3000] += 1  # beyond the first slices
+    off.view(-1)[17] += 1
+    cases["off"] = off
+    cases["unwritten"] = _poison(ref, 2900)
+    if dtype.is_floating_point:
+        special = ref.clone()
+        special.view(-1)[1500] = float("inf")
+        cases["inf_ref"] = special
+        cases["nan_cand"] = ref.clone()
+        cases["nan_cand"].view(-1)[3700] = float("nan")
+    whole = {name: _failures(ref, cand) for name, cand in cases.items()}
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 64)
+    sliced = {name: _failures(ref, cand) for name, cand in cases.items()}
+    assert sliced == whole
+    assert whole["equal"] == [] and whole["off"][0]["detail"]["mismatched"] == 2
+    assert whole["unwritten"][0]["detail"]["first_index"] == 2900

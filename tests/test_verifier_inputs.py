@@ -76,13 +76,55 @@ def test_stopwatch_accumulates_sections():
 
 
 def test_a_started_worker_runs_its_task_after_preloading_and_is_closed():
-    from kernelstitch.agents.verifier.runner import StartedWorker, run_task
+    from kernelstitch.agents.verifier.runner import EXITS, StartedWorker, run_task
 
     task = "kernelstitch.core.worker.builtin_tasks:ping"
     worker = StartedWorker(task, None)
     outcome = run_task(task, {}, 60, None, None, worker)
     assert outcome.ok and outcome.result["pid"] > 0
+    EXITS.wait()  # its exit overlaps what follows; a verification waits for it at its end
     assert worker.client.pid is None  # closed after its one task
+
+
+def test_a_spare_worker_is_kept_for_the_next_call_and_taken_once():
+    from kernelstitch.agents.verifier.runner import EXITS, SpareWorkers, run_task
+
+    task = "kernelstitch.core.worker.builtin_tasks:ping"
+    spares = SpareWorkers()
+    assert spares.take(task, None) is None
+    spares.start(task, None)
+    spares.start(task, None)  # one spare per (task, device): the second start is a no-op
+    spare = spares.take(task, None)
+    assert spare is not None and spares.take(task, None) is None
+    outcome = run_task(task, {}, 60, None, None, spare)
+    assert outcome.ok
+    spares.start(task, 0)
+    spares.close_all()
+    assert spares.take(task, 0) is None
+    EXITS.wait()
+    assert spare.client.pid is None
+
+
+def test_variant_inputs_resize_the_cached_inputs_of_their_seed():
+    problem, cache = _Problem(), CaseInputCache()
+    resized = cache.get(problem, 8, [[3, 2], None, None])
+    base = cache.get(problem, 8)
+    assert problem.calls == 1  # the seed's inputs were generated once, for both entries
+    assert torch.equal(resized[0].reshape(-1), base[0].reshape(-1)[:6])
+    assert torch.equal(base[0], seeded_inputs(problem, 8)[0])
+
+
+def test_preload_runs_a_modules_warm_up_hook(monkeypatch):
+    import types
+
+    from kernelstitch.core.worker.builtin_tasks import preload
+
+    calls = []
+    module = types.ModuleType("kernelstitch._warm_up_probe")
+    module.warm_up = lambda: calls.append("warm")
+    monkeypatch.setitem(__import__("sys").modules, module.__name__, module)
+    preload(module.__name__)
+    assert calls == ["warm"]
 
 
 def test_preload_imports_only_our_own_modules():

@@ -5,6 +5,8 @@
 * geomean speedups: over correct problems that have a timing (a wrong kernel has no speed).
 * roofline fraction: the reference's roofline floor / our median time, only where a profile
   gave a floor (--profile); None otherwise, never estimated.
+* bandwidth fraction: for plans made only of memory-bound kernels of ours, the plan's DRAM bytes
+  / our median time / the copy bandwidth measured on the GPU at the start of the run.
 """
 
 from __future__ import annotations
@@ -44,8 +46,19 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def set_bandwidth_fractions(outcomes: list[ProblemOutcome],
+                            dram_bytes_per_s: float | None) -> None:
+    """Recomputed for every outcome, reused ones included: the measured bandwidth is this
+    run's (the resume key already pins the device)."""
+    for o in outcomes:
+        usable = dram_bytes_per_s and o.correct and o.plan_bytes and o.candidate_ms
+        o.bandwidth_fraction = (o.plan_bytes / (o.candidate_ms * 1e-3) / dram_bytes_per_s
+                                if usable else None)
+
+
 def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
     correct = [o for o in outcomes if o.correct]
+    fractions = [o.bandwidth_fraction for o in correct if o.bandwidth_fraction is not None]
     n = len(outcomes)
     return {
         "problems": n,
@@ -62,4 +75,7 @@ def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
                                for p in FAST_P},
         "mean_roofline_fraction": _mean([o.roofline_fraction for o in correct]),
         "mean_roofline_fraction_eager": _mean([o.roofline_fraction_eager for o in correct]),
+        "bandwidth_problems": len(fractions),
+        "mean_bandwidth_fraction": _mean(fractions),
+        "min_bandwidth_fraction": min(fractions) if fractions else None,
     }

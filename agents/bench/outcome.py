@@ -13,7 +13,20 @@ STATUSES = ("accepted", "rejected", "could_not_verify", "failed", "timeout", "ca
 MEASUREMENTS = ("eager_ms", "compiled_ms", "candidate_ms", "speedup_vs_eager",
                 "speedup_vs_compiled", "significant_vs_eager", "significant_vs_compiled",
                 "eager_spread_ms", "compiled_spread_ms", "candidate_spread_ms",
-                "roofline_fraction", "roofline_fraction_eager")
+                "roofline_fraction", "roofline_fraction_eager", "bandwidth_fraction")
+# Plan steps whose kernels are memory-bound by design: a plan made only of these moves
+# `plan_bytes` through DRAM, so bytes / time / measured bandwidth says how close to the memory
+# roofline our kernels run.
+MEMORY_BOUND_TECHNIQUES = frozenset({"fused_elementwise", "fused_reduction"})
+
+
+def memory_bound_bytes(plan: dict[str, Any] | None) -> int | None:
+    """The plan's estimated DRAM bytes when every step is a memory-bound kernel of ours."""
+    steps = (plan or {}).get("steps") or []
+    if not steps or any(s.get("technique") not in MEMORY_BOUND_TECHNIQUES
+                        or not s.get("estimated_bytes") for s in steps):
+        return None
+    return int(sum(s["estimated_bytes"] for s in steps))
 
 
 @dataclass
@@ -41,6 +54,10 @@ class ProblemOutcome:
     # From the profile (--profile): the reference's roofline floor over our / eager's time.
     roofline_fraction: float | None = None
     roofline_fraction_eager: float | None = None
+    # Memory-bound plans only: plan_bytes / our median time / the DRAM bandwidth measured on
+    # this GPU at the start of the run (a device-to-device copy).
+    plan_bytes: int | None = None
+    bandwidth_fraction: float | None = None
     device: str | None = None  # GPU name the Verifier reported
     gpu: int | None = None  # GPU index it was measured on (None: the default device)
     cuda_visible_devices: str | None = None  # as the measuring processes saw it
@@ -82,6 +99,7 @@ class ProblemOutcome:
         steps = [f"{s.get('technique')}" for s in (result.plan or {}).get("steps", [])]
         if steps:
             self.plan_steps = steps
+            self.plan_bytes = memory_bound_bytes(result.plan)
         verdict = result.verdict or {}
         self.status = verdict.get(
             "status", "failed" if result.status != "succeeded" else "could_not_verify")

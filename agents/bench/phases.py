@@ -34,6 +34,7 @@ class Prepared:
     spec: ProblemSpec
     candidate_path: str | None = None
     plan_steps: list[str] = field(default_factory=list)
+    plan_bytes: int | None = None  # outcome.memory_bound_bytes of the plan
     compiled: bool | None = None
     done: ProblemOutcome | None = None  # set when there is nothing to measure (failure)
     generate_on_gpu: bool = False  # coders that verify while generating run it in measure
@@ -180,6 +181,8 @@ def _finish(outcome: ProblemOutcome, spec: ProblemSpec, prepared: Prepared,
     outcome.time_limit_s = budget.limit_s
     if not outcome.plan_steps:
         outcome.plan_steps = list(prepared.plan_steps)
+    if outcome.plan_bytes is None:
+        outcome.plan_bytes = prepared.plan_bytes
     if outcome.compiled is None:
         outcome.compiled = prepared.compiled
     outcome.notes = list(dict.fromkeys(prepared.notes + outcome.notes))

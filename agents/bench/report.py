@@ -65,13 +65,16 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
         (f"- device: {env.get('device', 'no GPU')}; torch {env.get('torch')}, "
          f"CUDA {env.get('cuda')}; host {env.get('host', '?')}"),
         f"- command: `{command}`",
+        *([f"- DRAM bandwidth measured on this GPU at the start: "
+           f"{env['dram_bytes_per_s'] / 1e9:.0f} GB/s (best of 10 device-to-device copies of "
+           "1 GiB, read + write bytes)"] if env.get("dram_bytes_per_s") else []),
         "",
         ("Times are medians in ms (p10–p90); times and speedups are shown for accepted "
          "candidates only."),
         "",
         ("| problem | verdict | compiled | eager ms | torch.compile ms | ours ms | vs eager "
-         "| vs compile | roofline | plan |"),
-        "|---|---|---|---|---|---|---|---|---|---|",
+         "| vs compile | DRAM bw | roofline | plan |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         verdict = o.status if not o.reasons else f"{o.status} ({', '.join(o.reasons)})"
@@ -81,7 +84,8 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
             f"| {o.problem} | {_cell(verdict)} | {_compiled(o.compiled)} | "
             f"{_ms(o.eager_ms, o.eager_spread_ms)} | {_ms(o.compiled_ms, o.compiled_spread_ms)} | "
             f"{_ms(o.candidate_ms, o.candidate_spread_ms)} | {_fmt(o.speedup_vs_eager, '.2f')} | "
-            f"{_fmt(o.speedup_vs_compiled, '.2f')} | {_fmt(o.roofline_fraction, '.0%')} | "
+            f"{_fmt(o.speedup_vs_compiled, '.2f')} | {_fmt(o.bandwidth_fraction, '.0%')} | "
+            f"{_fmt(o.roofline_fraction, '.0%')} | "
             f"{_cell(' + '.join(o.plan_steps))} |"
         )
     fast = summary["fast_p_vs_eager"]
@@ -103,6 +107,12 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
         f"{_fmt(summary['mean_roofline_fraction'], '.0%')}"
         + ("" if summary["mean_roofline_fraction"] is not None else " (run with --profile)"),
     ]
+    if summary.get("bandwidth_problems"):
+        lines.append(
+            f"- DRAM bandwidth of memory-bound plans ({summary['bandwidth_problems']} "
+            f"accepted): mean {_fmt(summary['mean_bandwidth_fraction'], '.0%')}, lowest "
+            f"{_fmt(summary['min_bandwidth_fraction'], '.0%')} of the measured bandwidth "
+            "(the plan's estimated bytes / our median time)")
     if summary.get("reused"):
         lines.append(f"- ↺ {summary['reused']} result(s) reused from the run store "
                      "(--rerun runs them again)")

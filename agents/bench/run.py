@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelstitch.agents.bench import resume
-from kernelstitch.agents.bench.metrics import summarise
+from kernelstitch.agents.bench.metrics import set_bandwidth_fractions, summarise
 from kernelstitch.agents.bench.outcome import ProblemOutcome
 from kernelstitch.agents.bench.phases import ProblemRunner
 from kernelstitch.agents.bench.plots import write_plots
@@ -27,6 +27,7 @@ from kernelstitch.agents.bench.settings import (
 from kernelstitch.core.workspace import Workspace, find_workspace_root
 
 GPU_INFO_TASK = "kernelstitch.agents.bench_tasks:gpu_info"
+PEAKS_TASK = "kernelstitch.profiler.tasks:measure_device_peaks"
 PROBE_TIMEOUT_S = 120.0
 
 
@@ -50,6 +51,20 @@ def probe_gpus(notes: list[str]) -> dict[str, Any]:
         return response.result
     notes.append(f"could not query torch and the GPUs: {response.error}")
     return {"torch": None, "cuda": None, "names": []}
+
+
+def measure_dram_bandwidth(device: int | None, notes: list[str]) -> float | None:
+    """Bytes/s of the best of 10 device-to-device copies of 1 GiB (read + write), measured in a
+    worker on the first measuring GPU while nothing else runs on it."""
+    from kernelstitch.core.worker.client import WorkerClient
+
+    with WorkerClient(cuda_device=device) as worker:
+        response = worker.call(PEAKS_TASK, timeout_s=PROBE_TIMEOUT_S)
+    if response.ok and isinstance(response.result, dict):
+        return response.result.get("dram_bytes_per_s")
+    notes.append(f"could not measure the DRAM bandwidth (no bandwidth fractions): "
+                 f"{response.error}")
+    return None
 
 
 def run_bench(
@@ -86,6 +101,8 @@ def run_bench(
     env = env if env is not None else environment(devices, gpus)
     if settings.ray_address:
         env = {**env, "ray_address": settings.ray_address}
+    elif runner is None and gpus.get("names") and devices:
+        env = {**env, "dram_bytes_per_s": measure_dram_bandwidth(devices[0], notes)}
     workspace = Workspace(workspace_root or find_workspace_root(Path(directory).resolve()))
     store = workspace.runstore()
     label = "ray" if settings.ray_address else str(env.get("device"))
@@ -126,6 +143,7 @@ def run_bench(
                                  on_done, stop).run(todo)
         results.update({o.problem: o for o in ran})
     outcomes = [results[s.name] for s in specs]
+    set_bandwidth_fractions(outcomes, env.get("dram_bytes_per_s"))
     summary = summarise(outcomes)
     command = command or f"kernelstitch bench {directory}"
     files = write_reports(Path(out_dir), outcomes, summary, env, command, settings, notes)

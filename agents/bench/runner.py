@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from kernelstitch.agents.bench.outcome import ProblemOutcome
+from kernelstitch.agents.bench.outcome import ProblemOutcome, memory_bound_bytes
 from kernelstitch.agents.bench.phases import HARNESS_ERROR, PhaseContext, Prepared
 from kernelstitch.agents.bench.problems import ProblemSpec
 from kernelstitch.agents.bench.settings import BenchSettings
@@ -55,6 +55,7 @@ class PipelineRunner:
             device=ctx.device, capture_timeout_s=max(ctx.time_left_s, MIN_CALL_S),
             verify_timeout_s=max(ctx.time_left_s, MIN_CALL_S),
             llm=dict(self.settings.llm), budget=dict(self.settings.budget),
+            keep_spare_worker=verify,  # measure verifies one problem after another
         )
 
     def _emit(self, spec: ProblemSpec) -> Callable[[ProgressEvent], None]:
@@ -72,7 +73,8 @@ class PipelineRunner:
         if result.status != "succeeded" or not result.candidate_path:
             return Prepared(spec, done=ProblemOutcome(
                 problem=spec.name, status="failed", message=result.message))
-        prepared = Prepared(spec, candidate_path=result.candidate_path, plan_steps=_steps(result))
+        prepared = Prepared(spec, candidate_path=result.candidate_path, plan_steps=_steps(result),
+                            plan_bytes=memory_bound_bytes(result.plan))
         self._prebuild(prepared, ctx)
         return prepared
 

@@ -21,7 +21,9 @@ from typing import Any
 from kernelstitch.agents.verifier.assemble import Inputs, assemble
 from kernelstitch.agents.verifier.runner import (
     CANDIDATE_TASK,
+    EXITS,
     REFERENCE_TASK,
+    SPARES,
     StartedWorker,
     TaskOutcome,
     run_task,
@@ -45,6 +47,9 @@ class VerifyOptions:
     timeout_s: float = 600  # for the whole verification
     device: int | None = None  # CUDA device index (None: the default device)
     timing_budget_s: float = 2.0  # seconds of timed runs per implementation
+    # Start the next verification's reference worker during this one's variants stage (for
+    # callers that verify one problem after another in one process: the bench).
+    keep_spare_worker: bool = False
 
 
 def fresh_seeds(count: int) -> list[int]:
@@ -140,12 +145,15 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
         try:
             main_worker = start_candidate_worker()
             report("running the reference")
+            spare = SPARES.take(REFERENCE_TASK, options.device)
+            if spare is not None:
+                started.append(spare)
             inputs.reference = timed("reference", REFERENCE_TASK, {
                 "path": str(reference), "module": info.name, "seeds": seeds,
                 "work_dir": work_dir, "shape_variants_count": options.shape_variants,
                 "timing_on": timing_on, "compare_compile": options.compare_compile,
                 "device": device_arg, "timing_budget_s": options.timing_budget_s,
-            })
+            }, spare)
             ref = inputs.reference.result if inputs.reference.ok else None
             if not ref or not ref.get("cuda") or ref.get("nondeterministic") \
                     or _cancelled(cancel):
@@ -165,6 +173,8 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 **common, "phase": "main", "cases": [c for c in cases if c["variant"] is None],
                 "timing_on": timing_on, "timing_seeds": seeds,
             }, main_worker)
+            if options.keep_spare_worker:  # nothing is timed from here on
+                SPARES.start(REFERENCE_TASK, options.device)
             if variant_cases and _loaded(inputs.main) and not _cancelled(cancel):
                 report(f"checking {len(variant_cases)} other input shapes")
                 inputs.variants = timed("variants", CANDIDATE_TASK, {
@@ -173,6 +183,7 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
         finally:
             for worker in started:
                 worker.close()
+            EXITS.wait()
     report("done")
     return finish()
 

@@ -14,6 +14,7 @@ cannot hide the main results).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from kernelstitch.agents.verifier.trace_summary import summarize_trace
 from kernelstitch.core.problem import ProblemError, import_file, load_problem
 
 _to_cpu = torch.Tensor.cpu
+_to = torch.Tensor.to
 _clone = torch.Tensor.clone
 _equal = torch.equal
 _Stream = torch.cuda.Stream
@@ -79,6 +81,13 @@ class _State:
     previous: list[Any] = field(default_factory=list)  # last call's outputs, kept alive
     checks: list[dict[str, Any]] = field(default_factory=list)
     watch: Stopwatch = field(default_factory=Stopwatch)
+
+
+def warm_up() -> None:
+    """Start-up work a pre-started worker does before its task arrives (no user code): the
+    CUDA driver's initialisation (not a context) and the extension builder candidates import."""
+    torch.cuda.is_available()
+    importlib.import_module("torch.utils.cpp_extension")
 
 
 def _failure_json(code: str, message: str, **detail: Any) -> dict[str, Any]:
@@ -229,9 +238,11 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
             "output_reused_across_calls", "an output shares memory with the previous call's "
             "output (a returned tensor must not be overwritten by the next call)"))
     if not state.ref_mutates:
+        # On the GPU: an upload from the cached CPU input is cheaper than a download into fresh
+        # host memory (inputs are no secret from the candidate).
         for i, (before, after) in enumerate(zip(cpu_inputs, dev_inputs)):
-            if isinstance(before, torch.Tensor) and not _equal(as_bytes(before),
-                                                               as_bytes(_to_cpu(after))):
+            if isinstance(before, torch.Tensor) and not _equal(
+                    as_bytes(_to(before, after.device)), as_bytes(after)):
                 failures.append(_failure_json("mutates_input",
                                               f"forward changed input {i} in place", input=i))
     metas = [OutputMeta(m["is_contiguous"], tuple(m["strides"])) if m else None
@@ -301,7 +312,9 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
         return result
     result["notes"] += _adopt_reference_state(model, Path(work_dir) / "ref_state.pt")
     model = model.to(dev)
-    ref_outputs = torch.load(Path(work_dir) / "ref_outputs.pt", weights_only=False)
+    # Memory-mapped: a case's outputs are read when it is compared, not all at start-up (GiBs
+    # on large problems, most of them other phases' cases).
+    ref_outputs = torch.load(Path(work_dir) / "ref_outputs.pt", weights_only=False, mmap=True)
     state = _State(model, problem, dev, ref_outputs, ref_mutates, ref_aliases,
                    snapshot_stream=_Stream(device=dev, priority=-1),
                    occupier=_make_occupier(dev, result["notes"]), watch=watch)

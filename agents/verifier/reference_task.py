@@ -9,6 +9,7 @@ torch.compile timings.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,13 @@ from kernelstitch.core.problem import load_problem
 
 ROTATED_SETS = 3
 ROTATION_MEMORY_FRACTION = 0.3  # rotated input sets may use this much of free GPU memory
+
+
+def warm_up() -> None:
+    """Start-up work a pre-started worker does before its task arrives (no user code): the
+    CUDA driver's initialisation (not a context) and torch.compile's imports."""
+    torch.cuda.is_available()
+    importlib.import_module("torch._inductor.compile_fx")
 
 
 def _case_list(seeds: list[int], variants: list[Any]) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ background: on an H100 machine that start-up was ~5-10 s of each verification st
 
 from __future__ import annotations
 
+import atexit
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,60 @@ class StartedWorker:
         self._thread.join(timeout=5)
 
 
+class _Exits:
+    """Workers told to exit whose exit is not waited for by the stage that used them: a
+    worker's interpreter and CUDA teardown (up to the 2 s shutdown grace) then overlaps the
+    next stage instead of adding to it.  `wait` joins them (the end of a verification)."""
+
+    def __init__(self) -> None:
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def close_soon(self, close) -> None:
+        thread = threading.Thread(target=close, name="verifier-worker-exit", daemon=True)
+        thread.start()
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+
+    def wait(self, timeout_s: float = 10.0) -> None:
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join(timeout=timeout_s)
+
+
+EXITS = _Exits()
+
+
+class SpareWorkers:
+    """Started workers kept for a later verification in this process (opt-in: the bench's
+    sequential measure loop), one per (task, device).  A spare is an idle process that has
+    imported torch: no CUDA context, no user code, nothing on the GPU."""
+
+    def __init__(self) -> None:
+        self._spares: dict[tuple[str, int | None], StartedWorker] = {}
+        self._lock = threading.Lock()
+
+    def take(self, task: str, device: int | None) -> StartedWorker | None:
+        with self._lock:
+            return self._spares.pop((task, device), None)
+
+    def start(self, task: str, device: int | None) -> None:
+        with self._lock:
+            if (task, device) not in self._spares:
+                self._spares[(task, device)] = StartedWorker(task, device)
+
+    def close_all(self) -> None:
+        with self._lock:
+            spares, self._spares = list(self._spares.values()), {}
+        for worker in spares:
+            worker.close()
+
+
+SPARES = SpareWorkers()
+atexit.register(SPARES.close_all)
+
+
 def run_task(task: str, args: dict[str, Any], timeout_s: float, device: int | None,
              cancel: threading.Event | None, started: StartedWorker | None = None) -> TaskOutcome:
     from kernelstitch.core.worker.client import WorkerClient
@@ -70,10 +125,13 @@ def run_task(task: str, args: dict[str, Any], timeout_s: float, device: int | No
             response = started.client.call(task, args, timeout_s=max(timeout_s, 1.0),
                                            cancel=cancel)
         finally:
-            started.close()
+            EXITS.close_soon(started.close)
     else:
-        with WorkerClient(cuda_device=device) as client:
+        client = WorkerClient(cuda_device=device)
+        try:
             response = client.call(task, args, timeout_s=max(timeout_s, 1.0), cancel=cancel)
+        finally:
+            EXITS.close_soon(client.close)
     if response.ok:
         return TaskOutcome(response.result)
     error = response.error

@@ -36,7 +36,11 @@ def preload(module: str) -> dict[str, Any]:
     if module != "kernelstitch" and not module.startswith("kernelstitch."):
         raise ValueError(f"preload takes kernelstitch modules only, got {module!r}")
     start = time.perf_counter()
-    importlib.import_module(module)
+    imported = importlib.import_module(module)
+    # A task module may name more start-up work of its own (driver init, lazy imports).
+    warm_up = getattr(imported, "warm_up", None)
+    if callable(warm_up):
+        warm_up()
     return {"module": module, "seconds": time.perf_counter() - start}
 
 
