@@ -203,3 +203,18 @@ def test_plan_validation_errors(mutate, message):
     mutate(data)
     with pytest.raises(PlanError, match=message):
         Plan.from_json(data)
+
+
+def test_a_plan_with_nothing_to_fuse_says_so(tmp_path):
+    from kernelstitch.agents.planner.builtin import NOTHING_TO_FUSE_NOTE
+
+    assert NOTHING_TO_FUSE_NOTE in plan_of(EXAMPLES / "big_gemm.py").notes
+    conv_only = write(tmp_path, "return self.conv(x)", "[torch.randn(2, 3, 8, 8)]",
+                      "self.conv = nn.Conv2d(3, 4, 3, bias=False)")
+    assert NOTHING_TO_FUSE_NOTE in plan_of(conv_only).notes
+    for fused in ("linear_bias_gelu.py", "mlp.py", "conv2d_bias_relu.py", "elementwise_chain.py"):
+        assert NOTHING_TO_FUSE_NOTE not in plan_of(EXAMPLES / fused).notes, fused
+    with_bias = write(tmp_path, "return self.fc(x)", "[torch.randn(8, 16)]",
+                      "self.fc = nn.Linear(16, 32)", name="fc.py")
+    assert NOTHING_TO_FUSE_NOTE not in plan_of(with_bias).notes  # the bias is a fused epilogue
+    assert "nothing to fuse" in render_plan_markdown(plan_of(EXAMPLES / "big_gemm.py"))

@@ -40,6 +40,26 @@ def gemm_kernels_available() -> bool:
     return importlib.util.find_spec("kernelstitch.agents.codegen.gemm") is not None
 
 
+# Techniques that do work of our own (fusion, a rewrite); a GEMM step counts only with an epilogue.
+_FUSING_TECHNIQUES = frozenset({"fused_elementwise", "fused_reduction", "algebraic_rewrite"})
+NOTHING_TO_FUSE_NOTE = (
+    "nothing to fuse: every step is a library call (GEMM without an epilogue, conv, or a PyTorch "
+    "op), the same work PyTorch already does. Expect no speedup; the Verifier rejects a "
+    "candidate that runs none of its own kernels (no_custom_kernel). Keep the original module.")
+
+
+def nothing_to_fuse(steps: list[PlanStep]) -> bool:
+    """No step fuses anything or runs a kernel of ours beyond the library call itself."""
+    def fuses(step: PlanStep) -> bool:
+        if step.technique in _FUSING_TECHNIQUES:
+            return True
+        spec = step.spec or {}
+        return step.technique == "gemm_epilogue" and (
+            spec.get("bias") is not None or spec.get("activation", "none") != "none")
+
+    return bool(steps) and not any(fuses(s) for s in steps)
+
+
 def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
     rewritten = apply_rewrites(graph)
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
@@ -54,6 +74,8 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
     if not use_gemm and any(g.kind == "library" and rewritten.graph.node(g.anchor).op
                             in ("aten.linear.default", "aten.matmul.default") for g in sched.groups):
         notes.append("GEMM kernels unavailable in this build: matmuls call PyTorch (cuBLAS)")
+    if nothing_to_fuse(steps):
+        notes.append(NOTHING_TO_FUSE_NOTE)
     return Plan(
         module=graph.module,
         source_path=graph.source_path,
