@@ -18,7 +18,7 @@ from kernelstitch.agents.codegen.spec import (
     TensorArg,
 )
 from kernelstitch.agents.graph.ir import Graph, GraphEdit, Node, NodeRef, TensorMeta
-from kernelstitch.agents.plan import HostSettings, Plan, PlanStep, human_bytes
+from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, PlanStep, human_bytes
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
 from kernelstitch.agents.planner.ops import (
     ELEMENT_SIZE,
@@ -40,8 +40,9 @@ def gemm_kernels_available() -> bool:
     return importlib.util.find_spec("kernelstitch.agents.codegen.gemm") is not None
 
 
-# Techniques that do work of our own (fusion, a rewrite); a GEMM step counts only with an epilogue.
-_FUSING_TECHNIQUES = frozenset({"fused_elementwise", "fused_reduction", "algebraic_rewrite"})
+# Kernel steps of ours that do work PyTorch would not (fusion, a rewrite); a GEMM step counts
+# only with an epilogue.
+_FUSING_TECHNIQUES = KERNEL_TECHNIQUES - {"gemm_epilogue"}
 NOTHING_TO_FUSE_NOTE = (
     "nothing to fuse: every step is a library call (GEMM without an epilogue, conv, or a PyTorch "
     "op), the same work PyTorch already does. Expect no speedup; the Verifier rejects a "

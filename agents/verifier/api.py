@@ -115,11 +115,13 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
     stage_seconds: dict[str, float] = {}
 
     def timed(stage: str, task: str, args: dict,
-              started: StartedWorker | None = None) -> TaskOutcome:
+              worker: StartedWorker | None = None) -> TaskOutcome:
+        if worker is not None:
+            idle.remove(worker)  # run_task closes it after its task
         start = time.monotonic()
         outcome = None
         try:
-            outcome = run_task(task, args, remaining(), options.device, cancel, started)
+            outcome = run_task(task, args, remaining(), options.device, cancel, worker)
             return outcome
         finally:
             stage_seconds[stage] = round(time.monotonic() - start, 3)
@@ -134,12 +136,13 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
         return verdict
 
     # Each candidate phase's worker is started (imports only, no user code) while the stage
-    # before it runs, overlapping that stage's untimed start (build, first checks).
-    started: list[StartedWorker] = []
+    # before it runs, overlapping that stage's untimed start (build, first checks).  `idle`
+    # holds the started workers not yet handed to a task: the end closes those.
+    idle: list[StartedWorker] = []
 
     def start_candidate_worker() -> StartedWorker:
-        started.append(StartedWorker(CANDIDATE_TASK, options.device))
-        return started[-1]
+        idle.append(StartedWorker(CANDIDATE_TASK, options.device))
+        return idle[-1]
 
     with tempfile.TemporaryDirectory(prefix="ks_verify_") as work_dir:
         try:
@@ -147,7 +150,7 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
             report("running the reference")
             spare = SPARES.take(REFERENCE_TASK, options.device)
             if spare is not None:
-                started.append(spare)
+                idle.append(spare)
             inputs.reference = timed("reference", REFERENCE_TASK, {
                 "path": str(reference), "module": info.name, "seeds": seeds,
                 "work_dir": work_dir, "shape_variants_count": options.shape_variants,
@@ -181,9 +184,9 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                     **common, "phase": "variants", "cases": variant_cases, "timing_on": False,
                 }, variants_worker)
         finally:
-            for worker in started:
+            for worker in idle:
                 worker.close()
-            EXITS.wait()
+            EXITS.wait()  # the used workers, closing in the background
     report("done")
     return finish()
 

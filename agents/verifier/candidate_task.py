@@ -14,7 +14,6 @@ cannot hide the main results).
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from kernelstitch.agents.verifier.gpu_common import (
     ranges_overlap,
     storage_ranges,
     strict_fp32,
+    warm_start,
 )
 from kernelstitch.agents.verifier.inputs import (
     case_inputs,
@@ -84,10 +84,8 @@ class _State:
 
 
 def warm_up() -> None:
-    """Start-up work a pre-started worker does before its task arrives (no user code): the
-    CUDA driver's initialisation (not a context) and the extension builder candidates import."""
-    torch.cuda.is_available()
-    importlib.import_module("torch.utils.cpp_extension")
+    """Called by the worker's preload: the driver and the extension builder candidates import."""
+    warm_start("torch.utils.cpp_extension")
 
 
 def _failure_json(code: str, message: str, **detail: Any) -> dict[str, Any]:

@@ -65,17 +65,15 @@ CHUNK_ELEMENTS = 1 << 20
 
 
 def _slices(ref: torch.Tensor, cand: torch.Tensor):
-    """(offset, ref slice, cand slice) over both tensors in logical (row-major) order."""
-    r = ref.reshape(-1)
-    c = cand.reshape(-1)
-    step = r.numel() if r.is_cuda else CHUNK_ELEMENTS
-    for start in range(0, r.numel(), max(step, 1)):
-        yield start, r[start:start + step], c[start:start + step]
+    """(offset, ref slice, cand slice) over two flat tensors of the same length."""
+    step = ref.numel() if ref.is_cuda else CHUNK_ELEMENTS
+    for start in range(0, ref.numel(), max(step, 1)):
+        yield start, ref[start:start + step], cand[start:start + step]
 
 
 def _unwritten(ref: torch.Tensor, cand: torch.Tensor) -> tuple[int, int | None]:
-    """How many candidate elements still hold the poison pattern where the reference does not,
-    and the flat index of the first one."""
+    """How many candidate elements (flat tensors) still hold the poison pattern where the
+    reference does not, and the flat index of the first one."""
     count, first = 0, None
     for start, r, c in _slices(ref, cand):
         mask = _poisoned_mask(c) & ~_poisoned_mask(r)
@@ -103,6 +101,9 @@ def compare_tensor(index: int, ref: torch.Tensor, cand: torch.Tensor,
     if meta is not None and meta.is_contiguous and not cand_contiguous:
         failures.append(Failure("not_contiguous", f"{where} is not contiguous (strides "
                                 f"{list(cand_strides)}); the reference's output is"))
+    # Flattened once in logical (row-major) order: every pass below walks the same slices, and
+    # a non-contiguous output is copied once, not once per pass.
+    ref, cand = ref.reshape(-1), cand.reshape(-1)
     count, first = _unwritten(ref, cand)
     if count:
         failures.append(Failure(

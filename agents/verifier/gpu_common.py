@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import tempfile
 from collections.abc import Callable
@@ -13,6 +14,14 @@ import torch
 CUDA_FATAL_MARKERS = ("illegal memory access", "device-side assert", "CUDA error: unspecified",
                       "misaligned address", "illegal instruction", "an illegal",
                       "CUDA error: an")
+
+
+def warm_start(*modules: str) -> None:
+    """Start-up work a pre-started worker does before its task arrives (no user code): the
+    CUDA driver's initialisation (not a context) and the given lazy imports."""
+    torch.cuda.is_available()
+    for module in modules:
+        importlib.import_module(module)
 
 
 def pick_device(index: int | None) -> torch.device:

@@ -9,7 +9,6 @@ torch.compile timings.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from kernelstitch.agents.verifier.gpu_common import (
     ranges_overlap,
     storage_ranges,
     strict_fp32,
+    warm_start,
 )
 from kernelstitch.agents.verifier.inputs import (
     case_inputs,
@@ -43,10 +43,8 @@ ROTATION_MEMORY_FRACTION = 0.3  # rotated input sets may use this much of free G
 
 
 def warm_up() -> None:
-    """Start-up work a pre-started worker does before its task arrives (no user code): the
-    CUDA driver's initialisation (not a context) and torch.compile's imports."""
-    torch.cuda.is_available()
-    importlib.import_module("torch._inductor.compile_fx")
+    """Called by the worker's preload: the driver and torch.compile's imports."""
+    warm_start("torch._inductor.compile_fx")
 
 
 def _case_list(seeds: list[int], variants: list[Any]) -> list[dict[str, Any]]:
