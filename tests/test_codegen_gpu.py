@@ -102,6 +102,10 @@ def _specs():
             f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=-1, keepdim=False,
             out_dtype="float32", prologue=(E("add", ("x", "b"), "p"), E("mul", ("p", 0.5), "q")), prologue_out="q"))
         specs.append(ReductionSpec(f"t_{kind}_d1", kind, (TensorArg("x", "float32"),), dim=1, keepdim=False, out_dtype="float32"))
+    specs.append(ReductionSpec(
+        "t_softmax_d1_f16", "softmax", (TensorArg("x", "float16"), TensorArg("e", "float16")), dim=1, keepdim=False,
+        out_dtype="float16", prologue=(E("mul", ("x", 0.5), "p"),), prologue_out="p",
+        epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
     for d in TORCH_DT:
         specs.append(ReductionSpec(f"t_softmax_{d}", "softmax", (TensorArg("x", d),), -1, False, d))
         specs.append(ReductionSpec(
@@ -245,6 +249,43 @@ def test_softmax_inner_dim(ext, kind):
     for shape in [(4, 64, 16, 16), (2, 3000, 5)]:
         x = rnd(*shape)
         check(poisoned(getattr(ext, f"t_{kind}_d1"), x), getattr(torch, kind)(x, 1), rtol=1e-4, atol=1e-6)
+
+
+def _kernels_run(fn, *args) -> set[str]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn(*args)
+        torch.cuda.synchronize()
+    return {e.key for e in prof.key_averages()}
+
+
+# [outer, R, inner] -> the path the plan must take on an H100 (132 SMs): column tiles when the
+# [R, 32] fp32 tile fits in shared memory and there are >= 132 of them, else the tile kernels.
+STRIDED_SOFTMAX = [((8, 300, 600), "cols"), ((32, 1024, 160), "cols"), ((64, 1500, 100), "cols"),
+                   ((300, 20, 17), "cols"), ((40, 2000, 200), "tile"), ((4, 64, 256), "tile")]
+
+
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, path", STRIDED_SOFTMAX, ids=[f"{s}-{p}" for s, p in STRIDED_SOFTMAX])
+def test_softmax_strided_dim_column_tiles(ext, kind, shape, path):
+    x = rnd(*shape)
+    fn = getattr(ext, f"t_{kind}_d1")
+    check(poisoned(fn, x), getattr(torch, kind)(x, 1), rtol=1e-4, atol=1e-6)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        kernels = _kernels_run(fn, x)
+        assert any(f"t_{kind}_d1_{path}" in k for k in kernels), kernels
+
+
+def test_softmax_strided_dim_fp16_prologue_epilogue(ext):
+    x, e = rnd(16, 512, 300, dtype=torch.float16), rnd(16, 512, 300, dtype=torch.float16)
+    want = (torch.softmax(x.float() * 0.5, 1) * e.float()).half()
+    got = poisoned(ext.t_softmax_d1_f16, x, e)
+    torch.testing.assert_close(got.float(), want.float(), rtol=2e-3, atol=2e-3)
+    x2 = rnd(16, 512, 600, dtype=torch.float16)[:, :, ::2]  # strided input: generic loads
+    e2 = rnd(16, 512, 300, dtype=torch.float16)
+    want = (torch.softmax(x2.float() * 0.5, 1) * e2.float()).half()
+    torch.testing.assert_close(poisoned(ext.t_softmax_d1_f16, x2, e2).float(), want.float(), rtol=2e-3, atol=2e-3)
 
 
 @pytest.mark.parametrize("d", list(TORCH_DT))

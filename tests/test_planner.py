@@ -206,9 +206,10 @@ def test_plan_validation_errors(mutate, message):
 
 
 def test_a_plan_with_nothing_to_fuse_says_so(tmp_path):
-    from kernelstitch.agents.planner.builtin import NOTHING_TO_FUSE_NOTE
+    from kernelstitch.agents.planner.builtin import GEMM_ONLY_NOTE, NOTHING_TO_FUSE_NOTE
 
-    assert NOTHING_TO_FUSE_NOTE in plan_of(EXAMPLES / "big_gemm.py").notes
+    gemm_notes = plan_of(EXAMPLES / "big_gemm.py").notes
+    assert GEMM_ONLY_NOTE in gemm_notes and NOTHING_TO_FUSE_NOTE not in gemm_notes
     conv_only = write(tmp_path, "return self.conv(x)", "[torch.randn(2, 3, 8, 8)]",
                       "self.conv = nn.Conv2d(3, 4, 3, bias=False)")
     assert NOTHING_TO_FUSE_NOTE in plan_of(conv_only).notes
@@ -218,3 +219,4 @@ def test_a_plan_with_nothing_to_fuse_says_so(tmp_path):
                       "self.fc = nn.Linear(16, 32)", name="fc.py")
     assert NOTHING_TO_FUSE_NOTE not in plan_of(with_bias).notes  # the bias is a fused epilogue
     assert "nothing to fuse" in render_plan_markdown(plan_of(EXAMPLES / "big_gemm.py"))
+    assert GEMM_ONLY_NOTE not in plan_of(conv_only).notes

@@ -237,9 +237,9 @@ def test_gcc_diagnostic_without_the_generated_file_maps_by_line_text():
 # profiler trace reading
 
 
-def _trace(calls: list[list[tuple[str, str]]], ops: list[list[tuple[str, float, float]]]):
-    """calls[i]: (kernel name, stream) launched inside ks_verify_call_i; ops[i]: (aten op,
-    start offset, duration) on the CPU inside that call."""
+def _trace(calls: list[list[tuple]], ops: list[list[tuple[str, float, float]]]):
+    """calls[i]: (kernel name, stream[, launching API]) launched inside ks_verify_call_i at
+    offset 300 + k; ops[i]: (aten op, start offset, duration) on the CPU inside that call."""
     events, corr = [], 0
     for i, kernels in enumerate(calls):
         t0 = 1000.0 * (i + 1)
@@ -248,9 +248,10 @@ def _trace(calls: list[list[tuple[str, str]]], ops: list[list[tuple[str, float, 
         for name, start, dur in ops[i]:
             events.append({"ph": "X", "cat": "cpu_op", "name": name, "tid": 1,
                            "ts": t0 + start, "dur": dur})
-        for k, (kernel, stream) in enumerate(kernels):
+        for k, (kernel, stream, *api) in enumerate(kernels):
             corr += 1
-            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+            events.append({"ph": "X", "cat": "cuda_runtime",
+                           "name": api[0] if api else "cudaLaunchKernel",
                            "tid": 1, "ts": t0 + 300 + k, "dur": 1.0,
                            "args": {"correlation": corr}})
             events.append({"ph": "X", "cat": "kernel", "name": kernel, "tid": 7,
@@ -269,6 +270,19 @@ def test_trace_summary_finds_own_kernels_per_call():
     calls = summarize_trace(trace)
     assert [len(c.own_kernels) for c in calls] == [1, 0]
     assert calls[1].ops == [("aten::relu", ()), ("aten::clamp_min", ("aten::relu",))]
+
+
+def test_library_kernels_count_only_when_the_candidate_launched_them_itself():
+    gemm = "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_cublas"
+    trace = _trace(
+        [[(gemm, 7, "cuLaunchKernelEx")],      # its own cuBLASLt call: outside every aten op
+         [(gemm, 7)],                          # PyTorch's matmul: inside aten::mm
+         [(gemm, 7, "cudaGraphLaunch")]],      # a graph replay may hide a PyTorch call
+        [[("aten::empty", 10, 5)], [("aten::matmul", 250, 100), ("aten::mm", 260, 80)], []],
+    )
+    calls = summarize_trace(trace)
+    assert [c.library_calls for c in calls] == [[gemm], [], []]
+    assert [c.own_kernels for c in calls] == [[], [], []]
 
 
 def test_reuse_rule_respects_declarations_and_their_nested_ops():
@@ -425,6 +439,23 @@ def test_no_own_kernel_and_undeclared_reference_ops_are_rejected():
                                           "streams": [], "ops": [["aten::relu", []]]}
     verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
     assert set(verdict.codes()) == {"no_custom_kernel", "reuses_reference_op"}
+
+
+def test_a_direct_library_call_is_the_candidates_own_work():
+    main = _main_result()
+    gemm = "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_cublas"
+    for call in main.result["profile"]["calls"]:
+        call.update(kernels=[gemm], own_kernels=[], library_calls=[gemm])
+    verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
+    assert verdict.status == "accepted", verdict.reasons
+    profile_checks = [c for c in verdict.checks if c.name.startswith("profile:")]
+    assert profile_checks and all(c.passed and c.detail["library_calls"] == [gemm]
+                                  for c in profile_checks)
+    # the same kernel seen only inside PyTorch's op is not
+    for call in main.result["profile"]["calls"]:
+        call.update(library_calls=[])
+    verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
+    assert verdict.codes() == ["no_custom_kernel"]
 
 
 def test_behaviour_change_and_worker_failures_are_named():

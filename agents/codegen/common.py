@@ -54,6 +54,7 @@ SHARED_TYPES = r"""
 #define KS_MAX_RANK 6
 #define KS_ROW_CAP 16384   /* longest row the register-cached row kernels take */
 #define KS_BLOCK_SCALAR_VALUES @BLOCK_SCALAR_VALUES@  /* values per thread of the block path's VEC == 1 kernel */
+#define KS_COLS_STATIC_SMEM 4352  /* the column-tile kernel's static shared memory: part[32][33], res[32] */
 
 // How an operand maps the linear index i of the iteration space (contiguous, row-major) to an
 // element offset.  Chosen at run time by the binding from the operand's expanded strides.
@@ -79,13 +80,14 @@ struct KsOperand {
 enum KsRedPath : int {
   KS_PATH_ROW_WARP = 0,    // inner == 1, R <= 1024: a warp per row, <= 32 values per lane
   KS_PATH_ROW_BLOCK = 1,   // inner == 1, R <= KS_ROW_CAP: a block (<= 512 threads) per row, <= 32 values per thread
-  KS_PATH_TILE = 2         // anything else: (inner x R-slice) tiles, R split across blocks if needed
+  KS_PATH_TILE = 2,        // anything else: (inner x R-slice) tiles, R split across blocks if needed
+  KS_PATH_COLS = 3         // normalising kinds, inner >= 16: a block keeps a [R, 32] tile in shared memory
 };
 
 struct KsRedPlan {
   int path;
   int threads_x;        // row: threads per row (block path); tile: threads along inner
-  int threads_y;        // tile: threads along R
+  int threads_y;        // tile, cols: threads along R
   int64_t splits;       // tile: blocks along R (partials merged by a finalize kernel when > 1)
   int64_t r_per_split;
   int64_t workspace_floats;
@@ -101,6 +103,20 @@ struct KsRedPlan {
     int v = 0;
     cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
     cached[dev] = v > 0 ? v : 1;
+  }
+  return cached[dev];
+}
+
+[[maybe_unused]] static inline int ks_smem_optin() {
+  // Largest dynamic + static shared memory a block may opt in to (227 KB on H100), per device.
+  static int cached[64] = {0};
+  int dev = 0;
+  cudaGetDevice(&dev);
+  if (dev < 0 || dev >= 64) dev = 0;
+  if (cached[dev] == 0) {
+    int v = 0;
+    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    cached[dev] = v > 0 ? v : 48 * 1024;
   }
   return cached[dev];
 }
@@ -131,6 +147,16 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
       p.threads_y = R <= 1024 ? 8 : 1;
       return p;
     }
+  }
+  // Normalising along a strided dim: the column tile path reads once and writes once (the tile
+  // path reads twice), when its [R, 32] fp32 tile fits in shared memory and the tiles fill the GPU.
+  if (normalizing && inner >= 16 && R * 32 * 4 + KS_COLS_STATIC_SMEM <= ks_smem_optin() &&
+      outer * ks_cdiv(inner, 32) >= sms) {
+    p.path = KS_PATH_COLS;
+    p.threads_x = 32;
+    const int64_t ty = ks_pow2_ceil(ks_cdiv(R, 32));
+    p.threads_y = (int)(ty < 8 ? 8 : (ty > 32 ? 32 : ty));  // 256..1024 threads
+    return p;
   }
   p.path = KS_PATH_TILE;
   int64_t txi = inner == 1 ? 1 : (inner >= 32 ? 32 : ks_pow2_ceil(inner));
@@ -412,6 +438,22 @@ template <class Op, bool WARP>
 __device__ __forceinline__ float ks_row_allreduce(float v, float* smem) {
   if constexpr (WARP) return ks_warp_allreduce<Op>(v);
   else return ks_block_allreduce<Op>(v, smem);
+}
+
+// All-reduce down the columns of a (32, TY) block, TY <= 32: warp ty holds one row of the tile
+// and its lanes are the 32 columns.  Returns the column's result to every thread of it.
+template <class Op>
+__device__ __forceinline__ float ks_col_allreduce(float v, float (*part)[33], float* res) {
+  const int tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
+  part[ty][tx] = v;
+  __syncthreads();
+  for (int c = ty; c < 32; c += TY) {  // warp-uniform: warp ty reduces columns ty, ty + TY, ...
+    float w = tx < TY ? part[tx][c] : Op::identity();
+    w = ks_warp_allreduce<Op>(w);
+    if (tx == 0) res[c] = w;
+  }
+  __syncthreads();
+  return res[tx];
 }
 
 // Online states for the tiled / split reductions: push one value, merge two partial states.

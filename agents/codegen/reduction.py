@@ -17,6 +17,7 @@ Paths (chosen at run time by `ks_plan_reduction`, shared with the binding):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from string import Template
 
@@ -193,56 +194,15 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
         ).substitute(
             op=op, valid=valid, fin="ks_div_norm(r, (float)R)" if spec.kind == "mean" else "r", store=store_scalar("row")
         )
-    elif spec.kind in ("logsumexp", "softmax", "log_softmax"):
-        exp_into_v = spec.kind == "softmax"
-        row_tail = Template(
-            """
-    float m = -KS_INF;
-#pragma unroll
-    for (int j = 0; j < MAXV; ++j) if (${valid}) {
-#pragma unroll
-      for (int q = 0; q < VEC; ++q) m = ks_max(m, v[j][q]);
-    }
-    m = ks_row_allreduce<KsOpMax, WARP>(m, smem);
-    const float ms = m == -KS_INF ? 0.f : m;  // all -inf: sum is 0, no inf - inf
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < MAXV; ++j) if (${valid}) {
-#pragma unroll
-      for (int q = 0; q < VEC; ++q) { const float e = expf(v[j][q] - ms); s += e; ${keep} }
-    }
-    s = ks_row_allreduce<KsOpSum, WARP>(s, smem);
-"""
-        ).substitute(valid=valid, keep="v[j][q] = e;" if exp_into_v else "")
-        if spec.kind == "logsumexp":
-            row_tail += f"""
+    elif spec.kind == "logsumexp":
+        row_tail = _cached_stats("logsumexp", _row_cache(valid), spec.eps) + f"""
     if (tx == 0) {{
       const float acc = ms + logf(s);
       {store_scalar("row")}
     }}"""
-        else:
-            y = "ks_div_norm(v[j][q], s)" if spec.kind == "softmax" else "v[j][q] - ms - logs"
-            row_tail += "    const float logs = logf(s); (void)logs;\n" + _row_store(y, valid, roles, epi_call, affine, out_t)
-    else:  # layer_norm
-        row_tail = Template(
-            """
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < MAXV; ++j) if (${valid}) {
-#pragma unroll
-      for (int q = 0; q < VEC; ++q) s += v[j][q];
-    }
-    const float mean = ks_div_norm(ks_row_allreduce<KsOpSum, WARP>(s, smem), (float)R);
-    float ss = 0.f;
-#pragma unroll
-    for (int j = 0; j < MAXV; ++j) if (${valid}) {
-#pragma unroll
-      for (int q = 0; q < VEC; ++q) { const float d = v[j][q] - mean; ss += d * d; }
-    }
-    const float rstd = rsqrtf(ks_div_norm(ks_row_allreduce<KsOpSum, WARP>(ss, smem), (float)R) + ${eps});  // rsqrt, as PyTorch
-"""
-        ).substitute(valid=valid, eps=_c(spec.eps))
-        row_tail += _row_store("(v[j][q] - mean) * rstd", valid, roles, epi_call, affine, out_t)
+    else:
+        row_tail = _cached_stats(spec.kind, _row_cache(valid), spec.eps) + _row_store(
+            _CACHED_NORMALIZE[spec.kind].format(val="v[j][q]"), valid, roles, epi_call, affine, out_t)
 
     row_operands = list(roles.prologue) + [k for k in (roles.weight, roles.bias) if k is not None]
     if normalizing:
@@ -395,6 +355,67 @@ ${name}_apply(${params}, ${out_t}* __restrict__ out, const float* __restrict__ s
             e_loads=_loads(roles.epilogue, "1", "idx", "e"), epi=epi_call("y", "0"),
         )
 
+    cols_kernel, cols_launch = "", ""
+    if normalizing:
+        w_loads, w_upd = affine("1", "idx", "y", "0")
+        cols_kernel = Template(
+            """
+// Normalising kinds along a strided dim (inner >= 16; see ks_plan_reduction): a (32, TY) block
+// owns 32 consecutive inner columns of one outer slice and keeps its [R, 32] tile in shared
+// memory (dynamic, R * 128 bytes).  Warps read 32 consecutive elements (coalesced); one read and
+// one write of global memory, where the tile path reads the input twice.  A thread only reads back
+// the tile entries it wrote (column tx, rows ty + k * TY), so the tile needs no barrier; threads
+// meet only in ks_col_allreduce.
+__global__ void __launch_bounds__(1024)
+${name}_cols(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R, const int64_t inner) {
+  extern __shared__ float tile[];
+  __shared__ float part[32][33];
+  __shared__ float res[32];
+  const int tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
+  const int Ri = (int)R;  // R * 128 bytes fit in shared memory
+  const int64_t cb = ks_div(inner + 31, 32);
+  for (int64_t blk = blockIdx.x; blk < outer * cb; blk += gridDim.x) {  // block-uniform
+    const int64_t o = ks_div(blk, cb);
+    const int64_t i = (blk - o * cb) * 32 + tx;
+    const bool live = i < inner;
+    const int64_t base = o * R * inner + i;
+#pragma unroll 8
+    for (int r = ty; r < Ri; r += TY) if (live) {
+      const int64_t idx = base + (int64_t)r * inner;
+      ${loads1}
+      const int q = 0; float x; ${pro_x}
+      tile[r * 32 + tx] = x;
+    }
+${stats}
+#pragma unroll 4
+    for (int r = ty; r < Ri; r += TY) if (live) {
+      const int64_t idx = base + (int64_t)r * inner;
+      const int q = 0; (void)q;
+      float y = ${y};
+      ${w_loads} ${w_upd}
+      ${e_loads} ${epi}
+      out[idx] = ks_from_float<${out_t}>(y);
+    }
+  }
+}
+"""
+        ).substitute(
+            name=name, params=params, out_t=out_t, loads1=_loads(roles.prologue, "1", "idx"),
+            pro_x=pro_call("", "x"), stats=_cached_stats(spec.kind, _COLS_CACHE, spec.eps),
+            y=_CACHED_NORMALIZE[spec.kind].format(val=_COLS_CACHE.val), w_loads=w_loads, w_upd=w_upd,
+            e_loads=_loads(roles.epilogue, "1", "idx", "e"), epi=epi_call("y", "0"),
+        )
+        cols_launch = f"""  if (plan.path == KS_PATH_COLS) {{
+    const size_t smem = (size_t)R * 32 * sizeof(float);
+    static const bool opted_in = cudaFuncSetAttribute({name}_cols, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      ks_smem_optin() - KS_COLS_STATIC_SMEM) == cudaSuccess;
+    (void)opted_in;  // a failure surfaces as the launch error the binding checks
+    const int per_sm = ks_blocks_per_sm({name}_cols, 32 * plan.threads_y, smem);  // R sets it: not cached
+    const int64_t blocks = ks_grid(per_sm, outer * ks_cdiv(inner, 32));
+    {name}_cols<<<(unsigned)blocks, dim3(32, plan.threads_y), smem, stream>>>({args}, o, outer, R, inner);
+    return;
+  }}"""
+
     launcher_sig = (
         f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, float* workspace, "
         f"int64_t outer, int64_t R, int64_t inner, const KsRedPlan& plan, int vec, cudaStream_t stream)"
@@ -403,7 +424,9 @@ ${name}_apply(${params}, ${out_t}* __restrict__ out, const float* __restrict__ s
         Template(
             """  if (plan.path == ${path} && vec == ${v}) {
     auto kernel = ${name}_row<${v}, ${maxv}, ${warp}>;
-    static const int per_sm = ks_blocks_per_sm(kernel, ${threads});
+    static int per_sm_by_warps[17] = {0};  // per block size: the block path's varies with R
+    int& per_sm = per_sm_by_warps[${threads} / 32];
+    if (per_sm == 0) per_sm = ks_blocks_per_sm(kernel, ${threads});
     const dim3 block(${bx}, ${by});
     const int64_t blocks = ks_grid(per_sm, ks_cdiv(outer, ${rows_per_block}));
     kernel<<<(unsigned)blocks, block, 0, stream>>>(${args}, o, outer, R);
@@ -431,12 +454,14 @@ ${name}_apply(${params}, ${out_t}* __restrict__ out, const float* __restrict__ s
 {pro.source}
 {epi.source}
 {row_kernel}
+{cols_kernel}
 {tile_kernel}
 {apply_kernel}
 {launcher_sig} {{
   {out_t}* o = static_cast<{out_t}*>(out);
   if (outer <= 0 || inner <= 0) return;
 {launch_row}
+{cols_launch}
   // Tile path: partial states first (when R is split), then statistics last.
   const int64_t cols = outer * inner;
   float* partials = workspace;
@@ -476,6 +501,71 @@ def _c(x: float) -> str:
     from kernelstitch.agents.codegen.expr import c_float
 
     return c_float(x)
+
+
+# y from a cached value `val` and the statistics of `_cached_stats`.
+_CACHED_NORMALIZE = {
+    "softmax": "ks_div_norm({val}, s)",  # the cache holds exp(x - max) by then
+    "log_softmax": "{val} - ms - logs",
+    "layer_norm": "({val} - mean) * rstd",
+}
+
+
+@dataclass(frozen=True)
+class _Cache:
+    """Where a kernel keeps the values it reduces: `each(body)` runs `body` for every valid
+    cached value, which the body reads and may overwrite as `val`; `allreduce(op, x)` combines
+    x over the threads that share the reduced range."""
+
+    each: Callable[[str], str]
+    val: str
+    allreduce: Callable[[str, str], str]
+
+
+def _row_cache(valid: str) -> _Cache:
+    """Row kernels: registers v[MAXV][VEC]; slot j holds columns (j * TX + tx) * VEC + q."""
+    return _Cache(
+        each=lambda body: (f"#pragma unroll\n    for (int j = 0; j < MAXV; ++j) if ({valid}) {{\n"
+                           f"#pragma unroll\n      for (int q = 0; q < VEC; ++q) {{ {body} }}\n    }}"),
+        val="v[j][q]",
+        allreduce=lambda op, x: f"ks_row_allreduce<{op}, WARP>({x}, smem)",
+    )
+
+
+_COLS_CACHE = _Cache(  # column-tile kernel: shared memory tile[R][32], thread (tx, ty) walks r = ty + k * TY
+    each=lambda body: f"#pragma unroll 4\n    for (int r = ty; r < Ri; r += TY) if (live) {{ {body} }}",
+    val="tile[r * 32 + tx]",
+    allreduce=lambda op, x: f"ks_col_allreduce<{op}>({x}, part, res)",
+)
+
+
+def _cached_stats(kind: str, cache: _Cache, eps: float) -> str:
+    """Statistics of cached values, declared for the store code that follows.  softmax kinds:
+    max, then sum of exp (softmax overwrites the cache with the exponentials); layer_norm: mean,
+    then squared deviations (two-pass over the cache, not Welford)."""
+    v = cache.val
+    if kind == "layer_norm":
+        return f"""
+    float s = 0.f;
+    {cache.each(f"s += {v};")}
+    const float mean = ks_div_norm({cache.allreduce("KsOpSum", "s")}, (float)R);
+    float ss = 0.f;
+    {cache.each(f"const float d = {v} - mean; ss += d * d;")}
+    const float rstd = rsqrtf(ks_div_norm({cache.allreduce("KsOpSum", "ss")}, (float)R) + {_c(eps)});  // rsqrt, as PyTorch
+"""
+    keep = f" {v} = e;" if kind == "softmax" else ""
+    text = f"""
+    float m = -KS_INF;
+    {cache.each(f"m = ks_max(m, {v});")}
+    m = {cache.allreduce("KsOpMax", "m")};
+    const float ms = m == -KS_INF ? 0.f : m;  // all -inf: sum is 0, no inf - inf
+    float s = 0.f;
+    {cache.each(f"const float e = expf({v} - ms); s += e;{keep}")}
+    s = {cache.allreduce("KsOpSum", "s")};
+"""
+    if kind != "logsumexp":
+        text += "    const float logs = logf(s); (void)logs;\n"
+    return text
 
 
 def _row_store(y: str, valid: str, roles: _Roles, epi_call, affine, out_t: str) -> str:
@@ -556,7 +646,8 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   const c10::IntArrayRef xs(x_sizes), os(out_shape);
   (void)os;
   KsOperand descs[{n}];
-  const int want = (plan.path != KS_PATH_TILE && R % {vec} == 0) ? {vec} : 1;
+  auto row_path = [&]() {{ return plan.path == KS_PATH_ROW_WARP || plan.path == KS_PATH_ROW_BLOCK; }};
+  const int want = (row_path() && R % {vec} == 0) ? {vec} : 1;
   int vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, want, descs);
   // Row kernels read only row-affine layouts (full rows, row vectors, per-row values): try the
   // scalar width (rows of any length), else take the tile path.
@@ -565,8 +656,8 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
     for (int k : row_read) if (!ks_row_affine(descs[k], R)) return false;
     return true;
   }};
-  if (plan.path != KS_PATH_TILE && vec > 1 && !row_affine()) vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
-  if (plan.path != KS_PATH_TILE && !row_affine()) {{
+  if (row_path() && vec > 1 && !row_affine()) vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
+  if (row_path() && !row_affine()) {{
     plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, true);
     vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
   }}

@@ -46,11 +46,17 @@ _FUSING_TECHNIQUES = KERNEL_TECHNIQUES - {"gemm_epilogue"}
 NOTHING_TO_FUSE_NOTE = (
     "nothing to fuse: every step is a library call (GEMM without an epilogue, conv, or a PyTorch "
     "op), the same work PyTorch already does. Expect no speedup; the Verifier rejects a "
-    "candidate that runs none of its own kernels (no_custom_kernel). Keep the original module.")
+    "candidate that runs none of its own kernels and calls no library itself "
+    "(no_custom_kernel). Keep the original module.")
+GEMM_ONLY_NOTE = (
+    "nothing to fuse: every step is a cuBLASLt GEMM without an epilogue, the work PyTorch's "
+    "matmul already hands to cuBLAS. The candidate calls cuBLASLt itself, so the Verifier can "
+    "accept it, but expect no speedup: keep the original unless the report measures one.")
 
 
-def nothing_to_fuse(steps: list[PlanStep]) -> bool:
-    """No step fuses anything or runs a kernel of ours beyond the library call itself."""
+def nothing_to_fuse(steps: list[PlanStep]) -> str | None:
+    """The note for a plan in which no step fuses anything or runs a kernel of ours beyond the
+    library call itself (None when something is fused)."""
     def fuses(step: PlanStep) -> bool:
         if step.technique in _FUSING_TECHNIQUES:
             return True
@@ -58,7 +64,9 @@ def nothing_to_fuse(steps: list[PlanStep]) -> bool:
         return step.technique == "gemm_epilogue" and (
             spec.get("bias") is not None or spec.get("activation", "none") != "none")
 
-    return bool(steps) and not any(fuses(s) for s in steps)
+    if not steps or any(fuses(s) for s in steps):
+        return None
+    return GEMM_ONLY_NOTE if all(s.technique == "gemm_epilogue" for s in steps) else NOTHING_TO_FUSE_NOTE
 
 
 def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
@@ -75,8 +83,9 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
     if not use_gemm and any(g.kind == "library" and rewritten.graph.node(g.anchor).op
                             in ("aten.linear.default", "aten.matmul.default") for g in sched.groups):
         notes.append("GEMM kernels unavailable in this build: matmuls call PyTorch (cuBLAS)")
-    if nothing_to_fuse(steps):
-        notes.append(NOTHING_TO_FUSE_NOTE)
+    idle = nothing_to_fuse(steps)
+    if idle:
+        notes.append(idle)
     return Plan(
         module=graph.module,
         source_path=graph.source_path,

@@ -107,13 +107,18 @@ def _profile_checks(b: _Builder, result: dict[str, Any], reference_ops: list[str
     if len(calls) < PROFILED_CALLS:
         b.cannot("verifier_error", f"the profiler captured {len(calls)} of {PROFILED_CALLS} calls")
     for call in calls:
+        # The candidate's own work: kernels it wrote, or library kernels (its cuBLASLt GEMM) its
+        # native code launched directly, outside every PyTorch op (trace_summary).
         own = call.get("own_kernels", [])
-        b.checks.append(CheckRecord(f"profile:call{call['index']}", bool(own),
-                                    {"own_kernels": own, "kernels": call.get("kernels", [])}))
-        if not own:
+        library = call.get("library_calls", [])
+        b.checks.append(CheckRecord(f"profile:call{call['index']}", bool(own or library),
+                                    {"own_kernels": own, "library_calls": library,
+                                     "kernels": call.get("kernels", [])}))
+        if not own and not library:
             seen = ", ".join(call.get("kernels", [])[:5]) or "none"
             b.reject("no_custom_kernel", f"profiled call {call['index']} ran none of the "
-                     f"candidate's own GPU kernels (kernels seen: {seen})")
+                     "candidate's own GPU kernels and called no library itself (outside "
+                     f"PyTorch's ops) (kernels seen: {seen})")
     profiles = [CallProfile(c["index"], c.get("kernels", []), c.get("streams", []),
                             [(op, tuple(anc)) for op, anc in c.get("ops", [])]) for c in calls]
     reused = reused_reference_ops(profiles, set(reference_ops), b.inputs.static.declared_torch_ops)

@@ -5,6 +5,12 @@ each call this finds the GPU kernels it launched (kernel -> correlation id -> th
 on the CPU inside the call's range) and the aten ops dispatched inside it, each with the chain of
 enclosing aten ops (so work nested inside a declared library call is not blamed on the
 candidate).
+
+A library kernel (cuBLAS, cuDNN...) whose launch lies inside no aten op was launched by the
+candidate's own native code calling the library directly (its cuBLASLt GEMM): PyTorch's own
+library calls run inside an aten op (aten::mm, aten::convolution), whether Python or C++
+dispatched them.  Kernels replayed from a CUDA graph are not counted that way: a graph could
+have captured a PyTorch call.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from kernelstitch.agents.verifier.op_names import base_name, is_compute_op, is_o
 
 CALL_RANGE = re.compile(r"^ks_verify_call_(\d+)$")
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
+GRAPH_LAUNCH = "GraphLaunch"  # cudaGraphLaunch / cuGraphLaunch
 
 
 @dataclass
@@ -25,6 +32,8 @@ class CallProfile:
     kernels: list[str] = field(default_factory=list)
     streams: list[int] = field(default_factory=list)
     ops: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (op, ancestors)
+    # Library kernels launched directly by the candidate's code (outside every aten op).
+    library_calls: list[str] = field(default_factory=list)
 
     @property
     def own_kernels(self) -> list[str]:
@@ -51,12 +60,16 @@ def summarize_trace(trace: dict[str, Any]) -> list[CallProfile]:
     calls = []
     for index, rng in sorted(ranges, key=lambda item: item[0]):
         call = CallProfile(index)
+        inside = sorted((o for o in ops if _inside(o, rng)), key=lambda o: (o["ts"], -o["dur"]))
         for k in kernels:
             launch = launches.get(k.get("args", {}).get("correlation"))
             if launch is not None and _inside(launch, rng):
-                call.kernels.append(str(k.get("name", "")))
+                name = str(k.get("name", ""))
+                call.kernels.append(name)
                 call.streams.append(int(k.get("args", {}).get("stream", -1)))
-        inside = sorted((o for o in ops if _inside(o, rng)), key=lambda o: (o["ts"], -o["dur"]))
+                if (not is_own_kernel(name) and GRAPH_LAUNCH not in str(launch.get("name", ""))
+                        and not any(_inside(launch, op) for op in inside)):
+                    call.library_calls.append(name)
         for op in inside:
             ancestors = tuple(str(p["name"]) for p in inside
                               if p is not op and p["ts"] <= op["ts"]
