@@ -260,10 +260,12 @@ def _kernels_run(fn, *args) -> set[str]:
     return {e.key for e in prof.key_averages()}
 
 
-# [outer, R, inner] -> the path the plan must take on an H100 (132 SMs): column tiles when the
-# [R, 32] fp32 tile fits in shared memory and there are >= 132 of them, else the tile kernels.
+# [outer, R, inner] -> the path the plan must take on an H100 (132 SMs, 227 KB of shared memory
+# per block): column tiles when the [R, 16] fp32 tile fits in shared memory and there are >= 132
+# of them, else the tile kernels.
 STRIDED_SOFTMAX = [((8, 300, 600), "cols"), ((32, 1024, 160), "cols"), ((64, 1500, 100), "cols"),
-                   ((300, 20, 17), "cols"), ((40, 2000, 200), "tile"), ((4, 64, 256), "tile")]
+                   ((300, 20, 17), "cols"), ((40, 2000, 200), "cols"), ((40, 4000, 48), "tile"),
+                   ((4, 64, 256), "tile")]
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])

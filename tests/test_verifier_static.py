@@ -277,12 +277,15 @@ def test_library_kernels_count_only_when_the_candidate_launched_them_itself():
     trace = _trace(
         [[(gemm, 7, "cuLaunchKernelEx")],      # its own cuBLASLt call: outside every aten op
          [(gemm, 7)],                          # PyTorch's matmul: inside aten::mm
-         [(gemm, 7, "cudaGraphLaunch")]],      # a graph replay may hide a PyTorch call
-        [[("aten::empty", 10, 5)], [("aten::matmul", 250, 100), ("aten::mm", 260, 80)], []],
+         [(gemm, 7, "cudaGraphLaunch")],       # a graph replay may hide a PyTorch call
+         # Inductor's Triton kernels and PyTorch's own launch outside aten ops too: not libraries
+         [("triton_poi_fused_add_clamp_min_mul_0", 7, "cuLaunchKernel"),
+          ("void at::native::vectorized_elementwise_kernel<4>", 7)]],
+        [[("aten::empty", 10, 5)], [("aten::matmul", 250, 100), ("aten::mm", 260, 80)], [], []],
     )
     calls = summarize_trace(trace)
-    assert [c.library_calls for c in calls] == [[gemm], [], []]
-    assert [c.own_kernels for c in calls] == [[], [], []]
+    assert [c.library_calls for c in calls] == [[gemm], [], [], []]
+    assert [c.own_kernels for c in calls] == [[], [], [], []]
 
 
 def test_reuse_rule_respects_declarations_and_their_nested_ops():

@@ -54,7 +54,8 @@ SHARED_TYPES = r"""
 #define KS_MAX_RANK 6
 #define KS_ROW_CAP 16384   /* longest row the register-cached row kernels take */
 #define KS_BLOCK_SCALAR_VALUES @BLOCK_SCALAR_VALUES@  /* values per thread of the block path's VEC == 1 kernel */
-#define KS_COLS_STATIC_SMEM 4352  /* the column-tile kernel's static shared memory: part[32][33], res[32] */
+#define KS_COLS_WIDTH 16  /* inner columns per column-tile block: [R, 16] tiles, several blocks per SM */
+#define KS_COLS_STATIC_SMEM 8576  /* the column-tile kernel's static shared memory: part[64][33], res[32] */
 
 // How an operand maps the linear index i of the iteration space (contiguous, row-major) to an
 // element offset.  Chosen at run time by the binding from the operand's expanded strides.
@@ -81,7 +82,7 @@ enum KsRedPath : int {
   KS_PATH_ROW_WARP = 0,    // inner == 1, R <= 1024: a warp per row, <= 32 values per lane
   KS_PATH_ROW_BLOCK = 1,   // inner == 1, R <= KS_ROW_CAP: a block (<= 512 threads) per row, <= 32 values per thread
   KS_PATH_TILE = 2,        // anything else: (inner x R-slice) tiles, R split across blocks if needed
-  KS_PATH_COLS = 3         // normalising kinds, inner >= 16: a block keeps a [R, 32] tile in shared memory
+  KS_PATH_COLS = 3         // normalising kinds, inner >= 16: a block keeps an [R, 16] tile in shared memory
 };
 
 struct KsRedPlan {
@@ -91,6 +92,7 @@ struct KsRedPlan {
   int64_t splits;       // tile: blocks along R (partials merged by a finalize kernel when > 1)
   int64_t r_per_split;
   int64_t workspace_floats;
+  int row_values;       // row paths: values each thread caches (32, or 16 for normalising block rows)
 };
 
 [[maybe_unused]] static inline int ks_sm_count() {
@@ -130,7 +132,8 @@ struct KsRedPlan {
 [[maybe_unused]] static inline int64_t ks_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // state_floats: floats per partial state; normalizing: softmax/log_softmax/layer_norm.
-[[maybe_unused]] // force_tile: an operand is not row-affine (see ks_row_affine), which only the tile kernels read.
+[[maybe_unused]] // force_tile: an operand is not row-affine (see ks_row_affine), which only the tile kernels read,
+// or the kind has no column-tile kernel.
 static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inner, int sms,
                                           int state_floats, bool normalizing, bool force_tile) {
   KsRedPlan p{};
@@ -138,7 +141,10 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
   p.r_per_split = R;
   if (inner == 1 && R <= KS_ROW_CAP && !force_tile) {
     // Each thread fills its 32 cached values: the most bytes in flight per allocated register.
-    int64_t tx = R <= 1024 ? 32 : ks_pow2_ceil(ks_cdiv(R, 32));
+    // Normalising block rows up to 16 x 512 cache 16 under a 64-register cap instead: more rows
+    // per SM overlap one row's reductions and write-back with the next rows' loads.
+    p.row_values = (normalizing && R > 1024 && R <= 16 * 512) ? 16 : 32;
+    int64_t tx = R <= 1024 ? 32 : ks_pow2_ceil(ks_cdiv(R, p.row_values));
     if (tx > 512) tx = 512;
     const bool fills_gpu = outer * tx >= (int64_t)sms * 1024;
     if (fills_gpu || R <= 4096) {
@@ -149,13 +155,14 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
     }
   }
   // Normalising along a strided dim: the column tile path reads once and writes once (the tile
-  // path reads twice), when its [R, 32] fp32 tile fits in shared memory and the tiles fill the GPU.
-  if (normalizing && inner >= 16 && R * 32 * 4 + KS_COLS_STATIC_SMEM <= ks_smem_optin() &&
-      outer * ks_cdiv(inner, 32) >= sms) {
+  // path reads twice), when its [R, KS_COLS_WIDTH] fp32 tile fits in shared memory and the tiles
+  // fill the GPU.  Threads along R: R / 32 values each, 128..1024 threads.
+  if (normalizing && !force_tile && inner >= 16 && R * KS_COLS_WIDTH * 4 + KS_COLS_STATIC_SMEM <= ks_smem_optin() &&
+      outer * ks_cdiv(inner, KS_COLS_WIDTH) >= sms) {
     p.path = KS_PATH_COLS;
-    p.threads_x = 32;
+    p.threads_x = KS_COLS_WIDTH;
     const int64_t ty = ks_pow2_ceil(ks_cdiv(R, 32));
-    p.threads_y = (int)(ty < 8 ? 8 : (ty > 32 ? 32 : ty));  // 256..1024 threads
+    p.threads_y = (int)(ty < 8 ? 8 : (ty > 64 ? 64 : ty));
     return p;
   }
   p.path = KS_PATH_TILE;
@@ -440,17 +447,20 @@ __device__ __forceinline__ float ks_row_allreduce(float v, float* smem) {
   else return ks_block_allreduce<Op>(v, smem);
 }
 
-// All-reduce down the columns of a (32, TY) block, TY <= 32: warp ty holds one row of the tile
-// and its lanes are the 32 columns.  Returns the column's result to every thread of it.
+// All-reduce down the columns of a (TX, TY) block (TX <= 32, TY <= 64, TX * TY a multiple of 32):
+// warp w combines columns w, w + nwarps, ... (lanes walk the rows).  Returns the column's result
+// to every thread of it.
 template <class Op>
 __device__ __forceinline__ float ks_col_allreduce(float v, float (*part)[33], float* res) {
-  const int tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int t = ty * TX + tx, lane = t & 31, warp = t >> 5, nwarps = (TX * TY) >> 5;
   part[ty][tx] = v;
   __syncthreads();
-  for (int c = ty; c < 32; c += TY) {  // warp-uniform: warp ty reduces columns ty, ty + TY, ...
-    float w = tx < TY ? part[tx][c] : Op::identity();
+  for (int c = warp; c < TX; c += nwarps) {  // warp-uniform
+    float w = Op::identity();
+    for (int r = lane; r < TY; r += 32) w = Op::apply(w, part[r][c]);
     w = ks_warp_allreduce<Op>(w);
-    if (tx == 0) res[c] = w;
+    if (lane == 0) res[c] = w;
   }
   __syncthreads();
   return res[tx];

@@ -33,6 +33,9 @@ from kernelstitch.agents.codegen.expr import compile_ops
 from kernelstitch.agents.codegen.spec import KernelSource, ReductionSpec
 
 NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm"})
+# Kinds with a column-tile kernel (a strided reduced dim).  layer_norm has none: it always reduces
+# trailing dims (inner == 1), and the binding sends any other plan to the tile path.
+COLUMN_TILE_KINDS = frozenset({"softmax", "log_softmax"})
 _STATE = {
     "sum": "KsStateSum", "mean": "KsStateSum", "amax": "KsStateMax", "amin": "KsStateMin",
     "logsumexp": "KsStateLse", "softmax": "KsStateLse", "log_softmax": "KsStateLse",
@@ -83,13 +86,6 @@ def _loads(ks: tuple[int, ...], width: str, index: str, prefix: str = "a") -> st
 def _row_loads(ks: tuple[int, ...], col: str, prefix: str = "a") -> str:
     """Row-kernel loads of VEC elements at `col` of the current row (bases b{k} set per row)."""
     return " ".join(f"float {prefix}{k}[VEC]; ks_load_row<VEC>(p{k}, d{k}, b{k}, {col}, {prefix}{k});" for k in ks)
-
-
-def _row_values(warp: bool, vec: int) -> int:
-    """MAXV of a row kernel: 32 cached values per thread, BLOCK_SCALAR_VALUES for the block
-    path's scalar kernel, whose host plan sizes its blocks for that."""
-    cap = 32 if warp or vec > 1 else BLOCK_SCALAR_VALUES
-    return max(1, cap // vec)
 
 
 def emit_reduction(spec: ReductionSpec) -> KernelSource:
@@ -209,10 +205,12 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
         row_operands += list(roles.epilogue)
     row_kernel = Template(
         """
-// Min-blocks 1, stated: with it left out, ptxas aimed at 64 registers and spilled the cached
-// row; with 2 (a 128-register cap) the warp path's 32 scalar values spilled.
-template <int VEC, int MAXV, bool WARP>
-__global__ void __launch_bounds__(WARP ? 256 : 512, 1)
+// MINB 1 for 32 cached values: with it left out, ptxas aimed at 64 registers and spilled the
+// cached row; with 2 (a 128-register cap) the warp path's 32 scalar values spilled.  MINB 2 (64
+// registers) for the block path's 16-value kernel: on the H100, 2-4 blocks per SM instead of 2-3
+// read log_softmax / layer_norm rows 20-25% faster (microbench, bench/results/.../RUN.md).
+template <int VEC, int MAXV, bool WARP, int MINB>
+__global__ void __launch_bounds__(WARP ? 256 : 512, MINB)
 ${name}_row(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R) {
   __shared__ float smem[33];
   const int tx = threadIdx.x;
@@ -356,35 +354,45 @@ ${name}_apply(${params}, ${out_t}* __restrict__ out, const float* __restrict__ s
         )
 
     cols_kernel, cols_launch = "", ""
-    if normalizing:
+    if spec.kind in COLUMN_TILE_KINDS:
         w_loads, w_upd = affine("1", "idx", "y", "0")
         cols_kernel = Template(
             """
-// Normalising kinds along a strided dim (inner >= 16; see ks_plan_reduction): a (32, TY) block
-// owns 32 consecutive inner columns of one outer slice and keeps its [R, 32] tile in shared
-// memory (dynamic, R * 128 bytes).  Warps read 32 consecutive elements (coalesced); one read and
-// one write of global memory, where the tile path reads the input twice.  A thread only reads back
-// the tile entries it wrote (column tx, rows ty + k * TY), so the tile needs no barrier; threads
-// meet only in ks_col_allreduce.
+// Normalising kinds along a strided dim (see ks_plan_reduction): a (TX, TY) block owns TX
+// consecutive inner columns of one outer slice and keeps its [R, TX] tile in shared memory
+// (dynamic, R * TX floats), several blocks per SM.  Loads go out 16 at a time per thread before
+// any is used; one read and one write of global memory, where the tile path reads the input
+// twice.  A thread only reads back the tile entries it wrote (column tx, rows ty + k * TY), so
+// the tile needs no barrier; threads meet only in ks_col_allreduce.
 __global__ void __launch_bounds__(1024)
 ${name}_cols(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R, const int64_t inner) {
   extern __shared__ float tile[];
-  __shared__ float part[32][33];
+  __shared__ float part[64][33];
   __shared__ float res[32];
-  const int tx = threadIdx.x, ty = threadIdx.y, TY = blockDim.y;
-  const int Ri = (int)R;  // R * 128 bytes fit in shared memory
-  const int64_t cb = ks_div(inner + 31, 32);
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+  const int Ri = (int)R;  // R * TX floats fit in shared memory
+  const int64_t cb = ks_div(inner + TX - 1, TX);
   for (int64_t blk = blockIdx.x; blk < outer * cb; blk += gridDim.x) {  // block-uniform
     const int64_t o = ks_div(blk, cb);
-    const int64_t i = (blk - o * cb) * 32 + tx;
+    const int64_t i = (blk - o * cb) * TX + tx;
     const bool live = i < inner;
     const int64_t base = o * R * inner + i;
-#pragma unroll 8
-    for (int r = ty; r < Ri; r += TY) if (live) {
-      const int64_t idx = base + (int64_t)r * inner;
-      ${loads1}
-      const int q = 0; float x; ${pro_x}
-      tile[r * 32 + tx] = x;
+    for (int r0 = ty; r0 < Ri; r0 += 16 * TY) {
+      float xs[16];
+#pragma unroll
+      for (int u = 0; u < 16; ++u) {
+        const int r = r0 + u * TY;
+        if (live && r < Ri) {
+          const int64_t idx = base + (int64_t)r * inner;
+          ${loads1}
+          const int q = 0; ${pro_x}
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 16; ++u) {
+        const int r = r0 + u * TY;
+        if (live && r < Ri) tile[r * TX + tx] = xs[u];
+      }
     }
 ${stats}
 #pragma unroll 4
@@ -401,18 +409,19 @@ ${stats}
 """
         ).substitute(
             name=name, params=params, out_t=out_t, loads1=_loads(roles.prologue, "1", "idx"),
-            pro_x=pro_call("", "x"), stats=_cached_stats(spec.kind, _COLS_CACHE, spec.eps),
+            pro_x=pro_call("", "xs[u]"), stats=_cached_stats(spec.kind, _COLS_CACHE, spec.eps),
             y=_CACHED_NORMALIZE[spec.kind].format(val=_COLS_CACHE.val), w_loads=w_loads, w_upd=w_upd,
             e_loads=_loads(roles.epilogue, "1", "idx", "e"), epi=epi_call("y", "0"),
         )
         cols_launch = f"""  if (plan.path == KS_PATH_COLS) {{
-    const size_t smem = (size_t)R * 32 * sizeof(float);
+    const size_t smem = (size_t)R * plan.threads_x * sizeof(float);
     static const bool opted_in = cudaFuncSetAttribute({name}_cols, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                       ks_smem_optin() - KS_COLS_STATIC_SMEM) == cudaSuccess;
     (void)opted_in;  // a failure surfaces as the launch error the binding checks
-    const int per_sm = ks_blocks_per_sm({name}_cols, 32 * plan.threads_y, smem);  // R sets it: not cached
-    const int64_t blocks = ks_grid(per_sm, outer * ks_cdiv(inner, 32));
-    {name}_cols<<<(unsigned)blocks, dim3(32, plan.threads_y), smem, stream>>>({args}, o, outer, R, inner);
+    const int threads = plan.threads_x * plan.threads_y;
+    const int per_sm = ks_blocks_per_sm({name}_cols, threads, smem);  // R sets it: not cached
+    const int64_t blocks = ks_grid(per_sm, outer * ks_cdiv(inner, plan.threads_x));
+    {name}_cols<<<(unsigned)blocks, dim3(plan.threads_x, plan.threads_y), smem, stream>>>({args}, o, outer, R, inner);
     return;
   }}"""
 
@@ -420,10 +429,17 @@ ${stats}
         f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, float* workspace, "
         f"int64_t outer, int64_t R, int64_t inner, const KsRedPlan& plan, int vec, cudaStream_t stream)"
     )
+    # (path, vec, values each thread caches, min blocks per SM for __launch_bounds__, plan test)
+    row_variants = [("KS_PATH_ROW_WARP", v, 32, 1, "") for v in sorted({1, vec})]
+    row_variants.append(("KS_PATH_ROW_BLOCK", 1, BLOCK_SCALAR_VALUES, 1, ""))
+    if vec > 1:
+        row_variants.append(("KS_PATH_ROW_BLOCK", vec, 32, 1, " && plan.row_values == 32"))
+        if normalizing:  # 16 values under a 64-register cap: more rows in flight per SM
+            row_variants.append(("KS_PATH_ROW_BLOCK", vec, 16, 2, " && plan.row_values == 16"))
     launch_row = "\n".join(
         Template(
-            """  if (plan.path == ${path} && vec == ${v}) {
-    auto kernel = ${name}_row<${v}, ${maxv}, ${warp}>;
+            """  if (plan.path == ${path} && vec == ${v}${test}) {
+    auto kernel = ${name}_row<${v}, ${maxv}, ${warp}, ${minb}>;
     static int per_sm_by_warps[17] = {0};  // per block size: the block path's varies with R
     int& per_sm = per_sm_by_warps[${threads} / 32];
     if (per_sm == 0) per_sm = ks_blocks_per_sm(kernel, ${threads});
@@ -433,13 +449,14 @@ ${stats}
     return;
   }"""
         ).substitute(
-            path=path, v=v, name=name, maxv=_row_values(warp == "true", v), warp=warp, args=args,
-            threads="256" if warp == "true" else "plan.threads_x",
-            bx="32" if warp == "true" else "plan.threads_x", by="8" if warp == "true" else "1",
-            rows_per_block="8" if warp == "true" else "1",
+            path=path, v=v, name=name, maxv=max(1, values // v), warp=str(path == "KS_PATH_ROW_WARP").lower(),
+            minb=minb, test=test, args=args,
+            threads="256" if path == "KS_PATH_ROW_WARP" else "plan.threads_x",
+            bx="32" if path == "KS_PATH_ROW_WARP" else "plan.threads_x",
+            by="8" if path == "KS_PATH_ROW_WARP" else "1",
+            rows_per_block="8" if path == "KS_PATH_ROW_WARP" else "1",
         )
-        for path, warp in (("KS_PATH_ROW_WARP", "true"), ("KS_PATH_ROW_BLOCK", "false"))
-        for v in sorted({1, vec})
+        for path, v, values, minb, test in row_variants
     )
     apply_launch = ""
     if normalizing:
@@ -532,9 +549,9 @@ def _row_cache(valid: str) -> _Cache:
     )
 
 
-_COLS_CACHE = _Cache(  # column-tile kernel: shared memory tile[R][32], thread (tx, ty) walks r = ty + k * TY
+_COLS_CACHE = _Cache(  # column-tile kernel: shared memory tile[R][TX], thread (tx, ty) walks r = ty + k * TY
     each=lambda body: f"#pragma unroll 4\n    for (int r = ty; r < Ri; r += TY) if (live) {{ {body} }}",
-    val="tile[r * 32 + tx]",
+    val="tile[r * TX + tx]",
     allreduce=lambda op, x: f"ks_col_allreduce<{op}>({x}, part, res)",
 )
 
@@ -643,6 +660,8 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   TORCH_CHECK(R > 0, "{name}: reduction over an empty dimension");
   const bool normalizing = {"true" if normalizing else "false"};
   KsRedPlan plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, false);
+  if (plan.path == KS_PATH_COLS && !{"true" if spec.kind in COLUMN_TILE_KINDS else "false"})
+    plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, true);
   const c10::IntArrayRef xs(x_sizes), os(out_shape);
   (void)os;
   KsOperand descs[{n}];

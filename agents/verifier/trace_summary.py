@@ -6,11 +6,12 @@ on the CPU inside the call's range) and the aten ops dispatched inside it, each 
 enclosing aten ops (so work nested inside a declared library call is not blamed on the
 candidate).
 
-A library kernel (cuBLAS, cuDNN...) whose launch lies inside no aten op was launched by the
+A vendor library kernel (cuBLAS, cuDNN...) whose launch lies inside no aten op was launched by the
 candidate's own native code calling the library directly (its cuBLASLt GEMM): PyTorch's own
 library calls run inside an aten op (aten::mm, aten::convolution), whether Python or C++
 dispatched them.  Kernels replayed from a CUDA graph are not counted that way: a graph could
-have captured a PyTorch call.
+have captured a PyTorch call; nor are PyTorch's own or compiler-generated kernels (Inductor's
+Triton kernels launch from generated Python, outside aten ops).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelstitch.agents.verifier.op_names import base_name, is_compute_op, is_own_kernel
+from kernelstitch.agents.verifier.op_names import (
+    base_name,
+    is_compute_op,
+    is_own_kernel,
+    is_vendor_library_kernel,
+)
 
 CALL_RANGE = re.compile(r"^ks_verify_call_(\d+)$")
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
@@ -67,7 +73,7 @@ def summarize_trace(trace: dict[str, Any]) -> list[CallProfile]:
                 name = str(k.get("name", ""))
                 call.kernels.append(name)
                 call.streams.append(int(k.get("args", {}).get("stream", -1)))
-                if (not is_own_kernel(name) and GRAPH_LAUNCH not in str(launch.get("name", ""))
+                if (is_vendor_library_kernel(name) and GRAPH_LAUNCH not in str(launch.get("name", ""))
                         and not any(_inside(launch, op) for op in inside)):
                     call.library_calls.append(name)
         for op in inside:
