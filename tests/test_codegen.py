@@ -178,8 +178,13 @@ def test_vector_path_uses_16_byte_accesses():
     assert "__ldg(reinterpret_cast<const uint4*>(p) + c)" in CUDA_PRELUDE
     assert "reinterpret_cast<uint4*>(p)[c] = KsPack<T>::pack" in CUDA_PRELUDE
     red = emit_reduction(reduction_specs()[0]).cuda
-    assert "red_sum_row<4, 8, true>" in red and "red_sum_row<4, 8, false>" in red
+    assert "red_sum_row<4, 8, true, 1>" in red and "red_sum_row<4, 8, false, 1>" in red
     assert "ks_load_row<VEC>" in red
+    assert "red_sum_cols" not in red and "red_sum_row<4, 4, false, 2>" not in red  # reduce kinds: as before
+    softmax = emit_reduction(next(s for s in reduction_specs() if s.kind == "softmax")).cuda
+    # normalising rows: 16 values per thread under a 64-register cap; the column-tile kernel
+    assert "_row<4, 4, false, 2>" in softmax and "plan.row_values == 16" in softmax
+    assert "_cols<<<" in softmax
 
 
 def test_preludes_are_guarded_and_assembly_is_one_unit():
