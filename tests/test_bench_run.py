@@ -163,6 +163,8 @@ def test_levels_layout_and_filters(tmp_path):
     assert [s.level for s in discover(root, levels=["1", "level3"])] == ["1", "1", "3"]
     assert [s.name for s in discover(root, only=["10_c", "level3/5_y"])] == \
         ["level1/10_c", "level3/5_y"]
+    assert [s.name for s in discover(root, only=["10_c,level3/5_y"])] == \
+        ["level1/10_c", "level3/5_y"]
     with pytest.raises(BenchError, match="no problems for level"):
         discover(root, levels=["4"])
     with pytest.raises(BenchError, match="level numbers"):

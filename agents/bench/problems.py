@@ -85,7 +85,7 @@ def discover(directory: Path, levels: list[str] | None = None,
                              f"(levels found: {', '.join(sorted(found, key=int)) or 'none'})")
         specs = [s for s in specs if s.level in wanted]
     if only:
-        names = set(only)
+        names = {n.strip() for item in only for n in item.split(",") if n.strip()}  # a,b or repeated
         specs = [s for s in specs if s.name in names or s.path.stem in names]
     if not specs:
         raise BenchError(f"no problems (*.py files) to run in {directory}"
