@@ -208,7 +208,7 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
 // MINB 1 for 32 cached values: with it left out, ptxas aimed at 64 registers and spilled the
 // cached row; with 2 (a 128-register cap) the warp path's 32 scalar values spilled.  MINB 2 (64
 // registers) for the block path's 16-value kernel: on the H100, 2-4 blocks per SM instead of 2-3
-// read log_softmax / layer_norm rows 20-25% faster (microbench, bench/results/.../RUN.md).
+// read log_softmax / layer_norm rows 20-25% faster (bench/results/2026-11-23-h100-d/RUN.md).
 template <int VEC, int MAXV, bool WARP, int MINB>
 __global__ void __launch_bounds__(WARP ? 256 : 512, MINB)
 ${name}_row(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R) {
