@@ -1,12 +1,21 @@
-"""Microbench of reduction-kernel variants: standalone CUDA programs (no torch), built here with
-nvcc for sm_90a and run on the lent H100.  Each variant = text edits of the emitted kernel + a
-plan override.  Prints one JSON line per variant."""
-import json, sys
-from pathlib import Path
-from kernelstitch.agents.planner.spec_json import spec_from_json
-from kernelstitch.agents.codegen import emit
+"""Microbench of reduction-kernel variants: standalone CUDA programs (no torch), built on the dev
+VM with nvcc for sm_90a and run on the lent H100.  Each variant = text edits of the emitted kernel
++ a plan override; each program prints one JSON line.
 
-ROOT = Path("/work/main/.kernelstitch")
+Usage: python microbench_gen.py WORKSPACE OUTDIR, where WORKSPACE/.scratch__gen__<problem>/Model/
+plan.json came from `kernelstitch generate` of the four examples below; then build every
+OUTDIR/*.cu with `nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o BIN FILE.cu` and run the
+binaries on the GPU.  This is the call-2 version (variants "new16", "cols*"); call 1 used the
+variants described in RUN.md (base, lb3, v16, v16_lb64, v8_lb64: text edits of the MAXV template
+argument and __launch_bounds__, with plan.threads_x set to match).
+"""
+import json
+import sys
+from pathlib import Path
+
+from kernelstitch.agents.codegen import emit
+from kernelstitch.agents.planner.spec_json import spec_from_json
+
 PROBLEMS = {  # name -> (outer, R, inner, operand modes, bytes)
     "log_softmax": (16384, 8192, 1),
     "softmax_temperature": (16384, 8192, 1),
@@ -72,11 +81,12 @@ int main() {
 }
 '''
 
-def main(outdir):
-    outdir = Path(outdir); outdir.mkdir(parents=True, exist_ok=True)
+def main(root, outdir):
+    root, outdir = Path(root), Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
     jobs = []
     for problem, (outer, R, inner) in PROBLEMS.items():
-        plan = json.loads((ROOT / f".scratch__gen__{problem}/Model/plan.json").read_text())
+        plan = json.loads((root / f".scratch__gen__{problem}/Model/plan.json").read_text())
         spec = spec_from_json(plan["steps"][0]["spec"])
         src = emit(spec).cuda
         name = spec.name
@@ -84,6 +94,7 @@ def main(outdir):
         modes = ["KS_ROW" if t.name in special else "KS_FULL" for t in spec.inputs]
         n = outer * R * inner
         nbytes = sum(4 * (R if m == "KS_ROW" else n) for m in modes) + 4 * n
+        modes_decl = "static const int kModes[] = {" + ", ".join(modes) + "};\n"
         for vname, edits, override in variants(problem, name):
             text = src
             for a, b in edits:
@@ -93,9 +104,9 @@ def main(outdir):
                 kernel, threads, smem = (f"{name}_cols", "1024", "R * 128") if vname == "cols" else (f"{name}_tile", "256", "0")
             else:
                 kernel = f"{name}_row<4, 4, false, 2>"
-                threads = "p.threads_x"; smem = "0"
+                threads, smem = "p.threads_x", "0"
             main_src = (MAIN.replace("@OUTER@", str(outer)).replace("@RR@", str(R)).replace("@INNER@", str(inner))
-                        .replace("@NINPUTS@", str(len(modes))).replace("MODES[k]", "kModes[k]").replace("int main() {", "static const int kModes[] = {%s};\nint main() {" % ", ".join(modes))
+                        .replace("@NINPUTS@", str(len(modes))).replace("MODES[k]", "kModes[k]").replace("int main() {", modes_decl + "int main() {")
                         .replace("@OVERRIDE@", override).replace("@LAUNCH@", f"{name}_launch").replace("@NF@", str(NF[spec.kind]))
                         .replace("@KERNEL@", kernel).replace("@THREADS@", threads).replace("@SMEM@", smem)
                         .replace("@PROBLEM@", problem).replace("@VARIANT@", vname).replace("@BYTES@", str(nbytes)))
@@ -104,4 +115,5 @@ def main(outdir):
             jobs.append(path)
     print("\n".join(str(j) for j in jobs))
 
-main(sys.argv[1])
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
