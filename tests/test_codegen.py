@@ -306,3 +306,55 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
     for spec in elementwise_specs() + reduction_specs():
         assert sum(spec.name + "_" in k for k in kernels) >= 2, spec.name
     assert len(kernels) >= 2 * len(elementwise_specs()) + 6 * len(reduction_specs()) + 3
+
+
+# The host plan (ks_plan_reduction, in SHARED_TYPES) compiled and run on this machine: which
+# reduction path and block shape each [outer, R, inner] view gets.  Without a GPU the shared
+# memory opt-in query falls back to 48 KB; the program prints the value it used.
+_PLAN_CASES = [  # outer, R, inner, SMs, normalising, force_tile
+    (16384, 8192, 1, 132, True, False),    # 0 normalising block rows: 16 values, 512 threads
+    (16384, 8192, 1, 132, False, False),   # 1 reduce kinds keep 32 values: 256 threads
+    (1024, 16384, 1, 132, True, False),    # 2 longer rows: 32 values, 512 threads
+    (1000, 512, 1, 132, True, False),      # 3 a warp per row
+    (32, 300, 4096, 132, True, False),     # 4 strided softmax: column tiles
+    (32, 300, 4096, 132, True, True),      # 5 ... unless the kind has none (layer_norm)
+    (32, 300, 4096, 132, False, False),    # 6 strided sums: tile kernel
+    (1, 300, 64, 132, True, False),        # 7 4 column tiles cannot fill 132 SMs: tile kernel
+    (32, 1024, 4096, 132, True, False),    # 8 a [1024, 16] fp32 tile needs 64 KB + static
+]
+_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols"}
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_reduction_host_plan_picks_paths(tmp_path):
+    from kernelstitch.agents.codegen.common import SHARED_TYPES
+
+    cases = ", ".join("{%dLL, %dLL, %dLL, %d, %s, %s}" % (o, r, i, sms, str(n).lower(), str(f).lower())
+                      for o, r, i, sms, n, f in _PLAN_CASES)
+    (tmp_path / "plan.cpp").write_text(SHARED_TYPES + """
+#include <cstdio>
+struct Case { long long outer, R, inner; int sms; bool normalizing, force_tile; };
+int main() {
+  const Case cases[] = {""" + cases + """};
+  printf("%d\\n", ks_smem_optin());
+  for (const Case& c : cases) {
+    const KsRedPlan p = ks_plan_reduction(c.outer, c.R, c.inner, c.sms, 2, c.normalizing, c.force_tile);
+    printf("%d %d %d %d\\n", p.path, p.threads_x, p.threads_y, p.row_values);
+  }
+}
+""")
+    subprocess.run(["nvcc", "-o", str(tmp_path / "plan"), str(tmp_path / "plan.cpp")], check=True,
+                   capture_output=True, timeout=240)
+    lines = subprocess.run([str(tmp_path / "plan")], check=True, capture_output=True, text=True,
+                           timeout=60).stdout.split("\n")
+    optin = int(lines[0])
+    plans = [tuple(int(v) for v in line.split()) for line in lines[1:1 + len(_PLAN_CASES)]]
+    got = [(_PATHS[p[0]], p[1], p[2], p[3]) for p in plans]
+    assert got[0] == ("row_block", 512, 1, 16)
+    assert got[1] == ("row_block", 256, 1, 32)
+    assert got[2] == ("row_block", 512, 1, 32)
+    assert got[3][0] == "row_warp" and got[3][3] == 32
+    assert got[4][:3] == ("cols", 16, 16)  # 300 rows: 16 threads along R, ~19 values each
+    assert [g[0] for g in got[5:8]] == ["tile", "tile", "tile"]
+    assert got[8][0] == ("cols" if 1024 * 16 * 4 + 8576 <= optin else "tile"), (optin, got[8])

@@ -95,32 +95,28 @@ struct KsRedPlan {
   int row_values;       // row paths: values each thread caches (32, or 16 for normalising block rows)
 };
 
-[[maybe_unused]] static inline int ks_sm_count() {
-  // Queried once per device: grids are sized from it (no tail effect from too few blocks).
+// An attribute of the current device, queried once per device (per instantiation: one cache per
+// attribute); `fallback` where the query fails.
+template <cudaDeviceAttr ATTR>
+static inline int ks_device_attr(int fallback) {
   static int cached[64] = {0};
   int dev = 0;
   cudaGetDevice(&dev);
   if (dev < 0 || dev >= 64) dev = 0;
   if (cached[dev] == 0) {
     int v = 0;
-    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
-    cached[dev] = v > 0 ? v : 1;
+    cudaDeviceGetAttribute(&v, ATTR, dev);
+    cached[dev] = v > 0 ? v : fallback;
   }
   return cached[dev];
 }
 
+// Grids are sized from the SM count (no tail effect from too few blocks).
+[[maybe_unused]] static inline int ks_sm_count() { return ks_device_attr<cudaDevAttrMultiProcessorCount>(1); }
+
+// Largest dynamic + static shared memory a block may opt in to (227 KB on H100).
 [[maybe_unused]] static inline int ks_smem_optin() {
-  // Largest dynamic + static shared memory a block may opt in to (227 KB on H100), per device.
-  static int cached[64] = {0};
-  int dev = 0;
-  cudaGetDevice(&dev);
-  if (dev < 0 || dev >= 64) dev = 0;
-  if (cached[dev] == 0) {
-    int v = 0;
-    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    cached[dev] = v > 0 ? v : 48 * 1024;
-  }
-  return cached[dev];
+  return ks_device_attr<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024);
 }
 
 [[maybe_unused]] static inline int64_t ks_pow2_ceil(int64_t v) {
