@@ -330,7 +330,7 @@ _PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols"}
 def test_reduction_host_plan_picks_paths(tmp_path):
     from kernelstitch.agents.codegen.common import SHARED_TYPES
 
-    cases = ", ".join("{%dLL, %dLL, %dLL, %d, %s, %s}" % (o, r, i, sms, str(n).lower(), str(f).lower())
+    cases = ", ".join(f"{{{o}LL, {r}LL, {i}LL, {sms}, {str(n).lower()}, {str(f).lower()}}}"
                       for o, r, i, sms, n, f in _PLAN_CASES)
     (tmp_path / "plan.cpp").write_text(SHARED_TYPES + """
 #include <cstdio>
