@@ -415,9 +415,14 @@ ${stats}
         )
         cols_launch = f"""  if (plan.path == KS_PATH_COLS) {{
     const size_t smem = (size_t)R * plan.threads_x * sizeof(float);
-    static const bool opted_in = cudaFuncSetAttribute({name}_cols, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      ks_smem_optin() - KS_COLS_STATIC_SMEM) == cudaSuccess;
-    (void)opted_in;  // a failure surfaces as the launch error the binding checks
+    static bool opted_in[64] = {{false}};  // the attribute is per device
+    int dev = 0;
+    cudaGetDevice(&dev);
+    if (dev < 0 || dev >= 64) dev = 0;
+    if (!opted_in[dev]) {{  // a failure surfaces as the launch error the binding checks
+      opted_in[dev] = cudaFuncSetAttribute({name}_cols, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           ks_smem_optin() - KS_COLS_STATIC_SMEM) == cudaSuccess;
+    }}
     const int threads = plan.threads_x * plan.threads_y;
     const int per_sm = ks_blocks_per_sm({name}_cols, threads, smem);  // R sets it: not cached
     const int64_t blocks = ks_grid(per_sm, outer * ks_cdiv(inner, plan.threads_x));
