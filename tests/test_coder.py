@@ -93,6 +93,10 @@ def test_static_rules_accept_the_candidate(case, generated):
     _, path = generated[case_id(case)]
     report = check_files(path, case[0])
     assert report.reasons == []
+    candidate = generated[case_id(case)][0]
+    # its own cuBLASLt calls are what lets library kernels count as its work (assemble.py)
+    has_gemm = any(s.technique == "gemm_epilogue" for s in candidate.plan.steps)
+    assert ("cublasLtMatmul" in report.library_api_calls) == has_gemm, report.library_api_calls
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[0].stem in

@@ -78,6 +78,7 @@ CHEATS = [
     ("cheat_partial_output.py", set(), {"unwritten_output"}, QUICK),
     ("cheat_silent_fallback.py", {"silent_fallback"}, {"no_custom_kernel"}, QUICK),
     ("cheat_torch_compile.py", {"uses_torch_compile"}, {"no_custom_kernel"}, QUICK),
+    ("cheat_hidden_torch_ops.py", {"hides_torch_ops"}, {"no_custom_kernel"}, QUICK),
 ]
 
 

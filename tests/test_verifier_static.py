@@ -48,6 +48,7 @@ def _static(name: str) -> StaticReport:
         ("cheat_silent_fallback.py", "silent_fallback", "return torch.relu"),
         ("cheat_torch_compile.py", "uses_torch_compile", "torch.compile("),
         ("cheat_no_model_new.py", "no_model_new", None),
+        ("cheat_hidden_torch_ops.py", "hides_torch_ops", "aten.mul.Tensor.redispatch"),
     ],
 )
 def test_static_rule_rejects_cheat_on_its_line(name, code, line_text):
@@ -280,12 +281,16 @@ def test_library_kernels_count_only_when_the_candidate_launched_them_itself():
          [(gemm, 7, "cudaGraphLaunch")],       # a graph replay may hide a PyTorch call
          # Inductor's Triton kernels and PyTorch's own launch outside aten ops too: not libraries
          [("triton_poi_fused_add_clamp_min_mul_0", 7, "cuLaunchKernel"),
-          ("void at::native::vectorized_elementwise_kernel<4>", 7)]],
-        [[("aten::empty", 10, 5)], [("aten::matmul", 250, 100), ("aten::mm", 260, 80)], [], []],
+          ("void at::native::vectorized_elementwise_kernel<4>", 7)],
+         # another library's registered op encloses it like an aten op
+         [("flash_fwd_kernel<Flash_fwd_kernel_traits<128>>", 7)]],
+        [[("aten::empty", 10, 5)], [("aten::matmul", 250, 100), ("aten::mm", 260, 80)], [], [],
+         [("flash_attn::_flash_attn_forward", 250, 100)]],
     )
     calls = summarize_trace(trace)
-    assert [c.library_calls for c in calls] == [[gemm], [], [], []]
-    assert [c.own_kernels for c in calls] == [[], [], [], []]
+    assert [c.library_calls for c in calls] == [[gemm], [], [], [], []]
+    assert [c.own_kernels for c in calls] == [[], [], [], [], []]
+    assert calls[4].ops == []  # only aten ops are matched against the reference's
 
 
 def test_reuse_rule_respects_declarations_and_their_nested_ops():
@@ -449,16 +454,76 @@ def test_a_direct_library_call_is_the_candidates_own_work():
     gemm = "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_cublas"
     for call in main.result["profile"]["calls"]:
         call.update(kernels=[gemm], own_kernels=[], library_calls=[gemm])
-    verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
+    calls_cublas = StaticReport(library_api_calls=["cublasLtMatmul"])
+    verdict = _assemble(static=calls_cublas, reference=_ref_result(), main=main,
+                        variants=_variants_result())
     assert verdict.status == "accepted", verdict.reasons
     profile_checks = [c for c in verdict.checks if c.name.startswith("profile:")]
     assert profile_checks and all(c.passed and c.detail["library_calls"] == [gemm]
                                   for c in profile_checks)
-    # the same kernel seen only inside PyTorch's op is not
-    for call in main.result["profile"]["calls"]:
-        call.update(library_calls=[])
+    # not when the candidate's source calls no library itself (PyTorch's call, hidden)
     verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
     assert verdict.codes() == ["no_custom_kernel"]
+    # nor when the kernel was seen only inside PyTorch's op
+    for call in main.result["profile"]["calls"]:
+        call.update(library_calls=[])
+    verdict = _assemble(static=calls_cublas, reference=_ref_result(), main=main,
+                        variants=_variants_result())
+    assert verdict.codes() == ["no_custom_kernel"]
+
+
+_MATMUL_REF = _src("""
+    import torch
+    import torch.nn as nn
+    class Model(nn.Module):
+        def forward(self, a, b):
+            return torch.matmul(a, b)
+""")
+
+
+@pytest.mark.parametrize("hidden", [
+    # Python: the dispatcher's redispatch records no aten op
+    "torch.ops.aten.mm.default.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA), a, b)",
+    # native: the per-backend entry points and record-function guards skip the profiler
+    'load_inline("m", cpp_sources=["#include <ATen/ops/mm_cuda_dispatch.h>\\n'
+    'at::Tensor f(at::Tensor a, at::Tensor b) { return at::cuda::mm(a, b); }"])(a, b)',
+    'load_inline("m", cpp_sources=["at::Tensor f(at::Tensor a, at::Tensor b) { '
+    'at::DisableRecordFunctionGuard g; return at::mm(a, b); }"])(a, b)',
+    'load_inline("m", cpp_sources=["at::Tensor f(at::Tensor a) { return at::native::relu(a); }"])(a)',
+])
+def test_torch_ops_hidden_from_the_profiler_are_rejected(hidden):
+    source = _src(f"""
+        import torch
+        import torch.nn as nn
+        from torch.utils.cpp_extension import load_inline
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                return {hidden}
+    """)
+    report = check_source(source, _MATMUL_REF)
+    assert "hides_torch_ops" in report.codes()
+    assert next(r for r in report.reasons if r.code == "hides_torch_ops").line == 7
+    assert report.library_api_calls == []
+
+
+def test_library_api_calls_are_listed_and_stream_helpers_are_fine():
+    source = _src("""
+        import torch.nn as nn
+        CPP = r'''
+        at::Tensor f(at::Tensor x) {
+          cudaStream_t s = at::cuda::getCurrentCUDAStream();
+          cublasLtMatmul(handle, op, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &algo, ws, n, s);
+          cudnnConvolutionForward (h, &alpha, xd, x, wd, w, cd, algo, ws, n, &beta, yd, y);
+          return x;
+        }
+        '''
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return x
+    """)
+    report = check_source(source, _MATMUL_REF)
+    assert report.reasons == []
+    assert report.library_api_calls == ["cublasLtMatmul", "cudnnConvolutionForward"]
 
 
 def test_behaviour_change_and_worker_failures_are_named():

@@ -369,6 +369,7 @@ ${name}_cols(${params}, ${out_t}* __restrict__ out, const int64_t outer, const i
   extern __shared__ float tile[];
   __shared__ float part[64][33];
   __shared__ float res[32];
+  static_assert(sizeof(part) + sizeof(res) == KS_COLS_STATIC_SMEM, "the host plan sizes tiles with it");
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
   const int Ri = (int)R;  // R * TX floats fit in shared memory
   const int64_t cb = ks_div(inner + TX - 1, TX);
@@ -419,9 +420,12 @@ ${stats}
     int dev = 0;
     cudaGetDevice(&dev);
     if (dev < 0 || dev >= 64) dev = 0;
-    if (!opted_in[dev]) {{  // a failure surfaces as the launch error the binding checks
+    if (!opted_in[dev]) {{
       opted_in[dev] = cudaFuncSetAttribute({name}_cols, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            ks_smem_optin() - KS_COLS_STATIC_SMEM) == cudaSuccess;
+      // Not left pending for the binding's launch check: a tile that needed the opt-in fails
+      // its own launch, with that error.
+      if (!opted_in[dev]) (void)cudaGetLastError();
     }}
     const int threads = plan.threads_x * plan.threads_y;
     const int per_sm = ks_blocks_per_sm({name}_cols, threads, smem);  // R sets it: not cached

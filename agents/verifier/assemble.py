@@ -106,11 +106,13 @@ def _profile_checks(b: _Builder, result: dict[str, Any], reference_ops: list[str
     calls = profile.get("calls", [])
     if len(calls) < PROFILED_CALLS:
         b.cannot("verifier_error", f"the profiler captured {len(calls)} of {PROFILED_CALLS} calls")
+    # Library kernels count only when the candidate's native source calls the library itself.
+    calls_libraries = bool(b.inputs.static.library_api_calls)
     for call in calls:
         # The candidate's own work: kernels it wrote, or library kernels (its cuBLASLt GEMM) its
         # native code launched directly, outside every PyTorch op (trace_summary).
         own = call.get("own_kernels", [])
-        library = call.get("library_calls", [])
+        library = call.get("library_calls", []) if calls_libraries else []
         b.checks.append(CheckRecord(f"profile:call{call['index']}", bool(own or library),
                                     {"own_kernels": own, "library_calls": library,
                                      "kernels": call.get("kernels", [])}))

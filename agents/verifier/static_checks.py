@@ -19,11 +19,19 @@ Rules:
 * `try:` around a non-torch (kernel) call whose handler computes with torch -> silent_fallback
 * forward calls a torch compute op the reference's forward uses, and the file declares no
   `KERNELSTITCH_TORCH_OPS`                                  -> reuses_reference_op
+* code or embedded C++ that runs PyTorch ops past the profiler (`redispatch`, record-function
+  guards, `at::native::`, the `*_cuda_dispatch.h` / `CUDAFunctions.h` direct entry points)
+                                                            -> hides_torch_ops
+
+The report also lists the vendor-library functions the embedded native source calls
+(`cublasLtMatmul`, `cudnn...`): only then may library kernels in the profile count as the
+candidate's own work (assemble.py).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +58,14 @@ OP_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg"
 STREAM_NAMES = ("torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream",
                 "torch.cuda.ExternalStream", "torch.Stream")
 CUDA_STREAM_SOURCE_MARKERS = ("getStreamFromPool", "cudaStreamCreate", "cudaStreamCreateWithFlags")
+# Ways to run PyTorch's kernels without the profiler recording an aten op (so that PyTorch's own
+# cuBLAS/cuDNN call would look like the candidate's direct library call): searched in the
+# Python names and in every string (embedded C++).  No honest candidate needs them.
+PROFILER_BYPASS = re.compile(
+    r"redispatch|RecordFunctionGuard|_set_record_function|_dispatch_call|at::native::|"
+    r"ATen/native/|_cuda_dispatch\.h|CUDAFunctions\.h|c10::Dispatcher")
+# Vendor-library entry points in the embedded native source (a direct call, followed by "(").
+LIBRARY_API_CALL = re.compile(r"\b(cublasLt\w+|cublas\w+|cudnn\w+|cutlass::\w+(?:::\w+)*)\s*[(<]")
 # Calls that are plainly not kernels (used to recognise "a custom kernel call" in a `try`).
 BUILTIN_CALLS = frozenset({"len", "print", "isinstance", "int", "float", "str", "tuple", "list",
                            "range", "super", "getattr", "hasattr", "type", "min", "max", "dict"})
@@ -60,6 +76,7 @@ class StaticReport:
     reasons: list[Reason] = field(default_factory=list)
     declared_torch_ops: dict[str, str] = field(default_factory=dict)
     uses_streams: bool = False  # the dynamic stream checks name what they find side-stream work
+    library_api_calls: list[str] = field(default_factory=list)  # cublasLtMatmul, cudnn..., sorted
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -495,6 +512,34 @@ def _uses_streams(cand: _Candidate, helpers: list[ast.FunctionDef]) -> bool:
     return False
 
 
+def _strings(tree: ast.Module) -> list[ast.Constant]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _profiler_bypass(cand: _Candidate) -> list[Reason]:
+    """PyTorch ops run where the profiler records no aten op: in Python names or embedded C++."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(cand.tree):
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            name = qualified(node, cand.aliases) or ""
+            match = PROFILER_BYPASS.search(name)
+            if match:
+                found.append((match.group(0), node.lineno))
+    for node in _strings(cand.tree):
+        match = PROFILER_BYPASS.search(node.value)
+        if match:
+            line = node.lineno + node.value.count("\n", 0, match.start())
+            found.append((match.group(0), line))
+    return [Reason("hides_torch_ops", f"`{what}` runs PyTorch ops past the dispatcher's "
+                   "profiling, where the Verifier cannot see whose kernels run", line)
+            for what, line in found]
+
+
+def _library_api_calls(tree: ast.Module) -> list[str]:
+    return sorted({m.group(1) for node in _strings(tree)
+                   for m in LIBRARY_API_CALL.finditer(node.value)})
+
+
 def _first_per_line(reasons: list[Reason]) -> list[Reason]:
     seen: set[tuple[str, int | None]] = set()
     kept = []
@@ -567,6 +612,8 @@ def check_source(candidate_source: str, reference_source: str | None = None,
     helpers = _forward_closure(cand)
     report.reasons += _compile_use(cand)
     report.reasons += _monkeypatching(cand)
+    report.reasons += _first_per_line(_profiler_bypass(cand))
+    report.library_api_calls = _library_api_calls(tree)
     report.reasons += _reference_forward_calls(cand, helpers, ref_classes)
     report.reasons += _cached_outputs(helpers)
     report.reasons += _silent_fallbacks(cand, helpers, set(reference.forward_ops))

@@ -6,10 +6,12 @@ on the CPU inside the call's range) and the aten ops dispatched inside it, each 
 enclosing aten ops (so work nested inside a declared library call is not blamed on the
 candidate).
 
-A vendor library kernel (cuBLAS, cuDNN...) whose launch lies inside no aten op was launched by the
-candidate's own native code calling the library directly (its cuBLASLt GEMM): PyTorch's own
-library calls run inside an aten op (aten::mm, aten::convolution), whether Python or C++
-dispatched them.  Kernels replayed from a CUDA graph are not counted that way: a graph could
+A vendor library kernel (cuBLAS, cuDNN...) whose launch lies inside no dispatched op (aten::, or
+another library's registered op such as flash_attn::) was launched by the candidate's own native
+code calling the library directly (its cuBLASLt GEMM): PyTorch's own library calls run inside an
+aten op (aten::mm, aten::convolution), whether Python or C++ dispatched them.  Ways around the
+dispatcher's profiling are static rules (hides_torch_ops), and the credit also needs the
+candidate's source to call the library (assemble.py).  Kernels replayed from a CUDA graph are not counted that way: a graph could
 have captured a PyTorch call; nor are PyTorch's own or compiler-generated kernels (Inductor's
 Triton kernels launch from generated Python, outside aten ops).
 """
@@ -61,12 +63,13 @@ def summarize_trace(trace: dict[str, Any]) -> list[CallProfile]:
     launches = {e["args"]["correlation"]: e for e in events
                 if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
     kernels = [e for e in events if e.get("cat") == "kernel"]
-    ops = [e for e in events if e.get("cat") == "cpu_op"
-           and str(e.get("name", "")).startswith("aten::")]
+    dispatched = [e for e in events if e.get("cat") == "cpu_op"]  # aten::, and other libraries' ops
+    ops = [e for e in dispatched if str(e.get("name", "")).startswith("aten::")]
     calls = []
     for index, rng in sorted(ranges, key=lambda item: item[0]):
         call = CallProfile(index)
         inside = sorted((o for o in ops if _inside(o, rng)), key=lambda o: (o["ts"], -o["dur"]))
+        enclosing = [o for o in dispatched if _inside(o, rng)]
         for k in kernels:
             launch = launches.get(k.get("args", {}).get("correlation"))
             if launch is not None and _inside(launch, rng):
@@ -74,7 +77,7 @@ def summarize_trace(trace: dict[str, Any]) -> list[CallProfile]:
                 call.kernels.append(name)
                 call.streams.append(int(k.get("args", {}).get("stream", -1)))
                 if (is_vendor_library_kernel(name) and GRAPH_LAUNCH not in str(launch.get("name", ""))
-                        and not any(_inside(launch, op) for op in inside)):
+                        and not any(_inside(launch, op) for op in enclosing)):
                     call.library_calls.append(name)
         for op in inside:
             ancestors = tuple(str(p["name"]) for p in inside

@@ -22,6 +22,7 @@ REJECTION_CODES = frozenset(
         "reuses_reference_op", "calls_reference_forward", "uses_torch_compile",
         "monkeypatches_runtime", "timer_tampering", "no_custom_kernel", "side_stream_work",
         "incomplete_on_return", "silent_fallback", "cached_output", "no_model_new",
+        "hides_torch_ops",
     }
 )
 # Codes of a could-not-verify verdict: nothing is wrong with the candidate as far as we know.
