@@ -130,7 +130,9 @@ static inline int ks_device_attr(int fallback) {
 // state_floats: floats per partial state; normalizing: softmax/log_softmax/layer_norm.
 [[maybe_unused]] // force_tile: an operand is not row-affine (see ks_row_affine), which only the tile kernels read,
 // or the kind has no column-tile kernel.
-static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inner, int sms,
+// sms, smem_optin: the device's SM count and opt-in shared memory per block (ks_sm_count,
+// ks_smem_optin), passed in so the plan is a pure function of its arguments.
+static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inner, int sms, int smem_optin,
                                           int state_floats, bool normalizing, bool force_tile) {
   KsRedPlan p{};
   p.splits = 1;
@@ -153,7 +155,7 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
   // Normalising along a strided dim: the column tile path reads once and writes once (the tile
   // path reads twice), when its [R, KS_COLS_WIDTH] fp32 tile fits in shared memory and the tiles
   // fill the GPU.  Threads along R: R / 32 values each, 128..1024 threads.
-  if (normalizing && !force_tile && inner >= 16 && R * KS_COLS_WIDTH * 4 + KS_COLS_STATIC_SMEM <= ks_smem_optin() &&
+  if (normalizing && !force_tile && inner >= 16 && R * KS_COLS_WIDTH * 4 + KS_COLS_STATIC_SMEM <= smem_optin &&
       outer * ks_cdiv(inner, KS_COLS_WIDTH) >= sms) {
     p.path = KS_PATH_COLS;
     p.threads_x = KS_COLS_WIDTH;

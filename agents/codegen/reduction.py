@@ -668,9 +668,10 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   if (out.numel() == 0) return out;
   TORCH_CHECK(R > 0, "{name}: reduction over an empty dimension");
   const bool normalizing = {"true" if normalizing else "false"};
-  KsRedPlan plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, false);
+  const int sms = ks_sm_count(), smem_optin = ks_smem_optin();
+  KsRedPlan plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, false);
   if (plan.path == KS_PATH_COLS && !{"true" if spec.kind in COLUMN_TILE_KINDS else "false"})
-    plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, true);
+    plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, true);
   const c10::IntArrayRef xs(x_sizes), os(out_shape);
   (void)os;
   KsOperand descs[{n}];
@@ -686,7 +687,7 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   }};
   if (row_path() && vec > 1 && !row_affine()) vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
   if (row_path() && !row_affine()) {{
-    plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, true);
+    plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, true);
     vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
   }}
   // The block path's scalar kernel caches KS_BLOCK_SCALAR_VALUES per thread, not 32: with 32
@@ -695,7 +696,7 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   if (plan.path == KS_PATH_ROW_BLOCK && vec == 1) {{
     const int64_t tx = ks_pow2_ceil(ks_cdiv(R, KS_BLOCK_SCALAR_VALUES));
     if (tx <= 512) plan.threads_x = (int)(tx > 32 ? tx : 32);
-    else plan = ks_plan_reduction(outer, R, inner, ks_sm_count(), {nf}, normalizing, true);
+    else plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, true);
   }}
   at::Tensor workspace;
   float* ws = nullptr;

@@ -5,7 +5,8 @@ VM with nvcc for sm_90a and run on the lent H100.  Each variant = text edits of 
 Usage: python microbench_gen.py WORKSPACE OUTDIR, where WORKSPACE/.scratch__gen__<problem>/Model/
 plan.json came from `kernelstitch generate` of the four examples below; then build every
 OUTDIR/*.cu with `nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o BIN FILE.cu` and run the
-binaries on the GPU.  This is the call-2 version (variants "new16", "cols*"); call 1 used the
+binaries on the GPU.  It builds against the codegen of commit 0a6f2a7 (ks_plan_reduction has
+taken the opt-in shared memory as an argument since).  This is the call-2 version (variants "new16", "cols*"); call 1 used the
 variants described in RUN.md (base, lb3, v16, v16_lb64, v8_lb64: text edits of the MAXV template
 argument and __launch_bounds__, with plan.threads_x set to match).
 """
