@@ -95,14 +95,19 @@ struct KsRedPlan {
   int row_values;       // row paths: values each thread caches (32, or 16 for normalising block rows)
 };
 
+// The current device's index into the per-device caches below (64 slots).
+[[maybe_unused]] static inline int ks_device_slot() {
+  int dev = 0;
+  cudaGetDevice(&dev);
+  return dev >= 0 && dev < 64 ? dev : 0;
+}
+
 // An attribute of the current device, queried once per device (per instantiation: one cache per
 // attribute); `fallback` where the query fails.
 template <cudaDeviceAttr ATTR>
 static inline int ks_device_attr(int fallback) {
   static int cached[64] = {0};
-  int dev = 0;
-  cudaGetDevice(&dev);
-  if (dev < 0 || dev >= 64) dev = 0;
+  const int dev = ks_device_slot();
   if (cached[dev] == 0) {
     int v = 0;
     cudaDeviceGetAttribute(&v, ATTR, dev);

@@ -354,8 +354,7 @@ ${name}_apply(${params}, ${out_t}* __restrict__ out, const float* __restrict__ s
         )
 
     cols_kernel, cols_launch = "", ""
-    if spec.kind in COLUMN_TILE_KINDS:
-        w_loads, w_upd = affine("1", "idx", "y", "0")
+    if spec.kind in COLUMN_TILE_KINDS:  # softmax kinds: no affine weight/bias to apply
         cols_kernel = Template(
             """
 // Normalising kinds along a strided dim (see ks_plan_reduction): a (TX, TY) block owns TX
@@ -401,7 +400,6 @@ ${stats}
       const int64_t idx = base + (int64_t)r * inner;
       const int q = 0; (void)q;
       float y = ${y};
-      ${w_loads} ${w_upd}
       ${e_loads} ${epi}
       out[idx] = ks_from_float<${out_t}>(y);
     }
@@ -411,15 +409,13 @@ ${stats}
         ).substitute(
             name=name, params=params, out_t=out_t, loads1=_loads(roles.prologue, "1", "idx"),
             pro_x=pro_call("", "xs[u]"), stats=_cached_stats(spec.kind, _COLS_CACHE, spec.eps),
-            y=_CACHED_NORMALIZE[spec.kind].format(val=_COLS_CACHE.val), w_loads=w_loads, w_upd=w_upd,
+            y=_CACHED_NORMALIZE[spec.kind].format(val=_COLS_CACHE.val),
             e_loads=_loads(roles.epilogue, "1", "idx", "e"), epi=epi_call("y", "0"),
         )
         cols_launch = f"""  if (plan.path == KS_PATH_COLS) {{
     const size_t smem = (size_t)R * plan.threads_x * sizeof(float);
     static bool opted_in[64] = {{false}};  // the attribute is per device
-    int dev = 0;
-    cudaGetDevice(&dev);
-    if (dev < 0 || dev >= 64) dev = 0;
+    const int dev = ks_device_slot();
     if (!opted_in[dev]) {{
       opted_in[dev] = cudaFuncSetAttribute({name}_cols, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            ks_smem_optin() - KS_COLS_STATIC_SMEM) == cudaSuccess;
@@ -628,6 +624,10 @@ def _binding(spec: ReductionSpec, roles: _Roles, name: str, vec: int, nf: int, l
     if normalizing:
         row_read += list(roles.epilogue)
     row_read = ", ".join(str(k) for k in row_read)
+    cols_replan = ""
+    if normalizing and spec.kind not in COLUMN_TILE_KINDS:  # no column-tile kernel to launch
+        cols_replan = f"""
+  if (plan.path == KS_PATH_COLS) plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, true);"""
     if spec.kind == "layer_norm":
         view = f"""  TORCH_CHECK(nd >= {spec.norm_ndim}, "{name}: layer_norm over {spec.norm_ndim} dims of a ", ks_str(nd), "-d tensor");
   const int64_t split = nd - {spec.norm_ndim};
@@ -669,9 +669,7 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   TORCH_CHECK(R > 0, "{name}: reduction over an empty dimension");
   const bool normalizing = {"true" if normalizing else "false"};
   const int sms = ks_sm_count(), smem_optin = ks_smem_optin();
-  KsRedPlan plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, false);
-  if (plan.path == KS_PATH_COLS && !{"true" if spec.kind in COLUMN_TILE_KINDS else "false"})
-    plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, true);
+  KsRedPlan plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, false);{cols_replan}
   const c10::IntArrayRef xs(x_sizes), os(out_shape);
   (void)os;
   KsOperand descs[{n}];

@@ -120,18 +120,11 @@ def run_task(task: str, args: dict[str, Any], timeout_s: float, device: int | No
              cancel: threading.Event | None, started: StartedWorker | None = None) -> TaskOutcome:
     from kernelstitch.core.worker.client import WorkerClient
 
-    if started is not None:
-        try:
-            response = started.client.call(task, args, timeout_s=max(timeout_s, 1.0),
-                                           cancel=cancel)
-        finally:
-            EXITS.close_soon(started.close)
-    else:
-        client = WorkerClient(cuda_device=device)
-        try:
-            response = client.call(task, args, timeout_s=max(timeout_s, 1.0), cancel=cancel)
-        finally:
-            EXITS.close_soon(client.close)
+    client = started.client if started is not None else WorkerClient(cuda_device=device)
+    try:
+        response = client.call(task, args, timeout_s=max(timeout_s, 1.0), cancel=cancel)
+    finally:
+        EXITS.close_soon(started.close if started is not None else client.close)
     if response.ok:
         return TaskOutcome(response.result)
     error = response.error

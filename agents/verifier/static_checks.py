@@ -504,12 +504,8 @@ def _uses_streams(cand: _Candidate, helpers: list[ast.FunctionDef]) -> bool:
                 name = qualified(node, cand.aliases) or ""
                 if name.startswith(STREAM_NAMES) or name.endswith(".wait_stream"):
                     return True
-    for node in ast.walk(cand.tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(
-            marker in node.value for marker in CUDA_STREAM_SOURCE_MARKERS
-        ):
-            return True
-    return False
+    return any(marker in node.value for node in _strings(cand.tree)
+               for marker in CUDA_STREAM_SOURCE_MARKERS)
 
 
 def _strings(tree: ast.Module) -> list[ast.Constant]:
