@@ -179,12 +179,17 @@ def test_vector_path_uses_16_byte_accesses():
     assert "__ldg(reinterpret_cast<const uint4*>(p) + c)" in CUDA_PRELUDE
     assert "reinterpret_cast<uint4*>(p)[c] = KsPack<T>::pack" in CUDA_PRELUDE
     red = emit_reduction(reduction_specs()[0]).cuda
-    assert "red_sum_row<4, 8, true, 1>" in red and "red_sum_row<4, 8, false, 1>" in red
+    assert "red_sum_row<4, 8, true, 1, 256>" in red and "red_sum_row<4, 8, false, 1, 512>" in red
     assert "ks_load_row<VEC>" in red
-    assert "red_sum_cols" not in red and "red_sum_row<4, 4, false, 2>" not in red  # reduce kinds: as before
+    assert "red_sum_cols" not in red and "red_sum_row<4, 4, false, 2, 512>" not in red  # reduce kinds: as before
+    assert "red_sum_row<4, 8, false, 4, 256>" not in red
     softmax = emit_reduction(next(s for s in reduction_specs() if s.kind == "softmax")).cuda
-    # normalising rows: 16 values per thread under a 64-register cap; the column-tile kernel
-    assert "_row<4, 4, false, 2>" in softmax and "plan.row_values == 16" in softmax
+    # normalising rows: 16 values per thread under a 64-register cap, or 32 on <= 256 threads at 4
+    # blocks per SM (tested first: the 512-thread 32-value kernel is for longer rows); column tiles
+    assert "_row<4, 4, false, 2, 512>" in softmax and "plan.row_values == 16" in softmax
+    rows32 = softmax.index("_row<4, 8, false, 4, 256>")
+    assert "plan.row_values == 32 && plan.threads_x <= 256" in softmax
+    assert rows32 < softmax.index("_row<4, 8, false, 1, 512>")
     assert "_cols<<<" in softmax
 
 
@@ -314,7 +319,12 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
 H100 = (132, 227 * 1024)  # SMs, opt-in shared memory per block
 SMALL_SMEM = (132, 48 * 1024)
 _PLAN_CASES = [  # outer, R, inner, device, normalising, force_tile -> path, threads x, y, values
-    ((16384, 8192, 1, H100, True, False), ("row_block", 512, 1, 16)),  # normalising: 16 values
+    # normalising: True for softmax kinds (with the rows32 kernel), "layer_norm" for one without
+    ((16384, 8192, 1, H100, True, False), ("row_block", 256, 1, 32)),  # normalising: 32 on 256
+    ((16384, 6000, 1, H100, True, False), ("row_block", 256, 1, 32)),
+    ((16384, 4096, 1, H100, True, False), ("row_block", 256, 1, 16)),  # shorter: 16 values
+    ((16384, 2000, 1, H100, True, False), ("row_block", 128, 1, 16)),
+    ((16384, 8192, 1, H100, "layer_norm", False), ("row_block", 512, 1, 16)),  # no rows32 kernel
     ((16384, 8192, 1, H100, False, False), ("row_block", 256, 1, 32)),  # reduce kinds: 32
     ((1024, 16384, 1, H100, True, False), ("row_block", 512, 1, 32)),  # longer rows: 32
     ((1000, 512, 1, H100, True, False), ("row_warp", 32, 8, 32)),  # a warp per row
@@ -335,15 +345,16 @@ _PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols"}
 def test_reduction_host_plan_picks_paths(tmp_path):
     from kernelstitch.agents.codegen.common import SHARED_TYPES
 
-    cases = ", ".join(f"{{{o}LL, {r}LL, {i}LL, {sms}, {smem}, {str(n).lower()}, {str(f).lower()}}}"
+    cases = ", ".join(f"{{{o}LL, {r}LL, {i}LL, {sms}, {smem}, {str(bool(n)).lower()}, "
+                      f"{str(n is True).lower()}, {str(f).lower()}}}"
                       for (o, r, i, (sms, smem), n, f), _ in _PLAN_CASES)
     (tmp_path / "plan.cpp").write_text(SHARED_TYPES + """
 #include <cstdio>
-struct Case { long long outer, R, inner; int sms, smem; bool normalizing, force_tile; };
+struct Case { long long outer, R, inner; int sms, smem; bool normalizing, rows32, force_tile; };
 int main() {
   const Case cases[] = {""" + cases + """};
   for (const Case& c : cases) {
-    const KsRedPlan p = ks_plan_reduction(c.outer, c.R, c.inner, c.sms, c.smem, 2, c.normalizing, c.force_tile);
+    const KsRedPlan p = ks_plan_reduction(c.outer, c.R, c.inner, c.sms, c.smem, 2, c.normalizing, c.rows32, c.force_tile);
     printf("%d %d %d %d\\n", p.path, p.threads_x, p.threads_y, p.row_values);
   }
 }

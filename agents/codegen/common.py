@@ -54,6 +54,7 @@ SHARED_TYPES = r"""
 #define KS_MAX_RANK 6
 #define KS_ROW_CAP 16384   /* longest row the register-cached row kernels take */
 #define KS_BLOCK_SCALAR_VALUES @BLOCK_SCALAR_VALUES@  /* values per thread of the block path's VEC == 1 kernel */
+#define KS_ROW32_MIN_THREADS 256  /* normalising block rows cache 32 values where that takes >= this many threads */
 #define KS_COLS_WIDTH 16  /* inner columns per column-tile block: [R, 16] tiles, several blocks per SM */
 #define KS_COLS_STATIC_SMEM 8576  /* the column-tile kernel's static shared memory: part[64][33], res[32] */
 
@@ -92,7 +93,7 @@ struct KsRedPlan {
   int64_t splits;       // tile: blocks along R (partials merged by a finalize kernel when > 1)
   int64_t r_per_split;
   int64_t workspace_floats;
-  int row_values;       // row paths: values each thread caches (32, or 16 for normalising block rows)
+  int row_values;       // row paths: values each thread caches (32, or 16 for normalising rows up to 4096)
 };
 
 // The current device's index into the per-device caches below (64 slots).
@@ -132,21 +133,26 @@ static inline int ks_device_attr(int fallback) {
 
 [[maybe_unused]] static inline int64_t ks_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// state_floats: floats per partial state; normalizing: softmax/log_softmax/layer_norm.
+// state_floats: floats per partial state; normalizing: softmax/log_softmax/layer_norm; rows32:
+// the kind has the 32-value row kernel on <= 256 threads (4 blocks per SM, 64 registers: softmax
+// kinds; layer_norm's weight and bias loads spill there).
 [[maybe_unused]] // force_tile: an operand is not row-affine (see ks_row_affine), which only the tile kernels read,
 // or the kind has no column-tile kernel.
 // sms, smem_optin: the device's SM count and opt-in shared memory per block (ks_sm_count,
 // ks_smem_optin), passed in so the plan is a pure function of its arguments.
 static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inner, int sms, int smem_optin,
-                                          int state_floats, bool normalizing, bool force_tile) {
+                                          int state_floats, bool normalizing, bool rows32, bool force_tile) {
   KsRedPlan p{};
   p.splits = 1;
   p.r_per_split = R;
   if (inner == 1 && R <= KS_ROW_CAP && !force_tile) {
     // Each thread fills its 32 cached values: the most bytes in flight per allocated register.
-    // Normalising block rows up to 16 x 512 cache 16 under a 64-register cap instead: more rows
-    // per SM overlap one row's reductions and write-back with the next rows' loads.
-    p.row_values = (normalizing && R > 1024 && R <= 16 * 512) ? 16 : 32;
+    // Normalising block rows: 32 values on 256 threads (R in (4096, 8192]) under a 64-register
+    // cap, 4 rows per SM; shorter rows (1024, 4096] cache 16 values per thread under a
+    // 64-register cap.  Either way several rows per SM overlap one row's reductions and
+    // write-back with the next rows' loads.
+    const bool take32 = rows32 && R > KS_ROW32_MIN_THREADS * 16 && R <= 256 * 32;
+    p.row_values = (normalizing && R > 1024 && R <= 16 * 512 && !take32) ? 16 : 32;
     int64_t tx = R <= 1024 ? 32 : ks_pow2_ceil(ks_cdiv(R, p.row_values));
     if (tx > 512) tx = 512;
     const bool fills_gpu = outer * tx >= (int64_t)sms * 1024;

@@ -36,6 +36,9 @@ NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm"})
 # Kinds with a column-tile kernel (a strided reduced dim).  layer_norm has none: it always reduces
 # trailing dims (inner == 1), and the binding sends any other plan to the tile path.
 COLUMN_TILE_KINDS = frozenset({"softmax", "log_softmax"})
+# Kinds with the 32-value row kernel on <= 256 threads under a 64-register cap (ks_plan_reduction's
+# rows32): layer_norm's weight and bias loads spilled there.
+ROWS32_KINDS = frozenset({"softmax", "log_softmax"})
 _STATE = {
     "sum": "KsStateSum", "mean": "KsStateSum", "amax": "KsStateMax", "amin": "KsStateMin",
     "logsumexp": "KsStateLse", "softmax": "KsStateLse", "log_softmax": "KsStateLse",
@@ -205,12 +208,15 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
         row_operands += list(roles.epilogue)
     row_kernel = Template(
         """
-// MINB 1 for 32 cached values: with it left out, ptxas aimed at 64 registers and spilled the
-// cached row; with 2 (a 128-register cap) the warp path's 32 scalar values spilled.  MINB 2 (64
-// registers) for the block path's 16-value kernel: on the H100, 2-4 blocks per SM instead of 2-3
-// read log_softmax / layer_norm rows 20-25% faster (bench/results/2026-11-23-h100-d/RUN.md).
-template <int VEC, int MAXV, bool WARP, int MINB>
-__global__ void __launch_bounds__(WARP ? 256 : 512, MINB)
+// MAXT, MINB: the block size bound and min blocks per SM of __launch_bounds__, i.e. the register
+// cap.  MINB 1 for 32 cached values under 512 threads: with it left out, ptxas aimed at 64
+// registers and spilled the cached row; with 2 (a 128-register cap) the warp path's 32 scalar
+// values spilled.  MINB 2 (64 registers) for the 16-value kernel of 512 threads, and MINB 4 (64
+// registers) for normalising rows of 32 values on <= 256 threads: on the H100, more rows in
+// flight per SM read log_softmax rows of 8192 at 98% of the copy bandwidth instead of 80%
+// (bench/results/2026-11-24-h100/RUN.md).
+template <int VEC, int MAXV, bool WARP, int MINB, int MAXT>
+__global__ void __launch_bounds__(MAXT, MINB)
 ${name}_row(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R) {
   __shared__ float smem[33];
   const int tx = threadIdx.x;
@@ -434,17 +440,21 @@ ${stats}
         f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, float* workspace, "
         f"int64_t outer, int64_t R, int64_t inner, const KsRedPlan& plan, int vec, cudaStream_t stream)"
     )
-    # (path, vec, values each thread caches, min blocks per SM for __launch_bounds__, plan test)
-    row_variants = [("KS_PATH_ROW_WARP", v, 32, 1, "") for v in sorted({1, vec})]
-    row_variants.append(("KS_PATH_ROW_BLOCK", 1, BLOCK_SCALAR_VALUES, 1, ""))
+    # (path, vec, values each thread caches, min blocks per SM and block-size bound for
+    # __launch_bounds__, plan test); the first match launches.
+    row_variants = [("KS_PATH_ROW_WARP", v, 32, 1, 256, "") for v in sorted({1, vec})]
+    row_variants.append(("KS_PATH_ROW_BLOCK", 1, BLOCK_SCALAR_VALUES, 1, 512, ""))
     if vec > 1:
-        row_variants.append(("KS_PATH_ROW_BLOCK", vec, 32, 1, " && plan.row_values == 32"))
+        if spec.kind in ROWS32_KINDS:  # 32 values under a 64-register cap, 4 rows per SM
+            row_variants.append(("KS_PATH_ROW_BLOCK", vec, 32, 4, 256,
+                                 " && plan.row_values == 32 && plan.threads_x <= 256"))
+        row_variants.append(("KS_PATH_ROW_BLOCK", vec, 32, 1, 512, " && plan.row_values == 32"))
         if normalizing:  # 16 values under a 64-register cap: more rows in flight per SM
-            row_variants.append(("KS_PATH_ROW_BLOCK", vec, 16, 2, " && plan.row_values == 16"))
+            row_variants.append(("KS_PATH_ROW_BLOCK", vec, 16, 2, 512, " && plan.row_values == 16"))
     launch_row = "\n".join(
         Template(
             """  if (plan.path == ${path} && vec == ${v}${test}) {
-    auto kernel = ${name}_row<${v}, ${maxv}, ${warp}, ${minb}>;
+    auto kernel = ${name}_row<${v}, ${maxv}, ${warp}, ${minb}, ${maxt}>;
     static int per_sm_by_warps[17] = {0};  // per block size: the block path's varies with R
     int& per_sm = per_sm_by_warps[${threads} / 32];
     if (per_sm == 0) per_sm = ks_blocks_per_sm(kernel, ${threads});
@@ -455,13 +465,13 @@ ${stats}
   }"""
         ).substitute(
             path=path, v=v, name=name, maxv=max(1, values // v), warp=str(path == "KS_PATH_ROW_WARP").lower(),
-            minb=minb, test=test, args=args,
+            minb=minb, maxt=maxt, test=test, args=args,
             threads="256" if path == "KS_PATH_ROW_WARP" else "plan.threads_x",
             bx="32" if path == "KS_PATH_ROW_WARP" else "plan.threads_x",
             by="8" if path == "KS_PATH_ROW_WARP" else "1",
             rows_per_block="8" if path == "KS_PATH_ROW_WARP" else "1",
         )
-        for path, v, values, minb, test in row_variants
+        for path, v, values, minb, maxt, test in row_variants
     )
     apply_launch = ""
     if normalizing:
@@ -627,7 +637,7 @@ def _binding(spec: ReductionSpec, roles: _Roles, name: str, vec: int, nf: int, l
     cols_replan = ""
     if normalizing and spec.kind not in COLUMN_TILE_KINDS:  # no column-tile kernel to launch
         cols_replan = f"""
-  if (plan.path == KS_PATH_COLS) plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, true);"""
+  if (plan.path == KS_PATH_COLS) plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, rows32, true);"""
     if spec.kind == "layer_norm":
         view = f"""  TORCH_CHECK(nd >= {spec.norm_ndim}, "{name}: layer_norm over {spec.norm_ndim} dims of a ", ks_str(nd), "-d tensor");
   const int64_t split = nd - {spec.norm_ndim};
@@ -668,8 +678,9 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   if (out.numel() == 0) return out;
   TORCH_CHECK(R > 0, "{name}: reduction over an empty dimension");
   const bool normalizing = {"true" if normalizing else "false"};
+  const bool rows32 = {"true" if spec.kind in ROWS32_KINDS else "false"};
   const int sms = ks_sm_count(), smem_optin = ks_smem_optin();
-  KsRedPlan plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, false);{cols_replan}
+  KsRedPlan plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, rows32, false);{cols_replan}
   const c10::IntArrayRef xs(x_sizes), os(out_shape);
   (void)os;
   KsOperand descs[{n}];
@@ -685,7 +696,7 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   }};
   if (row_path() && vec > 1 && !row_affine()) vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
   if (row_path() && !row_affine()) {{
-    plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, true);
+    plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, rows32, true);
     vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
   }}
   // The block path's scalar kernel caches KS_BLOCK_SCALAR_VALUES per thread, not 32: with 32
@@ -694,7 +705,7 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   if (plan.path == KS_PATH_ROW_BLOCK && vec == 1) {{
     const int64_t tx = ks_pow2_ceil(ks_cdiv(R, KS_BLOCK_SCALAR_VALUES));
     if (tx <= 512) plan.threads_x = (int)(tx > 32 ? tx : 32);
-    else plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, true);
+    else plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {nf}, normalizing, rows32, true);
   }}
   at::Tensor workspace;
   float* ws = nullptr;

@@ -296,14 +296,17 @@ __global__ void __launch_bounds__(TXV * TYR) col_cluster(const float* __restrict
     cta_stat[threadIdx.x] = a;
   }
   cluster.sync();
+  // One thread per column gathers the C peers' partials into local shared memory (every thread
+  // reading every peer multiplied the distributed-shared-memory traffic by TYR: call 1).
+  if (threadIdx.x < W) {
+    MS a{-INFINITY, 0.f};
+    for (int r = 0; r < C; ++r) a = ms_merge(a, cluster.map_shared_rank(cta_stat, r)[threadIdx.x]);
+    part[0][threadIdx.x] = a;  // part[0] is free again: this CTA's merge above is done
+  }
+  __syncthreads();
   MS tot[4];
 #pragma unroll
-  for (int q = 0; q < 4; ++q) tot[q] = {-INFINITY, 0.f};
-  for (int r = 0; r < C; ++r) {
-    const MS* peer = cluster.map_shared_rank(cta_stat, r);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) tot[q] = ms_merge(tot[q], peer[tx * 4 + q]);
-  }
+  for (int q = 0; q < 4; ++q) tot[q] = part[0][tx * 4 + q];
   float ms[4], inv[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
@@ -321,6 +324,76 @@ __global__ void __launch_bounds__(TXV * TYR) col_cluster(const float* __restrict
     }
   }
   cluster.sync();  // peers may still read cta_stat
+}
+
+
+// Softmax over R of [outer, R, inner], no cluster: a block owns a strip of 4*TXV columns x all
+// R rows.  Pass 1 keeps online (max, sum) per column; pass 2 re-reads the strip (expected from
+// L2: blocks per SM x strip bytes stays small) and writes.  U loads in flight per thread.
+template <int TXV, int TYR, int U>
+__global__ void __launch_bounds__(TXV * TYR) col_l2(const float* __restrict__ x, float* __restrict__ out,
+                                                    const int64_t outer, const int R, const int64_t inner) {
+  constexpr int W = 4 * TXV;
+  __shared__ MS part[TYR][W + 1];
+  const int tx = threadIdx.x % TXV, ty = threadIdx.x / TXV;
+  const int64_t strips = (inner + W - 1) / W;
+  const int64_t o = blockIdx.x / strips;
+  const int64_t c0 = (blockIdx.x - o * strips) * W + tx * 4;
+  const bool live = c0 < inner;
+  const float* xb = x + o * R * inner + c0;
+  MS st[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) st[q] = {-INFINITY, 0.f};
+  for (int r0 = ty; r0 < R; r0 += U * TYR) {
+    float v[U][4];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int r = r0 + u * TYR;
+      if (live && r < R) {
+        const float4 t = __ldg(reinterpret_cast<const float4*>(xb + (int64_t)r * inner));
+        v[u][0] = t.x; v[u][1] = t.y; v[u][2] = t.z; v[u][3] = t.w;
+      } else {
+        v[u][0] = v[u][1] = v[u][2] = v[u][3] = -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      float m = st[q].m;
+#pragma unroll
+      for (int u = 0; u < U; ++u) m = fmaxf(m, v[u][q]);
+      const float ms = m == -INFINITY ? 0.f : m;
+      float s = st[q].m == -INFINITY ? 0.f : st[q].s * __expf(st[q].m - ms);
+#pragma unroll
+      for (int u = 0; u < U; ++u) s += __expf(v[u][q] - ms);
+      st[q] = {m, s};
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < 4; ++q) part[ty][tx * 4 + q] = st[q];
+  __syncthreads();
+  if (threadIdx.x < W) {
+    MS a{-INFINITY, 0.f};
+    for (int k = 0; k < TYR; ++k) a = ms_merge(a, part[k][threadIdx.x]);
+    part[0][threadIdx.x] = a;  // read after the barrier below; row 0 was merged first
+  }
+  __syncthreads();
+  float ms[4], inv[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const MS t = part[0][tx * 4 + q];
+    ms[q] = t.m == -INFINITY ? 0.f : t.m;
+    inv[q] = 1.f / t.s;
+  }
+  float* ob = out + o * R * inner + c0;
+  if (live) {
+#pragma unroll 4
+    for (int r = ty; r < R; r += TYR) {
+      const float4 t = __ldg(reinterpret_cast<const float4*>(xb + (int64_t)r * inner));
+      *reinterpret_cast<float4*>(ob + (int64_t)r * inner) =
+          make_float4(__expf(t.x - ms[0]) * inv[0], __expf(t.y - ms[1]) * inv[1], __expf(t.z - ms[2]) * inv[2],
+                      __expf(t.w - ms[3]) * inv[3]);
+    }
+  }
 }
 
 // ---- references (float64, one thread per row / column) ----
@@ -473,6 +546,19 @@ static bool bench_col_cluster(const Case& c, float* x, float* out, double* ref) 
   });
 }
 
+
+template <int TXV, int TYR, int U>
+static bool bench_col_l2(const Case& c, float* x, float* out, double* ref) {
+  auto k = col_l2<TXV, TYR, U>;
+  const int64_t blocks = c.outer * ((c.inner + 4 * TXV - 1) / (4 * TXV));
+  const int per_sm = occupancy(k, TXV * TYR, 0);
+  char name[64]; snprintf(name, sizeof name, "col_l2_w%d_ty%d_u%d_b%d", 4 * TXV, TYR, U, per_sm);
+  return run_variant(c, name, x, out, ref, [&]() {
+    k<<<(unsigned)blocks, TXV * TYR>>>(x, out, c.outer, (int)c.R, c.inner);
+    return cudaGetLastError();
+  });
+}
+
 static bool memcpy_bw(float* a, float* b, int64_t n) {
   for (int w = 0; w < 3; ++w) CK(cudaMemcpy(b, a, n * 4, cudaMemcpyDeviceToDevice));
   cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
@@ -506,11 +592,16 @@ int main(int argc, char** argv) {
   if (!*only || strstr(sd.problem, only)) {
     bench_col_cluster<16, 16, 8>(sd, x, out, ref);   // W 64, 256 threads, 32 values, C 8
     bench_col_cluster<8, 32, 4>(sd, x, out, ref);    // W 32, 256 threads, 16 values, C 8
-    bench_col_cluster<16, 32, 4>(sd, x, out, ref);   // W 64, 512 threads, 16 values, C 8
-    bench_col_cluster<32, 8, 16>(sd, x, out, ref);   // W 128, 256 threads, 64 values, C 8
-    bench_col_cluster<32, 8, 8>(sd, x, out, ref);    // W 128, 256 threads, 32 values, C 16
+    bench_col_cluster<16, 32, 8>(sd, x, out, ref);   // W 64, 512 threads, 32 values, C 4
     bench_col_cluster<16, 16, 16>(sd, x, out, ref);  // W 64, 256 threads, 64 values, C 4
-    bench_col_cluster<16, 8, 16>(sd, x, out, ref);   // W 64, 128 threads, 64 values, C 8
+    bench_col_cluster<8, 32, 8>(sd, x, out, ref);    // W 32, 256 threads, 32 values, C 4
+    bench_col_cluster<8, 16, 16>(sd, x, out, ref);   // W 32, 128 threads, 64 values, C 4
+    bench_col_cluster<32, 8, 8>(sd, x, out, ref);    // W 128, 256 threads, 32 values, C 16
+    bench_col_cluster<4, 64, 4>(sd, x, out, ref);    // W 16, 256 threads, 16 values, C 4
+    bench_col_l2<8, 32, 8>(sd, x, out, ref);         // W 32, 256 threads
+    bench_col_l2<4, 64, 8>(sd, x, out, ref);         // W 16, 256 threads
+    bench_col_l2<16, 16, 8>(sd, x, out, ref);        // W 64, 256 threads
+    bench_col_l2<8, 64, 8>(sd, x, out, ref);         // W 32, 512 threads
   }
   return 0;
 }
