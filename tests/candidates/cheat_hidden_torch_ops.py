@@ -5,7 +5,6 @@ import torch
 from torch import nn
 
 
-
 def _backend(x: torch.Tensor):
     key = torch._C.DispatchKey.CUDA if x.is_cuda else torch._C.DispatchKey.CPU
     return torch._C.DispatchKeySet(key)
