@@ -170,6 +170,25 @@ def test_chain_broadcasts_and_tails(ext, d, xs, bs):
     check(poisoned(getattr(ext, f"t_chain_{d}"), x, b), _chain_ref(x, b).to(dt))
 
 
+@pytest.mark.parametrize("d", list(TORCH_DT))
+@pytest.mark.parametrize("shape", [(128, 128, 64, 64), (3, 40, 7, 9), (1, 33, 5, 70), (2, 16, 3, 4, 5)])
+def test_chain_reads_channels_last_into_contiguous_output(ext, d, shape):
+    """A channels-last operand (a cuDNN NHWC conv output) takes the tiled transpose kernel; the
+    output is the contiguous tensor the reference returns.  Per-channel bias from a [C, 1, 1]
+    view, either operand tiled, tails in both tile dims."""
+    dt = TORCH_DT[d]
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    x = rnd(*shape, dtype=dt).contiguous(memory_format=fmt)
+    b = rnd(shape[1], dtype=dt).view(-1, *([1] * (len(shape) - 2)))
+    f = getattr(ext, f"t_chain_{d}")
+    got = poisoned(f, x, b)
+    assert got.is_contiguous()
+    check(got, _chain_ref(x, b).to(dt))
+    check(poisoned(f, b.expand(shape).contiguous(), x), _chain_ref(x, b).to(dt))  # operand 1 tiled
+    if d == "float32" and shape[0] == 128 and torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert any("t_chain_float32_nhwc" in k for k in _kernels_run(f, x, b))
+
+
 def test_chain_noncontiguous_and_misaligned(ext):
     f = ext.t_chain_float32
     x = rnd(300, 257).t()  # transposed: strided path
@@ -260,12 +279,13 @@ def _kernels_run(fn, *args) -> set[str]:
     return {e.key for e in prof.key_averages()}
 
 
-# [outer, R, inner] -> the path the plan must take on an H100 (132 SMs, 227 KB of shared memory
-# per block): column tiles when the [R, 16] fp32 tile fits in shared memory and there are >= 132
-# of them, else the tile kernels.
-STRIDED_SOFTMAX = [((8, 300, 600), "cols"), ((32, 1024, 160), "cols"), ((64, 1500, 100), "cols"),
-                   ((300, 20, 17), "cols"), ((40, 2000, 200), "cols"), ((40, 4000, 48), "tile"),
-                   ((4, 64, 256), "tile")]
+# [outer, R, inner] -> the kernel the plan must take on an H100 (132 SMs, 227 KB of shared memory
+# per block): thread-block clusters when the column tiles apply, inner is a multiple of 4 (16-byte
+# fp32 loads) and R fits 8 CTAs of 256 rows; else shared-memory column tiles when the [R, 16]
+# fp32 tile fits and there are >= 132 of them; else the tile kernels.
+STRIDED_SOFTMAX = [((8, 300, 600), "cluster"), ((32, 1024, 160), "cluster"), ((64, 1500, 100), "cluster"),
+                   ((40, 2000, 200), "cluster"), ((300, 20, 17), "cols"), ((40, 3000, 64), "cols"),
+                   ((40, 4000, 48), "tile"), ((4, 64, 256), "tile"), ((2, 256, 4096), "cluster")]
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
@@ -288,6 +308,11 @@ def test_softmax_strided_dim_fp16_prologue_epilogue(ext):
     e2 = rnd(16, 512, 300, dtype=torch.float16)
     want = (torch.softmax(x2.float() * 0.5, 1) * e2.float()).half()
     torch.testing.assert_close(poisoned(ext.t_softmax_d1_f16, x2, e2).float(), want.float(), rtol=2e-3, atol=2e-3)
+    x3, e3 = rnd(16, 700, 320, dtype=torch.float16), rnd(16, 700, 320, dtype=torch.float16)  # inner % 8 == 0
+    want = (torch.softmax(x3.float() * 0.5, 1) * e3.float()).half()
+    torch.testing.assert_close(poisoned(ext.t_softmax_d1_f16, x3, e3).float(), want.float(), rtol=2e-3, atol=2e-3)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert any("t_softmax_d1_f16_cluster" in k for k in _kernels_run(ext.t_softmax_d1_f16, x3, e3))
 
 
 @pytest.mark.parametrize("d", list(TORCH_DT))

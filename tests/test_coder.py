@@ -152,6 +152,30 @@ def test_views_fallbacks_and_outputs_in_the_program(tmp_path):
     assert write_candidate(candidate, tmp_path / "out").exists()
 
 
+def test_channels_last_conv_output_stays_nhwc_only_for_fused_elementwise_readers(tmp_path):
+    example = generate_builtin(EXAMPLES / "conv2d_bias_relu.py", None, tmp_path / "a" / "model_new.py")
+    assert example.plan.host.channels_last
+    assert "(v_x.contiguous(memory_format=torch.channels_last), v_p_conv_weight" in example.source
+    assert "v_conv2d_nobias.contiguous()" not in example.source  # the epilogue reads NHWC tiles
+    path = tmp_path / "problem.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3, bias=False)
+            def forward(self, x):
+                y = self.conv(x)
+                return y, y.flatten(1).sum(1)
+        def get_inputs():
+            return [torch.randn(2, 3, 16, 16)]
+    """))
+    src = generate_builtin(path, None, tmp_path / "b" / "model_new.py").source
+    assert "memory_format=torch.channels_last" in src
+    assert "v_conv2d = v_conv2d.contiguous()" in src  # an output and a view read it
+
+
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------
 
 def _normalised(text: str) -> str:

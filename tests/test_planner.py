@@ -102,7 +102,15 @@ def test_conv_is_a_library_call_with_bias_in_the_epilogue():
     assert [o["op"] for o in epi.spec["ops"]] == ["add", "relu", "mul", "add"]
     graph = graph_for_plan(plan, capture(EXAMPLES / "conv2d_bias_relu.py"))
     assert graph.node(conv.nodes[0]).args[2] is None  # cuDNN runs without the bias
-    assert any("channels_last off" in r for r in plan.host.reasons)
+    assert plan.host.channels_last and any("channels_last on" in r for r in plan.host.reasons)
+
+
+def test_channels_last_only_for_2d_convolutions(tmp_path):
+    path = write(tmp_path, "return torch.relu(self.conv(x))", "[torch.randn(2, 4, 32)]",
+                 "self.conv = nn.Conv1d(4, 8, 3)")
+    plan = plan_of(path)
+    assert techniques(plan)[0] == "library_call"
+    assert not plan.host.channels_last and any("channels_last off" in r for r in plan.host.reasons)
 
 
 def test_unsupported_op_is_a_named_fallback(tmp_path):

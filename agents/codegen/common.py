@@ -657,6 +657,29 @@ static inline int ks_describe_all(std::vector<at::Tensor*> ts, std::vector<c10::
   for (size_t k = 0; k < ts.size(); ++k) ks_describe(*ts[k], shapes[k], 1, descs[k]);
   return 1;
 }
+// The index of the first full-size operand stored channels-last (logically [N, C, S...], dense in
+// [N, S..., C] order, C > 1, not also contiguous), for the elementwise kernels' tiled transpose
+// path; -1 if none, or if the tiled grid (S / 32, C / 32, N) would not fit.
+static inline int ks_channels_last_operand(std::vector<at::Tensor*> ts, c10::IntArrayRef shape) {
+  const int64_t d = (int64_t)shape.size();
+  if (d < 3 || d > 5) return -1;
+  int64_t S = 1;
+  for (int64_t k = 2; k < d; ++k) S *= shape[k];
+  if (shape[1] <= 1 || S <= 1 || shape[0] > 65535 || ks_cdiv(shape[1], 32) > 65535 ||
+      ks_cdiv(S, 32) > 0x7fffffffLL) return -1;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const at::Tensor& t = *ts[i];
+    if (t.dim() != d || t.sizes() != shape || t.is_contiguous() || t.stride(1) != 1) continue;
+    int64_t expect = shape[1];
+    bool dense = true;
+    for (int64_t k = d - 1; k >= 2; --k) {
+      if (shape[k] != 1 && t.stride(k) != expect) dense = false;
+      expect *= shape[k];
+    }
+    if (dense && (shape[0] == 1 || t.stride(0) == expect)) return (int)i;
+  }
+  return -1;
+}
 // Whether the row kernels can read this operand (offset within a row = base + col, or constant).
 static inline bool ks_row_affine(const KsOperand& d, int64_t R) {
   switch (d.mode) {

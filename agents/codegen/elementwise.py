@@ -54,6 +54,7 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         f"int64_t n, int vec, cudaStream_t stream)"
     )
 
+    nhwc_kernel, nhwc_launch = _channels_last_kernel(name, spec, params, kernel_args, in_types, out_t)
     cuda = f"""{CUDA_PRELUDE}
 // ---- elementwise kernel {name} ----
 {fn.source}
@@ -76,6 +77,7 @@ __global__ void __launch_bounds__({THREADS}) {name}_kernel({", ".join(params)}) 
   }}
 }}
 
+{nhwc_kernel}
 {launcher_sig} {{
   if (n <= 0) return;
   if (vec == {vec}) {{
@@ -88,6 +90,7 @@ __global__ void __launch_bounds__({THREADS}) {name}_kernel({", ".join(params)}) 
     {name}_kernel<1><<<(unsigned)blocks, {THREADS}, 0, stream>>>({", ".join(kernel_args)});
   }}
 }}
+{nhwc_launch}
 """
 
     cparams = ", ".join(f"at::Tensor in_{k}" for k in range(nin))
@@ -118,6 +121,20 @@ __global__ void __launch_bounds__({THREADS}) {name}_kernel({", ".join(params)}) 
   if (n == 0) return {ret};
   KsOperand descs[{nin}];
   const c10::IntArrayRef s(shape);
+  const void* ins_cl[{nin}] = {{{", ".join(f"in_{k}.data_ptr()" for k in range(nin))}}};
+  void* outs_cl[{nout}] = {{{out_ptrs}}};
+  // A full-size operand laid out channels-last (a cuDNN NHWC convolution's output) into the
+  // contiguous output: the tiled transpose kernel, the other operands through descriptors.
+  const int tiled = ks_channels_last_operand({{{", ".join(f"&in_{k}" for k in range(nin))}}}, s);
+  if (tiled >= 0) {{
+    ks_describe_all({{{", ".join(f"&in_{k}" for k in range(nin))}}}, {{{", ".join("s" for _ in range(nin))}}}, 1, descs);
+    int64_t spatial = 1;
+    for (size_t k = 2; k < shape.size(); ++k) spatial *= shape[k];
+    {name}_launch_nhwc(ins_cl, descs, outs_cl, tiled, shape[0], shape[1], spatial,
+        c10::cuda::getCurrentCUDAStream(device.index()).stream());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {ret};
+  }}
   const int vec = ks_describe_all({{{", ".join(f"&in_{k}" for k in range(nin))}}}, {{{", ".join("s" for _ in range(nin))}}}, {vec}, descs);
   const void* ins[{nin}] = {{{", ".join(f"in_{k}.data_ptr()" for k in range(nin))}}};
   void* outs[{nout}] = {{{out_ptrs}}};
@@ -130,11 +147,80 @@ __global__ void __launch_bounds__({THREADS}) {name}_kernel({", ".join(params)}) 
         function=name,
         cuda=cuda,
         binding=binding,
-        launcher_decl=launcher_sig + ";",
+        launcher_decl=launcher_sig + ";\n" + nhwc_launch.split(" {", 1)[0] + ";",
         python_args=tuple(t.name for t in spec.inputs),
         notes=(
             f"elementwise: {vec}-wide 16-byte vector path + scalar path chosen at run time by alignment",
             "grid-stride loop, grid sized from SM count x occupancy, 64-bit indices (32-bit division fast path)",
             "broadcast operands through run-time descriptors (full/scalar/row/channel/strided)",
+            "a channels-last operand into the contiguous output: 32x32 tiles through shared memory",
         ),
     )
+
+
+def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], kernel_args: list[str],
+                          in_types: list[str], out_t: str) -> tuple[str, str]:
+    """Kernel + launcher for one full-size operand stored channels-last ([N, C, S...] logically,
+    [N, S..., C] in memory, e.g. a cuDNN NHWC convolution's output) while the output is the
+    contiguous [N, C, S...]: each 32 x 32 (spatial, channel) tile is read along C and written
+    along S through shared memory, so both sides are coalesced; a plain elementwise pass would
+    read it 4 bytes per 512-byte stride.  TI, the tiled operand, is a template argument; the
+    other operands are read through their descriptors at the output index."""
+    nin, nout = len(spec.inputs), len(spec.outputs)
+    loads = []
+    for k in range(nin):
+        loads.append(
+            f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[tx][row]; "
+            f"else ks_load<1>(in{k}, d{k}, i, a{k});"
+        )
+    fills = "\n      ".join(
+        f"if constexpr (TI == {k}) tile[row][tx] = ks_to_float(in{k}[(nb * S + s) * C + c]);" for k in range(nin)
+    )
+    call_args = [f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]
+    stores = " ".join(f"out{k}[i] = ks_from_float<{out_t}>(r{k}[0]);" for k in range(nout))
+    outs_decl = " ".join(f"float r{k}[1];" for k in range(nout))
+    kparams = ", ".join(params[:-1]) + ", const int64_t C, const int64_t S"
+    kernel = f"""
+// Channels-last operand TI -> contiguous output (see _channels_last_kernel in elementwise.py).
+template <int TI>
+__global__ void __launch_bounds__(256) {name}_nhwc({kparams}) {{
+  __shared__ float tile[32][33];  // +1: the transposed reads hit 32 different banks
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int64_t s0 = (int64_t)blockIdx.x * 32, c0 = (int64_t)blockIdx.y * 32, nb = blockIdx.z;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {{  // read along C
+    const int row = ty + 8 * k;
+    const int64_t s = s0 + row, c = c0 + tx;
+    if (s < S && c < C) {{
+      {fills}
+    }}
+  }}
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {{  // write along S
+    const int row = ty + 8 * k;
+    const int64_t c = c0 + row, s = s0 + tx;
+    if (c < C && s < S) {{
+      const int64_t i = (nb * C + c) * S + s;
+      {" ".join(loads)}
+      {outs_decl}
+      {name}_f({", ".join(call_args)});
+      {stores}
+    }}
+  }}
+}}
+"""
+    args = ", ".join(kernel_args[:-1]) + ", C, S"
+    cases = "\n".join(
+        f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;" for k in range(nin)
+    )
+    launch = f"""void {name}_launch_nhwc(const void* const* ins, const KsOperand* descs, void* const* outs, int tiled,
+    int64_t N, int64_t C, int64_t S, cudaStream_t stream) {{
+  const dim3 grid((unsigned)ks_cdiv(S, 32), (unsigned)ks_cdiv(C, 32), (unsigned)N);
+  switch (tiled) {{
+{cases}
+    default: break;
+  }}
+}}
+"""
+    return kernel, launch

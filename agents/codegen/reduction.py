@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from string import Template
 
+from kernelstitch.agents.codegen.cluster_cols import cluster_kernel, cluster_launch, cluster_shape
 from kernelstitch.agents.codegen.common import (
     BLOCK_SCALAR_VALUES,
     CUDA_PRELUDE,
@@ -436,6 +437,14 @@ ${stats}
     return;
   }}"""
 
+    if spec.kind in COLUMN_TILE_KINDS:  # thread-block clusters first (sm_90+, 16-byte operands)
+        cluster_kernel_text = cluster_kernel(
+            spec.kind, name, params, out_t, loads=_loads(roles.prologue, "VEC", "idx"),
+            pro_call=pro_call("", "v[j][q]"), e_loads=_loads(roles.epilogue, "VEC", "idx", "e"),
+            epi=epi_call("yv[q]", "q"))
+        cols_kernel = cluster_kernel_text + cols_kernel
+        cols_launch = cluster_launch(name, args, cluster_shape(vec)) + "\n" + cols_launch
+
     launcher_sig = (
         f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, float* workspace, "
         f"int64_t outer, int64_t R, int64_t inner, const KsRedPlan& plan, int vec, cudaStream_t stream)"
@@ -685,7 +694,8 @@ at::Tensor {name}({", ".join(f"at::Tensor in_{k}" for k in range(n))}) {{
   (void)os;
   KsOperand descs[{n}];
   auto row_path = [&]() {{ return plan.path == KS_PATH_ROW_WARP || plan.path == KS_PATH_ROW_BLOCK; }};
-  const int want = (row_path() && R % {vec} == 0) ? {vec} : 1;
+  // 16-byte operands where the path reads them so: rows (R % vec) or the column kernels (inner).
+  const int want = ((row_path() && R % {vec} == 0) || (plan.path == KS_PATH_COLS && inner % {vec} == 0)) ? {vec} : 1;
   int vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, want, descs);
   // Row kernels read only row-affine layouts (full rows, row vectors, per-row values): try the
   // scalar width (rows of any length), else take the tile path.

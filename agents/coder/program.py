@@ -15,6 +15,7 @@ from typing import Any
 from kernelstitch.agents.codegen.spec import KernelSource
 from kernelstitch.agents.graph.ir import DTypeConst, Graph, Node, NodeRef, OpaqueConst
 from kernelstitch.agents.plan import Plan
+from kernelstitch.agents.planner.builtin import channels_last_conv
 from kernelstitch.agents.planner.ops import VIEW_OPS, is_host
 
 
@@ -151,11 +152,29 @@ class Program:
         else:
             op_node = self.graph.node(step.nodes[0])
             self.lines.append(f"# {step.id}: {step.description}")
-            self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({self.call_args(op_node)})",
-                      op_node)
+            args = self.call_args(op_node)
+            channels_last = self.plan.host.channels_last and channels_last_conv(step, self.graph)
+            if channels_last:  # cuDNN's NHWC kernels (see the plan's host reasons)
+                first, _, rest = args.partition(", ")
+                args = f"{first}.contiguous(memory_format=torch.channels_last), {rest}"
+            self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
+            if channels_last and not self.read_only_by_elementwise(op_node.name):
+                self.emit(f"{local(op_node.name)} = {local(op_node.name)}.contiguous()  "
+                          "# NHWC back to NCHW: read by more than fused elementwise kernels")
             for name, kind in (step.spec or {}).get("declare", {}).items():
                 self.torch_ops[name] = kind
         self.defined.update(step.outputs)
+
+    def read_only_by_elementwise(self, name: str) -> bool:
+        """Every reader of `name` is a fused elementwise step taking it as a kernel input (whose
+        binding reads a channels-last operand through tiles); not an output, view or other op."""
+        if name in self.graph.output_names():
+            return False
+        users = self.graph.users().get(name, [])
+        steps = {n: s for s in self.plan.steps for n in s.nodes}
+        return bool(users) and all(
+            u in steps and steps[u].technique == "fused_elementwise" and name in steps[u].inputs
+            for u in users)
 
     def root(self, name: str) -> str:
         """Follow view ops back to the value whose memory they share."""

@@ -303,10 +303,29 @@ def host_settings(steps: list[PlanStep], graph: Graph, sched: Schedule) -> HostS
         reasons.append(f"CUDA graph off: {why}")
     convs = [s for s in steps if s.technique == "library_call" and s.spec
              and base_op(s.spec.get("op", "")).startswith("conv")]
-    if convs:
-        reasons.append("channels_last off: the convolution runs cuDNN on NCHW; converting the "
-                       "input each call costs a full copy and the fused epilogue reads NCHW")
+    channels_last = any(channels_last_conv(s, graph) for s in convs)
+    if channels_last:
+        reasons.append("channels_last on: the 2-D convolution runs cuDNN on an NHWC copy of its "
+                       "input (on the H100, examples/conv2d_bias_relu's fp32 conv took 2.19 ms "
+                       "NHWC vs 8.02 ms NCHW, the copy 0.16 ms); a fused epilogue reads the NHWC "
+                       "output through 32x32 tiles and writes the contiguous result")
+    elif convs:
+        reasons.append("channels_last off: no 2-D convolution over a 4-D floating-point input")
     reasons.append("preallocated outputs off: the caching allocator makes per-call outputs "
                    "cheap, and fresh outputs never alias a previous call's")
-    return HostSettings(cuda_graph=cuda_graph, channels_last=False, preallocate_outputs=False,
+    return HostSettings(cuda_graph=cuda_graph, channels_last=channels_last, preallocate_outputs=False,
                         reasons=reasons)
+
+
+CHANNELS_LAST_CONV_OPS = frozenset({"aten.conv2d.default", "aten.conv2d.padding", "aten.convolution.default"})
+
+
+def channels_last_conv(step: PlanStep, graph: Graph) -> bool:
+    """A library-call step cuDNN runs faster channels-last: a 2-D convolution of a 4-D
+    floating-point input (the first of the step's inputs)."""
+    if step.technique != "library_call" or not step.spec or step.spec.get("op") not in CHANNELS_LAST_CONV_OPS:
+        return False
+    if not step.inputs or not graph.has(step.inputs[0]):
+        return False
+    meta = graph.node(step.inputs[0]).meta
+    return meta is not None and meta.rank == 4 and meta.dtype in ("float32", "float16", "bfloat16")
