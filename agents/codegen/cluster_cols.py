@@ -62,7 +62,10 @@ _KERNEL = Template(
 // Softmax kinds along a strided dim on sm_90+: see agents/codegen/cluster_cols.py.
 // Min blocks 5: a 96-register cap at cluster_shape's 128 threads (ptxas took 108 otherwise: 4 CTAs
 // per SM instead of 5).
-template <int VEC, int TXV, int TYR, int RPT>
+// FULL: every operand is a contiguous full-size tensor (the common case), read with plain 16-byte
+// loads; the descriptor switch of ks_load otherwise (its branches per load kept the codegen'd
+// kernel at 59% of the bandwidth where the microbenchmark's plain loads ran at 85%).
+template <int VEC, int TXV, int TYR, int RPT, bool FULL>
 __global__ void __launch_bounds__(TXV * TYR, 5)
 ${name}_cluster(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R, const int64_t inner) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -154,14 +157,14 @@ _NORMALIZE = {
 
 def cluster_kernel(kind: str, name: str, params: str, out_t: str, loads: str, pro_call: str,
                    e_loads: str, epi: str) -> str:
-    """The kernel text.  `loads` fills a{k}[VEC] at `idx`, `pro_call` writes v[j][q] from a{k}[q],
-    `e_loads` fills e{k}[VEC] at `idx`, `epi` updates yv[q] in place."""
+    """The kernel text.  `loads` fills a{k}[VEC] at `idx` (and may test FULL), `pro_call` writes
+    v[j][q] from a{k}[q], `e_loads` fills e{k}[VEC] at `idx`, `epi` updates yv[q] in place."""
     s1, y = _NORMALIZE[kind]
     return CLUSTER_PRELUDE + _KERNEL.substitute(name=name, params=params, out_t=out_t, loads=loads,
                                                 pro_call=pro_call, e_loads=e_loads, epi=epi, s1=s1, y=y)
 
 
-def cluster_launch(name: str, args: str, shape: ClusterShape) -> str:
+def cluster_launch(name: str, args: str, shape: ClusterShape, nin: int) -> str:
     """Launcher code: the cluster kernel when the plan is column tiles, the operands were described
     for 16-byte accesses, R fits MAX_CLUSTER CTAs and the device has clusters (sm_90+); otherwise
     it falls through to the shared-memory column tiles.  A refused cluster launch falls through
@@ -184,11 +187,15 @@ def cluster_launch(name: str, args: str, shape: ClusterShape) -> str:
       attr[0].val.clusterDim.z = 1;
       cfg.attrs = attr;
       cfg.numAttrs = 1;
-      if (cudaLaunchKernelEx(&cfg, ${name}_cluster<${vec}, ${txv}, ${tyr}, ${rpt}>, ${args}, o, outer, R, inner) ==
-          cudaSuccess) return;
+      bool full = true;
+      for (int k = 0; k < ${nin}; ++k) full = full && descs[k].mode == KS_FULL;
+      const cudaError_t launched = full
+          ? cudaLaunchKernelEx(&cfg, ${name}_cluster<${vec}, ${txv}, ${tyr}, ${rpt}, true>, ${args}, o, outer, R, inner)
+          : cudaLaunchKernelEx(&cfg, ${name}_cluster<${vec}, ${txv}, ${tyr}, ${rpt}, false>, ${args}, o, outer, R, inner);
+      if (launched == cudaSuccess) return;
       (void)cudaGetLastError();  // not left pending: the column tiles below run instead
     }
   }"""
     ).substitute(vec=shape.vec, max_rows=MAX_CLUSTER * shape.rows_per_cta, rows_per_cta=shape.rows_per_cta,
                  width=width, threads=shape.txv * shape.tyr, name=name, txv=shape.txv, tyr=shape.tyr,
-                 rpt=shape.rpt, args=args)
+                 rpt=shape.rpt, args=args, nin=nin)

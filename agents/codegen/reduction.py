@@ -87,6 +87,14 @@ def _loads(ks: tuple[int, ...], width: str, index: str, prefix: str = "a") -> st
     return " ".join(f"float {prefix}{k}[{width}]; ks_load<{width}>(p{k}, d{k}, {index}, {prefix}{k});" for k in ks)
 
 
+def _full_or_described_loads(ks: tuple[int, ...], prefix: str) -> str:
+    """VEC-wide loads at `idx`: plain 16-byte loads when the kernel's FULL flag says every operand
+    is a contiguous full-size tensor, else through the descriptors."""
+    return " ".join(
+        f"float {prefix}{k}[VEC]; if constexpr (FULL) ks_ld_vec<VEC>(p{k} + idx, {prefix}{k}); "
+        f"else ks_load<VEC>(p{k}, d{k}, idx, {prefix}{k});" for k in ks)
+
+
 def _row_loads(ks: tuple[int, ...], col: str, prefix: str = "a") -> str:
     """Row-kernel loads of VEC elements at `col` of the current row (bases b{k} set per row)."""
     return " ".join(f"float {prefix}{k}[VEC]; ks_load_row<VEC>(p{k}, d{k}, b{k}, {col}, {prefix}{k});" for k in ks)
@@ -439,11 +447,11 @@ ${stats}
 
     if spec.kind in COLUMN_TILE_KINDS:  # thread-block clusters first (sm_90+, 16-byte operands)
         cluster_kernel_text = cluster_kernel(
-            spec.kind, name, params, out_t, loads=_loads(roles.prologue, "VEC", "idx"),
-            pro_call=pro_call("", "v[j][q]"), e_loads=_loads(roles.epilogue, "VEC", "idx", "e"),
+            spec.kind, name, params, out_t, loads=_full_or_described_loads(roles.prologue, "a"),
+            pro_call=pro_call("", "v[j][q]"), e_loads=_full_or_described_loads(roles.epilogue, "e"),
             epi=epi_call("yv[q]", "q"))
         cols_kernel = cluster_kernel_text + cols_kernel
-        cols_launch = cluster_launch(name, args, cluster_shape(vec)) + "\n" + cols_launch
+        cols_launch = cluster_launch(name, args, cluster_shape(vec), len(spec.inputs)) + "\n" + cols_launch
 
     launcher_sig = (
         f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, float* workspace, "
