@@ -299,6 +299,20 @@ def test_softmax_strided_dim_column_tiles(ext, kind, shape, path):
         assert any(f"t_{kind}_d1_{path}" in k for k in kernels), kernels
 
 
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+def test_softmax_strided_dim_nan_and_inf_columns(ext, kind):
+    """The cluster kernel's fast math keeps PyTorch's special values: a NaN or +inf poisons its
+    column, an all -inf column is NaN, a single -inf is an ordinary zero weight."""
+    x = rnd(8, 300, 600)
+    x[0, 5, 3] = float("nan")
+    x[1, :, 7] = float("-inf")
+    x[2, 4, 9] = float("-inf")
+    x[3, 8, 11] = float("inf")
+    got = poisoned(getattr(ext, f"t_{kind}_d1"), x)
+    torch.testing.assert_close(got, getattr(torch, kind)(x, 1), rtol=1e-4, atol=1e-6, equal_nan=True)
+    assert torch.isnan(got[0, :, 3]).all() and not torch.isnan(got[0, :, 4]).any()
+
+
 def test_softmax_strided_dim_fp16_prologue_epilogue(ext):
     x, e = rnd(16, 512, 300, dtype=torch.float16), rnd(16, 512, 300, dtype=torch.float16)
     want = (torch.softmax(x.float() * 0.5, 1) * e.float()).half()

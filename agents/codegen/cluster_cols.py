@@ -10,8 +10,8 @@ as W-element segments (128 bytes) instead of the 64 of the shared-memory column 
 
 Chosen on the H100 by microbenchmark (bench/results/2026-11-24-h100/RUN.md): for
 [32, 1024, 4096] fp32, W = 32 columns, 16 threads along R with 16 rows each, clusters of 4, ran at
-85% of the copy bandwidth, where the shared-memory column tiles ran at 59%; clusters of 8 or 16
-and wider strips were slower.  Only one thread per column reads the peers' pairs: every thread
+85% of the copy bandwidth in a hand-written kernel and 83% as emitted here, where the
+shared-memory column tiles ran at 59%; clusters of 8 or 16 and wider strips were slower.  Only one thread per column reads the peers' pairs: every thread
 doing so multiplied the distributed-shared-memory traffic (clusters of 8 ran 4x slower).
 """
 
@@ -48,11 +48,15 @@ CLUSTER_PRELUDE = r"""
 #ifndef KS_CLUSTER_H
 #define KS_CLUSTER_H
 #include <cooperative_groups.h>
-// (max, sum of exp(x - max)) pairs, merged NaN-propagating (ks_max) like the row kernels.
+// (max, sum of exp(x - max)) pairs, merged NaN-propagating (ks_max) like the row kernels.  The
+// kernel below computes in fast math (__expf: within 2 + 1.16|x| ulp; x - max <= 0), a reciprocal
+// multiply for the softmax division and fmaxf (a NaN still poisons its column through the sum):
+// with the accurate expf, ks_max and a division the kernel ran at 63% of the copy bandwidth on the
+// H100, 83% like this (bench/results/2026-11-24-h100/RUN.md).
 __device__ __forceinline__ float2 ks_lse_merge(float2 a, float2 b) {
   const float m = ks_max(a.x, b.x);
   if (m == -KS_INF) return make_float2(m, 0.f);
-  return make_float2(m, a.y * expf(a.x - m) + b.y * expf(b.x - m));
+  return make_float2(m, a.y * __expf(a.x - m) + b.y * __expf(b.x - m));
 }
 #endif  // KS_CLUSTER_H
 """
@@ -60,13 +64,15 @@ __device__ __forceinline__ float2 ks_lse_merge(float2 a, float2 b) {
 _KERNEL = Template(
     """
 // Softmax kinds along a strided dim on sm_90+: see agents/codegen/cluster_cols.py.
-// Min blocks 5: a 96-register cap at cluster_shape's 128 threads (ptxas took 108 otherwise: 4 CTAs
-// per SM instead of 5).
+// Min blocks ${minb}: 5 is a 96-register cap at cluster_shape's 128 threads (ptxas took 108 otherwise:
+// 4 CTAs per SM instead of 5, 0.65 instead of 0.57 ms in the microbenchmark), for fp32 kernels
+// without prologue or epilogue ops; else 4 (128 registers): under 96, x / T spilled 28 bytes and
+// an fp16 softmax 4.
 // FULL: every operand is a contiguous full-size tensor (the common case), read with plain 16-byte
 // loads; the descriptor switch of ks_load otherwise (its branches per load kept the codegen'd
 // kernel at 59% of the bandwidth where the microbenchmark's plain loads ran at 85%).
 template <int VEC, int TXV, int TYR, int RPT, bool FULL>
-__global__ void __launch_bounds__(TXV * TYR, 5)
+__global__ void __launch_bounds__(TXV * TYR, ${minb})
 ${name}_cluster(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R, const int64_t inner) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int W = VEC * TXV;
@@ -103,11 +109,11 @@ ${name}_cluster(${params}, ${out_t}* __restrict__ out, const int64_t outer, cons
   for (int q = 0; q < VEC; ++q) {
     float m = -KS_INF;
 #pragma unroll
-    for (int j = 0; j < RPT; ++j) m = ks_max(m, v[j][q]);
+    for (int j = 0; j < RPT; ++j) m = fmaxf(m, v[j][q]);  // a NaN reaches the sum instead
     const float ms = m == -KS_INF ? 0.f : m;  // all -inf: sum is 0, no inf - inf
     float s = 0.f;
 #pragma unroll
-    for (int j = 0; j < RPT; ++j) s += expf(v[j][q] - ms);
+    for (int j = 0; j < RPT; ++j) s += __expf(v[j][q] - ms);
     part[ty][tx * VEC + q] = make_float2(m, s);
   }
   __syncthreads();
@@ -150,18 +156,20 @@ ${name}_cluster(${params}, ${out_t}* __restrict__ out, const int64_t outer, cons
 
 # y from the cached (prologue-applied) value v[j][q] and the column's ms[q], s1[q]
 _NORMALIZE = {
-    "softmax": ("t.y", "ks_div_norm(expf(v[j][q] - ms[q]), s1[q])"),
+    "softmax": ("1.f / t.y", "__expf(v[j][q] - ms[q]) * s1[q]"),
     "log_softmax": ("logf(t.y)", "v[j][q] - ms[q] - s1[q]"),
 }
 
 
 def cluster_kernel(kind: str, name: str, params: str, out_t: str, loads: str, pro_call: str,
-                   e_loads: str, epi: str) -> str:
+                   e_loads: str, epi: str, plain: bool) -> str:
     """The kernel text.  `loads` fills a{k}[VEC] at `idx` (and may test FULL), `pro_call` writes
-    v[j][q] from a{k}[q], `e_loads` fills e{k}[VEC] at `idx`, `epi` updates yv[q] in place."""
+    v[j][q] from a{k}[q], `e_loads` fills e{k}[VEC] at `idx`, `epi` updates yv[q] in place;
+    `plain`: fp32 without prologue or epilogue ops (the tighter register cap)."""
     s1, y = _NORMALIZE[kind]
     return CLUSTER_PRELUDE + _KERNEL.substitute(name=name, params=params, out_t=out_t, loads=loads,
-                                                pro_call=pro_call, e_loads=e_loads, epi=epi, s1=s1, y=y)
+                                                pro_call=pro_call, e_loads=e_loads, epi=epi, s1=s1, y=y,
+                                                minb=5 if plain else 4)
 
 
 def cluster_launch(name: str, args: str, shape: ClusterShape, nin: int) -> str:

@@ -449,7 +449,7 @@ ${stats}
         cluster_kernel_text = cluster_kernel(
             spec.kind, name, params, out_t, loads=_full_or_described_loads(roles.prologue, "a"),
             pro_call=pro_call("", "v[j][q]"), e_loads=_full_or_described_loads(roles.epilogue, "e"),
-            epi=epi_call("yv[q]", "q"))
+            epi=epi_call("yv[q]", "q"), plain=vec == 4 and not spec.prologue and not spec.epilogue)
         cols_kernel = cluster_kernel_text + cols_kernel
         cols_launch = cluster_launch(name, args, cluster_shape(vec), len(spec.inputs)) + "\n" + cols_launch
 

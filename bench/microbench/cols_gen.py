@@ -25,12 +25,21 @@ SPEC = {
 OUTER, ROWS, INNER = 32, 1024, 4096
 FULL_LAUNCH = "ks_s1_softmax_cluster<4, 8, 16, 16, true>"
 # variant -> text edits of the emitted CUDA
+_MERGE_FAST = ("return make_float2(m, a.y * expf(a.x - m) + b.y * expf(b.x - m));",
+               "return make_float2(m, a.y * __expf(a.x - m) + b.y * __expf(b.x - m));")
+_LEAN = [_MERGE_FAST, ("s += expf(v[j][q] - ms);", "s += __expf(v[j][q] - ms);"),
+         ("ks_div_norm(expf(v[j][q] - ms[q]), s1[q])", "__expf(v[j][q] - ms[q]) * s1[q]"),
+         ("    s1[q] = t.y;", "    s1[q] = 1.f / t.y;"),
+         ("for (int j = 0; j < RPT; ++j) m = ks_max(m, v[j][q]);", "for (int j = 0; j < RPT; ++j) m = fmaxf(m, v[j][q]);")]
+# variant -> text edits of the emitted CUDA
 VARIANTS = {
     "plan": [],  # FULL operands: plain 16-byte loads
     "described": [(f"? cudaLaunchKernelEx(&cfg, {FULL_LAUNCH}", "? cudaLaunchKernelEx(&cfg, "
                    "ks_s1_softmax_cluster<4, 8, 16, 16, false>")],  # through ks_load's switch
-    "fastexp": [("s += expf(v[j][q] - ms);", "s += __expf(v[j][q] - ms);"),
-                ("ks_div_norm(expf(v[j][q] - ms[q]), s1[q])", "ks_div_norm(__expf(v[j][q] - ms[q]), s1[q])")],
+    "merge_fast": [_MERGE_FAST],
+    "lean": _LEAN,
+    "lean_minb4": _LEAN + [("__launch_bounds__(TXV * TYR, 5)", "__launch_bounds__(TXV * TYR, 4)")],
+    "minb6": [("__launch_bounds__(TXV * TYR, 5)", "__launch_bounds__(TXV * TYR, 6)")],
     "no_minb": [("__launch_bounds__(TXV * TYR, 5)", "__launch_bounds__(TXV * TYR)")],  # 108 registers
     "cols_smem": [("ks_device_attr<cudaDevAttrComputeCapabilityMajor>(0) >= 9", "false")],  # the old path
 }
