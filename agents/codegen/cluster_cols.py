@@ -11,8 +11,9 @@ as W-element segments (128 bytes) instead of the 64 of the shared-memory column 
 Chosen on the H100 by microbenchmark (bench/results/2026-11-24-h100/RUN.md): for
 [32, 1024, 4096] fp32, W = 32 columns, 16 threads along R with 16 rows each, clusters of 4, ran at
 85% of the copy bandwidth in a hand-written kernel and 83% as emitted here, where the
-shared-memory column tiles ran at 59%; clusters of 8 or 16 and wider strips were slower.  Only one thread per column reads the peers' pairs: every thread
-doing so multiplied the distributed-shared-memory traffic (clusters of 8 ran 4x slower).
+shared-memory column tiles ran at 59%; clusters of 8 or 16 and wider strips were slower.  Only
+one thread per column reads the peers' pairs: every thread doing so multiplied the
+distributed-shared-memory traffic (clusters of 8 ran 4x slower).
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ _KERNEL = Template(
 // without prologue or epilogue ops; else 4 (128 registers): under 96, x / T spilled 28 bytes and
 // an fp16 softmax 4.
 // FULL: every operand is a contiguous full-size tensor (the common case), read with plain 16-byte
-// loads; the descriptor switch of ks_load otherwise (its branches per load kept the codegen'd
-// kernel at 59% of the bandwidth where the microbenchmark's plain loads ran at 85%).
+// loads; the descriptor switch of ks_load otherwise (its branches per load doubled the kernel's
+// code: 0.60 instead of 0.57 ms before the fast math, in the microbenchmark).
 template <int VEC, int TXV, int TYR, int RPT, bool FULL>
 __global__ void __launch_bounds__(TXV * TYR, ${minb})
 ${name}_cluster(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R, const int64_t inner) {

@@ -54,7 +54,7 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         f"int64_t n, int vec, cudaStream_t stream)"
     )
 
-    nhwc_kernel, nhwc_launch = _channels_last_kernel(name, spec, params, kernel_args, in_types, out_t)
+    nhwc_kernel, nhwc_launch = _channels_last_kernel(name, spec, params, kernel_args, out_t)
     cuda = f"""{CUDA_PRELUDE}
 // ---- elementwise kernel {name} ----
 {fn.source}
@@ -104,6 +104,8 @@ __global__ void __launch_bounds__({THREADS}) {name}_kernel({", ".join(params)}) 
         for k in range(nout)
     )
     out_ptrs = ", ".join(f"out_{k}.data_ptr()" for k in range(nout))
+    in_refs = ", ".join(f"&in_{k}" for k in range(nin))
+    in_shapes = ", ".join("s" for _ in range(nin))
     if nout == 1:
         ret_type, ret = "at::Tensor", "out_0"
     else:
@@ -121,24 +123,22 @@ __global__ void __launch_bounds__({THREADS}) {name}_kernel({", ".join(params)}) 
   if (n == 0) return {ret};
   KsOperand descs[{nin}];
   const c10::IntArrayRef s(shape);
-  const void* ins_cl[{nin}] = {{{", ".join(f"in_{k}.data_ptr()" for k in range(nin))}}};
-  void* outs_cl[{nout}] = {{{out_ptrs}}};
+  const void* ins[{nin}] = {{{", ".join(f"in_{k}.data_ptr()" for k in range(nin))}}};
+  void* outs[{nout}] = {{{out_ptrs}}};
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
   // A full-size operand laid out channels-last (a cuDNN NHWC convolution's output) into the
   // contiguous output: the tiled transpose kernel, the other operands through descriptors.
-  const int tiled = ks_channels_last_operand({{{", ".join(f"&in_{k}" for k in range(nin))}}}, s);
+  const int tiled = ks_channels_last_operand({{{in_refs}}}, s);
   if (tiled >= 0) {{
-    ks_describe_all({{{", ".join(f"&in_{k}" for k in range(nin))}}}, {{{", ".join("s" for _ in range(nin))}}}, 1, descs);
+    ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, 1, descs);
     int64_t spatial = 1;
     for (size_t k = 2; k < shape.size(); ++k) spatial *= shape[k];
-    {name}_launch_nhwc(ins_cl, descs, outs_cl, tiled, shape[0], shape[1], spatial,
-        c10::cuda::getCurrentCUDAStream(device.index()).stream());
+    {name}_launch_nhwc(ins, descs, outs, tiled, shape[0], shape[1], spatial, stream);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {ret};
   }}
-  const int vec = ks_describe_all({{{", ".join(f"&in_{k}" for k in range(nin))}}}, {{{", ".join("s" for _ in range(nin))}}}, {vec}, descs);
-  const void* ins[{nin}] = {{{", ".join(f"in_{k}.data_ptr()" for k in range(nin))}}};
-  void* outs[{nout}] = {{{out_ptrs}}};
-  {name}_launch(ins, descs, outs, n, vec, c10::cuda::getCurrentCUDAStream(device.index()).stream());
+  const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, {vec}, descs);
+  {name}_launch(ins, descs, outs, n, vec, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {ret};
 }}
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__({THREADS}) {name}_kernel({", ".join(params)}) 
 
 
 def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], kernel_args: list[str],
-                          in_types: list[str], out_t: str) -> tuple[str, str]:
+                          out_t: str) -> tuple[str, str]:
     """Kernel + launcher for one full-size operand stored channels-last ([N, C, S...] logically,
     [N, S..., C] in memory, e.g. a cuDNN NHWC convolution's output) while the output is the
     contiguous [N, C, S...]: each 32 x 32 (spatial, channel) tile is read along C and written

@@ -222,8 +222,8 @@ def emit_reduction(spec: ReductionSpec) -> KernelSource:
 // registers and spilled the cached row; with 2 (a 128-register cap) the warp path's 32 scalar
 // values spilled.  MINB 2 (64 registers) for the 16-value kernel of 512 threads, and MINB 4 (64
 // registers) for normalising rows of 32 values on <= 256 threads: on the H100, more rows in
-// flight per SM read log_softmax rows of 8192 at 98% of the copy bandwidth instead of 80%
-// (bench/results/2026-11-24-h100/RUN.md).
+// flight per SM read log_softmax rows of 8192 in 0.411 ms (88% of the copy bandwidth) instead
+// of 0.449 ms with the 16-value kernel (bench/results/2026-11-24-h100/RUN.md).
 template <int VEC, int MAXV, bool WARP, int MINB, int MAXT>
 __global__ void __launch_bounds__(MAXT, MINB)
 ${name}_row(${params}, ${out_t}* __restrict__ out, const int64_t outer, const int64_t R) {

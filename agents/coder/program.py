@@ -167,9 +167,8 @@ class Program:
 
     def read_only_by_elementwise(self, name: str) -> bool:
         """Every reader of `name` is a fused elementwise step taking it as a kernel input (whose
-        binding reads a channels-last operand through tiles); not an output, view or other op."""
-        if name in self.graph.output_names():
-            return False
+        binding reads a channels-last operand through tiles); not an output (`<output>` among
+        the users), view or other op."""
         users = self.graph.users().get(name, [])
         steps = {n: s for s in self.plan.steps for n in s.nodes}
         return bool(users) and all(
