@@ -1,7 +1,6 @@
 """Microbench of the coder's own row kernels (as `emit` writes them) for the softmax-kind rows of
-the bench: standalone CUDA programs (no torch) that call the emitted launcher with the host plan,
-or with a plan override, and print one JSON line each (median of 30 event-timed launches, 3
-warm-ups, a checksum of the output to compare variants).
+the bench: standalone CUDA programs (no torch, harness.py) that call the emitted launcher with the host
+plan, or with a plan override, and print one JSON line each.
 
 Usage: python bench/microbench/rows_gen.py OUTDIR; then for each OUTDIR/*.cu:
   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -o BIN FILE.cu
@@ -13,9 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kernelstitch.agents.codegen import emit
-from kernelstitch.agents.codegen.spec import ReductionSpec, TensorArg
-from kernelstitch.agents.planner.spec_json import spec_from_json
+from harness import write_programs  # this folder (run as a script)
 
 # name -> (outer, R, the spec as the built-in planner writes it for examples/<name>.py)
 PROBLEMS = {
@@ -40,62 +37,11 @@ VARIANTS = {
     "plan_fastexp": ("", [("expf(v[j][q] - ms)", "__expf(v[j][q] - ms)")]),
 }
 
-MAIN = r'''
-#include <cstdio>
-#include <vector>
-#include <algorithm>
-__global__ void ks_fill(float* p, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = ((h & 0xffffff) / 16777216.0f) * 6.f - 3.f;
-  }
-}
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("{\"error\": \"%s line %d\"}\n", cudaGetErrorString(e), __LINE__); return 1; } } while (0)
-int main() {
-  const int64_t outer = @OUTER@, R = @RR@, inner = 1, n = outer * R;
-  float* in; CK(cudaMalloc(&in, n * 4));
-  ks_fill<<<1024, 256>>>(in, n, 1234u);
-  KsOperand d{}; d.mode = KS_FULL; d.rank = 1; d.div = 1; d.mod = n; d.size[0] = n; d.stride[0] = 1;
-  float* out; CK(cudaMalloc(&out, n * 4));
-  KsRedPlan p = ks_plan_reduction(outer, R, inner, ks_sm_count(), ks_smem_optin(), 2, true, true, false);
-  @OVERRIDE@
-  const void* ins[1] = {in};
-  for (int w = 0; w < 3; ++w) @LAUNCH@(ins, &d, out, nullptr, outer, R, inner, p, 4, 0);
-  CK(cudaDeviceSynchronize());
-  cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
-  std::vector<float> ms;
-  for (int it = 0; it < 30; ++it) {
-    cudaEventRecord(a); @LAUNCH@(ins, &d, out, nullptr, outer, R, inner, p, 4, 0); cudaEventRecord(b);
-    cudaEventSynchronize(b); float t; cudaEventElapsedTime(&t, a, b); ms.push_back(t);
-  }
-  CK(cudaGetLastError());
-  std::sort(ms.begin(), ms.end());
-  std::vector<float> h(4096); CK(cudaMemcpy(h.data(), out + n / 2, 4096 * 4, cudaMemcpyDeviceToHost));
-  double cs = 0; for (float v : h) cs += v;
-  printf("{\"problem\": \"@PROBLEM@\", \"variant\": \"@VARIANT@\", \"ms\": %.4f, \"p10\": %.4f, \"gbps\": %.1f, \"checksum\": %.6f, \"threads_x\": %d, \"row_values\": %d}\n",
-         ms[ms.size() / 2], ms[ms.size() / 10], 8.0 * n / (ms[ms.size() / 2] * 1e-3) / 1e9, cs, p.threads_x, p.row_values);
-  return 0;
-}
-'''
 
 
 def main(outdir: str) -> None:
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
     for problem, (outer, rows, spec_json) in PROBLEMS.items():
-        spec = spec_from_json(spec_json)
-        assert isinstance(spec, ReductionSpec) and all(isinstance(t, TensorArg) for t in spec.inputs)
-        source = emit(spec).cuda
-        for variant, (override, edits) in VARIANTS.items():
-            text = source
-            for old, new in edits:
-                assert old in text, (problem, variant, old)
-                text = text.replace(old, new)
-            main_src = (MAIN.replace("@OUTER@", str(outer)).replace("@RR@", str(rows))
-                        .replace("@OVERRIDE@", override).replace("@LAUNCH@", f"{spec.name}_launch")
-                        .replace("@PROBLEM@", problem).replace("@VARIANT@", variant))
-            path = out / f"{problem}__{variant}.cu"
-            path.write_text(text + main_src)
+        for path in write_programs(Path(outdir), problem, spec_json, (outer, rows, 1), VARIANTS):
             print(path)
 
 

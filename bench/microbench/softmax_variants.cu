@@ -495,6 +495,19 @@ static int occupancy(K kernel, int threads, size_t smem) {
   return per_sm;
 }
 
+// `grid` CTAs of `block` threads in clusters of C along x.
+template <typename K, typename... Args>
+static cudaError_t launch_clusters(K kernel, int64_t grid, int block, int C, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.blockDim = dim3(block);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = C; attr[0].val.clusterDim.y = 1; attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr; cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 template <int T, int S, bool LOG>
 static bool bench_row_bulk(const Case& c, float* x, float* out, double* ref, int sms) {
   auto k = row_bulk<T, S, LOG>;
@@ -516,13 +529,7 @@ static bool bench_row_cluster(const Case& c, float* x, float* out, double* ref) 
   auto k = row_cluster<T, V, LOG>;
   char name[64]; snprintf(name, sizeof name, "row_cluster_t%d_v%d_c%d", T, V, C);
   return run_variant(c, name, x, out, ref, [&]() {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(c.outer * C)); cfg.blockDim = dim3(T);
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = C; attr[0].val.clusterDim.y = 1; attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr; cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, k, (const float*)x, out, c.outer, (int)c.R, c.pro);
+    return launch_clusters(k, c.outer * C, T, C, (const float*)x, out, c.outer, (int)c.R, c.pro);
   });
 }
 
@@ -536,13 +543,7 @@ static bool bench_col_cluster(const Case& c, float* x, float* out, double* ref) 
   const int64_t strips = c.outer * ((c.inner + 4 * TXV - 1) / (4 * TXV));
   char name[64]; snprintf(name, sizeof name, "col_cluster_w%d_ty%d_rpt%d_c%d", 4 * TXV, TYR, RPT, C);
   return run_variant(c, name, x, out, ref, [&]() {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(strips * C)); cfg.blockDim = dim3(TXV * TYR);
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = C; attr[0].val.clusterDim.y = 1; attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr; cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, k, (const float*)x, out, c.outer, (int)c.R, c.inner);
+    return launch_clusters(k, strips * C, TXV * TYR, C, (const float*)x, out, c.outer, (int)c.R, c.inner);
   });
 }
 
