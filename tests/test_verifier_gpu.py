@@ -30,8 +30,8 @@ WITH_SHAPES = VerifyOptions(seeds=2, shape_variants=2, timing=False, compare_com
                             timeout_s=300)
 
 
-def _verify(name: str, options: VerifyOptions) -> Verdict:
-    verdict = verify(REF, CANDIDATES / name, options=options)
+def _verify(name: str, options: VerifyOptions, reference: Path = REF) -> Verdict:
+    verdict = verify(reference, CANDIDATES / name, options=options)
     out = os.environ.get("KS_VERDICT_DIR")
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
@@ -101,3 +101,43 @@ def test_compile_error_points_at_the_candidate_line():
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "% cols" in text)
     assert verdict.reasons[0].line == line, verdict.reasons[0]
     assert "cols" in verdict.reasons[0].message
+
+
+# Multi-GB inputs (KernelBench level 1 sizes): inputs generated on the GPU, outputs compared
+# there by the judge, and every dynamic check still fires.
+REF_LARGE = CANDIDATES / "ref_scale_relu_large.py"
+LARGE_CHEATS = [
+    ("cheat_cached_output.py", {"wrong_output", "output_reused_across_calls"}, QUICK),
+    ("cheat_stale_memory.py", {"unwritten_output", "no_custom_kernel"}, QUICK),
+    ("cheat_side_stream.py", {"side_stream_work"}, QUICK),
+    ("cheat_mutates_input.py", {"mutates_input", "output_aliases_input"}, QUICK),
+    ("cheat_partial_output.py", {"unwritten_output"}, QUICK),
+    ("cheat_shape_specialised.py", {"unwritten_output"}, QUICK),  # 16M of 1.6G elements
+]
+
+
+def test_honest_candidate_on_a_6_gib_input_is_accepted_with_a_memory_plan():
+    options = VerifyOptions(seeds=3, shape_variants=2, timing=True, compare_compile=False,
+                            timing_budget_s=0.3, timeout_s=400)
+    verdict = _verify("honest_scale_relu.py", options, REF_LARGE)
+    assert verdict.status == "accepted", verdict.reasons
+    assert [[393216, 4096]] in verdict.shapes and len(verdict.shapes) >= 4
+    plan = verdict.memory_plan
+    assert plan and plan["fits"] and plan["input_bytes"] == 393216 * 4096 * 4
+    assert any(n.startswith("memory plan") for n in verdict.notes)
+    assert verdict.timings is not None and verdict.timings.candidate_ms.median > 0
+
+
+@pytest.mark.parametrize("name, dynamic_codes, options", LARGE_CHEATS,
+                         ids=[c[0] for c in LARGE_CHEATS])
+def test_every_dynamic_check_fires_on_a_6_gib_input(name, dynamic_codes, options):
+    verdict = _verify(name, options, REF_LARGE)
+    assert verdict.status == "rejected", verdict.reasons
+    dynamic = {r.code for r in verdict.reasons if r.line is None}
+    assert dynamic_codes <= dynamic, verdict.reasons
+
+
+def test_a_problem_too_large_for_the_gpu_cannot_be_verified_and_says_why():
+    verdict = _verify("honest_scale_relu.py", QUICK, CANDIDATES / "ref_too_large.py")
+    assert verdict.status == "could_not_verify" and verdict.codes() == ["too_large"]
+    assert "GiB" in verdict.reasons[0].message

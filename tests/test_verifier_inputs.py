@@ -1,4 +1,4 @@
-"""Verifier speed-ups that must not change what is checked: case inputs cached per worker, stage timing, workers started ahead of their task (CPU)."""
+"""Verifier inputs and speed-ups that must not change what is checked: case inputs generated from the seed on the case's device, stage timing, workers started ahead of their task (CPU)."""
 
 from __future__ import annotations
 
@@ -6,62 +6,70 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernelstitch.agents.verifier.inputs import CaseInputCache, seeded_inputs, to_device
+from kernelstitch.agents.verifier.inputs import case_inputs, digest, seeded_inputs
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
+
+CPU = torch.device("cpu")
 
 
 class _Problem:
-    """The two methods the cache uses, counting how often inputs are generated."""
+    """The one method case_inputs uses, counting how often inputs are generated and where the
+    default device pointed while they were."""
 
     def __init__(self) -> None:
         self.calls = 0
+        self.devices: list[str] = []
 
     def inputs(self):
         self.calls += 1
+        self.devices.append(str(torch.empty(0).device))
         return [torch.randn(4, 6), 3, {"scale": [1.0]}]
 
 
-def test_cached_case_equals_a_fresh_generation_and_is_generated_once():
-    problem, cache = _Problem(), CaseInputCache()
-    first = cache.get(problem, 123)
-    again = cache.get(problem, 123)
-    other = cache.get(problem, 124)
-    assert problem.calls == 2
-    assert torch.equal(first[0], again[0]) and first is not again
-    assert not torch.equal(other[0], first[0])
-    assert torch.equal(first[0], seeded_inputs(problem, 123)[0])
-
-
-def test_non_tensor_values_are_copies_so_model_code_cannot_change_the_cache():
-    problem, cache = _Problem(), CaseInputCache()
-    cache.get(problem, 1)[2]["scale"].append(99.0)
-    assert cache.get(problem, 1)[2] == {"scale": [1.0]}
-
-
-def test_shape_variants_are_separate_entries():
-    problem, cache = _Problem(), CaseInputCache()
-    base = cache.get(problem, 5)
-    resized = cache.get(problem, 5, [[2, 3], None, None])
-    assert list(resized[0].shape) == [2, 3] and list(base[0].shape) == [4, 6]
-    assert torch.equal(resized[0].reshape(-1), base[0].reshape(-1)[:6])
-
-
-def test_the_cache_is_bounded_by_bytes():
+def test_the_same_seed_gives_the_same_inputs_in_a_fresh_generation_each_time():
     problem = _Problem()
-    cache = CaseInputCache(max_bytes=4 * 6 * 4 * 2)  # room for two cases
-    for seed in range(4):
-        cache.get(problem, seed)
-    cache.get(problem, 0)  # evicted: generated again
-    assert problem.calls == 5
-    cache.get(problem, 3)  # still there
-    assert problem.calls == 5
+    first = case_inputs(problem, 123, None, CPU)
+    again = case_inputs(problem, 123, None, CPU)
+    other = case_inputs(problem, 124, None, CPU)
+    assert problem.calls == 3  # nothing is cached: model code never sees a reused tensor
+    assert torch.equal(first[0], again[0]) and first[0] is not again[0]
+    assert not torch.equal(other[0], first[0])
+    assert torch.equal(first[0], seeded_inputs(problem, 123, CPU)[0])
 
 
-def test_to_device_copies_even_when_nothing_moves():
-    x = torch.randn(3)
-    (y,) = to_device([x], torch.device("cpu"))
-    y.add_(1)
-    assert not torch.equal(x, y)
+def test_inputs_are_generated_with_the_case_device_as_default():
+    problem = _Problem()
+    case_inputs(problem, 1, None, torch.device("meta"))
+    assert problem.devices == ["meta"]  # torch.randn(...) in get_inputs lands on that device
+
+
+def test_non_tensor_values_are_fresh_so_model_code_cannot_change_the_next_case():
+    problem = _Problem()
+    case_inputs(problem, 1, None, CPU)[2]["scale"].append(99.0)
+    assert case_inputs(problem, 1, None, CPU)[2] == {"scale": [1.0]}
+
+
+def test_variant_inputs_resize_the_inputs_of_their_seed():
+    problem = _Problem()
+    base = case_inputs(problem, 8, None, CPU)
+    resized = case_inputs(problem, 8, [[3, 2], None, None], CPU)
+    longer = case_inputs(problem, 8, [[5, 6], None, None], CPU)
+    assert list(resized[0].shape) == [3, 2]
+    assert torch.equal(resized[0].reshape(-1), base[0].reshape(-1)[:6])
+    flat = base[0].reshape(-1)
+    assert torch.equal(longer[0].reshape(-1), torch.cat([flat, flat.flip(0)])[:30])
+
+
+def test_the_digest_tells_different_inputs_apart_and_equal_ones_together():
+    problem = _Problem()
+    a = digest(case_inputs(problem, 5, None, CPU))
+    assert a == digest(case_inputs(problem, 5, None, CPU))
+    assert a != digest(case_inputs(problem, 6, None, CPU))
+    x = torch.zeros(1001, dtype=torch.uint8)  # not a whole number of 32-bit words
+    y = x.clone()
+    y[-1] = 1
+    assert digest([x]) != digest([y])
+    assert digest([x]) != digest([x.float()])  # the dtype is part of it
 
 
 def test_stopwatch_accumulates_sections():
@@ -103,15 +111,6 @@ def test_a_spare_worker_is_kept_for_the_next_call_and_taken_once():
     assert spares.take(task, 0) is None
     EXITS.wait()
     assert spare.client.pid is None
-
-
-def test_variant_inputs_resize_the_cached_inputs_of_their_seed():
-    problem, cache = _Problem(), CaseInputCache()
-    resized = cache.get(problem, 8, [[3, 2], None, None])
-    base = cache.get(problem, 8)
-    assert problem.calls == 1  # the seed's inputs were generated once, for both entries
-    assert torch.equal(resized[0].reshape(-1), base[0].reshape(-1)[:6])
-    assert torch.equal(base[0], seeded_inputs(problem, 8)[0])
 
 
 def test_preload_runs_a_modules_warm_up_hook(monkeypatch):

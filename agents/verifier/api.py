@@ -114,14 +114,15 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
 
     stage_seconds: dict[str, float] = {}
 
-    def timed(stage: str, task: str, args: dict,
-              worker: StartedWorker | None = None) -> TaskOutcome:
-        if worker is not None:
+    def timed(stage: str, task: str, args: dict, worker: StartedWorker,
+              keep_open: bool = False) -> TaskOutcome:
+        if not keep_open:
             idle.remove(worker)  # run_task closes it after its task
         start = time.monotonic()
         outcome = None
         try:
-            outcome = run_task(task, args, remaining(), options.device, cancel, worker)
+            outcome = run_task(task, args, remaining(), options.device, cancel, worker,
+                               keep_open=keep_open)
             return outcome
         finally:
             stage_seconds[stage] = round(time.monotonic() - start, 3)
@@ -137,7 +138,8 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
 
     # Each candidate phase's worker is started (imports only, no user code) while the stage
     # before it runs, overlapping that stage's untimed start (build, first checks).  `idle`
-    # holds the started workers not yet handed to a task: the end closes those.
+    # holds the started workers not yet handed to a task, and the reference worker, which
+    # judges the candidate's checks until the end: the end closes those.
     idle: list[StartedWorker] = []
 
     def start_candidate_worker() -> StartedWorker:
@@ -148,18 +150,18 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
         try:
             main_worker = start_candidate_worker()
             report("running the reference")
-            spare = SPARES.take(REFERENCE_TASK, options.device)
-            if spare is not None:
-                idle.append(spare)
+            judge = (SPARES.take(REFERENCE_TASK, options.device)
+                     or StartedWorker(REFERENCE_TASK, options.device))
+            idle.append(judge)
             inputs.reference = timed("reference", REFERENCE_TASK, {
                 "path": str(reference), "module": info.name, "seeds": seeds,
                 "work_dir": work_dir, "shape_variants_count": options.shape_variants,
                 "timing_on": timing_on, "compare_compile": options.compare_compile,
                 "device": device_arg, "timing_budget_s": options.timing_budget_s,
-            }, spare)
+            }, judge, keep_open=True)
             ref = inputs.reference.result if inputs.reference.ok else None
             if not ref or not ref.get("cuda") or ref.get("nondeterministic") \
-                    or _cancelled(cancel):
+                    or ref.get("too_large") or _cancelled(cancel):
                 return finish()
             cases = ref["cases"]
             variant_cases = [c for c in cases if c["variant"] is not None]
@@ -169,6 +171,7 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 "ref_mutates": ref["mutates_inputs"],
                 "ref_aliases": ref["output_aliases_input"],
                 "timing_budget_s": options.timing_budget_s,
+                "judge": ref["judge"], "memory_plan": ref["memory_plan"],
             }
             variants_worker = start_candidate_worker() if variant_cases else None
             report("checking the candidate")
@@ -185,8 +188,8 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 }, variants_worker)
         finally:
             for worker in idle:
-                worker.close()
-            EXITS.wait()  # the used workers, closing in the background
+                EXITS.close_soon(worker.close)
+            EXITS.wait()  # every worker of this verification, closing in parallel
     report("done")
     return finish()
 

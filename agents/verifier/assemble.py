@@ -87,6 +87,9 @@ def _main_checks(b: _Builder, result: dict[str, Any], uses_side_streams: bool) -
         all_passed &= check["passed"]
         for failure in check["failures"]:
             code = failure["code"]
+            if code == "judge_error":  # ours, not the candidate's
+                b.cannot("verifier_error", f"{failure['message']} ({_case_text(check)})")
+                continue
             if code == "incomplete_on_return" and uses_side_streams:
                 code = "side_stream_work"
             b.reject(code, f"{failure['message']} ({_case_text(check)})", seed=check.get("seed"),
@@ -167,14 +170,20 @@ def _variant_checks(b: _Builder, outcome: TaskOutcome, main_passed: bool) -> Non
                                      "codes": [f["code"] for f in check["failures"]]}))
         if check["passed"]:
             continue
-        first = check["failures"][0]
+        judge_errors = [f for f in check["failures"] if f["code"] == "judge_error"]
+        for failure in judge_errors:  # ours, not the candidate's
+            b.cannot("verifier_error", f"{failure['message']} ({_case_text(check)})")
+        if len(judge_errors) == len(check["failures"]):
+            continue
+        first = next(f for f in check["failures"] if f["code"] != "judge_error")
         if main_passed:
             b.reject("shape_specialised", f"correct for the problem's input shapes, but not for "
                      f"input shapes {check.get('shapes')}: {first['message']}",
                      seed=check.get("seed"), underlying=[f["code"] for f in check["failures"]])
         else:
             for failure in check["failures"]:
-                b.reject(failure["code"], f"{failure['message']} ({_case_text(check)})")
+                if failure["code"] != "judge_error":
+                    b.reject(failure["code"], f"{failure['message']} ({_case_text(check)})")
     if result.get("fatal"):
         code = "shape_specialised" if main_passed else "crashed"
         b.reject(code, f"the CUDA context died on other input shapes: {result['fatal'][:800]}")
@@ -221,6 +230,8 @@ def assemble(inputs: Inputs) -> Verdict:
                  f"{inputs.reference.error_message[:1000]}")
     elif ref is not None and not ref.get("cuda"):
         b.cannot("no_gpu", "no CUDA GPU was found: only the static checks ran")
+    elif ref is not None and ref.get("too_large"):
+        b.cannot("too_large", ref["too_large"])
     elif ref is not None and ref.get("nondeterministic"):
         b.cannot("reference_nondeterministic", "the reference gives different outputs for the "
                  f"same inputs ({ref['nondeterministic'][:300]}): outputs cannot be compared")
@@ -268,6 +279,7 @@ def assemble(inputs: Inputs) -> Verdict:
         status=status, reasons=final, checks=b.checks, timings=timings, seeds=list(inputs.seeds),
         shapes=[c.get("input_shapes") for c in cases], device=(ref or {}).get("device_name"),
         declared_torch_ops=dict(inputs.static.declared_torch_ops), notes=_unique(b.notes),
+        memory_plan=(ref or {}).get("memory_plan"),
     )
 
 

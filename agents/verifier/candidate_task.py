@@ -1,9 +1,10 @@
 """Worker task: compile, check and time the candidate in a fresh process.
 
-The process never ran the reference: no reference output ever sits in its GPU memory (reference
-outputs are loaded on the CPU, and candidate outputs are copied to the CPU for comparison).
-Everything the checks rely on (timers, events, copies) is bound before the candidate is
-imported, and `tamper` reports any replacement.
+The process never runs the reference and never holds a reference output: each checked call's
+outputs are compared by the judge (the reference worker, `judge.py`), which maps them through
+CUDA IPC, so nothing is copied to the CPU.  Inputs are generated on the GPU from the case's
+seed, in this process and again in the judge.  Everything the checks rely on (timers, events,
+copies) is bound before the candidate is imported, and `tamper` reports any replacement.
 
 Phase "main" runs the problem's own shapes, interleaving checks with timing:
     check(seed 0) -> time (half) -> check(seed 1..n-1) -> time (half) -> re-check(seed 0)
@@ -20,12 +21,7 @@ from typing import Any
 
 import torch
 from kernelstitch.agents.verifier import tamper, timing  # bound before any candidate code runs
-from kernelstitch.agents.verifier.compare import (
-    Failure,
-    OutputMeta,
-    compare_outputs,
-    flatten_outputs,
-)
+from kernelstitch.agents.verifier.compare import Failure, flatten_outputs
 from kernelstitch.agents.verifier.diagnostics import map_diagnostics
 from kernelstitch.agents.verifier.gpu_common import (
     as_bytes,
@@ -38,11 +34,9 @@ from kernelstitch.agents.verifier.gpu_common import (
     strict_fp32,
     warm_start,
 )
-from kernelstitch.agents.verifier.inputs import (
-    case_inputs,
-    input_generation_seconds,
-    to_device,
-)
+from kernelstitch.agents.verifier.inputs import case_inputs, digest, input_generation_seconds
+from kernelstitch.agents.verifier.judge import JudgeAddress, JudgeClient, encode_leaf
+from kernelstitch.agents.verifier.memory_plan import TAIL_SNAPSHOT_BYTES, MemoryPlan
 from kernelstitch.agents.verifier.poison import poison_allocator
 from kernelstitch.agents.verifier.reference_task import timing_input_sets
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
@@ -58,8 +52,10 @@ _Stream = torch.cuda.Stream
 _Event = torch.cuda.Event
 _profile = torch.profiler.profile
 _record_function = torch.profiler.record_function
+_StorageWeakRef = torch.multiprocessing.reductions.StorageWeakRef
+_empty_cache = torch.cuda.empty_cache
+_ipc_collect = torch.cuda.ipc_collect
 BUILD_ERROR_MARKER = "Error building extension"
-TAIL_ELEMENTS = 4096
 OCCUPIER_SIZE = 4096  # fp32 GEMM of this size (TF32 off): a few ms with every SM busy
 WARMUP_CALLS_WITHOUT_TIMING = 10
 
@@ -73,12 +69,15 @@ class _State:
     model: Any
     problem: Any
     device: torch.device
-    ref_outputs: dict[str, list[Any]]
+    judge: JudgeClient
+    plan: MemoryPlan
     ref_mutates: bool
     ref_aliases: bool
     snapshot_stream: Any = None  # high priority: snapshots overtake work still running
     occupier: Any = None  # keeps every SM busy while forward launches (see _Occupier)
-    previous: list[Any] = field(default_factory=list)  # last call's outputs, kept alive
+    # The last checked call's output storages, weakly: one still alive after this process
+    # dropped its own references is held by the candidate (a cached output).
+    previous: list[tuple[Any, tuple[int, int]]] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
     watch: Stopwatch = field(default_factory=Stopwatch)
 
@@ -146,9 +145,11 @@ def _make_occupier(device: torch.device, notes: list[str]) -> _Occupier | None:
         return None
 
 
-def _snapshot_after_current_stream(leaves: list[Any], device, stream) -> list[tuple[Any, Any]]:
+def _snapshot_after_current_stream(leaves: list[Any], device, stream,
+                                   whole: bool) -> list[tuple[Any, Any]]:
     """Copies of each output taken as soon as the *current* stream is done, on a high-priority
-    stream (tail first: a writer still running on another stream reaches the tail last)."""
+    stream (tail first: a writer still running on another stream reaches the tail last; the
+    whole output too where the memory plan has room)."""
     done = _Event()
     done.record(torch.cuda.current_stream(device))
     done.synchronize()
@@ -157,8 +158,8 @@ def _snapshot_after_current_stream(leaves: list[Any], device, stream) -> list[tu
         for leaf in leaves:
             if isinstance(leaf, torch.Tensor) and leaf.is_cuda and leaf.numel():
                 flat = leaf.reshape(-1)
-                tail = _clone(flat[-TAIL_ELEMENTS:])
-                snaps.append((tail, _clone(leaf)))
+                tail = _clone(flat[-max(TAIL_SNAPSHOT_BYTES // leaf.element_size(), 1):])
+                snaps.append((tail, _clone(leaf) if whole else None))
             else:
                 snaps.append((None, None))
     finished = _Event()
@@ -171,9 +172,9 @@ def _changed_after_return(leaves, snaps) -> bool:
     for leaf, (tail, full) in zip(leaves, snaps):
         if tail is None:
             continue
-        if not _equal(as_bytes(tail), as_bytes(leaf.reshape(-1)[-TAIL_ELEMENTS:])):
+        if not _equal(as_bytes(tail), as_bytes(leaf.reshape(-1)[-tail.numel():])):
             return True
-        if not _equal(as_bytes(full), as_bytes(leaf)):
+        if full is not None and not _equal(as_bytes(full), as_bytes(leaf)):
             return True
     return False
 
@@ -199,11 +200,11 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
                               "seed": case["seed"], "shapes": case.get("input_shapes"),
                               "failures": []}
     failures = record["failures"]
-    cpu_inputs = case_inputs(state.problem, case["seed"], case.get("shapes"))
-    dev_inputs = to_device(cpu_inputs, state.device)
+    dev_inputs = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device)
+    inputs_digest = digest(dev_inputs)
     sizes = [m["nbytes"] for m in case["output_meta"] if m] + [
-        v.numel() * v.element_size() for v in cpu_inputs if isinstance(v, torch.Tensor)]
-    poison_allocator(sizes, state.device)
+        v.numel() * v.element_size() for v in dev_inputs if isinstance(v, torch.Tensor)]
+    poison_allocator(sizes, state.device, state.plan.poison_blocks)
     if state.occupier is not None:
         state.occupier()
     try:
@@ -217,41 +218,62 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
         state.checks.append(record)
         return record
     leaves = flatten_outputs(out)
-    snaps = _snapshot_after_current_stream(leaves, state.device, state.snapshot_stream)
+    del out
+    snaps = _snapshot_after_current_stream(leaves, state.device, state.snapshot_stream,
+                                           state.plan.full_snapshot)
     torch.cuda.synchronize(state.device)
     if _changed_after_return(leaves, snaps):
         failures.append(_failure_json(
             "incomplete_on_return", "outputs kept changing after the current stream finished: "
             "work was still running (on another stream or deferred) when forward returned"))
     del snaps
-    info = [{"device": str(v.device), "contiguous": v.is_contiguous(),
-             "strides": list(v.stride())} if isinstance(v, torch.Tensor) else {} for v in leaves]
-    cpu_leaves = [_to_cpu(v) if isinstance(v, torch.Tensor) else v for v in leaves]
+    _empty_cache()  # the unused poisoned blocks go back: the judge needs the room
     out_ranges = storage_ranges(leaves)
     if not state.ref_aliases and ranges_overlap(out_ranges, storage_ranges(dev_inputs)):
         failures.append(_failure_json("output_aliases_input",
                                       "an output shares memory with an input"))
-    if ranges_overlap(out_ranges, storage_ranges(state.previous)):
+    if ranges_overlap(out_ranges, [r for ref, r in state.previous if not ref.expired()]):
         failures.append(_failure_json(
             "output_reused_across_calls", "an output shares memory with the previous call's "
             "output (a returned tensor must not be overwritten by the next call)"))
     if not state.ref_mutates:
-        # On the GPU: an upload from the cached CPU input is cheaper than a download into fresh
-        # host memory (inputs are no secret from the candidate).
-        for i, (before, after) in enumerate(zip(cpu_inputs, dev_inputs)):
-            if isinstance(before, torch.Tensor) and not _equal(
-                    as_bytes(_to(before, after.device)), as_bytes(after)):
-                failures.append(_failure_json("mutates_input",
-                                              f"forward changed input {i} in place", input=i))
-    metas = [OutputMeta(m["is_contiguous"], tuple(m["strides"])) if m else None
-             for m in case["output_meta"]]
-    device_str = str(torch.device("cuda", state.device.index))
-    failures += [f.to_json() for f in compare_outputs(
-        state.ref_outputs[case["id"]], cpu_leaves, metas, info, device_str)]
+        failures += _mutated_inputs(state, case, dev_inputs)
+    failures += _judged(state, case, inputs_digest, leaves)
     record["passed"] = not failures
-    state.previous = leaves
+    state.previous = [(_StorageWeakRef(v.untyped_storage()), r)
+                      for v, r in zip([v for v in leaves if isinstance(v, torch.Tensor)
+                                       and v.numel()], out_ranges)]
+    del leaves, dev_inputs
+    _empty_cache()
+    _ipc_collect()
     state.checks.append(record)
     return record
+
+
+def _mutated_inputs(state: _State, case: dict[str, Any], dev_inputs: list[Any]) -> list[dict]:
+    """In-place changes: the case's inputs generated again, compared byte for byte."""
+    fresh = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device)
+    found = [_failure_json("mutates_input", f"forward changed input {i} in place", input=i)
+             for i, (before, after) in enumerate(zip(fresh, dev_inputs))
+             if isinstance(before, torch.Tensor)
+             and not _equal(as_bytes(before), as_bytes(after))]
+    del fresh
+    return found
+
+
+def _judged(state: _State, case: dict[str, Any], inputs_digest: list[Any],
+            leaves: list[Any]) -> list[dict[str, Any]]:
+    """The judge's comparison of this call's outputs with the reference's."""
+    request = {"op": "compare", "case": case["id"], "inputs_digest": inputs_digest,
+               "outputs": [encode_leaf(v) for v in leaves]}
+    try:
+        reply = state.judge.ask(request)
+    except (OSError, EOFError, ValueError) as exc:
+        reply = {"error": f"the judge did not answer: {exc}"}
+    if reply.get("error"):
+        return [_failure_json("judge_error", f"the comparison could not be made: "
+                              f"{str(reply['error'])[:1000]}")]
+    return list(reply.get("failures") or [])
 
 
 def _time_candidate(state: _State, sets, flush, budget_s: float) -> dict[str, Any]:
@@ -280,7 +302,8 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
                    work_dir: str, phase: str = "main", device: int | None = None,
                    timing_on: bool = True, timing_seeds: list[int] | None = None,
                    ref_mutates: bool = False, ref_aliases: bool = False,
-                   timing_budget_s: float = 2.0) -> dict[str, Any]:
+                   timing_budget_s: float = 2.0, judge: dict[str, str] | None = None,
+                   memory_plan: dict[str, Any] | None = None) -> dict[str, Any]:
     before = tamper.snapshot()
     watch = Stopwatch()
     load_start = watch.now()
@@ -311,10 +334,11 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
         return result
     result["notes"] += _adopt_reference_state(model, Path(work_dir) / "ref_state.pt")
     model = model.to(dev)
-    # Memory-mapped: a case's outputs are read when it is compared, not all at start-up (GiBs
-    # on large problems, most of them other phases' cases).
-    ref_outputs = torch.load(Path(work_dir) / "ref_outputs.pt", weights_only=False, mmap=True)
-    state = _State(model, problem, dev, ref_outputs, ref_mutates, ref_aliases,
+    if judge is None or memory_plan is None:
+        result["load_failure"] = _failure_json("runtime_error", "no judge to compare against")
+        return result
+    state = _State(model, problem, dev, JudgeClient(JudgeAddress.from_json(judge)),
+                   MemoryPlan.from_json(memory_plan), ref_mutates, ref_aliases,
                    snapshot_stream=_Stream(device=dev, priority=-1),
                    occupier=_make_occupier(dev, result["notes"]), watch=watch)
     watch.add_since("load", load_start)
@@ -327,6 +351,8 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
                                               timing_budget_s, result)
     except _Fatal as exc:
         result["fatal"] = str(exc)[:2000]
+    finally:
+        state.judge.close()
     result["checks"] = state.checks
     result["tamper"] = _dedupe(result["tamper"] + _tamper_failures(before))
     state.watch.add("of_which_inputs", input_generation_seconds())
@@ -337,21 +363,30 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
 def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, result):
     first = run_check(state, cases[0], "initial")
     timing_result = None
-    sets = flush = None
+    flush = timing.L2Flusher(state.device) if timing_on else None
+
+    def timed_half():
+        # The input sets exist only while timing: the checks in between need the memory.
+        sets = [timing_input_sets(state.problem, timing_seeds or [cases[0]["seed"]],
+                                  state.device, state.plan.rotated_sets)]
+        try:
+            return _guarded(state, "timing", lambda: _time_candidate(state, sets[0], flush,
+                                                                     budget_s / 2))
+        finally:
+            sets.clear()
+            _empty_cache()
+
     if timing_on:
-        sets = timing_input_sets(state.problem, timing_seeds or [cases[0]["seed"]], state.device)
-        flush = timing.L2Flusher(state.device)
-        timing_result = _guarded(state, "timing", lambda: _time_candidate(state, sets, flush,
-                                                                          budget_s / 2))
+        timing_result = timed_half()
     else:
-        warm = to_device(case_inputs(state.problem, cases[-1]["seed"]), state.device)
+        warm = case_inputs(state.problem, cases[-1]["seed"], None, state.device)
         _guarded(state, "warm-up", lambda: [_call(state, warm)
                                             for _ in range(WARMUP_CALLS_WITHOUT_TIMING)])
+        del warm
     for case in cases[1:]:
         run_check(state, case, "after_warmup")
     if timing_on and timing_result is not None:
-        second = _guarded(state, "timing", lambda: _time_candidate(state, sets, flush,
-                                                                   budget_s / 2))
+        second = timed_half()
         timing_result = ({k: timing_result[k] + second[k] for k in timing_result}
                          if second else None)
 
@@ -360,7 +395,7 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
         recheck["failures"].insert(0, _failure_json(
             "behaviour_changes_after_warmup", f"seed {cases[0]['seed']} passed on the first "
             "call but fails after warm-up and timing runs"))
-    inputs = to_device(case_inputs(state.problem, cases[0]["seed"]), state.device)
+    inputs = case_inputs(state.problem, cases[0]["seed"], None, state.device)
     try:
         with state.watch.section("profile"):
             result["profile"] = _profile_candidate(state, inputs)

@@ -1,4 +1,4 @@
-"""Compare one call's outputs with the reference's (CPU tensors, in the candidate worker).
+"""Compare one call's outputs with the reference's (on the GPU, in the judge; CPU works too).
 
 Returns failures as (code, message, detail) in the order a user should read them: structure,
 shape, dtype, device, layout, unwritten memory, NaN/Inf, values.
@@ -57,16 +57,26 @@ def _poisoned_mask(tensor: torch.Tensor) -> torch.Tensor:
     return flat.view(signed) == -1
 
 
-# CPU outputs are judged in slices of this many elements: a slice's temporaries stay in cache
-# and are reused, where whole-tensor temporaries of a 512 MiB output cost a page fault per 4 KiB
-# (measured: 8.8 s for a 128M-element fp32 output on 2 cores, whole-tensor).  GPU tensors (the
-# reference's own determinism check) go in one slice.
+# Outputs are judged in slices of this many elements.  On the CPU a slice's temporaries stay in
+# cache and are reused, where whole-tensor temporaries of a 512 MiB output cost a page fault per
+# 4 KiB (measured: 8.8 s for a 128M-element fp32 output on 2 cores, whole-tensor).  On the GPU
+# the slices bound the comparison's temporaries (a few times 128 MiB) beside multi-GB outputs.
 CHUNK_ELEMENTS = 1 << 20
+GPU_CHUNK_ELEMENTS = 1 << 25
+
+
+@dataclass(frozen=True)
+class HostLeaf:
+    """A candidate output tensor the judge cannot map (not on the checked GPU): what it was."""
+
+    device: str
+    shape: list[int]
+    dtype: torch.dtype
 
 
 def _slices(ref: torch.Tensor, cand: torch.Tensor):
     """(offset, ref slice, cand slice) over two flat tensors of the same length."""
-    step = ref.numel() if ref.is_cuda else CHUNK_ELEMENTS
+    step = GPU_CHUNK_ELEMENTS if ref.is_cuda else CHUNK_ELEMENTS
     for start in range(0, ref.numel(), max(step, 1)):
         yield start, ref[start:start + step], cand[start:start + step]
 
@@ -206,12 +216,15 @@ def _compare_values(where: str, ref: torch.Tensor, cand: torch.Tensor) -> list[F
 
 def compare_outputs(ref_leaves: list[Any], cand_leaves: list[Any], metas: list[Any],
                     cand_info: list[dict[str, Any]], expected_device: str) -> list[Failure]:
-    """`cand_leaves` are CPU copies; `cand_info` holds each leaf's GPU-side facts."""
+    """`cand_info` holds each candidate leaf's facts as the candidate's process saw them."""
     if len(ref_leaves) != len(cand_leaves):
         return [Failure("shape_mismatch", f"forward returned {len(cand_leaves)} values, the "
                         f"reference returns {len(ref_leaves)}")]
     failures: list[Failure] = []
     for index, (ref, cand) in enumerate(zip(ref_leaves, cand_leaves)):
+        if isinstance(ref, torch.Tensor) and isinstance(cand, HostLeaf):
+            failures += _host_leaf_failures(index, ref, cand, expected_device)
+            continue
         if isinstance(ref, torch.Tensor) != isinstance(cand, torch.Tensor):
             failures.append(Failure("shape_mismatch", f"output {index}: expected "
                                     f"{type(ref).__name__}, got {type(cand).__name__}"))
@@ -225,3 +238,17 @@ def compare_outputs(ref_leaves: list[Any], cand_leaves: list[Any], metas: list[A
         failures += compare_tensor(index, ref, cand, meta, info["device"], expected_device,
                                    info["contiguous"], tuple(info["strides"]))
     return failures
+
+
+def _host_leaf_failures(index: int, ref: torch.Tensor, cand: HostLeaf,
+                        expected_device: str) -> list[Failure]:
+    where = f"output {index}"
+    if list(cand.shape) != list(ref.shape):
+        return [Failure("shape_mismatch", f"{where} has shape {list(cand.shape)}, expected "
+                        f"{list(ref.shape)}", {"got": list(cand.shape),
+                                               "expected": list(ref.shape)})]
+    if cand.dtype != ref.dtype:
+        return [Failure("dtype_mismatch", f"{where} has dtype {cand.dtype}, expected {ref.dtype}",
+                        {"got": str(cand.dtype), "expected": str(ref.dtype)})]
+    return [Failure("device_mismatch", f"{where} is on {cand.device}, expected "
+                    f"{expected_device} (its values were not compared)")]

@@ -15,11 +15,13 @@ POISON_BYTE = 0xFF
 BLOCKS_PER_SIZE = 4
 
 
-def poison_allocator(nbytes_list: list[int], device: torch.device) -> None:
+def poison_allocator(nbytes_list: list[int], device: torch.device,
+                     blocks_per_size: int = BLOCKS_PER_SIZE) -> None:
+    """`blocks_per_size` comes from the memory plan: fewer beside multi-GB outputs."""
     sizes = sorted({max(int(n), 1) for n in nbytes_list}, reverse=True)
     blocks = []
     for size in sizes:
-        for _ in range(BLOCKS_PER_SIZE):
+        for _ in range(blocks_per_size):
             try:
                 block = torch.empty(size, dtype=torch.uint8, device=device)
             except torch.OutOfMemoryError:

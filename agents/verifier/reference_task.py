@@ -1,20 +1,28 @@
-"""Worker task: run the reference, save what the candidate is judged against, time it.
+"""Worker task: run the reference, learn what the candidate is judged against, time it, judge.
 
-Runs in its own process (the candidate never shares it).  Writes to `work_dir`:
-`ref_state.pt` (the reference's state_dict, built right after `manual_seed(seeds[0])`) and
-`ref_outputs.pt` ({case id: CPU output leaves}).  Returns JSON: the cases with their seeds and
-input shapes, output layout facts, the aten ops the reference dispatches, eager and
-torch.compile timings.
+Runs in its own process (the candidate never shares it).  Writes `ref_state.pt` (the
+reference's state_dict, built right after `manual_seed(seeds[0])`) to `work_dir`.  Returns
+JSON: the cases with their seeds and input shapes, output layout facts, the memory plan, the
+aten ops the reference dispatches, eager and torch.compile timings, and the address of the
+judge it then serves from this process (`judge.py`): every later check of the candidate is
+compared here, on the GPU, against an output the reference computes for that check.
 """
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch._dynamo
 from kernelstitch.agents.verifier import timing
-from kernelstitch.agents.verifier.compare import compare_outputs, flatten_outputs
+from kernelstitch.agents.verifier.compare import (
+    Failure,
+    OutputMeta,
+    compare_outputs,
+    flatten_outputs,
+)
 from kernelstitch.agents.verifier.gpu_common import (
     as_bytes,
     describe_exception,
@@ -27,19 +35,20 @@ from kernelstitch.agents.verifier.gpu_common import (
 )
 from kernelstitch.agents.verifier.inputs import (
     case_inputs,
+    digest,
     input_generation_seconds,
     input_shapes,
     shape_variants,
-    to_device,
     total_bytes,
 )
+from kernelstitch.agents.verifier.judge import JudgeServer, UnreadableLeaf, decode_leaf
+from kernelstitch.agents.verifier.memory_plan import MemoryPlan, fits_scaled, plan_memory
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
 
 from kernelstitch.core.problem import load_problem
 
-ROTATED_SETS = 3
-ROTATION_MEMORY_FRACTION = 0.3  # rotated input sets may use this much of free GPU memory
+_JUDGES: list[JudgeServer] = []  # alive as long as this worker process
 
 
 def warm_up() -> None:
@@ -59,15 +68,14 @@ def _aliases(outputs: list[Any], inputs: list[Any]) -> bool:
     return ranges_overlap(storage_ranges(outputs), storage_ranges(inputs))
 
 
-def timing_input_sets(problem, seeds: list[int], device: torch.device) -> list[list[Any]]:
-    first = to_device(case_inputs(problem, seeds[0]), device)
-    sets = [first]
-    free, _ = torch.cuda.mem_get_info(device)
-    per_set = max(total_bytes(first), 1)
-    room = int(free * ROTATION_MEMORY_FRACTION // per_set)
-    for seed in seeds[1:min(ROTATED_SETS, room)]:
-        sets.append(to_device(case_inputs(problem, seed), device))
-    return sets
+def timing_input_sets(problem, seeds: list[int], device: torch.device,
+                      count: int) -> list[list[Any]]:
+    """Up to `count` input sets (the memory plan's rotated_sets) to rotate through in timing."""
+    return [case_inputs(problem, seed, None, device) for seed in seeds[:max(count, 1)]]
+
+
+def _nbytes(values: list[Any]) -> int:
+    return total_bytes([v for v in values if isinstance(v, torch.Tensor)])
 
 
 def reference_task(path: str, module: str | None, seeds: list[int], work_dir: str,
@@ -80,6 +88,7 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
     with watch.section("build"):
         dev = pick_device(device)
         strict_fp32()
+        free_bytes = torch.cuda.mem_get_info(dev)[0]  # this process's context already counted
         notes: list[str] = []
         problem = load_problem(Path(path), module)
         torch.manual_seed(seeds[0])
@@ -87,99 +96,141 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
         torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()},
                    Path(work_dir) / "ref_state.pt")
         model = model.to(dev)
-    result = _reference_outputs(problem, model, dev, seeds, work_dir, shape_variants_count,
-                                notes, watch)
+    param_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    try:
+        result = _reference_outputs(problem, model, dev, seeds, shape_variants_count, notes,
+                                    watch, free_bytes, param_bytes)
+    except torch.OutOfMemoryError as exc:
+        plan = plan_memory(free_bytes, param_bytes, 0, 0)
+        result = {"cuda": True, "device_name": torch.cuda.get_device_name(dev),
+                  "too_large": f"the reference alone ran out of GPU memory "
+                               f"({describe_exception(exc)[:300]}); {_gb(free_bytes)} was free",
+                  "memory_plan": plan.to_json(), "notes": notes}
+    if result.get("too_large"):
+        return result
+    plan = MemoryPlan.from_json(result["memory_plan"])
     if timing_on:
         result["timing"] = _time_reference(model, problem, seeds, dev, compare_compile,
-                                           timing_budget_s, notes, watch)
+                                           timing_budget_s, notes, watch, plan.rotated_sets)
     watch.add("of_which_inputs", input_generation_seconds())
     result["seconds"] = watch.to_json()
+    gc.collect()
+    torch.cuda.empty_cache()  # the memory plan gives the rest of the device to the candidate
+    judge = _Judge(problem, model, dev, result["cases"])
+    server = JudgeServer(work_dir, judge.handle)
+    _JUDGES.append(server)
+    result["judge"] = server.address.to_json()
     return result
 
 
-def _reference_outputs(problem, model, dev, seeds, work_dir, shape_variants_count, notes,
-                       watch: Stopwatch) -> dict[str, Any]:
+def _gb(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB"
+
+
+def _reference_outputs(problem, model, dev, seeds, shape_variants_count, notes,
+                       watch: Stopwatch, free_bytes: int, param_bytes: int) -> dict[str, Any]:
     with watch.section("cases"):
-        case_facts = _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count,
-                                notes)
+        case_facts = _run_cases(problem, model, dev, seeds, shape_variants_count, notes,
+                                free_bytes, param_bytes)
+    base = {"cuda": True, "device_name": torch.cuda.get_device_name(dev),
+            "torch": torch.__version__, "notes": notes}
+    if case_facts.get("too_large"):
+        return {**base, **case_facts}
     with watch.section("op_trace"):
-        first_inputs = to_device(case_inputs(problem, seeds[0]), dev)
+        first_inputs = case_inputs(problem, seeds[0], None, dev)
         with torch.no_grad():
             trace = profile_calls(lambda _i: model(*first_inputs), 1, with_cuda=False)
+        first_inputs.clear()
         ops = sorted({op for call in summarize_trace(trace) for op, _ in call.ops})
-
-    return {
-        "cuda": True, "device_name": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-        **case_facts, "reference_ops": ops, "notes": notes,
-        "state_keys": sorted(model.state_dict().keys()),
-    }
+    return {**base, **case_facts, "reference_ops": ops,
+            "state_keys": sorted(model.state_dict().keys())}
 
 
-def _run_cases(problem, model, dev, seeds, work_dir, shape_variants_count,
-               notes) -> dict[str, Any]:
-    """Outputs of every case (the problem's shapes, then the variants), saved for the
-    candidate; returns the cases and what the runs showed about the reference."""
+def _output_meta(out: list[Any]) -> list[dict[str, Any] | None]:
+    return [{"is_contiguous": o.is_contiguous(), "strides": list(o.stride()),
+             "shape": list(o.shape), "nbytes": o.numel() * o.element_size(),
+             "dtype": str(o.dtype)} if isinstance(o, torch.Tensor) else None for o in out]
+
+
+def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_bytes,
+               param_bytes) -> dict[str, Any]:
+    """Runs every case once (the problem's shapes, then the variants) for what the runs show
+    about the reference (output layout, in-place changes, aliasing); the outputs themselves are
+    recomputed by the judge when a check needs them."""
 
     def runs_on_device(shapes) -> bool:
         try:
             with torch.no_grad():
-                model(*to_device(case_inputs(problem, seeds[0], shapes), dev))
+                model(*case_inputs(problem, seeds[0], shapes, dev))
             torch.cuda.synchronize(dev)
             return True
         except Exception:
             return False
 
-    base = case_inputs(problem, seeds[0])
-    variants, variant_notes = shape_variants(problem, base, shape_variants_count, runs_on_device)
+    base = case_inputs(problem, seeds[0], None, dev)
+    input_bytes = _nbytes(base)
+    with torch.no_grad():
+        first_out = flatten_outputs(model(*base))
+    output_bytes = _nbytes(first_out)
+    del first_out
+    plan = plan_memory(free_bytes, param_bytes, input_bytes, output_bytes)
+    if not plan.fits:
+        return {"too_large": plan.too_large_message(), "memory_plan": plan.to_json()}
+    notes.append(plan.summary())
+    is_tensor = [isinstance(v, torch.Tensor) for v in base]
+    base_elements = max(sum(v.numel() for v in base if isinstance(v, torch.Tensor)), 1)
+
+    def fits(shapes) -> bool:
+        elements = sum(_numel(s) for t, s in zip(is_tensor, shapes) if t and s is not None)
+        return fits_scaled(plan, elements / base_elements)
+
+    variants, variant_notes = shape_variants(problem, base, shape_variants_count, runs_on_device,
+                                             fits)
+    del base
     notes += variant_notes
     cases = _case_list(seeds, variants)
-    outputs: dict[str, list[Any]] = {}
     mutates = aliases = False
-    first_outputs: list[Any] = []
     for case in cases:
-        cpu_inputs = case_inputs(problem, case["seed"], case["shapes"])
-        dev_inputs = to_device(cpu_inputs, dev)
-        # Device copies to spot in-place changes: comparing on the GPU, not through 1 GiB
-        # host copies, keeps this seconds faster on large problems.
+        dev_inputs = case_inputs(problem, case["seed"], case["shapes"], dev)
+        # Device copies to spot in-place changes, compared on the GPU.
         originals = [v.clone() if isinstance(v, torch.Tensor) else None for v in dev_inputs]
         with torch.no_grad():
             out = flatten_outputs(model(*dev_inputs))
         torch.cuda.synchronize(dev)
-        case["input_shapes"] = input_shapes(cpu_inputs)
-        case["output_meta"] = [
-            {"is_contiguous": o.is_contiguous(), "strides": list(o.stride()),
-             "shape": list(o.shape), "nbytes": o.numel() * o.element_size(),
-             "dtype": str(o.dtype)} if isinstance(o, torch.Tensor) else None for o in out]
+        case["input_shapes"] = input_shapes(dev_inputs)
+        case["output_meta"] = _output_meta(out)
         aliases = aliases or _aliases(out, dev_inputs)
         mutates = mutates or any(
             isinstance(a, torch.Tensor) and not torch.equal(as_bytes(a), as_bytes(b))
             for a, b in zip(dev_inputs, originals))
-        del originals
-        outputs[case["id"]] = [o.detach().cpu() if isinstance(o, torch.Tensor) else o
-                               for o in out]
-        if not first_outputs:
-            first_outputs = out
-        del out
-    nondeterministic = _nondeterministic(model, problem, cases[0], first_outputs, dev)
-    del first_outputs
-    torch.save(outputs, Path(work_dir) / "ref_outputs.pt")
+        del originals, out, dev_inputs
+    nondeterministic = _nondeterministic(model, problem, cases[0], dev)
     return {"cases": cases, "variants": variants, "mutates_inputs": mutates,
-            "output_aliases_input": aliases, "nondeterministic": nondeterministic}
+            "output_aliases_input": aliases, "nondeterministic": nondeterministic,
+            "memory_plan": plan.to_json()}
 
 
-def _nondeterministic(model, problem, case, first: list[Any], dev) -> str | None:
-    """A reference that gives different answers for the same inputs cannot judge anything.
-    (Compared on the GPU: both sides are the reference's own outputs.)"""
-    with torch.no_grad():
-        again = flatten_outputs(model(*to_device(case_inputs(problem, case["seed"]), dev)))
-    info = [{"device": "ref", "contiguous": True, "strides": []} for _ in again]
-    failures = compare_outputs(first, again, [], info, "ref")
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _nondeterministic(model, problem, case, dev) -> str | None:
+    """A reference that gives different answers for the same inputs cannot judge anything."""
+    outputs = []
+    for _ in range(2):
+        with torch.no_grad():
+            outputs.append(flatten_outputs(model(*case_inputs(problem, case["seed"], None, dev))))
+    info = [{"device": "ref", "contiguous": True, "strides": []} for _ in outputs[1]]
+    failures = compare_outputs(outputs[0], outputs[1], [], info, "ref")
     return failures[0].message if failures else None
 
 
 def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes,
-                    watch: Stopwatch) -> dict:
-    sets = timing_input_sets(problem, seeds, dev)
+                    watch: Stopwatch, rotated_sets: int) -> dict:
+    sets = timing_input_sets(problem, seeds, dev, rotated_sets)
     flush = timing.L2Flusher(dev)
 
     def eager(inputs):
@@ -206,4 +257,60 @@ def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes
                                                           budget_s=budget_s).to_json()
         except Exception as exc:  # torch.compile failing is the reference's business, not ours
             notes.append(f"torch.compile of the reference failed: {describe_exception(exc)[:300]}")
+        finally:
+            torch._dynamo.reset()  # the judge runs the eager model; free what compile holds
     return result
+
+
+class _Judge:
+    """Compares one check's candidate outputs (CUDA IPC) with the reference's, on this GPU.
+
+    The case comes from this process's own list, by id: the candidate's process names which
+    check it ran but not what the inputs or the expected outputs are."""
+
+    def __init__(self, problem, model, dev: torch.device, cases: list[dict[str, Any]]) -> None:
+        self.problem, self.model, self.dev = problem, model, dev
+        self.cases = {c["id"]: c for c in cases}
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        case = self.cases.get(request.get("case"))
+        if request.get("op") != "compare" or case is None:
+            return {"error": "unknown request or case"}
+        try:
+            return self._compare(case, request)
+        finally:
+            gc.collect()
+            torch.cuda.empty_cache()
+
+    def _compare(self, case: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        inputs = case_inputs(self.problem, case["seed"], case["shapes"], self.dev)
+        if digest(inputs) != request.get("inputs_digest"):
+            return {"error": "the candidate's process generated other inputs for this case than "
+                             "the judge (get_inputs draws from a generator other than torch's, "
+                             "or the processes differ in device or torch build)"}
+        with torch.no_grad():
+            reference = flatten_outputs(self.model(*inputs))
+        cand, info, unreadable = [], [], []
+        for index, data in enumerate(request.get("outputs") or []):
+            try:
+                leaf = decode_leaf(data, self.dev)
+            except UnreadableLeaf as exc:
+                unreadable.append(Failure("unreadable_output", f"output {index}: {exc}"))
+                leaf = None
+            cand.append(leaf)
+            info.append({"device": str(leaf.device) if isinstance(leaf, torch.Tensor) else "",
+                         "contiguous": leaf.is_contiguous() if isinstance(leaf, torch.Tensor)
+                         else True,
+                         "strides": list(leaf.stride()) if isinstance(leaf, torch.Tensor)
+                         else []})
+        if unreadable:
+            return {"failures": [f.to_json() for f in unreadable]}
+        metas = [_meta(m) for m in case["output_meta"]]
+        expected = str(torch.device("cuda", self.dev.index))
+        failures = compare_outputs(reference, cand, metas, info, expected)
+        torch.cuda.synchronize(self.dev)  # done reading the candidate's memory before replying
+        return {"failures": [f.to_json() for f in failures]}
+
+
+def _meta(data: dict[str, Any] | None) -> OutputMeta | None:
+    return OutputMeta(data["is_contiguous"], tuple(data["strides"])) if data else None

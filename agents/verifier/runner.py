@@ -117,14 +117,20 @@ atexit.register(SPARES.close_all)
 
 
 def run_task(task: str, args: dict[str, Any], timeout_s: float, device: int | None,
-             cancel: threading.Event | None, started: StartedWorker | None = None) -> TaskOutcome:
+             cancel: threading.Event | None, started: StartedWorker | None = None,
+             keep_open: bool = False) -> TaskOutcome:
+    """`keep_open`: the worker outlives its task (the reference worker goes on judging); the
+    caller closes `started` itself."""
     from kernelstitch.core.worker.client import WorkerClient
 
+    if keep_open and started is None:
+        raise ValueError("keep_open needs a started worker for the caller to close")
     client = started.client if started is not None else WorkerClient(cuda_device=device)
     try:
         response = client.call(task, args, timeout_s=max(timeout_s, 1.0), cancel=cancel)
     finally:
-        EXITS.close_soon(started.close if started is not None else client.close)
+        if not keep_open:
+            EXITS.close_soon(started.close if started is not None else client.close)
     if response.ok:
         return TaskOutcome(response.result)
     error = response.error

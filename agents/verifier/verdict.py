@@ -22,12 +22,13 @@ REJECTION_CODES = frozenset(
         "reuses_reference_op", "calls_reference_forward", "uses_torch_compile",
         "monkeypatches_runtime", "timer_tampering", "no_custom_kernel", "side_stream_work",
         "incomplete_on_return", "silent_fallback", "cached_output", "no_model_new",
-        "hides_torch_ops",
+        "hides_torch_ops", "unreadable_output",
     }
 )
 # Codes of a could-not-verify verdict: nothing is wrong with the candidate as far as we know.
 COULD_NOT_VERIFY_CODES = frozenset(
-    {"no_gpu", "reference_error", "reference_nondeterministic", "cancelled", "verifier_error"}
+    {"no_gpu", "reference_error", "reference_nondeterministic", "cancelled", "verifier_error",
+     "too_large"}
 )
 
 EXIT_CODES: dict[str, int] = {"accepted": 0, "rejected": 1, "could_not_verify": 2}
@@ -82,6 +83,8 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     # Wall seconds of each worker task (start-up included): where verification time goes.
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # What the problem's sizes let the checks hold on the GPU (memory_plan.MemoryPlan).
+    memory_plan: dict[str, Any] | None = None
 
     def exit_code(self) -> int:
         return EXIT_CODES[self.status]
@@ -111,6 +114,7 @@ class Verdict:
             declared_torch_ops=dict(data.get("declared_torch_ops", {})),
             notes=list(data.get("notes", [])),
             stage_seconds=dict(data.get("stage_seconds", {})),
+            memory_plan=data.get("memory_plan"),
         )
 
 
