@@ -7,8 +7,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.kernelstitch-installed
 DEMO   ?= examples/elementwise_chain.py
+KB_SRC ?= ../shared/kernelbench
 
-.PHONY: demo test test-python test-vscode install clean
+.PHONY: demo test test-python test-vscode install clean kb
 
 $(STAMP): pyproject.toml setup.py
 	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
@@ -34,6 +35,15 @@ test-vscode:
 	@if [ -f vscode-client/package.json ]; then \
 		cd vscode-client && npm ci --no-audit --no-fund && npm run compile && npm run lint && npm test; \
 	else echo "vscode-client: no package.json yet"; fi
+
+# The KernelBench problems as a git-ignored copy that a device call can carry (`carry: [".kb"]`),
+# for `scripts/device_bench.sh SECONDS .kb/kernelbench --levels 2` (bench/README.md).  Leaves
+# .kb/runs.sqlite (the returned run store) alone.
+kb:
+	@test -d $(KB_SRC)/level1 || { echo "no KernelBench tree at $(KB_SRC) (set KB_SRC)"; exit 1; }
+	@git check-ignore -q .kb || echo /.kb/ >>.git/info/exclude
+	rm -rf .kb/kernelbench && mkdir -p .kb && cp -r $(KB_SRC) .kb/kernelbench
+	@echo "$$(ls .kb/kernelbench/level*/*.py | wc -l) problems in .kb/kernelbench ($$(du -sh .kb | cut -f1) to carry)"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -146,3 +146,56 @@ def test_rejections_say_why_in_json_and_markdown():
     text = render_markdown([o], summarise([o]), {"date": "d"}, "cmd")
     assert "## Why candidates were rejected" in text
     assert "**mlp**: shape_specialised: not for input shapes [[8195, 4096]]: max err 3" in text
+
+
+def test_stage_times_are_medians_overall_and_per_level_without_cancelled_problems():
+    def timed(name, level, prepare, measure, stages, status="accepted"):
+        return ProblemOutcome(problem=name, status=status, message="", level=level,
+                              prepare_s=prepare, measure_s=measure, verify_stage_s=stages)
+
+    outcomes = [
+        timed("a", "1", 10.0, 30.0, {"reference": 8.0, "reference.cases": 6.0, "candidate": 9.0}),
+        timed("b", "1", 20.0, 50.0, {"reference": 10.0, "candidate": 11.0, "variants": 7.0}),
+        timed("c", "2", 40.0, None, {}, status="rejected"),  # a build failure: no measure
+        timed("d", "2", 99.0, 99.0, {"reference": 99.0}, status="cancelled"),
+    ]
+    summary = summarise(outcomes)
+    groups = summary["stage_times"]
+    assert list(groups) == ["all", "level1", "level2"]
+    every = groups["all"]
+    assert (every["problems"], every["prepared"], every["measured"]) == (3, 3, 2)
+    assert (every["prepare_s"], every["measure_s"]) == (20.0, 40.0)
+    assert every["verify_stage_s"] == {"reference": [9.0, 2], "reference.cases": [6.0, 1],
+                                       "candidate": [10.0, 2], "variants": [7.0, 1]}
+    assert groups["level2"]["measure_s"] is None and groups["level2"]["prepare_s"] == 40.0
+    text = render_markdown(outcomes, summary, {"date": "d"}, "cmd")
+    assert "## Stage times" in text
+    assert "| all | 3 | 20.0 (3) | 40.0 (2) |" in text
+    assert "| level2 | 1 | 40.0 (1) | - (0) |" in text
+    assert "| reference | 9.00 (2) | 9.00 (2) | - |" in text
+    assert "| &nbsp;&nbsp;reference.cases | 6.00 (1) | 6.00 (1) | - |" in text
+    # one folder without levels: only "all"
+    assert list(summarise([timed("x", None, 1.0, 2.0, {})])["stage_times"]) == ["all"]
+
+
+def test_published_baselines_compare_our_eager_with_theirs():
+    fast = ProblemOutcome(problem="level1/1_a", status="accepted", message="", level="1",
+                          eager_ms=2.2, compiled_ms=1.0, candidate_ms=1.0, speedup_vs_eager=2.2,
+                          published_eager_ms=2.0, published_compiled_ms=1.0)
+    wrong = ProblemOutcome(problem="level1/2_b", status="rejected", message="", level="1",
+                           published_eager_ms=5.0, published_compiled_ms=4.0)
+    plain = ProblemOutcome(problem="3_c", status="accepted", message="", eager_ms=1.0,
+                           candidate_ms=1.0)
+    summary = summarise([fast, wrong, plain])
+    published = summary["published_baselines"]
+    assert published["problems"] == 2 and published["eager_compared"] == 1
+    assert math.isclose(published["geomean_eager_vs_published"], 1.1)
+    assert math.isclose(published["geomean_compiled_vs_published"], 1.0)
+    assert math.isclose(published["geomean_speedup_vs_published_eager"], 2.0)
+    text = render_markdown([fast, wrong, plain], summary,
+                           {"date": "d", "published_baselines": {"hardware": "H100 HBM3"}}, "c")
+    assert "KB H100 eager ms | KB H100 compile ms |" in text
+    assert text.count("| 2.000 | 1.000 |") == 1 and "| 5.000 | 4.000 |" in text
+    assert "our eager / theirs, geomean 1.10 over 1" in text and "H100 HBM3" in text
+    assert summarise([plain])["published_baselines"] is None
+    assert "KB H100" not in render_markdown([plain], summarise([plain]), {"date": "d"}, "c")

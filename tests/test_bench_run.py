@@ -438,3 +438,102 @@ def test_bandwidth_fraction_only_for_accepted_memory_bound_plans():
     assert "DRAM bandwidth measured on this GPU at the start: 4295 GB/s" in markdown
     set_bandwidth_fractions(outcomes, None)  # no measurement: no fraction is invented
     assert all(o.bandwidth_fraction is None for o in outcomes)
+
+
+# ---------------------------------------------------------------------------------------------
+# KernelBench trees: published baselines, resume from another machine's copy
+
+
+def make_kernelbench(root):
+    """A KernelBench-like tree: two level folders and baseline_H100_Modal/."""
+    write_problem(root / "level1" / "19_ReLU.py")
+    write_problem(root / "level2" / "1_Conv.py", scale=3.0)
+    base = root / "baseline_H100_Modal"
+    base.mkdir(parents=True)
+    for name, ms in (("baseline_time_torch.json", 2.0),
+                     ("baseline_time_torch_compile_inductor_default.json", 1.5)):
+        (base / name).write_text(json.dumps({"level1": {"19_ReLU.py": {
+            "mean": ms, "std": 0.01, "hardware": "NVIDIA H100 80GB HBM3"}}}))
+    return root
+
+
+def test_published_kernelbench_baselines_are_extra_columns(tmp_path):
+    kb = make_kernelbench(tmp_path / "kb")
+    run = bench(tmp_path, kb, FakeRunner())
+    data = json.loads(run.files["json"].read_text())
+    rows = {p["problem"]: p for p in data["problems"]}
+    assert (rows["level1/19_ReLU"]["published_eager_ms"],
+            rows["level1/19_ReLU"]["published_compiled_ms"]) == (2.0, 1.5)
+    assert rows["level2/1_Conv"]["published_eager_ms"] is None  # not in their tables
+    assert data["environment"]["published_baselines"]["hardware"] == "NVIDIA H100 80GB HBM3"
+    published = data["summary"]["published_baselines"]
+    assert published["problems"] == 1 and published["geomean_eager_vs_published"] == 0.5
+    assert "| 2.000 | 1.500 |" in run.files["markdown"].read_text()
+    # the level folder itself as DIRECTORY finds them too; a plain folder has none
+    level1 = bench(tmp_path, kb / "level1", FakeRunner(), out="o2")
+    assert level1.outcomes[0].published_eager_ms == 2.0
+    plain = bench(tmp_path, make_dir(tmp_path), FakeRunner(), out="o3")
+    assert all(o.published_eager_ms is None for o in plain.outcomes)
+    assert "published_baselines" not in json.loads(plain.files["json"].read_text())["environment"]
+
+
+def test_resume_on_another_machine_with_the_problems_at_another_path(tmp_path):
+    """The device calls: the copy lies at <checkout>/.kb/kernelbench, the checkout's path differs
+    per machine, and the returned (bench-only) run store is carried as .kb/runs.sqlite."""
+    first, second = tmp_path / "machine1" / "repo", tmp_path / "machine2" / "work"
+    for root in (first, second):
+        make_kernelbench(root / ".kb" / "kernelbench")
+        (root / "pyproject.toml").write_text("")
+    settings = BenchSettings(build_jobs=2)
+    done = run_bench(first / ".kb" / "kernelbench", tmp_path / "o1", settings, levels=["1"],
+                     runner=FakeRunner(), devices=[0], env=ENV)
+    assert [o.reused for o in done.outcomes] == [False]
+    returned = tmp_path / "returned.sqlite"
+    assert resume.export_store(first / ".kernelstitch" / "runs.sqlite", returned) == 1
+
+    (second / ".kernelstitch").mkdir()
+    (second / ".kernelstitch" / "runs.sqlite").write_bytes(returned.read_bytes())
+    runner = FakeRunner()
+    again = run_bench(second / ".kb" / "kernelbench", tmp_path / "o2", settings,
+                      levels=["1", "2"], runner=runner, devices=[0], env=ENV)
+    assert [(o.problem, o.reused) for o in again.outcomes] == [
+        ("level1/19_ReLU", True), ("level2/1_Conv", False)]
+    assert [m.problem for m in runner.measures] == ["level2/1_Conv"]
+    assert again.outcomes[0].published_eager_ms == 2.0  # set again on the reused outcome
+
+
+def test_exported_store_keeps_only_bench_results(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite")
+    other = store.start_run("generate", "x.py", "Model", {})
+    store.add_artifact(other, "candidate", "model_new.py", "x" * 100_000)
+    spec = spec_for(write_problem(tmp_path / "1_a.py"))
+    outcome = ProblemOutcome(problem="1_a", status="accepted", message="ok")
+    resume.record(store, spec, "key", outcome)
+    assert resume.export_store(tmp_path / "runs.sqlite", tmp_path / "out.sqlite") == 1
+    assert (tmp_path / "out.sqlite").stat().st_size < 50_000
+    exported = RunStore(tmp_path / "out.sqlite")
+    assert resume.lookup(exported, "key", 900.0).status == "accepted"
+    assert exported.get_run(other) is None
+
+
+def test_one_sigint_twice_in_a_row_stops_but_does_not_abort(monkeypatch):
+    """`timeout -s INT` signals the bench and then its process group: two SIGINTs at once must
+    still write the report; a later second Ctrl-C aborts."""
+    import os
+    import signal
+
+    from kernelstitch.agents.bench import cli
+
+    stop = threading.Event()
+    previous = cli._install_sigint(stop, type("Err", (), {"print": lambda *a, **k: None})())
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.is_set()
+        now = cli.time.monotonic()
+        monkeypatch.setattr(cli.time, "monotonic", lambda: now + cli.SIGINT_REPEAT_S + 1)
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            cli.time.sleep(0)  # the handler runs at the next bytecode
+    finally:
+        cli._restore_sigint(previous)

@@ -183,3 +183,24 @@ def test_a_problem_interrupted_by_its_limit_is_a_timeout_without_numbers(tmp_pat
     cancelled = evaluate_problem(FakeRunner(), spec, None, 30.0, stop=stopped)
     resume.record(store, spec, "c", cancelled)
     assert cancelled.status == "cancelled" and resume.lookup(store, "c", 30.0) is None
+
+
+def test_a_timeout_never_cancels_the_problems_queued_behind_it(tmp_path):
+    """One GPU, the first problem in the measure queue runs into its limit (a runner that also
+    takes a while to stop): every problem queued behind it is still measured and accepted."""
+    specs = make_specs(tmp_path, 5)
+
+    class _SlowToStop(FakeRunner):
+        def measure(self, prepared, ctx):
+            if prepared.spec.name == specs[0].name:
+                ctx.cancel.wait(30)
+                time.sleep(0.5)  # cleaning up after the cancel
+            return super().measure(prepared, ctx)
+
+    runner = _SlowToStop(behaviours={s.name: Behaviour(prepare_s=0.3)
+                                     for s in specs[1:]},
+                         default=Behaviour(prepare_s=0.01))
+    outcomes = run(runner, specs, devices=[None], build_jobs=5, limit=1.0)
+    assert outcomes[0].status == "timeout" and "during measure" in outcomes[0].message
+    assert [o.status for o in outcomes[1:]] == ["accepted"] * 4
+    assert [m.problem for m in runner.measures][0] == specs[0].name  # it was first in line

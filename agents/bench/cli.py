@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -140,15 +141,25 @@ def bench_command(
     return EXIT_ALL_ACCEPTED if s["accepted"] == s["problems"] else EXIT_NOT_ALL_ACCEPTED
 
 
+SIGINT_REPEAT_S = 2.0  # a second SIGINT this soon is the same stop (`timeout` sends two)
+
+
 def _install_sigint(stop: threading.Event, err: Any) -> Any:
-    """First Ctrl-C: cancel running problems and write the report; second: the default."""
+    """First Ctrl-C: cancel running problems and write the report; a second one (more than
+    SIGINT_REPEAT_S later): abort.  `timeout -s INT` signals the process and then its process
+    group, so one time-out arrives as two SIGINTs: the second must not abort the report."""
     if threading.current_thread() is not threading.main_thread():
         return None
+    first: list[float] = []
 
     def handler(_signum: int, _frame: Any) -> None:
-        err.print("[yellow]stopping: cancelling running problems (Ctrl-C again to abort)[/]")
-        stop.set()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if not first:
+            first.append(time.monotonic())
+            err.print("[yellow]stopping: cancelling running problems (Ctrl-C again to abort)[/]")
+            stop.set()
+        elif time.monotonic() - first[0] > SIGINT_REPEAT_S:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
 
     return signal.signal(signal.SIGINT, handler)
 

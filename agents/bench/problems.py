@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,11 @@ from typing import Any
 
 _LEVEL_DIR = re.compile(r"^level[_-]?(\d+)$", re.IGNORECASE)
 _LEVEL_ARG = re.compile(r"^(?:level[_-]?)?(\d+)$", re.IGNORECASE)
+# KernelBench's published timings, beside its level folders: {"level1": {"19_ReLU.py": {"mean":
+# ms, "hardware": ...}}}.  Eager PyTorch and torch.compile (inductor, default mode).
+BASELINE_DIR = "baseline_H100_Modal"
+BASELINE_FILES = {"eager": "baseline_time_torch.json",
+                  "compiled": "baseline_time_torch_compile_inductor_default.json"}
 
 
 class BenchError(Exception):
@@ -91,3 +97,29 @@ def discover(directory: Path, levels: list[str] | None = None,
         raise BenchError(f"no problems (*.py files) to run in {directory}"
                          + (f" matching --only {' '.join(only)}" if only else ""))
     return specs
+
+
+def published_baselines(specs: list[ProblemSpec]) -> dict[str, dict[str, Any]]:
+    """problem name -> {"eager_ms", "compiled_ms", "hardware"} for problems inside a KernelBench
+    tree (a `baseline_H100_Modal/` folder beside their level folder); others are left out."""
+    tables: dict[Path, dict[str, Any]] = {}
+    found: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        level_dir = spec.path.parent
+        folder = level_dir.parent / BASELINE_DIR
+        if folder not in tables:
+            tables[folder] = {}
+            for kind, name in BASELINE_FILES.items():
+                try:
+                    tables[folder][kind] = json.loads((folder / name).read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    pass
+        row: dict[str, Any] = {}
+        for kind, table in tables[folder].items():
+            entry = (table.get(level_dir.name) or {}).get(spec.path.name)
+            if isinstance(entry, dict) and isinstance(entry.get("mean"), (int, float)):
+                row[f"{kind}_ms"] = float(entry["mean"])
+                row["hardware"] = entry.get("hardware")
+        if row:
+            found[spec.name] = row
+    return found

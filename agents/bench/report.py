@@ -58,6 +58,7 @@ def _cell(text: str) -> str:
 
 def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
                     env: dict[str, Any], command: str) -> str:
+    published = summary.get("published_baselines")
     lines = [
         "# KernelStitch benchmark",
         "",
@@ -73,8 +74,9 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
          "candidates only."),
         "",
         ("| problem | verdict | compiled | eager ms | torch.compile ms | ours ms | vs eager "
-         "| vs compile | DRAM bw | roofline | plan |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+         "| vs compile | DRAM bw | roofline | plan | prepare s | measure s |"
+         + (" KB H100 eager ms | KB H100 compile ms |" if published else "")),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if published else ""),
     ]
     for o in outcomes:
         verdict = o.status if not o.reasons else f"{o.status} ({', '.join(o.reasons)})"
@@ -86,7 +88,10 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
             f"{_ms(o.candidate_ms, o.candidate_spread_ms)} | {_fmt(o.speedup_vs_eager, '.2f')} | "
             f"{_fmt(o.speedup_vs_compiled, '.2f')} | {_fmt(o.bandwidth_fraction, '.0%')} | "
             f"{_fmt(o.roofline_fraction, '.0%')} | "
-            f"{_cell(' + '.join(o.plan_steps))} |"
+            f"{_cell(' + '.join(o.plan_steps))} | {_fmt(o.prepare_s, '.1f')} | "
+            f"{_fmt(o.measure_s, '.1f')} |"
+            + (f" {_fmt(o.published_eager_ms, '.3f')} | {_fmt(o.published_compiled_ms, '.3f')} |"
+               if published else "")
         )
     fast = summary["fast_p_vs_eager"]
     fast_c = summary["fast_p_vs_compiled"]
@@ -113,9 +118,20 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
             f"accepted): mean {_fmt(summary['mean_bandwidth_fraction'], '.0%')}, lowest "
             f"{_fmt(summary['min_bandwidth_fraction'], '.0%')} of the measured bandwidth "
             "(the plan's estimated bytes / our median time)")
+    if published:
+        lines.append(
+            f"- KernelBench's published H100 times ({published['problems']} problems; "
+            f"{(env.get('published_baselines') or {}).get('hardware') or 'H100'}, mean ms): "
+            f"our eager / theirs, geomean {_fmt(published['geomean_eager_vs_published'], '.2f')} "
+            f"over {published['eager_compared']}, torch.compile "
+            f"{_fmt(published['geomean_compiled_vs_published'], '.2f')} over "
+            f"{published['compiled_compared']} (near 1: this machine times like theirs); "
+            "ours vs their eager, geomean "
+            f"{_fmt(published['geomean_speedup_vs_published_eager'], '.2f')}")
     if summary.get("reused"):
         lines.append(f"- ↺ {summary['reused']} result(s) reused from the run store "
                      "(--rerun runs them again)")
+    lines += _stage_lines(summary.get("stage_times") or {})
     rejected = [o for o in outcomes if o.status == "rejected" and o.reason_details]
     if rejected:
         lines += ["", "## Why candidates were rejected", ""]
@@ -128,6 +144,31 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
             lines += [f"### {o.problem}", "", o.message, "", "```",
                       o.compile_message[-1500:].strip(), "```", ""]
     return "\n".join(lines) + "\n"
+
+
+def _stage_lines(groups: dict[str, dict[str, Any]]) -> list[str]:
+    """Median seconds of prepare, measure and each Verifier stage, overall and per level."""
+    if not groups:
+        return []
+    lines = ["", "## Stage times", "",
+             "Medians in seconds over the problems that have the stage (cancelled ones left "
+             "out); `verify_stage_s` of each problem in results.json has its own.", "",
+             "| problems | count | prepare s (n) | measure s (n) |", "|---|---|---|---|"]
+    for name, g in groups.items():
+        lines.append(f"| {name} | {g['problems']} | {_fmt(g['prepare_s'], '.1f')} "
+                     f"({g['prepared']}) | {_fmt(g['measure_s'], '.1f')} ({g['measured']}) |")
+    stages = list(dict.fromkeys(k for g in groups.values() for k in g["verify_stage_s"]))
+    if stages:
+        lines += ["", "| Verifier stage | " + " | ".join(f"{n} s (n)" for n in groups) + " |",
+                  "|---|" + "---|" * len(groups)]
+        for stage in stages:
+            cells = []
+            for g in groups.values():
+                median, count = g["verify_stage_s"].get(stage, (None, 0))
+                cells.append(f"{_fmt(median, '.2f')} ({count})" if count else "-")
+            label = stage if "." not in stage else "&nbsp;&nbsp;" + stage
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def results_json(outcomes: list[ProblemOutcome], summary: dict[str, Any], env: dict[str, Any],

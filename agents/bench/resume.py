@@ -8,6 +8,9 @@ only when the new time limit is not longer than the one it ran out of.
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 from kernelstitch.agents.bench.outcome import ProblemOutcome
 from kernelstitch.agents.bench.phases import HARNESS_ERROR
 from kernelstitch.agents.bench.problems import ProblemSpec
@@ -39,3 +42,31 @@ def record(store: RunStore, spec: ProblemSpec, key: str, outcome: ProblemOutcome
     stored = ProblemOutcome.from_json({**outcome.to_json(), "reused": False})
     store.add_artifact(run_id, ARTIFACT_KIND, ARTIFACT_NAME, stored.to_json())
     store.finish_run(run_id, "succeeded", {"status": outcome.status, "problem": spec.name})
+
+
+def export_store(source: str | Path, target: str | Path) -> int:
+    """Copy the run store's bench results (runs of kind "bench" and their outcomes, nothing
+    else: the generate/verify runs hold every candidate's sources, ~60 KB a problem) to a new
+    file `target`, which a later run can use as its run store to resume.  Returns how many
+    bench runs it holds.  Pending records are merged first; the copy uses sqlite's backup API,
+    so it is consistent even while another process writes."""
+    source, target = Path(source), Path(target)
+    RunStore(source)  # merges pending/ records into the database
+    target.unlink(missing_ok=True)
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    conn = sqlite3.connect(target, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+        conn.execute("DELETE FROM artifacts WHERE run_id IN "
+                      "(SELECT id FROM runs WHERE kind != ?)", (RUN_KIND,))
+        conn.execute("DELETE FROM runs WHERE kind != ?", (RUN_KIND,))
+        conn.execute("VACUUM")
+        return conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+    finally:
+        conn.close()
+

@@ -13,7 +13,12 @@ from kernelstitch.agents.bench.metrics import set_bandwidth_fractions, summarise
 from kernelstitch.agents.bench.outcome import ProblemOutcome
 from kernelstitch.agents.bench.phases import ProblemRunner
 from kernelstitch.agents.bench.plots import write_plots
-from kernelstitch.agents.bench.problems import BenchError, ProblemSpec, discover
+from kernelstitch.agents.bench.problems import (
+    BenchError,
+    ProblemSpec,
+    discover,
+    published_baselines,
+)
 from kernelstitch.agents.bench.report import environment, render_markdown, results_json, write_json
 from kernelstitch.agents.bench.schedule import LocalScheduler, OnEvent, ScheduleEvent
 from kernelstitch.agents.bench.settings import (
@@ -144,10 +149,26 @@ def run_bench(
         results.update({o.problem: o for o in ran})
     outcomes = [results[s.name] for s in specs]
     set_bandwidth_fractions(outcomes, env.get("dram_bytes_per_s"))
+    env = {**env, **set_published_baselines(outcomes, published_baselines(specs))}
     summary = summarise(outcomes)
     command = command or f"kernelstitch bench {directory}"
     files = write_reports(Path(out_dir), outcomes, summary, env, command, settings, notes)
     return BenchRun(outcomes, summary, Path(out_dir), files, notes, stop.is_set())
+
+
+def set_published_baselines(outcomes: list[ProblemOutcome],
+                            baselines: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each outcome's published KernelBench times (None where there are none, reused outcomes
+    included); returns what the environment should say about them ({} without any)."""
+    for o in outcomes:
+        row = baselines.get(o.problem, {})
+        o.published_eager_ms, o.published_compiled_ms = row.get("eager_ms"), row.get("compiled_ms")
+    hardware = sorted({str(r.get("hardware")) for r in baselines.values() if r.get("hardware")})
+    if not baselines:
+        return {}
+    return {"published_baselines": {
+        "source": "KernelBench baseline_H100_Modal (mean of 100 trials)",
+        "hardware": ", ".join(hardware) or None, "problems": len(baselines)}}
 
 
 def write_reports(out_dir: Path, outcomes: list[ProblemOutcome], summary: dict[str, Any],
