@@ -153,6 +153,10 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
             judge = (SPARES.take(REFERENCE_TASK, options.device)
                      or StartedWorker(REFERENCE_TASK, options.device))
             idle.append(judge)
+            if options.keep_spare_worker:
+                # The next verification's reference worker imports torch and Inductor (~10 s
+                # on an H100 machine) during all of this one, not only its last stage.
+                SPARES.start(REFERENCE_TASK, options.device)
             inputs.reference = timed("reference", REFERENCE_TASK, {
                 "path": str(reference), "module": info.name, "seeds": seeds,
                 "work_dir": work_dir, "shape_variants_count": options.shape_variants,
@@ -179,8 +183,6 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 **common, "phase": "main", "cases": [c for c in cases if c["variant"] is None],
                 "timing_on": timing_on, "timing_seeds": seeds,
             }, main_worker)
-            if options.keep_spare_worker:  # nothing is timed from here on
-                SPARES.start(REFERENCE_TASK, options.device)
             if variant_cases and _loaded(inputs.main) and not _cancelled(cancel):
                 report(f"checking {len(variant_cases)} other input shapes")
                 inputs.variants = timed("variants", CANDIDATE_TASK, {
