@@ -1,8 +1,8 @@
 """verify(reference, candidate) -> Verdict: static rules here, everything else in workers.
 
 Order: static checks -> reference worker (outputs, op list, timings) -> candidate worker, main
-phase (own shapes, interleaved timing, profiler) -> candidate worker, variants phase (other
-shapes).  Seeds come from `secrets`, so a candidate cannot predict its test inputs; they are in
+phase (own shapes, interleaved timing, profiler) -> the same worker, variants phase (other
+shapes); the reference worker stays up as the judge that compares every candidate check.  Seeds come from `secrets`, so a candidate cannot predict its test inputs; they are in
 the verdict (and the run store) to reproduce a result.  Torch-free: this process runs no user
 code.
 """
@@ -177,17 +177,18 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 "timing_budget_s": options.timing_budget_s,
                 "judge": ref["judge"], "memory_plan": ref["memory_plan"],
             }
-            variants_worker = start_candidate_worker() if variant_cases else None
             report("checking the candidate")
+            # The variants phase is the same worker's second task: its results arrive after
+            # the main phase's, so a crash on an odd shape cannot hide them.
             inputs.main = timed("candidate", CANDIDATE_TASK, {
                 **common, "phase": "main", "cases": [c for c in cases if c["variant"] is None],
                 "timing_on": timing_on, "timing_seeds": seeds,
-            }, main_worker)
+            }, main_worker, keep_open=bool(variant_cases))
             if variant_cases and _loaded(inputs.main) and not _cancelled(cancel):
                 report(f"checking {len(variant_cases)} other input shapes")
                 inputs.variants = timed("variants", CANDIDATE_TASK, {
                     **common, "phase": "variants", "cases": variant_cases, "timing_on": False,
-                }, variants_worker)
+                }, main_worker)
         finally:
             for worker in idle:
                 EXITS.close_soon(worker.close)

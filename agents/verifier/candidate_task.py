@@ -9,8 +9,8 @@ copies) is bound before the candidate is imported, and `tamper` reports any repl
 Phase "main" runs the problem's own shapes, interleaving checks with timing:
     check(seed 0) -> time (half) -> check(seed 1..n-1) -> time (half) -> re-check(seed 0)
     -> profile two calls -> tamper check
-Phase "variants" checks the other input shapes (a separate process, so a crash on an odd shape
-cannot hide the main results).
+Phase "variants" checks the other input shapes: a second task in the same worker, on the same
+model object (a crash on an odd shape cannot hide the main results, which came back first).
 """
 
 from __future__ import annotations
@@ -202,9 +202,10 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
     failures = record["failures"]
     dev_inputs = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device)
     inputs_digest = digest(dev_inputs)
-    sizes = [m["nbytes"] for m in case["output_meta"] if m] + [
-        v.numel() * v.element_size() for v in dev_inputs if isinstance(v, torch.Tensor)]
-    poison_allocator(sizes, state.device, state.plan.poison_blocks)
+    poison_allocator([m["nbytes"] for m in case["output_meta"] if m],
+                     [v.numel() * v.element_size() for v in dev_inputs
+                      if isinstance(v, torch.Tensor)],
+                     state.device, state.plan.poison_blocks, state.plan.poison_budget_bytes)
     if state.occupier is not None:
         state.occupier()
     try:
@@ -238,6 +239,7 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
             "output (a returned tensor must not be overwritten by the next call)"))
     if not state.ref_mutates:
         failures += _mutated_inputs(state, case, dev_inputs)
+    _empty_cache()  # the judge needs the room this process no longer uses
     failures += _judged(state, case, inputs_digest, leaves)
     record["passed"] = not failures
     state.previous = [(_StorageWeakRef(v.untyped_storage()), r)
@@ -298,45 +300,43 @@ def _profile_candidate(state: _State, inputs: list[Any]) -> dict[str, Any]:
                       for c in calls]}
 
 
+# Recorded when this module is imported (the worker's preload, before any candidate code):
+# every phase this process runs is compared with it, so a replacement made during the main
+# phase is still reported by the variants phase.
+_BEFORE_ANY_CANDIDATE = tamper.snapshot()
+# The model the main phase loaded, by candidate path: the variants phase runs as a second task
+# in the same worker (no second process start-up) and checks that same object.
+_LOADED: dict[str, Any] = {}
+
+
 def candidate_task(path: str, reference_path: str, module: str | None, cases: list[dict],
                    work_dir: str, phase: str = "main", device: int | None = None,
                    timing_on: bool = True, timing_seeds: list[int] | None = None,
                    ref_mutates: bool = False, ref_aliases: bool = False,
                    timing_budget_s: float = 2.0, judge: dict[str, str] | None = None,
                    memory_plan: dict[str, Any] | None = None) -> dict[str, Any]:
-    before = tamper.snapshot()
+    before = _BEFORE_ANY_CANDIDATE
     watch = Stopwatch()
     load_start = watch.now()
+    inputs_before = input_generation_seconds()
     result: dict[str, Any] = {"phase": phase, "load_failure": None, "checks": [],
                               "tamper": [], "profile": None, "timing": None, "fatal": None,
                               "notes": [], "seconds": {}}
     if not torch.cuda.is_available():
         result["load_failure"] = _failure_json("runtime_error", "no CUDA device")
         return result
-    dev = pick_device(device)
-    strict_fp32()
-    problem = load_problem(Path(reference_path), module)
-    source = Path(path).read_text(encoding="utf-8")
-    namespace, failure = _import_candidate(Path(path), source)
-    result["tamper"] = _tamper_failures(before)
-    if failure:
-        result["load_failure"] = failure
-        return result
-    model_class = getattr(namespace, "ModelNew", None)
-    if model_class is None:
-        result["load_failure"] = _failure_json("no_model_new", "the file defines no ModelNew")
-        return result
-    try:
-        torch.manual_seed(cases[0]["seed"])
-        model = model_class(*problem.get_init_inputs())
-    except Exception as exc:
-        result["load_failure"] = _load_failure(exc, source)
-        return result
-    result["notes"] += _adopt_reference_state(model, Path(work_dir) / "ref_state.pt")
-    model = model.to(dev)
     if judge is None or memory_plan is None:
         result["load_failure"] = _failure_json("runtime_error", "no judge to compare against")
         return result
+    dev = pick_device(device)
+    strict_fp32()
+    problem = load_problem(Path(reference_path), module)
+    model = _LOADED.get(path)
+    if model is None:
+        model = _load_model(path, problem, cases, work_dir, dev, result, before)
+        if model is None:
+            return result
+        _LOADED[path] = model
     state = _State(model, problem, dev, JudgeClient(JudgeAddress.from_json(judge)),
                    MemoryPlan.from_json(memory_plan), ref_mutates, ref_aliases,
                    snapshot_stream=_Stream(device=dev, priority=-1),
@@ -355,9 +355,34 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
         state.judge.close()
     result["checks"] = state.checks
     result["tamper"] = _dedupe(result["tamper"] + _tamper_failures(before))
-    state.watch.add("of_which_inputs", input_generation_seconds())
+    state.watch.add("of_which_inputs", input_generation_seconds() - inputs_before)
+    # The stage's wall time minus this is the worker's start-up and the transfers.
+    state.watch.add_since("in_task", load_start)
     result["seconds"] = state.watch.to_json()
     return result
+
+
+def _load_model(path: str, problem, cases: list[dict], work_dir: str, dev: torch.device,
+                result: dict[str, Any], before: dict[str, object]) -> Any | None:
+    """The candidate's ModelNew on the device, or None with `result["load_failure"]` set."""
+    source = Path(path).read_text(encoding="utf-8")
+    namespace, failure = _import_candidate(Path(path), source)
+    result["tamper"] = _tamper_failures(before)
+    if failure:
+        result["load_failure"] = failure
+        return None
+    model_class = getattr(namespace, "ModelNew", None)
+    if model_class is None:
+        result["load_failure"] = _failure_json("no_model_new", "the file defines no ModelNew")
+        return None
+    try:
+        torch.manual_seed(cases[0]["seed"])
+        model = model_class(*problem.get_init_inputs())
+    except Exception as exc:
+        result["load_failure"] = _load_failure(exc, source)
+        return None
+    result["notes"] += _adopt_reference_state(model, Path(work_dir) / "ref_state.pt")
+    return model.to(dev)
 
 
 def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, result):

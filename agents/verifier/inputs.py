@@ -37,15 +37,22 @@ def input_shapes(values: list[Any]) -> list[list[int] | None]:
 
 
 def _resized(tensor: torch.Tensor, shape: list[int]) -> torch.Tensor:
+    """The flattened tensor, then its reversed copy, then the tensor again... cut to `shape`:
+    one allocation of the new size (doubling by concatenation took twice a multi-GB input)."""
     numel = 1
     for d in shape:
         numel *= d
     flat = tensor.reshape(-1)
     if flat.numel() == 0:
         return torch.zeros(shape, dtype=tensor.dtype, device=tensor.device)
-    while flat.numel() < numel:
-        flat = torch.cat([flat, flat.flip(0)])
-    return flat[:numel].reshape(shape).clone()
+    out = torch.empty(numel, dtype=tensor.dtype, device=tensor.device)
+    position, forward = 0, True
+    while position < numel:
+        take = min(flat.numel(), numel - position)
+        out[position:position + take] = flat[:take] if forward else flat[-take:].flip(0)
+        position += take
+        forward = not forward
+    return out.reshape(shape)
 
 
 def _resize_all(values: list[Any], shapes: list[list[int] | None]) -> list[Any]:

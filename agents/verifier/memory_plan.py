@@ -33,6 +33,8 @@ class MemoryPlan:
     needed_bytes: int  # the least this verification needs at once
     fits: bool
     poison_blocks: int = 1  # poisoned blocks per output size before each checked call
+    # All poisoned blocks together (outputs' sizes first, then the inputs', for temporaries).
+    poison_budget_bytes: int = 0
     full_snapshot: bool = True  # the late-write check copies whole outputs (else their tails)
     rotated_sets: int = 1  # timing input sets
 
@@ -63,17 +65,21 @@ def _gb(n: int) -> str:
 
 
 def _needed(params: int, inputs: int, outputs: int, poison_blocks: int,
-            full_snapshot: bool) -> int:
+             full_snapshot: bool) -> int:
     snapshot = outputs if full_snapshot else 0
-    # The candidate's own peak: inputs, outputs (in a poisoned block), the other poisoned blocks
-    # and the late-write copy during the call; or, after the cache is emptied, a fresh copy of
-    # the inputs for the in-place check.
+    # Making a shape variant's inputs holds the seed's own inputs beside the resized ones.
+    making_inputs = 2 * inputs
+    # The candidate's own peak: its inputs, outputs (in a poisoned block), the other poisoned
+    # blocks and the late-write copy during the call; or, after the cache is emptied, a fresh
+    # copy of the inputs (made like the first) for the in-place check.
     candidate_holds = params + inputs + outputs
-    candidate_peak = candidate_holds + max((poison_blocks - 1) * outputs + snapshot, inputs)
+    candidate_peak = max(params + making_inputs,
+                         candidate_holds + (poison_blocks - 1) * outputs + snapshot,
+                         candidate_holds + making_inputs)
     # While the judge compares: the candidate holds its inputs and outputs; the judge its
     # model, the regenerated inputs, the reference outputs and, for a non-contiguous candidate
     # output, a contiguous copy of it.
-    judge_peak = candidate_holds + params + inputs + 2 * outputs
+    judge_peak = candidate_holds + params + max(making_inputs, inputs + 2 * outputs)
     return max(candidate_peak, judge_peak) + CONTEXT_BYTES + SLACK_BYTES
 
 
@@ -92,11 +98,14 @@ def plan_memory(free_bytes: int, param_bytes: int, input_bytes: int,
                                                  blocks + 1, full) <= usable:
         blocks += 1
     holds = _needed(param_bytes, input_bytes, output_bytes, blocks, full)
+    # Poisoning happens before the call, with the case's inputs alone allocated.
+    budget = usable - (param_bytes + input_bytes + CONTEXT_BYTES + SLACK_BYTES)
     # Timing runs without the judge: each extra rotated set is one more copy of the inputs.
     spare = usable - (param_bytes + input_bytes + output_bytes + CONTEXT_BYTES + SLACK_BYTES)
     sets = 1 + max(0, min(MAX_ROTATED_SETS - 1, spare // max(input_bytes, 1) // 2))
     return MemoryPlan(**base, needed_bytes=holds, fits=True, poison_blocks=blocks,
-                      full_snapshot=full, rotated_sets=int(sets))
+                      poison_budget_bytes=max(budget, output_bytes), full_snapshot=full,
+                      rotated_sets=int(sets))
 
 
 def fits_scaled(plan: MemoryPlan, factor: float) -> bool:

@@ -15,19 +15,27 @@ POISON_BYTE = 0xFF
 BLOCKS_PER_SIZE = 4
 
 
-def poison_allocator(nbytes_list: list[int], device: torch.device,
-                     blocks_per_size: int = BLOCKS_PER_SIZE) -> None:
-    """`blocks_per_size` comes from the memory plan: fewer beside multi-GB outputs."""
-    sizes = sorted({max(int(n), 1) for n in nbytes_list}, reverse=True)
+def poison_allocator(output_sizes: list[int], other_sizes: list[int], device: torch.device,
+                     blocks_per_size: int = BLOCKS_PER_SIZE,
+                     budget_bytes: int | None = None) -> None:
+    """Blocks of the outputs' sizes first (a fresh output must land in poison), then of the
+    other sizes (inputs-sized temporaries), `blocks_per_size` each, within `budget_bytes`
+    (the memory plan's: beside multi-GB inputs, four blocks of each would not fit)."""
+    outputs = sorted({max(int(n), 1) for n in output_sizes}, reverse=True)
+    others = sorted({max(int(n), 1) for n in other_sizes} - set(outputs), reverse=True)
+    left = budget_bytes if budget_bytes is not None else float("inf")
     blocks = []
-    for size in sizes:
+    for size in outputs + others:
         for _ in range(blocks_per_size):
+            if size > left:
+                break
             try:
                 block = torch.empty(size, dtype=torch.uint8, device=device)
             except torch.OutOfMemoryError:
                 break
             block.fill_(POISON_BYTE)
             blocks.append(block)
+            left -= size
     torch.cuda.synchronize(device)
     del blocks  # back to the cache, still holding 0xFF
 

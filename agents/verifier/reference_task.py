@@ -85,6 +85,7 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
     if not torch.cuda.is_available():
         return {"cuda": False, "torch": torch.__version__}
     watch = Stopwatch()
+    task_start = watch.now()
     with watch.section("build"):
         dev = pick_device(device)
         strict_fp32()
@@ -113,6 +114,7 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
         result["timing"] = _time_reference(model, problem, seeds, dev, compare_compile,
                                            timing_budget_s, notes, watch, plan.rotated_sets)
     watch.add("of_which_inputs", input_generation_seconds())
+    watch.add_since("in_task", task_start)  # the stage's wall time minus this: start-up
     result["seconds"] = watch.to_json()
     gc.collect()
     torch.cuda.empty_cache()  # the memory plan gives the rest of the device to the candidate
