@@ -1,8 +1,9 @@
 """Worker tasks of `kernelstitch bench` (they import generated code: run them in a worker).
 
 build_candidate: import a generated model_new.py and call its `_build_extension()`, so the
-    torch extension cache holds the compiled module before the GPU phase needs it (the
-    Verifier's own load_inline of the same sources is then a cache hit).
+    compile cache (KS_EXTENSIONS_DIR, see wrapper.py) holds the compiled module before the GPU
+    phase needs it (the Verifier's own build of the same sources is then a cache hit).  Returns
+    the seconds it took, whether it was a cache hit, and each ninja step's seconds (.ninja_log).
 profile_reference: run the pipeline's profile of the reference module in this worker, whose
     CUDA_VISIBLE_DEVICES the bench set; the profiler's own workers inherit it.
 gpu_info: torch/CUDA versions and the visible GPUs' names (the bench process stays torch-free
@@ -45,12 +46,33 @@ def build_candidate(path: str) -> dict[str, Any]:
     build = getattr(module, "_build_extension", None)
     if build is None:
         return {"skipped": "the candidate has no _build_extension (nothing to compile)"}
-    start = time.monotonic()
+    start, wall_start = time.monotonic(), time.time()
     try:
-        build()
+        extension = build()
     except Exception as exc:  # noqa: BLE001 - any build failure is the candidate's
         return {"error": True, **_build_failure(exc, Path(path))}
-    return {"built": True, "seconds": time.monotonic() - start}
+    result: dict[str, Any] = {"built": True, "seconds": time.monotonic() - start}
+    library = Path(getattr(extension, "__file__", None) or "")
+    if library.is_file():
+        result["cached"] = library.stat().st_mtime < wall_start
+        if not result["cached"]:
+            result["steps"] = ninja_steps(library.parent)
+    return result
+
+
+def ninja_steps(folder: Path) -> dict[str, float]:
+    """Seconds of each target of the last ninja build in `folder` (its .ninja_log: start ms,
+    end ms, mtime, target, hash; a target's last line wins), e.g. main.o, cuda.cuda.o, x.so."""
+    steps: dict[str, float] = {}
+    try:
+        lines = (folder / ".ninja_log").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return steps
+    for line in lines:
+        fields = line.split("\t")
+        if len(fields) >= 4 and fields[0].isdigit() and fields[1].isdigit():
+            steps[fields[3]] = (int(fields[1]) - int(fields[0])) / 1000.0
+    return steps
 
 
 def _build_failure(exc: BaseException, path: Path) -> dict[str, str]:

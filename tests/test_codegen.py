@@ -391,8 +391,14 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
         specs += gemm_specs()
     cpp, _, names = build_extension_sources([emit(s) for s in specs])
     assert len(names) == len(specs)
-    (tmp_path / "bindings.cpp").write_text(cpp)
-    cmd = ["g++", "-std=c++17", "-fsyntax-only", f"-I{tmp_path / 'stub'}", f"-I{CUDA_INCLUDE}",
+    # main.cpp as load_inline(no_implicit_headers=True) writes it: the binding prelude's own
+    # narrow includes must cover the bindings and load_inline's PYBIND11_MODULE block.
+    assert "#include <torch/extension.h>" not in cpp
+    module_def = "\n".join(["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {"] + [
+        f'm.def("{n}", torch::wrap_pybind_function({n}), "{n}");' for n in names] + ["}"])
+    (tmp_path / "bindings.cpp").write_text(cpp + "\n" + module_def)
+    cmd = ["g++", "-std=c++17", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=ks_test",
+           "-DTORCH_API_INCLUDE_EXTENSION_H", f"-I{tmp_path / 'stub'}", f"-I{CUDA_INCLUDE}",
            f"-I{sysconfig.get_paths()['include']}"] + [f"-I{p}" for p in include_paths()] + [str(tmp_path / "bindings.cpp")]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert res.returncode == 0, res.stderr[-4000:]

@@ -91,6 +91,9 @@ class PipelineRunner:
             result: dict[str, Any] = response.result or {}
             if result.get("built"):
                 prepared.compiled = True
+                steps = ", ".join(f"{k} {v:.1f} s" for k, v in (result.get("steps") or {}).items())
+                self._log(prepared.spec.name, f"compiled in {result.get('seconds', 0.0):.1f} s"
+                          + (" (cache hit)" if result.get("cached") else f" ({steps})" if steps else ""))
             elif result.get("error"):
                 self._build_failed(prepared, result["message"], result.get("output", ""))
             elif result.get("skipped"):

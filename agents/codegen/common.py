@@ -563,8 +563,12 @@ BINDING_PRELUDE = (
     r"""
 #ifndef KS_BINDING_PRELUDE_H
 #define KS_BINDING_PRELUDE_H
-#include <torch/extension.h>
+// Only what the bindings use: <torch/extension.h> (the whole C++ frontend) doubled the g++ time.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ExpandUtils.h>
+#include <torch/csrc/utils/pybind.h>  // pybind11 + the at::Tensor casters (PYBIND11_MODULE)
+#include <torch/csrc/Exceptions.h>    // torch::wrap_pybind_function (load_inline's m.def)
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAException.h>

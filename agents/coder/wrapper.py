@@ -5,7 +5,16 @@
   (`state_dict()` keys match) into plain holder modules that have no forward.
 * `forward` runs the program from program.py: extension kernels, view ops, declared torch ops.
 * The CUDA sources are compiled once per process, lazily, by one `load_inline` (name from the
-  sources' sha256, gencode for the running device, IEEE math: no --use_fast_math).
+  sources' sha256, gencode for the running device, IEEE math: no --use_fast_math), into a
+  persistent compile cache: `$KS_EXTENSIONS_DIR` (default ~/.cache/kernelstitch/extensions),
+  one folder per Python/torch/CUDA build, then one per extension name.  An flock on the folder
+  makes concurrent builds of one name in several processes safe (and clears a lock file that a
+  killed build left behind); a finished build leaves a stamp, and later processes import its
+  .so directly, without ninja (so a carried cache folder is reused whatever its mtimes).
+* `load_inline` would prepend <torch/types.h> to the .cu (most of nvcc's time) and
+  <torch/extension.h> to the .cpp: the kernels need no torch headers and the binding prelude
+  includes the few it uses, so `no_implicit_headers=True` where torch has it and the CUDA
+  source names no torch API (an edited candidate that does keeps the implicit headers).
 * With `plan.host.cuda_graph`, calls replay a CUDA graph captured per (shapes, dtypes, strides,
   device, parameter pointers) with static input buffers, and return clones of its outputs.
 """
@@ -47,9 +56,12 @@ The plan is in KERNELSTITCH_PLAN; PyTorch calls that remain are declared in
 KERNELSTITCH_TORCH_OPS.  Regenerate instead of editing.
 """
 
+import contextlib
 import hashlib
 import importlib.util
+import inspect
 import os
+import re
 import sys
 
 import torch
@@ -82,19 +94,80 @@ def _gencode():
     return f"-gencode=arch=compute_{{arch}},code=sm_{{arch}}"
 
 
+def _extensions_dir():
+    """The compile cache: $KS_EXTENSIONS_DIR, else ~/.cache/kernelstitch/extensions; one folder
+    per Python/torch/CUDA build (a .so never meets another torch)."""
+    root = os.environ.get("KS_EXTENSIONS_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "kernelstitch", "extensions")
+    build = f"py{{sys.version_info[0]}}{{sys.version_info[1]}}_torch{{torch.__version__}}_cu{{torch.version.cuda}}"
+    return os.path.join(root, re.sub(r"[^A-Za-z0-9_.-]", "_", build))
+
+
+@contextlib.contextmanager
+def _build_lock(directory):
+    """An exclusive flock on the build folder, released by the kernel if the holder dies."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: torch's own lock file only
+        yield
+        return
+    with open(os.path.join(directory, "ks_build.lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_TORCH_API = re.compile(r"\\b(?:torch|at|c10)::|#\\s*include\\s*[<\\"](?:torch|ATen|c10)/")
+_HAS_NO_IMPLICIT_HEADERS = "no_implicit_headers" in inspect.signature(load_inline).parameters
+
+
+def _header_options():
+    """(cpp source, load_inline keywords): skip the implicit torch headers where that is safe."""
+    if not _HAS_NO_IMPLICIT_HEADERS or _TORCH_API.search(_CUDA_SOURCE):
+        return _CPP_SOURCE, {{}}
+    cpp = _CPP_SOURCE if "KS_BINDING_PRELUDE_H" in _CPP_SOURCE else (
+        "#include <torch/extension.h>\\n" + _CPP_SOURCE)
+    return cpp, {{"no_implicit_headers": True}}
+
+
+def _import_built(name, directory):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(directory, name + ".so"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _build_extension():
     flags = list(_EXTRA_CUDA_CFLAGS) + [_gencode()]
     digest = hashlib.sha256("\\0".join([_CPP_SOURCE, _CUDA_SOURCE] + flags).encode()).hexdigest()
-    return load_inline(
-        name=f"ks_{{digest[:16]}}",
-        cpp_sources=[_CPP_SOURCE],
-        cuda_sources=[_CUDA_SOURCE],
-        functions=list(_FUNCTIONS),
-        extra_cflags=list(_EXTRA_CFLAGS),
-        extra_cuda_cflags=flags,
-        extra_ldflags=list(_EXTRA_LDFLAGS),
-        verbose=False,
-    )
+    name = f"ks_{{digest[:16]}}"
+    directory = os.path.join(_extensions_dir(), name)
+    os.makedirs(directory, exist_ok=True)
+    stamp = os.path.join(directory, "ks_built")
+    with _build_lock(directory):
+        if os.path.exists(stamp) and os.path.exists(os.path.join(directory, name + ".so")):
+            return _import_built(name, directory)
+        with contextlib.suppress(FileNotFoundError):  # torch's lock of a killed build
+            os.remove(os.path.join(directory, "lock"))
+        cpp, options = _header_options()
+        module = load_inline(
+            name=name,
+            cpp_sources=[cpp],
+            cuda_sources=[_CUDA_SOURCE],
+            functions=list(_FUNCTIONS),
+            extra_cflags=list(_EXTRA_CFLAGS),
+            extra_cuda_cflags=flags,
+            extra_ldflags=list(_EXTRA_LDFLAGS),
+            build_directory=directory,
+            verbose=False,
+            **options,
+        )
+        with open(stamp, "w") as handle:
+            handle.write(name + "\\n")
+        return module
 
 
 class _LazyExtension:
