@@ -222,3 +222,31 @@ def test_build_failure_message_points_at_the_compiler_error(tmp_path):
     assert info["output"] == output
     other = bench_tasks._build_failure(ValueError("bad flags"), candidate)
     assert other["message"] == "building the extension raised ValueError: bad flags"
+
+
+def test_the_stage_clock_splits_prepare_time_at_each_new_stage():
+    from kernelstitch.agents.bench.runner import StageClock
+
+    now = [0.0]
+    clock = StageClock(lambda: now[0])
+    for t, stage in [(0.5, "planning"), (4.0, "planning"), (6.5, "coding"), (7.0, "coding"),
+                     (9.0, "reporting"), (9.5, "build")]:
+        now[0] = t
+        clock.enter(stage)
+    now[0] = 30.0
+    assert clock.stop() == {"planning": 6.0, "coding": 2.5, "reporting": 0.5, "build": 20.5}
+
+
+def test_prepare_stages_are_reported_beside_the_verifier_stages():
+    from kernelstitch.agents.bench.metrics import stage_times
+    from kernelstitch.agents.bench.outcome import ProblemOutcome
+
+    outcomes = [ProblemOutcome(problem=f"p{i}", status="accepted", message="",
+                               prepare_stage_s={"planning": 2.0 * i, "build": 10.0},
+                               verify_stage_s={"reference": 1.0}) for i in (1, 2, 3)]
+    group = stage_times(outcomes)["all"]
+    assert group["verify_stage_s"]["prepare.planning"] == [4.0, 3]
+    assert group["verify_stage_s"]["prepare.build"] == [10.0, 3]
+    assert list(group["verify_stage_s"])[-1] == "reference"
+    again = ProblemOutcome.from_json(outcomes[0].to_json())
+    assert again.prepare_stage_s == {"planning": 2.0, "build": 10.0}

@@ -71,6 +71,8 @@ def _stage_group(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
     timed = [o for o in outcomes if o.status != "cancelled"]
     stages: dict[str, list[float]] = {}
     for o in timed:
+        for name, seconds in (o.prepare_stage_s or {}).items():
+            stages.setdefault(f"prepare.{name}", []).append(seconds)
         for name, seconds in (o.verify_stage_s or {}).items():
             stages.setdefault(name, []).append(seconds)
     return {
@@ -80,6 +82,7 @@ def _stage_group(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
         "prepare_s": _median([o.prepare_s for o in timed]),
         "measure_s": _median([o.measure_s for o in timed]),
         # stage -> [median seconds, problems that have it]; order of first appearance
+        # (prepare.* stages first, then the Verifier's)
         "verify_stage_s": {name: [_median(list(v)), len(v)] for name, v in stages.items()},
     }
 

@@ -66,6 +66,8 @@ class ProblemOutcome:
     time_limit_s: float | None = None  # the limit it ran under (a timeout is reused only below it)
     reused: bool = False  # taken from the run store instead of being run again
     verify_stage_s: dict[str, float] = field(default_factory=dict)  # the Verifier's worker tasks
+    # Seconds of each prepare stage: planning (capture + plan), coding, reporting, build.
+    prepare_stage_s: dict[str, float] = field(default_factory=dict)
     # KernelBench's published H100 times of this problem (baseline_H100_Modal, mean ms), set at
     # report time when the problem comes from a KernelBench tree: ours vs theirs checks the machine.
     published_eager_ms: float | None = None

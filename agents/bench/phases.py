@@ -40,6 +40,7 @@ class Prepared:
     generate_on_gpu: bool = False  # coders that verify while generating run it in measure
     notes: list[str] = field(default_factory=list)
     prepare_s: float | None = None
+    prepare_stage_s: dict[str, float] = field(default_factory=dict)  # see ProblemOutcome
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -152,6 +153,7 @@ def prepare_phase(runner: ProblemRunner, spec: ProblemSpec, budget: Budget,
     if prepared.done is not None:
         _finish(prepared.done, spec, prepared, budget)
         prepared.done.prepare_s = seconds
+        prepared.done.prepare_stage_s = dict(prepared.prepare_stage_s)
     return prepared
 
 
@@ -169,6 +171,7 @@ def measure_phase(runner: ProblemRunner, prepared: Prepared, budget: Budget,
     outcome.gpu = device
     outcome.measure_s = seconds
     outcome.prepare_s = prepared.prepare_s
+    outcome.prepare_stage_s = dict(prepared.prepare_stage_s)
     _finish(outcome, spec, prepared, budget)
     return outcome
 

@@ -152,21 +152,23 @@ def _stage_lines(groups: dict[str, dict[str, Any]]) -> list[str]:
         return []
     lines = ["", "## Stage times", "",
              "Medians in seconds over the problems that have the stage (cancelled ones left "
-             "out); `verify_stage_s` of each problem in results.json has its own.", "",
+             "out); `prepare_stage_s` and `verify_stage_s` of each problem in results.json have "
+             "its own.", "",
              "| problems | count | prepare s (n) | measure s (n) |", "|---|---|---|---|"]
     for name, g in groups.items():
         lines.append(f"| {name} | {g['problems']} | {_fmt(g['prepare_s'], '.1f')} "
                      f"({g['prepared']}) | {_fmt(g['measure_s'], '.1f')} ({g['measured']}) |")
     stages = list(dict.fromkeys(k for g in groups.values() for k in g["verify_stage_s"]))
     if stages:
-        lines += ["", "| Verifier stage | " + " | ".join(f"{n} s (n)" for n in groups) + " |",
+        lines += ["", "| stage | " + " | ".join(f"{n} s (n)" for n in groups) + " |",
                   "|---|" + "---|" * len(groups)]
         for stage in stages:
             cells = []
             for g in groups.values():
                 median, count = g["verify_stage_s"].get(stage, (None, 0))
                 cells.append(f"{_fmt(median, '.2f')} ({count})" if count else "-")
-            label = stage if "." not in stage else "&nbsp;&nbsp;" + stage
+            label = stage if stage.count(".") == 0 or stage.startswith("prepare.") \
+                else "&nbsp;&nbsp;" + stage
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 

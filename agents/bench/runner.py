@@ -15,6 +15,7 @@ the built-in one once accepted), so for them generation itself runs in the GPU p
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,34 @@ MIN_CALL_S = 1.0
 PINNED_GRACE_S = 30.0  # the time limit cancels it; this only backs up a stuck worker
 
 Log = Callable[[str, str], None]  # (problem name, message)
+
+
+class StageClock:
+    """Seconds per stage from the progress events' order: a stage lasts from its first event
+    to the next stage's (the pipeline reports "planning" while capturing, then "coding"...)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._current: str | None = None
+        self._since = clock()
+        self.seconds: dict[str, float] = {}
+
+    def enter(self, stage: str) -> None:
+        if stage == self._current:
+            return
+        self._close()
+        self._current = stage
+
+    def stop(self) -> dict[str, float]:
+        self._close()
+        self._current = None
+        return {name: round(value, 3) for name, value in self.seconds.items()}
+
+    def _close(self) -> None:
+        now = self._clock()
+        if self._current is not None:
+            self.seconds[self._current] = self.seconds.get(self._current, 0.0) + now - self._since
+        self._since = now
 
 
 def _steps(result: JobResult) -> list[str]:
@@ -68,14 +97,24 @@ class PipelineRunner:
             return Prepared(spec, generate_on_gpu=True)
         from kernelstitch.agents.pipeline import run_generate
 
+        clock = StageClock()
+        log = self._emit(spec)
+
+        def emit(event: ProgressEvent) -> None:
+            clock.enter(event.stage)
+            log(event)
+
         result = run_generate(spec.path, spec.module, self.workspace,
-                              self._config(ctx, verify=False), self._emit(spec), ctx.cancel)
+                              self._config(ctx, verify=False), emit, ctx.cancel)
         if result.status != "succeeded" or not result.candidate_path:
             return Prepared(spec, done=ProblemOutcome(
-                problem=spec.name, status="failed", message=result.message))
+                problem=spec.name, status="failed", message=result.message),
+                prepare_stage_s=clock.stop())
         prepared = Prepared(spec, candidate_path=result.candidate_path, plan_steps=_steps(result),
                             plan_bytes=memory_bound_bytes(result.plan))
+        clock.enter("build")
         self._prebuild(prepared, ctx)
+        prepared.prepare_stage_s = clock.stop()
         return prepared
 
     def _prebuild(self, prepared: Prepared, ctx: PhaseContext) -> None:
