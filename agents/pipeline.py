@@ -39,6 +39,7 @@ class PipelineConfig:
     capture_timeout_s: float = 300.0
     verify_timeout_s: float = 900.0
     keep_spare_worker: bool = False  # see VerifyOptions: set by the bench's measure loop
+    timing_budget_s: float = 2.0  # seconds of timed runs per implementation (VerifyOptions)
     # coder="llm": base_url, model, api_key_env (a variable's NAME), timeout_s, ... (see
     # agents/llm/config.py); budget: time_s, iterations, tokens of the LLM path.
     llm: dict[str, Any] = field(default_factory=dict)
@@ -297,6 +298,7 @@ def verify_candidate(ctx: _Context, candidate_path: Path):
     options = VerifyOptions(
         seeds=ctx.config.seeds, timing=ctx.config.timing, timeout_s=ctx.config.verify_timeout_s,
         device=ctx.config.device, keep_spare_worker=ctx.config.keep_spare_worker,
+        timing_budget_s=ctx.config.timing_budget_s,
     )
     return verify(
         ctx.source, candidate_path, reference_module=ctx.module, options=options,

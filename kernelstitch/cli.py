@@ -108,6 +108,9 @@ def bench(
         help="per problem (prepare + measure); over it the problem is cancelled: 'timeout'"),
     profile: bool = typer.Option(False, help="profile the reference: roofline fraction"),
     seeds: int = typer.Option(3, help="random seeds per shape in verification"),
+    timing_budget: float = typer.Option(
+        1.0, "--timing-budget", metavar="SECONDS",
+        help="timed runs per implementation (eager, torch.compile, ours), at least 15-30 runs"),
     rerun: bool = typer.Option(False, help="run problems again that the run store has results for"),
     ray: str | None = typer.Option(
         None, metavar="ADDRESS", help="run problems as Ray tasks (num_gpus=1) on this cluster"),
@@ -145,7 +148,7 @@ def bench(
         directory, out, only or None, levels=[v for item in levels for v in item.split(",")
                                               if v.strip()] or None,
         coder=coder, jobs=jobs, build_jobs=build_jobs, time_limit_s=time_limit, profile=profile,
-        seeds=seeds, rerun=rerun, ray=ray, workspace=workspace, verbose=verbose, command=command,
+        seeds=seeds, timing_budget_s=timing_budget, rerun=rerun, ray=ray, workspace=workspace, verbose=verbose, command=command,
         llm={k: v for k, v in (("base_url", llm_base_url), ("model", llm_model),
                                ("api_key_env", llm_api_key_env)) if v is not None},
         budget={k: v for k, v in (("iterations", max_iterations), ("time_s", time_budget),

@@ -77,6 +77,9 @@ def test_changed_problem_file_or_coder_setting_runs_again(tmp_path):
     other_seeds = FakeRunner()
     bench(tmp_path, folder, other_seeds, seeds=5)
     assert len(other_seeds.prepares) == 3
+    other_budget = FakeRunner()  # a different timing budget is a different measurement
+    bench(tmp_path, folder, other_budget, seeds=5, timing_budget_s=0.5)
+    assert len(other_budget.prepares) == 3
 
 
 def test_timeouts_are_reused_only_under_the_same_or_shorter_limit(tmp_path):

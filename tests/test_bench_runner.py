@@ -143,12 +143,13 @@ def test_no_gpu_for_the_build_is_noted_not_failed(setup):
 
 def test_measure_verifies_the_candidate_and_profiles_for_the_roofline(setup):
     spec, candidate, calls, workers, ws = setup
-    runner = PipelineRunner(ws, BenchSettings(profile=True, seeds=4))
+    runner = PipelineRunner(ws, BenchSettings(profile=True, seeds=4, timing_budget_s=0.5))
     prepared = runner.prepare(spec, ctx(device=0))
     outcome = runner.measure(prepared, ctx(device=None))  # in this process
     ((path, config),) = calls["verify"]
     assert path == str(candidate)
     assert config.device is None and config.verify and config.timing and config.seeds == 4
+    assert config.timing_budget_s == 0.5
     assert outcome.status == "accepted" and outcome.speedup_vs_eager == 2.0
     assert outcome.eager_spread_ms == [1.9, 2.2] and outcome.compiled is True
     profile_calls = [c for c in workers.calls if c[0] == PROFILE_TASK]

@@ -92,6 +92,7 @@ def bench_command(
     time_limit_s: float | None = None,
     profile: bool = False,
     seeds: int = 3,
+    timing_budget_s: float = 1.0,
     rerun: bool = False,
     ray: str | None = None,
     llm: dict[str, Any] | None = None,
@@ -113,7 +114,7 @@ def bench_command(
             coder=coder, jobs=jobs,
             build_jobs=default_build_jobs() if build_jobs is None else build_jobs,
             time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s,
-            profile=profile, seeds=seeds,
+            profile=profile, seeds=seeds, timing_budget_s=timing_budget_s,
             rerun=rerun, ray_address=ray, llm=dict(llm or {}), budget=dict(budget or {}),
         )
         total = len(discover(Path(directory), levels, only))

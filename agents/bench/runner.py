@@ -81,6 +81,7 @@ class PipelineRunner:
 
         return PipelineConfig(
             coder=self.settings.coder, verify=verify, timing=True, seeds=self.settings.seeds,
+            timing_budget_s=self.settings.timing_budget_s,
             device=ctx.device, capture_timeout_s=max(ctx.time_left_s, MIN_CALL_S),
             verify_timeout_s=max(ctx.time_left_s, MIN_CALL_S),
             llm=dict(self.settings.llm), budget=dict(self.settings.budget),

@@ -35,6 +35,9 @@ class BenchSettings:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S  # per problem, prepare + measure
     profile: bool = False
     seeds: int = 3
+    # Seconds of timed runs per implementation: a whole benchmark set fits a lent GPU's time at
+    # 1 s (medians of hundreds of runs for ms-scale problems; never fewer than 15-30 runs).
+    timing_budget_s: float = 1.0
     rerun: bool = False
     ray_address: str | None = None
     llm: dict[str, Any] = field(default_factory=dict)  # PipelineConfig.llm (--llm-model ...)
@@ -47,6 +50,8 @@ class BenchSettings:
             raise BenchError("--jobs and --build-jobs must be at least 1")
         if not self.time_limit_s > 0:  # also NaN
             raise BenchError("--time-limit must be a positive number of seconds")
+        if not self.timing_budget_s > 0:
+            raise BenchError("--timing-budget must be a positive number of seconds")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,6 +63,7 @@ class BenchSettings:
     def key_config(self) -> dict[str, Any]:
         """What changes a problem's result (jobs, time limit and where it ran do not)."""
         return {"coder": self.coder, "seeds": self.seeds, "profile": self.profile,
+                "timing_budget_s": self.timing_budget_s,
                 "llm": self.llm, "budget": self.budget}
 
 
