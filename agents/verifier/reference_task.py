@@ -74,10 +74,6 @@ def timing_input_sets(problem, seeds: list[int], device: torch.device,
     return [case_inputs(problem, seed, None, device) for seed in seeds[:max(count, 1)]]
 
 
-def _nbytes(values: list[Any]) -> int:
-    return total_bytes([v for v in values if isinstance(v, torch.Tensor)])
-
-
 def reference_task(path: str, module: str | None, seeds: list[int], work_dir: str,
                    shape_variants_count: int = 2, timing_on: bool = True,
                    compare_compile: bool = True, device: int | None = None,
@@ -170,10 +166,10 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
             return False
 
     base = case_inputs(problem, seeds[0], None, dev)
-    input_bytes = _nbytes(base)
+    input_bytes = total_bytes(base)
     with torch.no_grad():
         first_out = flatten_outputs(model(*base))
-    output_bytes = _nbytes(first_out)
+    output_bytes = total_bytes(first_out)
     del first_out
     plan = plan_memory(free_bytes, param_bytes, input_bytes, output_bytes)
     if not plan.fits:
