@@ -89,13 +89,13 @@ def _resolve(kind: str, source: Path, module: str | None, need_inputs: bool):
 
 def capture_graph(ctx: _Context):
     """Trace the module in a worker (tracing executes the user's __init__ and forward)."""
-    from kernelstitch.agents.graph.ir import Graph
+    from kernelstitch.agents.plan.graph import Graph
 
     from kernelstitch.core.worker.client import WorkerClient
 
     with WorkerClient() as worker:
         response = worker.call(
-            "kernelstitch.agents.graph.tasks:capture_graph",
+            "kernelstitch.agents.planner.capture_task:capture_graph",
             {"path": str(ctx.source), "module": ctx.module},
             timeout_s=ctx.config.capture_timeout_s,
             cancel=ctx.cancel,
@@ -171,7 +171,7 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     candidate = candidate_path = None
     builtin_error = None
     try:
-        candidate = code_builtin(plan, graph, ctx.source, out_dir / "model_new.py")
+        candidate = code_builtin(plan, ctx.source, out_dir / "model_new.py")
     except CoderError as exc:
         if not use_llm:
             raise

@@ -17,7 +17,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from kernelstitch.agents.codegen import (
+from kernelstitch.agents.coder.codegen import (
     EXTRA_CFLAGS,
     EXTRA_CUDA_CFLAGS,
     EXTRA_LDFLAGS,

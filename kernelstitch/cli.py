@@ -140,7 +140,7 @@ def bench(
     import shlex
     import sys
 
-    from kernelstitch.agents.bench.cli import bench_command
+    from kernelstitch.bench.cli import bench_command
 
     argv0 = "kernelstitch" if sys.argv[0].endswith(("kernelstitch", "__main__.py")) else sys.argv[0]
     command = shlex.join([argv0, *sys.argv[1:]]) if "bench" in sys.argv[1:] else None

@@ -57,7 +57,7 @@ case $status in
               "but every finished problem is in the run store";;
     *) echo "bench exit status $status"; tail -20 "$OUT/bench/console.log";;
 esac
-python -c "import sys; from kernelstitch.agents.bench.resume import export_store as e; \
+python -c "import sys; from kernelstitch.bench.resume import export_store as e; \
 print(e(sys.argv[1], sys.argv[2]), 'bench results returned in', sys.argv[2])" \
     .kernelstitch/runs.sqlite "$OUT/runs.sqlite" || echo "no run store to return"
 grep -E "^- (correct|geomean)|^\| (all|level[0-9]+) \|" "$OUT/bench/results.md" 2>/dev/null

@@ -7,9 +7,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelstitch.agents.bench.outcome import ProblemOutcome
-from kernelstitch.agents.bench.phases import PhaseContext, Prepared
-from kernelstitch.agents.bench.problems import ProblemSpec
+from kernelstitch.bench.outcome import ProblemOutcome
+from kernelstitch.bench.phases import PhaseContext, Prepared
+from kernelstitch.bench.problems import ProblemSpec
 
 
 @dataclass

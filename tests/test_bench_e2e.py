@@ -8,10 +8,10 @@ import time
 
 import pytest
 from bench_fakes import spec_for, write_problem
-from kernelstitch.agents.bench import BenchSettings, run_bench
-from kernelstitch.agents.bench.phases import PhaseContext
-from kernelstitch.agents.bench.runner import PipelineRunner
 
+from kernelstitch.bench import BenchSettings, run_bench
+from kernelstitch.bench.phases import PhaseContext
+from kernelstitch.bench.runner import PipelineRunner
 from kernelstitch.core.workspace import Workspace
 
 torch = pytest.importorskip("torch")

@@ -2,8 +2,9 @@
 
 import math
 
-from kernelstitch.agents.bench import ProblemOutcome, fast_p, geomean, render_markdown, summarise
 from kernelstitch.agents.job_protocol import JobResult
+
+from kernelstitch.bench import ProblemOutcome, fast_p, geomean, render_markdown, summarise
 
 
 def outcome(name, status, speedup, compiled=None):
@@ -199,3 +200,13 @@ def test_published_baselines_compare_our_eager_with_theirs():
     assert "our eager / theirs, geomean 1.10 over 1" in text and "H100 HBM3" in text
     assert summarise([plain])["published_baselines"] is None
     assert "KB H100" not in render_markdown([plain], summarise([plain]), {"date": "d"}, "c")
+
+
+def test_portable_command_names_no_machine_paths(tmp_path):
+    from kernelstitch.bench.report import portable_command
+
+    command = (f"kernelstitch bench {tmp_path}/problems --out /root/out/bench "
+               f"--only=/mnt/data/x.py --levels 2")
+    text = portable_command(command, cwd=tmp_path)
+    assert text == "kernelstitch bench problems --out …/bench --only=…/x.py --levels 2"
+    assert "/root" not in text and str(tmp_path) not in text

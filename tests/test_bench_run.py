@@ -7,15 +7,15 @@ import threading
 
 import pytest
 from bench_fakes import Behaviour, FakeRunner, spec_for, write_problem
-from kernelstitch.agents.bench import BenchError, BenchSettings, discover, resume, run_bench
-from kernelstitch.agents.bench.outcome import ProblemOutcome
-from kernelstitch.agents.bench.phases import evaluate_problem
-from kernelstitch.agents.bench.plots import MISSING_NOTE
-from kernelstitch.agents.bench.problems import ProblemSpec
-from kernelstitch.agents.bench.ray_backend import run_on_ray
-from kernelstitch.agents.bench.settings import resolve_devices, resume_key
 from typer.testing import CliRunner
 
+from kernelstitch.bench import BenchError, BenchSettings, discover, resume, run_bench
+from kernelstitch.bench.outcome import ProblemOutcome
+from kernelstitch.bench.phases import evaluate_problem
+from kernelstitch.bench.plots import MISSING_NOTE
+from kernelstitch.bench.problems import ProblemSpec
+from kernelstitch.bench.ray_backend import run_on_ray
+from kernelstitch.bench.settings import resolve_devices, resume_key
 from kernelstitch.cli import app, expand_levels
 from kernelstitch.core.runstore import RunStore
 
@@ -134,21 +134,26 @@ def test_resume_key_covers_result_settings_not_scheduling(tmp_path):
 
 
 def test_compiler_fingerprint_covers_prompts_and_plan_but_not_docs(tmp_path):
-    from kernelstitch.agents.bench.settings import compiler_fingerprint
+    from kernelstitch.bench.settings import compiler_fingerprint
 
-    root = tmp_path / "agents"
-    for rel in ("plan.py", "pipeline.py", "coder/builtin.py", "llm/coder_agent.py",
-                "llm/prompts/v1/coder_system.md", "llm/README.md", "bench/report.py"):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(f"# {rel}\n")
-    base = compiler_fingerprint(root)
-    assert base == compiler_fingerprint(root)
-    for rel, changes in (("llm/prompts/v1/coder_system.md", True), ("plan.py", True),
-                         ("coder/builtin.py", True), ("llm/README.md", False),
-                         ("bench/report.py", False)):
-        before = compiler_fingerprint(root)
-        (root / rel).write_text("# changed\n")
-        assert (compiler_fingerprint(root) != before) is changes, rel
+    roots = {"agents": tmp_path / "agents", "bench": tmp_path / "bench"}
+    files = ("agents/plan/model.py", "agents/pipeline.py", "agents/coder/builtin.py",
+             "agents/coder/codegen/cuda/prelude.cuh", "agents/llm/coder_agent.py",
+             "agents/llm/prompts/v1/coder_system.md", "agents/llm/README.md",
+             "bench/report.py", "bench/runner.py")
+    for rel in files:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(f"# {rel}\n")
+    base = compiler_fingerprint(roots)
+    assert base == compiler_fingerprint(roots)
+    for rel, changes in (("agents/llm/prompts/v1/coder_system.md", True),
+                         ("agents/plan/model.py", True), ("agents/coder/builtin.py", True),
+                         ("agents/coder/codegen/cuda/prelude.cuh", True),
+                         ("agents/llm/README.md", False), ("bench/report.py", False),
+                         ("bench/runner.py", True)):
+        before = compiler_fingerprint(roots)
+        (tmp_path / rel).write_text("# changed\n")
+        assert (compiler_fingerprint(roots) != before) is changes, rel
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,7 +403,7 @@ def test_outcome_json_round_trip():
 
 
 def test_environment_names_the_gpus_each_slot_uses():
-    from kernelstitch.agents.bench.report import environment
+    from kernelstitch.bench.report import environment
 
     gpus = {"torch": "2.9", "cuda": "12.8", "names": ["H100", "H100", "A100"]}
     env = environment([4, 5], gpus)
@@ -410,9 +415,9 @@ def test_environment_names_the_gpus_each_slot_uses():
 
 
 def test_bandwidth_fraction_only_for_accepted_memory_bound_plans():
-    from kernelstitch.agents.bench.metrics import set_bandwidth_fractions, summarise
-    from kernelstitch.agents.bench.outcome import memory_bound_bytes
-    from kernelstitch.agents.bench.report import render_markdown
+    from kernelstitch.bench.metrics import set_bandwidth_fractions, summarise
+    from kernelstitch.bench.outcome import memory_bound_bytes
+    from kernelstitch.bench.report import render_markdown
 
     fused = {"steps": [{"technique": "fused_elementwise", "estimated_bytes": 3 << 30},
                        {"technique": "fused_reduction", "estimated_bytes": 1 << 30}]}
@@ -525,7 +530,7 @@ def test_one_sigint_twice_in_a_row_stops_but_does_not_abort(monkeypatch):
     import os
     import signal
 
-    from kernelstitch.agents.bench import cli
+    from kernelstitch.bench import cli
 
     stop = threading.Event()
     previous = cli._install_sigint(stop, type("Err", (), {"print": lambda *a, **k: None})())

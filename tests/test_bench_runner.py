@@ -5,18 +5,18 @@ import threading
 
 import pytest
 from bench_fakes import spec_for, write_problem
-from kernelstitch.agents import bench_tasks
-from kernelstitch.agents.bench.outcome import ProblemOutcome
-from kernelstitch.agents.bench.phases import PhaseContext, Prepared
-from kernelstitch.agents.bench.runner import (
+from kernelstitch.bench import tasks as bench_tasks
+from kernelstitch.agents.job_protocol import JobResult
+
+from kernelstitch.bench.outcome import ProblemOutcome
+from kernelstitch.bench.phases import PhaseContext, Prepared
+from kernelstitch.bench.runner import (
     BUILD_TASK,
     MEASURE_TASK,
     PROFILE_TASK,
     PipelineRunner,
 )
-from kernelstitch.agents.bench.settings import BenchSettings
-from kernelstitch.agents.job_protocol import JobResult
-
+from kernelstitch.bench.settings import BenchSettings
 from kernelstitch.core.worker.protocol import Response, WorkerError
 from kernelstitch.core.workspace import Workspace
 
@@ -226,7 +226,7 @@ def test_build_failure_message_points_at_the_compiler_error(tmp_path):
 
 
 def test_the_stage_clock_splits_prepare_time_at_each_new_stage():
-    from kernelstitch.agents.bench.runner import StageClock
+    from kernelstitch.bench.runner import StageClock
 
     now = [0.0]
     clock = StageClock(lambda: now[0])
@@ -239,8 +239,8 @@ def test_the_stage_clock_splits_prepare_time_at_each_new_stage():
 
 
 def test_prepare_stages_are_reported_beside_the_verifier_stages():
-    from kernelstitch.agents.bench.metrics import stage_times
-    from kernelstitch.agents.bench.outcome import ProblemOutcome
+    from kernelstitch.bench.metrics import stage_times
+    from kernelstitch.bench.outcome import ProblemOutcome
 
     outcomes = [ProblemOutcome(problem=f"p{i}", status="accepted", message="",
                                prepare_stage_s={"planning": 2.0 * i, "build": 10.0},

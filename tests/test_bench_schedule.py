@@ -5,8 +5,9 @@ import threading
 import time
 
 from bench_fakes import Behaviour, FakeRunner, max_overlap, spec_for, write_problem
-from kernelstitch.agents.bench.phases import evaluate_problem
-from kernelstitch.agents.bench.schedule import LocalScheduler
+
+from kernelstitch.bench.phases import evaluate_problem
+from kernelstitch.bench.schedule import LocalScheduler
 
 
 def make_specs(tmp_path, count):
@@ -162,8 +163,7 @@ class _LateVerdict(FakeRunner):
 
 
 def test_a_problem_interrupted_by_its_limit_is_a_timeout_without_numbers(tmp_path):
-    from kernelstitch.agents.bench import resume
-
+    from kernelstitch.bench import resume
     from kernelstitch.core.runstore import RunStore
 
     spec = make_specs(tmp_path, 1)[0]

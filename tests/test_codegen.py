@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from kernelstitch.agents.codegen import (
+from kernelstitch.agents.coder.codegen import (
     BINDING_PRELUDE,
     CUDA_PRELUDE,
     ElementwiseOp,
@@ -28,7 +28,7 @@ from kernelstitch.agents.codegen import (
     emit_gemm,
     emit_reduction,
 )
-from kernelstitch.agents.codegen.spec import ATTR_OPS, BINARY_OPS, UNARY_OPS
+from kernelstitch.agents.plan.kernel_spec import ATTR_OPS, BINARY_OPS, UNARY_OPS
 
 E = ElementwiseOp
 DTYPES = ("float32", "float16", "bfloat16")
@@ -343,7 +343,7 @@ _PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols"}
 @pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_reduction_host_plan_picks_paths(tmp_path):
-    from kernelstitch.agents.codegen.common import SHARED_TYPES
+    from kernelstitch.agents.coder.codegen.common import SHARED_TYPES
 
     cases = ", ".join(f"{{{o}LL, {r}LL, {i}LL, {sms}, {smem}, {str(bool(n)).lower()}, "
                       f"{str(n is True).lower()}, {str(f).lower()}}}"

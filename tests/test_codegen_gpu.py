@@ -14,7 +14,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-from kernelstitch.agents.codegen import (
+from kernelstitch.agents.coder.codegen import (
     EXTRA_CFLAGS,
     EXTRA_CUDA_CFLAGS,
     EXTRA_LDFLAGS,
@@ -26,7 +26,7 @@ from kernelstitch.agents.codegen import (
     build_extension_sources,
     emit,
 )
-from kernelstitch.agents.codegen.spec import UNARY_OPS
+from kernelstitch.agents.plan.kernel_spec import UNARY_OPS
 
 E = ElementwiseOp
 F = torch.nn.functional

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.bench_tasks import ninja_steps
 from kernelstitch.agents.coder.builtin import generate_builtin, write_candidate
+
+from kernelstitch.bench.tasks import ninja_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "elementwise_chain.py"

@@ -7,9 +7,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kernelstitch.agents.graph.capture import GraphCaptureError, capture
-from kernelstitch.agents.graph.ir import Graph, GraphError, NodeRef
-from kernelstitch.agents.graph.tasks import capture_graph
+from kernelstitch.agents.plan.graph import Graph, GraphError, NodeRef
+from kernelstitch.agents.planner.capture import GraphCaptureError, capture
+from kernelstitch.agents.planner.capture_task import capture_graph
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -34,7 +34,7 @@ from llm_stub_server import StubLLM
 
 @pytest.fixture(scope="module")
 def graph():
-    from kernelstitch.agents.graph.capture import capture
+    from kernelstitch.agents.planner.capture import capture
 
     return capture(EXAMPLE, None)
 
@@ -237,7 +237,7 @@ def test_compact_seed_puts_the_plan_literal_on_one_line(tmp_path, graph):
     from kernelstitch.agents.coder.builtin import code_builtin
     from kernelstitch.agents.planner.builtin import plan_builtin
 
-    source = code_builtin(plan_builtin(graph), graph, EXAMPLE, tmp_path / "m.py").source
+    source = code_builtin(plan_builtin(graph), EXAMPLE, tmp_path / "m.py").source
     compact = compact_seed(source)
     assert len(compact) < len(source) and "class ModelNew" in compact
     line = next(x for x in compact.splitlines() if x.startswith("KERNELSTITCH_PLAN"))

@@ -7,9 +7,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kernelstitch.agents.graph.capture import capture
 from kernelstitch.agents.plan import Plan, PlanError, render_plan_markdown
-from kernelstitch.agents.planner.builtin import graph_for_plan, plan_builtin
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -100,7 +100,7 @@ def test_conv_is_a_library_call_with_bias_in_the_epilogue():
     conv, epi = plan.steps
     assert conv.spec["declare"]["aten::cudnn_convolution"] == "library_call"
     assert [o["op"] for o in epi.spec["ops"]] == ["add", "relu", "mul", "add"]
-    graph = graph_for_plan(plan, capture(EXAMPLES / "conv2d_bias_relu.py"))
+    graph = plan.graph
     assert graph.node(conv.nodes[0]).args[2] is None  # cuDNN runs without the bias
     assert plan.host.channels_last and any("channels_last on" in r for r in plan.host.reasons)
 

@@ -34,7 +34,7 @@ def _builtin_pipeline_available() -> bool:
     try:
         return all(importlib.util.find_spec(name) is not None for name in (
             "kernelstitch.agents.planner.builtin", "kernelstitch.agents.coder.builtin",
-            "kernelstitch.agents.graph"))
+            "kernelstitch.agents.planner.capture"))
     except ModuleNotFoundError:
         return False
 

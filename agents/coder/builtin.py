@@ -1,6 +1,6 @@
 """The built-in coder: Plan + Graph -> Candidate, through the codegen emitters.
 
-    candidate = code_builtin(plan, graph, reference_path, output_path)
+    candidate = code_builtin(plan, reference_path, output_path)   # plan bound to its graph
     write_candidate(candidate, out_dir)      # model_new.py, plan.json, kernels/<step>.cu
 
 `generate_builtin(path, module)` captures, plans and codes in-process (tests, scripts).
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelstitch.agents.codegen import (
+from kernelstitch.agents.coder.codegen import (
     EXTRA_CFLAGS,
     EXTRA_CUDA_CFLAGS,
     EXTRA_LDFLAGS,
@@ -24,10 +24,8 @@ from kernelstitch.agents.codegen import (
 from kernelstitch.agents.coder.program import CoderError, Program
 from kernelstitch.agents.coder.signature import constructor_signature
 from kernelstitch.agents.coder.wrapper import render_candidate
-from kernelstitch.agents.graph.ir import Graph
-from kernelstitch.agents.plan import Plan
-from kernelstitch.agents.planner.builtin import graph_for_plan, plan_builtin
-from kernelstitch.agents.planner.spec_json import spec_from_json
+from kernelstitch.agents.plan import Plan, PlanError
+from kernelstitch.agents.plan.kernel_spec import GemmSpec, spec_from_json
 
 __all__ = [
     "Candidate",
@@ -57,23 +55,25 @@ def emit_kernel(spec: dict[str, Any]) -> KernelSource:
     return emit(spec_from_json(spec))
 
 
-def code_builtin(plan: Plan, graph: Graph, reference_path: str | Path,
-                 output_path: str | Path) -> Candidate:
+def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path) -> Candidate:
     """Emit every kernel step and wrap them in ModelNew (output_path: where the file will live,
-    so the reference can be found relative to it)."""
-    full_graph = graph_for_plan(plan, graph)
+    so the reference can be found relative to it).  Every decision comes from the plan, bound
+    to its graph (`Plan.bind`)."""
+    full_graph = plan.graph
+    if full_graph is None:
+        raise CoderError("the plan is not bound to its graph (Plan.bind)")
     kernels: dict[str, KernelSource] = {}
     for step in plan.steps:
         if step.is_kernel:
             try:
-                kernels[step.id] = emit_kernel(step.spec)
-            except (ValueError, KeyError) as exc:
+                kernels[step.id] = emit(step.kernel_spec())
+            except (PlanError, ValueError, KeyError) as exc:
                 raise CoderError(f"step {step.id} ({step.description}): {exc}") from exc
     program = Program(plan, full_graph, kernels)
     body = program.build()
     ordered = [kernels[s.id] for s in plan.steps if s.id in kernels]
     cpp, cuda, functions = build_extension_sources(ordered) if ordered else ("", "", [])
-    needs_cublaslt = any((s.spec or {}).get("type") == "gemm" for s in plan.steps if s.is_kernel)
+    needs_cublaslt = any(isinstance(s.kernel_spec(), GemmSpec) for s in plan.steps if s.is_kernel)
     reference_path = Path(reference_path).resolve()
     init_sig = constructor_signature(reference_path.read_text(encoding="utf-8"), plan.module)
     source = render_candidate(
@@ -106,10 +106,11 @@ def write_candidate(candidate: Candidate, out_dir: str | Path) -> Path:
 def generate_builtin(path: str | Path, module: str | None = None,
                      output_path: str | Path | None = None,
                      constants: dict[str, Any] | None = None) -> Candidate:
-    """Capture (in this process: it runs the user's code), plan and code."""
-    from kernelstitch.agents.graph.capture import capture
+    """Capture (in this process: it runs the user's code), plan and code.  A test and script
+    convenience that drives the planner too; the pipeline runs the stages itself."""
+    from kernelstitch.agents.planner.builtin import plan_builtin
+    from kernelstitch.agents.planner.capture import capture
 
-    graph = capture(path, module, constants)
-    plan = plan_builtin(graph)
+    plan = plan_builtin(capture(path, module, constants))
     target = Path(output_path) if output_path else Path(path).resolve().parent / "model_new.py"
-    return code_builtin(plan, graph, path, target)
+    return code_builtin(plan, path, target)

@@ -12,11 +12,10 @@ import keyword
 import math
 from typing import Any
 
-from kernelstitch.agents.codegen.spec import KernelSource
-from kernelstitch.agents.graph.ir import DTypeConst, Graph, Node, NodeRef, OpaqueConst
+from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.plan import Plan
-from kernelstitch.agents.planner.builtin import channels_last_conv
-from kernelstitch.agents.planner.ops import VIEW_OPS, is_host
+from kernelstitch.agents.plan.graph import DTypeConst, Graph, Node, NodeRef, OpaqueConst
+from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
 
 
 class CoderError(Exception):
@@ -153,7 +152,7 @@ class Program:
             op_node = self.graph.node(step.nodes[0])
             self.lines.append(f"# {step.id}: {step.description}")
             args = self.call_args(op_node)
-            channels_last = self.plan.host.channels_last and channels_last_conv(step, self.graph)
+            channels_last = self.plan.host.channels_last and step.channels_last
             if channels_last:  # cuDNN's NHWC kernels (see the plan's host reasons)
                 first, _, rest = args.partition(", ")
                 args = f"{first}.contiguous(memory_format=torch.channels_last), {rest}"

@@ -13,17 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelstitch.agents.graph.ir import (
+from kernelstitch.agents.llm.errors import LlmReplyError
+from kernelstitch.agents.llm.extract import extract_json
+from kernelstitch.agents.plan import Plan, PlanError
+from kernelstitch.agents.plan.graph import (
     DTypeConst,
     Graph,
-    GraphEdit,
     GraphError,
     NodeRef,
     OpaqueConst,
 )
-from kernelstitch.agents.llm.errors import LlmReplyError
-from kernelstitch.agents.llm.extract import extract_json
-from kernelstitch.agents.plan import Plan, PlanError
 
 MAX_GRAPH_LINES = 400
 MAX_PROFILE_KERNELS = 12
@@ -119,8 +118,8 @@ def validate_plan(data: Any, graph: Graph) -> Plan:
     if not plan.steps:
         raise PlanError("plan.steps: empty; every call node of the graph needs a step")
     try:
-        full = graph.with_edits([GraphEdit.from_json(e) for e in plan.graph_edits]) \
-            if plan.graph_edits else graph
+        plan = plan.bind(graph)
+        full = plan.graph
     except (GraphError, KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"plan.graph_edits: {exc} (leave graph_edits out; describe rewrites in "
                         "the step's description and spec)") from None

@@ -10,15 +10,16 @@ from __future__ import annotations
 import importlib.util
 import math
 
-from kernelstitch.agents.codegen.spec import (
+from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, PlanStep, human_bytes
+from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
+from kernelstitch.agents.plan.kernel_spec import (
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
     ReductionSpec,
     TensorArg,
+    spec_to_json,
 )
-from kernelstitch.agents.graph.ir import Graph, GraphEdit, Node, NodeRef, TensorMeta
-from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, PlanStep, human_bytes
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
 from kernelstitch.agents.planner.ops import (
     ELEMENT_SIZE,
@@ -29,15 +30,14 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 from kernelstitch.agents.planner.rewrites import apply_rewrites
-from kernelstitch.agents.planner.spec_json import spec_to_json
 
 CUDA_GRAPH_MAX_BYTES = 64 << 20  # below this a forward is launch-bound on an H100
 CUDA_GRAPH_MIN_LAUNCHES = 2
 
 
 def gemm_kernels_available() -> bool:
-    """The cuBLASLt GEMM emitter is part of this build (agents/codegen/gemm.py)."""
-    return importlib.util.find_spec("kernelstitch.agents.codegen.gemm") is not None
+    """The cuBLASLt GEMM emitter is part of this build (agents/coder/codegen/gemm.py)."""
+    return importlib.util.find_spec("kernelstitch.agents.coder.codegen.gemm") is not None
 
 
 # Kernel steps of ours that do work PyTorch would not (fusion, a rewrite); a GEMM step counts
@@ -86,6 +86,8 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
     idle = nothing_to_fuse(steps)
     if idle:
         notes.append(idle)
+    for step in steps:
+        step.channels_last = channels_last_conv(step, rewritten.graph)
     return Plan(
         module=graph.module,
         source_path=graph.source_path,
@@ -93,14 +95,7 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
         host=host_settings(steps, rewritten.graph, sched),
         notes=notes,
         graph_edits=[e.to_json() for e in rewritten.edits],
-    )
-
-
-def graph_for_plan(plan: Plan, graph: Graph) -> Graph:
-    """The graph the plan's node names refer to (captured graph + the plan's rewrites)."""
-    if not plan.graph_edits:
-        return graph
-    return graph.with_edits([GraphEdit.from_json(e) for e in plan.graph_edits])
+    ).bind(graph)
 
 
 # ---- steps -----------------------------------------------------------------------------------
@@ -303,7 +298,7 @@ def host_settings(steps: list[PlanStep], graph: Graph, sched: Schedule) -> HostS
         reasons.append(f"CUDA graph off: {why}")
     convs = [s for s in steps if s.technique == "library_call" and s.spec
              and base_op(s.spec.get("op", "")).startswith("conv")]
-    channels_last = any(channels_last_conv(s, graph) for s in convs)
+    channels_last = any(s.channels_last for s in convs)
     if channels_last:
         reasons.append("channels_last on: the 2-D convolution runs cuDNN on an NHWC copy of its "
                        "input (on the H100, examples/conv2d_bias_relu's fp32 conv took 2.19 ms "

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kernelstitch.agents.graph.ir import Graph, Node, NodeRef, TensorMeta
+from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
+from kernelstitch.agents.plan.host_ops import is_host
 from kernelstitch.agents.planner.ops import (
     CONV_OPS,
     FLOAT_DTYPES,
     GEMM_OPS,
     REDUCTION_KINDS,
     float_tensors,
-    is_host,
     translate_elementwise,
 )
 

@@ -7,30 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from kernelstitch.agents.codegen.spec import ElementwiseOp
-from kernelstitch.agents.graph.ir import Graph, Node, NodeRef
+from kernelstitch.agents.plan.graph import Graph, Node, NodeRef
+from kernelstitch.agents.plan.kernel_spec import ElementwiseOp
 
 FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
 ELEMENT_SIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
                 "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8}
 
 NodeClass = Literal["host", "elementwise", "reduction", "gemm", "library", "fallback"]
-
-# Memory-only ops the wrapper runs as PyTorch calls (no compute, no kernel of ours).
-VIEW_OPS = frozenset({
-    "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
-    "aten.permute.default", "aten.transpose.int", "aten.t.default", "aten.unsqueeze.default",
-    "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.expand.default",
-    "aten.flatten.using_ints", "aten.unflatten.int", "aten.contiguous.default",
-    "aten.clone.default", "aten.alias.default", "aten.detach.default", "aten.slice.Tensor",
-    "aten.select.int", "aten.narrow.default", "aten.to.dtype", "aten.to.dtype_layout",
-    "aten._to_copy.default", "aten.type_as.default", "aten.view_as.default",
-    "aten.reshape_as.default", "aten.expand_as.default", "aten.movedim.int",
-    "aten.swapaxes.default", "aten.lift_fresh_copy.default", "aten.split.Tensor",
-    "aten.chunk.default", "aten.unbind.int", "aten.split_with_sizes.default",
-})
-SIZE_OPS_PREFIX = ("operator.", "aten.sym_size", "aten.sym_numel", "aten.sym_stride",
-                   "torch.sym_", "math.")
 
 REDUCTION_KINDS = {
     "aten.sum.dim_IntList": "sum", "aten.mean.dim": "mean", "aten.amax.default": "amax",
@@ -72,18 +56,6 @@ def torch_ops_for(op: str) -> tuple[str, ...]:
     """Profiler names to declare for a PyTorch call of `op`."""
     base = base_op(op)
     return LIBRARY_CHAINS.get(base, (f"aten::{base}",))
-
-
-def is_host(node: Node) -> bool:
-    return (node.op in VIEW_OPS or node.op == "getitem" or node.op.startswith(SIZE_OPS_PREFIX)
-            or _is_identity_dropout(node))
-
-
-def _is_identity_dropout(node: Node) -> bool:
-    if node.op not in ("aten.dropout.default", "aten.feature_dropout.default"):
-        return False
-    p, train = node.arg(1, "p", 0.5), node.arg(2, "train", True)
-    return (not train) or p == 0
 
 
 def float_tensors(graph: Graph, node: Node) -> bool:

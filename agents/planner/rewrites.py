@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelstitch.agents.graph.ir import Graph, GraphEdit, Node, NodeRef, TensorMeta
+from kernelstitch.agents.plan.graph import Graph, GraphEdit, Node, NodeRef, TensorMeta
+from kernelstitch.agents.plan.host_ops import is_host
 from kernelstitch.agents.planner.ops import (
     CONV_OPS,
     REDUCTION_KINDS,
     float_tensors,
-    is_host,
     translate_elementwise,
 )
 

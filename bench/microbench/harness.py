@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelstitch.agents.codegen import emit
-from kernelstitch.agents.codegen.spec import ReductionSpec, TensorArg
-from kernelstitch.agents.planner.spec_json import spec_from_json
+from kernelstitch.agents.coder.codegen import emit
+from kernelstitch.agents.plan.kernel_spec import ReductionSpec, TensorArg, spec_from_json
 
 MAIN = r'''
 #include <cstdio>

@@ -1,0 +1,61 @@
+"""Kernel emitters of the built-in fusion compiler: specs (`spec.py`) in, CUDA C++ out.
+
+Each emitter returns a `KernelSource`; `build_extension_sources` assembles any number of them into
+the sources of one `torch.utils.cpp_extension.load_inline` call (pass `EXTRA_CUDA_CFLAGS`,
+`EXTRA_CFLAGS` and `EXTRA_LDFLAGS` too).  Emitting needs no torch.
+"""
+
+from kernelstitch.agents.coder.codegen.common import (
+    BINDING_PRELUDE,
+    CUDA_PRELUDE,
+    EXTRA_CFLAGS,
+    EXTRA_CUDA_CFLAGS,
+    EXTRA_LDFLAGS,
+    build_extension_sources,
+)
+from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
+from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops, op_expression
+from kernelstitch.agents.coder.codegen.gemm import emit_gemm
+from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.reduction import emit_reduction
+from kernelstitch.agents.plan.kernel_spec import (
+    ElementwiseOp,
+    ElementwiseSpec,
+    GemmSpec,
+    ReductionSpec,
+    TensorArg,
+)
+
+
+def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec) -> KernelSource:
+    """Dispatches on the spec type."""
+    if isinstance(spec, ElementwiseSpec):
+        return emit_elementwise(spec)
+    if isinstance(spec, ReductionSpec):
+        return emit_reduction(spec)
+    if isinstance(spec, GemmSpec):
+        return emit_gemm(spec)
+    raise TypeError(f"no emitter for {type(spec).__name__}")
+
+
+__all__ = [
+    "BINDING_PRELUDE",
+    "CUDA_PRELUDE",
+    "EXTRA_CFLAGS",
+    "EXTRA_CUDA_CFLAGS",
+    "EXTRA_LDFLAGS",
+    "ElementwiseOp",
+    "ElementwiseSpec",
+    "GemmSpec",
+    "KernelSource",
+    "ReductionSpec",
+    "TensorArg",
+    "build_extension_sources",
+    "c_float",
+    "compile_ops",
+    "emit",
+    "emit_elementwise",
+    "emit_gemm",
+    "emit_reduction",
+    "op_expression",
+]

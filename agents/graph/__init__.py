@@ -1,1 +1,0 @@
-"""Graph capture (torch.export on the meta device) and the torch-free graph IR."""

@@ -1,0 +1,197 @@
+"""Kernel specifications: the contract between the scheduler (what to fuse) and the kernel
+emitters (CUDA source for one fused step).
+
+A spec says *what* a kernel computes, never for which shape: every emitted kernel takes its sizes
+at run time, so one compiled candidate serves every valid input shape.  All arithmetic happens in
+fp32 registers whatever the storage dtype (fp32, fp16, bf16).
+
+Values inside a kernel are named strings.  Tensor inputs are named by `TensorArg.name`; each
+`ElementwiseOp` defines `out`; constants are Python floats written into the source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+DType = Literal["float32", "float16", "bfloat16"]
+
+# Unary ops: one value argument.  Binary ops: two (value or float constant).
+UNARY_OPS = frozenset(
+    {
+        "neg", "abs", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
+        "gelu",  # exact (erf) GELU, torch's default
+        "gelu_tanh",  # GELU(approximate='tanh')
+        "silu", "softplus", "mish", "elu", "selu", "hardswish", "hardsigmoid", "square",
+    }
+)
+BINARY_OPS = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "pow"})
+# Ops with float attributes in `attrs`:
+#   clamp(x) attrs {"min": float|None, "max": float|None}  (also hardtanh, relu6)
+#   leaky_relu(x) attrs {"negative_slope": float}
+#   where(cond, a, b): three values; cond is compared `!= 0`
+ATTR_OPS = frozenset({"clamp", "leaky_relu", "where"})
+
+Operand = str | float
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """A tensor the kernel reads.  At run time it is broadcast (torch rules) to the shape the
+    kernel iterates over; the binding passes 0 strides for broadcast dimensions."""
+
+    name: str
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class ElementwiseOp:
+    op: str
+    args: tuple[Operand, ...]
+    out: str
+    attrs: tuple[tuple[str, float | None], ...] = ()  # sorted (key, value) pairs: hashable
+
+    def attr(self, key: str) -> float | None:
+        return dict(self.attrs).get(key)
+
+
+@dataclass(frozen=True)
+class ElementwiseSpec:
+    """out_k = f_k(inputs...) for every element of the broadcast shape of the inputs, in one pass.
+
+    `outputs` names the values stored (usually one; several when later steps need intermediates).
+    The binding returns one tensor per output, contiguous, of dtype `out_dtype`.
+    """
+
+    name: str
+    inputs: tuple[TensorArg, ...]
+    ops: tuple[ElementwiseOp, ...]
+    outputs: tuple[str, ...]
+    out_dtype: DType
+
+
+ReductionKind = Literal[
+    "sum", "mean", "amax", "amin", "logsumexp",  # produce the reduced shape
+    "softmax", "log_softmax", "layer_norm",  # produce the input's shape
+]
+
+
+@dataclass(frozen=True)
+class ReductionSpec:
+    """A reduction over one dimension of a tensor seen as [outer, R, inner] (R the reduced
+    dimension; `inner == 1` is the common, contiguous last-dim case), with fused elementwise
+    prologue and epilogue.
+
+    * `prologue` computes the reduced operand `prologue_out` from `inputs` (all broadcast to the
+      shape of `inputs[0]`); empty prologue means `prologue_out == inputs[0].name`.
+    * `kind` reduces it along `dim` (normalised at run time; keepdim as given).
+    * layer_norm normalises over the trailing `norm_ndim` dimensions (treated as R) with `eps`;
+      `weight`/`bias` name TensorArgs in `inputs` (or None).
+    * `epilogue` maps the reduction's result, named `"acc"`, elementwise to the stored output
+      `epilogue_out`; epilogue tensor inputs (in `inputs` too) broadcast to the output shape.
+    """
+
+    name: str
+    kind: ReductionKind
+    inputs: tuple[TensorArg, ...]
+    dim: int
+    keepdim: bool
+    out_dtype: DType
+    prologue: tuple[ElementwiseOp, ...] = ()
+    prologue_out: str = ""
+    epilogue: tuple[ElementwiseOp, ...] = ()
+    epilogue_out: str = "acc"
+    epilogue_inputs: tuple[str, ...] = ()  # names in `inputs` used only by the epilogue
+    norm_ndim: int = 1
+    eps: float = 1e-5
+    weight: str | None = None
+    bias: str | None = None
+
+
+Activation = Literal["none", "relu", "gelu", "gelu_tanh"]
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """y = act(x @ W^T + bias) [* alpha]: a Linear/matmul through cuBLASLt with its epilogue
+    fused (bias, relu, gelu), x of shape [..., K], W [N, K] (Linear layout, `weight_layout="nk"`) or
+    [K, N] (matmul layout, `"kn"`)."""
+
+    name: str
+    x: TensorArg
+    weight: TensorArg
+    bias: TensorArg | None
+    activation: Activation
+    out_dtype: DType
+    weight_layout: Literal["nk", "kn"] = "nk"
+
+
+# ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
+# The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
+
+Spec = ElementwiseSpec | ReductionSpec | GemmSpec
+
+
+def _arg(t: TensorArg | None) -> Any:
+    return None if t is None else {"name": t.name, "dtype": t.dtype}
+
+
+def _arg_from(d: Any) -> TensorArg | None:
+    return None if d is None else TensorArg(str(d["name"]), d["dtype"])
+
+
+def _op(op: ElementwiseOp) -> dict[str, Any]:
+    return {"op": op.op, "args": list(op.args), "out": op.out, "attrs": dict(op.attrs)}
+
+
+def _op_from(d: dict[str, Any]) -> ElementwiseOp:
+    args = tuple(a if isinstance(a, str) else float(a) for a in d["args"])
+    attrs = tuple(sorted((str(k), None if v is None else float(v))
+                         for k, v in d.get("attrs", {}).items()))
+    return ElementwiseOp(str(d["op"]), args, str(d["out"]), attrs)
+
+
+def spec_to_json(spec: Spec) -> dict[str, Any]:
+    if isinstance(spec, ElementwiseSpec):
+        return {"type": "elementwise", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
+                "ops": [_op(o) for o in spec.ops], "outputs": list(spec.outputs),
+                "out_dtype": spec.out_dtype}
+    if isinstance(spec, ReductionSpec):
+        return {"type": "reduction", "name": spec.name, "kind": spec.kind,
+                "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim,
+                "keepdim": spec.keepdim, "out_dtype": spec.out_dtype,
+                "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
+                "epilogue": [_op(o) for o in spec.epilogue], "epilogue_out": spec.epilogue_out,
+                "epilogue_inputs": list(spec.epilogue_inputs), "norm_ndim": spec.norm_ndim,
+                "eps": spec.eps, "weight": spec.weight, "bias": spec.bias}
+    if isinstance(spec, GemmSpec):
+        return {"type": "gemm", "name": spec.name, "x": _arg(spec.x), "weight": _arg(spec.weight),
+                "bias": _arg(spec.bias), "activation": spec.activation,
+                "out_dtype": spec.out_dtype, "weight_layout": spec.weight_layout}
+    raise TypeError(f"not a codegen spec: {spec!r}")
+
+
+def spec_from_json(data: dict[str, Any]) -> Spec:
+    kind = data.get("type")
+    if kind == "elementwise":
+        return ElementwiseSpec(
+            name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
+            ops=tuple(_op_from(o) for o in data["ops"]), outputs=tuple(data["outputs"]),
+            out_dtype=data["out_dtype"])
+    if kind == "reduction":
+        return ReductionSpec(
+            name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
+            dim=int(data["dim"]), keepdim=bool(data["keepdim"]), out_dtype=data["out_dtype"],
+            prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
+            prologue_out=data.get("prologue_out", ""),
+            epilogue=tuple(_op_from(o) for o in data.get("epilogue", [])),
+            epilogue_out=data.get("epilogue_out", "acc"),
+            epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
+            norm_ndim=int(data.get("norm_ndim", 1)), eps=float(data.get("eps", 1e-5)),
+            weight=data.get("weight"), bias=data.get("bias"))
+    if kind == "gemm":
+        return GemmSpec(
+            name=data["name"], x=_arg_from(data["x"]), weight=_arg_from(data["weight"]),
+            bias=_arg_from(data.get("bias")), activation=data["activation"],
+            out_dtype=data["out_dtype"], weight_layout=data.get("weight_layout", "nk"))
+    raise ValueError(f"unknown spec type {kind!r}")

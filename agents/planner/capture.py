@@ -1,0 +1,263 @@
+"""Capture a module's forward as a `Graph`: build it and its inputs on the meta device (no memory,
+no compute, whatever the sizes), `torch.export` it with every input dimension dynamic, and convert
+the exported ATen graph into the torch-free IR.
+
+This executes the user's code, so production callers go through the worker task
+`kernelstitch.agents.planner.capture_task:capture_graph`; tests call `capture` directly.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+from kernelstitch.agents.plan.graph import (
+    DTypeConst,
+    Graph,
+    Node,
+    NodeRef,
+    OpaqueConst,
+    Placeholder,
+    TensorMeta,
+)
+from torch.export import Dim
+from torch.export.graph_signature import InputKind, OutputKind
+
+from kernelstitch.core.problem import ProblemError, load_problem
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+class GraphCaptureError(Exception):
+    """The forward could not be captured; `line` is the user's line when known."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+def capture(path: str | Path, module: str | None = None,
+            constants: dict[str, Any] | None = None) -> Graph:
+    """Graph of `module`'s forward in the problem file `path`.
+
+    `constants` overrides module-level names (the UPPERCASE shape constants) before the module
+    and its inputs are built: tests capture shrunk problems this way.
+    """
+    path = Path(path).resolve()
+    try:
+        problem = load_problem(path, module)
+    except ProblemError as exc:
+        raise GraphCaptureError(str(exc)) from exc
+    for name, value in (constants or {}).items():
+        setattr(problem.namespace, name, value)
+    try:
+        with torch.device("meta"):
+            model = problem.build()
+            inputs = problem.inputs()
+    except ProblemError as exc:
+        raise GraphCaptureError(str(exc), _user_line(exc, path)) from exc
+    if not isinstance(model, torch.nn.Module):
+        raise GraphCaptureError(f"{problem.info.name}(...) did not return an nn.Module")
+
+    exported, dynamic, notes = _export(model, inputs, path, problem.info.name)
+    return _convert(exported, path, problem.info.name, dynamic, notes)
+
+
+def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str):
+    """Export with dynamic sizes (one candidate for every shape); static sizes as a fallback."""
+    dynamic_shapes = tuple(
+        {d: Dim.AUTO for d in range(x.dim())} if isinstance(x, torch.Tensor) else None
+        for x in inputs
+    )
+    try:
+        return torch.export.export(model, tuple(inputs), dynamic_shapes=dynamic_shapes,
+                                   strict=False), True, []
+    except Exception as dynamic_exc:  # noqa: BLE001 - any export failure: retry static
+        first = dynamic_exc
+    try:
+        exported = torch.export.export(model, tuple(inputs), strict=False)
+    except Exception as exc:
+        line = _user_line(exc, path)
+        where = f"{path.name}:{line}: " if line else ""
+        raise GraphCaptureError(
+            f"{where}torch.export could not trace {name}.forward: {type(exc).__name__}: "
+            f"{_first_lines(str(exc))}", line,
+        ) from exc
+    note = (f"sizes are static: dynamic export failed ({type(first).__name__}: "
+            f"{_first_lines(str(first), 1)}); the candidate may only accept the captured shapes")
+    return exported, False, [note]
+
+
+def _first_lines(text: str, count: int = 3) -> str:
+    return " ".join(line.strip() for line in text.strip().splitlines()[:count])
+
+
+def _user_line(exc: BaseException, path: Path) -> int | None:
+    """Innermost line of the problem file in the exception's traceback or message."""
+    line = None
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame in traceback.extract_tb(current.__traceback__):
+            if _same_file(frame.filename, path):
+                line = frame.lineno
+        for file, number in _FRAME.findall(str(current)):
+            if _same_file(file, path):
+                line = int(number)
+        current = current.__cause__ or current.__context__
+    return line
+
+
+def _same_file(filename: str, path: Path) -> bool:
+    try:
+        return Path(filename).resolve() == path
+    except (OSError, ValueError):
+        return False
+
+
+def _line_of(stack_trace: str | None, path: Path) -> int | None:
+    """The innermost frame in the user's file: for an op inside a submodule's forward (F.linear
+    in nn.Linear) that is the user's line calling the submodule."""
+    line = None
+    for file, number in _FRAME.findall(stack_trace or ""):
+        if _same_file(file, path):
+            line = int(number)
+    return line
+
+
+# ---- conversion ------------------------------------------------------------------------------
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _size(d: Any) -> tuple[int | str, int]:
+    """(IR size, example size) of one dimension."""
+    if isinstance(d, int):
+        return d, d
+    expr = d.node.expr
+    if getattr(expr, "is_number", False):
+        return int(expr), int(expr)
+    hint = d.node.hint
+    if hint is None:
+        hint = d.node.shape_env.size_hint(expr)
+    return str(expr), int(hint)
+
+
+def _meta(value: Any) -> TensorMeta | None:
+    if not isinstance(value, torch.Tensor):
+        return None
+    sizes = [_size(d) for d in value.shape]
+    return TensorMeta(tuple(s for s, _ in sizes), tuple(h for _, h in sizes), _dtype_name(value.dtype))
+
+
+def _op_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)  # aten.linear.default
+    if target is operator.getitem:
+        return "getitem"
+    module = getattr(target, "__module__", "") or ""
+    module = {"_operator": "operator"}.get(module, module)
+    return f"{module}.{getattr(target, '__name__', repr(target))}"
+
+
+def _value(arg: Any) -> Any:
+    if isinstance(arg, torch.fx.Node):
+        return NodeRef(arg.name)
+    if isinstance(arg, (list, tuple)):
+        return [_value(a) for a in arg]
+    if isinstance(arg, torch.dtype):
+        return DTypeConst(_dtype_name(arg))
+    if arg is None or isinstance(arg, (bool, int, float, str)):
+        return arg
+    if isinstance(arg, (torch.SymInt, torch.SymFloat)):
+        return OpaqueConst(str(arg))
+    return OpaqueConst(str(arg))
+
+
+def _module_scope(meta: dict[str, Any]) -> tuple[str, str]:
+    stack = meta.get("nn_module_stack") or {}
+    if not stack:
+        return "", ""
+    path, kind = list(stack.values())[-1]
+    if str(path).startswith("_empty"):  # export's placeholder for nodes it adds itself
+        return "", ""
+    kind_name = kind if isinstance(kind, str) else f"{kind.__module__}.{kind.__qualname__}"
+    return str(path), kind_name
+
+
+def _placeholders(exported) -> dict[str, Placeholder]:
+    found: dict[str, Placeholder] = {}
+    user_index = 0
+    for spec in exported.graph_signature.input_specs:
+        name = spec.arg.name
+        if spec.kind == InputKind.PARAMETER:
+            found[name] = Placeholder("parameter", spec.target)
+        elif spec.kind == InputKind.BUFFER:
+            found[name] = Placeholder("buffer", spec.target, persistent=bool(spec.persistent))
+        elif spec.kind == InputKind.USER_INPUT:
+            found[name] = Placeholder("input", index=user_index)
+            user_index += 1
+        else:
+            found[name] = Placeholder("constant", spec.target)
+    return found
+
+
+def _convert(exported, path: Path, module: str, dynamic: bool, notes: list[str]) -> Graph:
+    placeholders = _placeholders(exported)
+    nodes: list[Node] = []
+    for fx_node in exported.graph.nodes:
+        meta = fx_node.meta
+        if fx_node.op == "placeholder":
+            ph = placeholders[fx_node.name]
+            if ph.kind == "constant":
+                raise GraphCaptureError(
+                    f"forward creates the tensor constant {ph.target!r}: tensor constants are not "
+                    "supported yet (make it a buffer with register_buffer)")
+            nodes.append(Node(fx_node.name, "placeholder", outputs=(_meta(meta.get("val")),),
+                              placeholder=ph))
+            continue
+        if fx_node.op != "call_function":
+            continue  # output handled below
+        val = meta.get("val")
+        multi = isinstance(val, (list, tuple))
+        outputs = tuple(_meta(v) for v in val) if multi else (_meta(val),)
+        symbol = str(val) if isinstance(val, (torch.SymInt, torch.SymFloat, int)) and not multi else None
+        module_path, module_type = _module_scope(meta)
+        nodes.append(Node(
+            name=fx_node.name,
+            op=_op_name(fx_node.target),
+            args=tuple(_value(a) for a in fx_node.args),
+            kwargs={k: _value(v) for k, v in fx_node.kwargs.items()},
+            outputs=outputs,
+            multi_output=multi,
+            symbol=symbol,
+            line=_line_of(meta.get("stack_trace"), path),
+            module_path=module_path,
+            module_type=module_type,
+        ))
+
+    output_node = next(n for n in exported.graph.nodes if n.op == "output")
+    results = list(output_node.args[0])
+    outputs = []
+    for spec, value in zip(exported.graph_signature.output_specs, results):
+        if spec.kind == OutputKind.USER_OUTPUT:
+            outputs.append(_value(value))
+        else:
+            what = spec.target or spec.arg.name
+            raise GraphCaptureError(
+                f"forward mutates {what!r} ({spec.kind.name.lower()}): in-place updates of "
+                "buffers or inputs (e.g. BatchNorm running stats in training mode) are not "
+                "supported; call .eval() in the problem or avoid the mutation")
+    out_spec = exported.call_spec.out_spec
+    output_is_tuple = out_spec is not None and not out_spec.is_leaf()
+    if output_is_tuple and any(not child.is_leaf() for child in out_spec.children()):
+        raise GraphCaptureError("forward returns a nested structure: return a tensor or a tuple "
+                                "of tensors")
+    return Graph(module=module, source_path=str(path), nodes=nodes, outputs=outputs,
+                 output_is_tuple=output_is_tuple, dynamic=dynamic, notes=notes)

@@ -1,0 +1,150 @@
+"""KernelBench metrics over a set of outcomes.
+
+* fast_p: the fraction of ALL problems whose candidate is correct AND more than p times faster
+  than the baseline (fast_0 is the correctness rate: any correct candidate is "faster than 0x").
+* geomean speedups: over correct problems that have a timing (a wrong kernel has no speed).
+* roofline fraction: the reference's roofline floor / our median time, only where a profile
+  gave a floor (--profile); None otherwise, never estimated.
+* bandwidth fraction: for plans made only of memory-bound kernels of ours, the plan's DRAM bytes
+  / our median time / the copy bandwidth measured on the GPU at the start of the run.
+* stage times: medians of prepare_s, measure_s and of each Verifier stage (verify_stage_s) over
+  the problems that have them (cancelled ones left out: their time is not the problem's), for
+  all problems and per level.
+* published baselines: where the problems come from a KernelBench tree, the geomean of our eager
+  time / the published H100 eager time says whether this machine times like theirs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from typing import Any
+
+from kernelstitch.bench.outcome import ProblemOutcome
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+
+
+def geomean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None and v > 0]
+    if not present:
+        return None
+    return math.exp(sum(math.log(v) for v in present) / len(present))
+
+
+def fast_p(outcomes: list[ProblemOutcome], p: float, key: str) -> float:
+    """Fraction of all `outcomes` that are correct and have `key` (a speedup) above p."""
+    if not outcomes:
+        return 0.0
+
+    def hit(o: ProblemOutcome) -> bool:
+        if not o.correct:
+            return False
+        speedup = getattr(o, key)
+        return p <= 0 or (speedup is not None and speedup > p)
+
+    return sum(1 for o in outcomes if hit(o)) / len(outcomes)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def set_bandwidth_fractions(outcomes: list[ProblemOutcome],
+                            dram_bytes_per_s: float | None) -> None:
+    """Recomputed for every outcome, reused ones included: the measured bandwidth is this
+    run's (the resume key already pins the device)."""
+    for o in outcomes:
+        usable = dram_bytes_per_s and o.correct and o.plan_bytes and o.candidate_ms
+        o.bandwidth_fraction = (o.plan_bytes / (o.candidate_ms * 1e-3) / dram_bytes_per_s
+                                if usable else None)
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 3) if present else None
+
+
+def _stage_group(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
+    timed = [o for o in outcomes if o.status != "cancelled"]
+    stages: dict[str, list[float]] = {}
+    for o in timed:
+        for name, seconds in (o.prepare_stage_s or {}).items():
+            stages.setdefault(f"prepare.{name}", []).append(seconds)
+        for name, seconds in (o.verify_stage_s or {}).items():
+            stages.setdefault(name, []).append(seconds)
+    return {
+        "problems": len(timed),
+        "prepared": sum(1 for o in timed if o.prepare_s is not None),
+        "measured": sum(1 for o in timed if o.measure_s is not None),
+        "prepare_s": _median([o.prepare_s for o in timed]),
+        "measure_s": _median([o.measure_s for o in timed]),
+        # stage -> [median seconds, problems that have it]; order of first appearance
+        # (prepare.* stages first, then the Verifier's)
+        "verify_stage_s": {name: [_median(list(v)), len(v)] for name, v in stages.items()},
+    }
+
+
+def stage_times(outcomes: list[ProblemOutcome]) -> dict[str, dict[str, Any]]:
+    """{"all": ..., "level1": ..., ...}: median prepare / measure / Verifier stage seconds."""
+    groups = {"all": _stage_group(outcomes)}
+    levels = sorted({o.level for o in outcomes if o.level}, key=lambda x: (len(x), x))
+    if len(levels) > 1:
+        groups.update({f"level{lv}": _stage_group([o for o in outcomes if o.level == lv])
+                       for lv in levels})
+    return groups
+
+
+def published_summary(outcomes: list[ProblemOutcome]) -> dict[str, Any] | None:
+    """Our eager (and torch.compile) time / the published one, geomean over the problems that
+    have both; None when no problem has a published baseline."""
+    with_base = [o for o in outcomes if o.published_eager_ms is not None]
+    if not with_base:
+        return None
+
+    def ratios(ours: str, theirs: str) -> list[float | None]:
+        return [getattr(o, ours) / getattr(o, theirs) for o in with_base
+                if getattr(o, ours) and getattr(o, theirs)]
+
+    eager, compiled = ratios("eager_ms", "published_eager_ms"), ratios(
+        "compiled_ms", "published_compiled_ms")
+    return {
+        "problems": len(with_base),
+        "eager_compared": len(eager),
+        "geomean_eager_vs_published": geomean(eager),
+        "compiled_compared": len(compiled),
+        "geomean_compiled_vs_published": geomean(compiled),
+        # ours against their published eager time: what a KernelBench score would use
+        "geomean_speedup_vs_published_eager": geomean(
+            [o.published_eager_ms / o.candidate_ms for o in with_base
+             if o.correct and o.candidate_ms]),
+    }
+
+
+def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
+    correct = [o for o in outcomes if o.correct]
+    fractions = [o.bandwidth_fraction for o in correct if o.bandwidth_fraction is not None]
+    n = len(outcomes)
+    return {
+        "problems": n,
+        "accepted": len(correct),
+        "correctness_rate": len(correct) / n if n else 0.0,
+        "compiled": sum(1 for o in outcomes if o.compiled),
+        "compile_failures": sum(1 for o in outcomes if o.compiled is False),
+        "by_status": dict(sorted(Counter(o.status for o in outcomes).items())),
+        "reused": sum(1 for o in outcomes if o.reused),
+        "geomean_speedup_vs_eager": geomean([o.speedup_vs_eager for o in correct]),
+        "geomean_speedup_vs_compiled": geomean([o.speedup_vs_compiled for o in correct]),
+        "fast_p_vs_eager": {str(p): fast_p(outcomes, p, "speedup_vs_eager") for p in FAST_P},
+        "fast_p_vs_compiled": {str(p): fast_p(outcomes, p, "speedup_vs_compiled")
+                               for p in FAST_P},
+        "mean_roofline_fraction": _mean([o.roofline_fraction for o in correct]),
+        "mean_roofline_fraction_eager": _mean([o.roofline_fraction_eager for o in correct]),
+        "bandwidth_problems": len(fractions),
+        "mean_bandwidth_fraction": _mean(fractions),
+        "min_bandwidth_fraction": min(fractions) if fractions else None,
+        "stage_times": stage_times(outcomes),
+        "published_baselines": published_summary(outcomes),
+    }

@@ -1,0 +1,212 @@
+"""results.json and results.md: per-problem rows, the summary, the environment and the command."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+from kernelstitch.bench.outcome import ProblemOutcome
+
+SCHEMA = 1
+
+
+def environment(devices: list[int | None] | None, gpus: dict[str, Any]) -> dict[str, Any]:
+    """Date, host, Python, torch/CUDA versions and the names of the GPUs used.
+
+    `gpus` is bench.tasks.gpu_info() from a worker; slot i of --jobs is the i-th visible GPU.
+    """
+    from kernelstitch import __version__
+
+    names = list(gpus.get("names") or [])
+    used = names[:len(devices)] if devices and len(devices) > 1 else names[:1]
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "kernelstitch": __version__,
+        "torch": gpus.get("torch"),
+        "cuda": gpus.get("cuda"),
+        "device": ", ".join(sorted(set(used))) or "no GPU",
+        "devices": used,
+        "gpu_count": len(names),
+    }
+
+
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _ms(median: float | None, spread: list[float] | None) -> str:
+    if median is None:
+        return "-"
+    if not spread:
+        return f"{median:.4f}"
+    return f"{median:.4f} ({spread[0]:.4f}–{spread[1]:.4f})"
+
+
+def _compiled(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "-"}[value]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def portable_command(command: str, cwd: Path | None = None) -> str:
+    """The command with no machine paths: absolute paths under `cwd` become relative, others
+    keep only their last part (`…/bench`), so committed results name no home or mount."""
+    import shlex
+
+    cwd = (cwd or Path.cwd()).resolve()
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    out = []
+    for word in words:
+        key, eq, value = word.partition("=") if word.startswith("--") and "=" in word else (
+            "", "", word)
+        if value.startswith("/"):
+            path = Path(value)
+            value = (path.relative_to(cwd).as_posix() if path.is_relative_to(cwd)
+                     else f"…/{path.name}")
+        quoted = value if value.startswith("…/") else shlex.quote(value)
+        out.append(f"{key}{eq}{quoted}")
+    return " ".join(out)
+
+
+def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
+                    env: dict[str, Any], command: str) -> str:
+    published = summary.get("published_baselines")
+    lines = [
+        "# KernelStitch benchmark",
+        "",
+        f"- date: {env.get('date')}",
+        (f"- device: {env.get('device', 'no GPU')}; torch {env.get('torch')}, "
+         f"CUDA {env.get('cuda')}; host {env.get('host', '?')}"),
+        f"- command: `{command}`",
+        *([f"- DRAM bandwidth measured on this GPU at the start: "
+           f"{env['dram_bytes_per_s'] / 1e9:.0f} GB/s (best of 10 device-to-device copies of "
+           "1 GiB, read + write bytes)"] if env.get("dram_bytes_per_s") else []),
+        "",
+        ("Times are medians in ms (p10–p90); times and speedups are shown for accepted "
+         "candidates only."),
+        "",
+        ("| problem | verdict | compiled | eager ms | torch.compile ms | ours ms | vs eager "
+         "| vs compile | DRAM bw | roofline | plan | prepare s | measure s |"
+         + (" KB H100 eager ms | KB H100 compile ms |" if published else "")),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if published else ""),
+    ]
+    for o in outcomes:
+        verdict = o.status if not o.reasons else f"{o.status} ({', '.join(o.reasons)})"
+        if o.reused:
+            verdict += " ↺"
+        lines.append(
+            f"| {o.problem} | {_cell(verdict)} | {_compiled(o.compiled)} | "
+            f"{_ms(o.eager_ms, o.eager_spread_ms)} | {_ms(o.compiled_ms, o.compiled_spread_ms)} | "
+            f"{_ms(o.candidate_ms, o.candidate_spread_ms)} | {_fmt(o.speedup_vs_eager, '.2f')} | "
+            f"{_fmt(o.speedup_vs_compiled, '.2f')} | {_fmt(o.bandwidth_fraction, '.0%')} | "
+            f"{_fmt(o.roofline_fraction, '.0%')} | "
+            f"{_cell(' + '.join(o.plan_steps))} | {_fmt(o.prepare_s, '.1f')} | "
+            f"{_fmt(o.measure_s, '.1f')} |"
+            + (f" {_fmt(o.published_eager_ms, '.3f')} | {_fmt(o.published_compiled_ms, '.3f')} |"
+               if published else "")
+        )
+    fast = summary["fast_p_vs_eager"]
+    fast_c = summary["fast_p_vs_compiled"]
+    lines += [
+        "",
+        "## Summary",
+        "",
+        f"- correct: {summary['accepted']}/{summary['problems']} "
+        f"({summary['correctness_rate']:.0%}); compile failures: {summary['compile_failures']}; "
+        "by status: " + ", ".join(f"{k} {v}" for k, v in summary["by_status"].items()),
+        ("- geomean speedup vs eager (correct only): "
+         f"{_fmt(summary['geomean_speedup_vs_eager'], '.2f')}"),
+        ("- geomean speedup vs torch.compile (correct only): "
+         f"{_fmt(summary['geomean_speedup_vs_compiled'], '.2f')}"),
+        "- fast_p vs eager: " + ", ".join(f"p={p}: {v:.2f}" for p, v in fast.items()),
+        "- fast_p vs torch.compile: " + ", ".join(f"p={p}: {v:.2f}" for p, v in fast_c.items()),
+        f"- mean roofline fraction (correct, profiled): "
+        f"{_fmt(summary['mean_roofline_fraction'], '.0%')}"
+        + ("" if summary["mean_roofline_fraction"] is not None else " (run with --profile)"),
+    ]
+    if summary.get("bandwidth_problems"):
+        lines.append(
+            f"- DRAM bandwidth of memory-bound plans ({summary['bandwidth_problems']} "
+            f"accepted): mean {_fmt(summary['mean_bandwidth_fraction'], '.0%')}, lowest "
+            f"{_fmt(summary['min_bandwidth_fraction'], '.0%')} of the measured bandwidth "
+            "(the plan's estimated bytes / our median time)")
+    if published:
+        lines.append(
+            f"- KernelBench's published H100 times ({published['problems']} problems; "
+            f"{(env.get('published_baselines') or {}).get('hardware') or 'H100'}, mean ms): "
+            f"our eager / theirs, geomean {_fmt(published['geomean_eager_vs_published'], '.2f')} "
+            f"over {published['eager_compared']}, torch.compile "
+            f"{_fmt(published['geomean_compiled_vs_published'], '.2f')} over "
+            f"{published['compiled_compared']} (near 1: this machine times like theirs); "
+            "ours vs their eager, geomean "
+            f"{_fmt(published['geomean_speedup_vs_published_eager'], '.2f')}")
+    if summary.get("reused"):
+        lines.append(f"- ↺ {summary['reused']} result(s) reused from the run store "
+                     "(--rerun runs them again)")
+    lines += _stage_lines(summary.get("stage_times") or {})
+    rejected = [o for o in outcomes if o.status == "rejected" and o.reason_details]
+    if rejected:
+        lines += ["", "## Why candidates were rejected", ""]
+        for o in rejected:
+            lines += [f"- **{o.problem}**: " + "; ".join(_cell(d) for d in o.reason_details)]
+    failures = [o for o in outcomes if o.compiled is False and o.compile_message]
+    if failures:
+        lines += ["", "## Compile failures", ""]
+        for o in failures:
+            lines += [f"### {o.problem}", "", o.message, "", "```",
+                      o.compile_message[-1500:].strip(), "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def _stage_lines(groups: dict[str, dict[str, Any]]) -> list[str]:
+    """Median seconds of prepare, measure and each Verifier stage, overall and per level."""
+    if not groups:
+        return []
+    lines = ["", "## Stage times", "",
+             "Medians in seconds over the problems that have the stage (cancelled ones left "
+             "out); `prepare_stage_s` and `verify_stage_s` of each problem in results.json have "
+             "its own.", "",
+             "| problems | count | prepare s (n) | measure s (n) |", "|---|---|---|---|"]
+    for name, g in groups.items():
+        lines.append(f"| {name} | {g['problems']} | {_fmt(g['prepare_s'], '.1f')} "
+                     f"({g['prepared']}) | {_fmt(g['measure_s'], '.1f')} ({g['measured']}) |")
+    stages = list(dict.fromkeys(k for g in groups.values() for k in g["verify_stage_s"]))
+    if stages:
+        lines += ["", "| stage | " + " | ".join(f"{n} s (n)" for n in groups) + " |",
+                  "|---|" + "---|" * len(groups)]
+        for stage in stages:
+            cells = []
+            for g in groups.values():
+                median, count = g["verify_stage_s"].get(stage, (None, 0))
+                cells.append(f"{_fmt(median, '.2f')} ({count})" if count else "-")
+            label = stage if stage.count(".") == 0 or stage.startswith("prepare.") \
+                else "&nbsp;&nbsp;" + stage
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def results_json(outcomes: list[ProblemOutcome], summary: dict[str, Any], env: dict[str, Any],
+                 command: str, settings: dict[str, Any], plots: list[str],
+                 notes: list[str]) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA, "command": command, "environment": env, "settings": settings,
+        "summary": summary, "plots": plots, "notes": notes,
+        "problems": [o.to_json() for o in outcomes],
+    }
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    from kernelstitch.core.workspace import write_text_atomic
+
+    return write_text_atomic(path, json.dumps(data, indent=2, default=str) + "\n")

@@ -1,0 +1,71 @@
+"""Finished problems in the run store, so a rerun skips them.
+
+Each finished problem is one "bench" run whose config holds its resume key (problem content
+hash, coder and result-changing settings, device, compiler fingerprint) with the outcome as a
+JSON artifact.  Cancelled problems and harness errors are never stored; a timeout is reused
+only when the new time limit is not longer than the one it ran out of.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from kernelstitch.bench.outcome import ProblemOutcome
+from kernelstitch.bench.phases import HARNESS_ERROR
+from kernelstitch.bench.problems import ProblemSpec
+from kernelstitch.core.runstore import RunStore
+
+RUN_KIND = "bench"
+ARTIFACT_KIND = "report"
+ARTIFACT_NAME = "bench_outcome.json"
+KEY_FIELD = "bench_key"
+
+
+def lookup(store: RunStore, key: str, time_limit_s: float) -> ProblemOutcome | None:
+    record = store.latest_by_config(RUN_KIND, KEY_FIELD, key, ARTIFACT_KIND)
+    if record is None or not isinstance(record.content, dict):
+        return None
+    outcome = ProblemOutcome.from_json(record.content)
+    if outcome.status == "timeout" and (outcome.time_limit_s or 0) < time_limit_s:
+        return None  # more time now: try again
+    outcome.reused = True
+    return outcome
+
+
+def record(store: RunStore, spec: ProblemSpec, key: str, outcome: ProblemOutcome) -> None:
+    if outcome.status == "cancelled" or outcome.message.startswith(HARNESS_ERROR):
+        return  # not a result of the problem: run it again next time
+    run_id = store.start_run(RUN_KIND, str(spec.path), spec.module,
+                             {KEY_FIELD: key, "problem": spec.name})
+    stored = ProblemOutcome.from_json({**outcome.to_json(), "reused": False})
+    store.add_artifact(run_id, ARTIFACT_KIND, ARTIFACT_NAME, stored.to_json())
+    store.finish_run(run_id, "succeeded", {"status": outcome.status, "problem": spec.name})
+
+
+def export_store(source: str | Path, target: str | Path) -> int:
+    """Copy the run store's bench results (runs of kind "bench" and their outcomes, nothing
+    else: the generate/verify runs hold every candidate's sources, ~60 KB a problem) to a new
+    file `target`, which a later run can use as its run store to resume.  Returns how many
+    bench runs it holds.  Pending records are merged first; the copy uses sqlite's backup API,
+    so it is consistent even while another process writes."""
+    source, target = Path(source), Path(target)
+    RunStore(source)  # merges pending/ records into the database
+    target.unlink(missing_ok=True)
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    conn = sqlite3.connect(target, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+        conn.execute("DELETE FROM artifacts WHERE run_id IN "
+                      "(SELECT id FROM runs WHERE kind != ?)", (RUN_KIND,))
+        conn.execute("DELETE FROM runs WHERE kind != ?", (RUN_KIND,))
+        conn.execute("VACUUM")
+        return conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+    finally:
+        conn.close()
+
