@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import generate_builtin, write_candidate
+from kernelstitch.agents.coder.builtin import write_candidate
+from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.verifier.static_checks import check_files
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import generate_builtin, write_candidate
+from kernelstitch.agents.coder.builtin import write_candidate
+from kernelstitch.agents.inprocess import generate_builtin
 
 from kernelstitch.bench.tasks import ninja_steps
 

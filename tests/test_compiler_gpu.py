@@ -82,7 +82,8 @@ def import_candidate(path: Path):
 
 
 def generate(case, out_dir: Path, overrides: dict[str, int] | None) -> Path:
-    from kernelstitch.agents.coder.builtin import generate_builtin, write_candidate
+    from kernelstitch.agents.coder.builtin import write_candidate
+    from kernelstitch.agents.inprocess import generate_builtin
 
     path, module = case
     candidate = generate_builtin(path, module, out_dir / "model_new.py", constants=overrides)

@@ -3,7 +3,8 @@
     candidate = code_builtin(plan, reference_path, output_path)   # plan bound to its graph
     write_candidate(candidate, out_dir)      # model_new.py, plan.json, kernels/<step>.cu
 
-`generate_builtin(path, module)` captures, plans and codes in-process (tests, scripts).
+Capturing and planning in the same process is `kernelstitch.agents.inprocess.generate_builtin`
+(tests, scripts); the coder never imports the planner.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ __all__ = [
     "CoderError",
     "code_builtin",
     "emit_kernel",
-    "generate_builtin",
     "write_candidate",
 ]
 
@@ -101,16 +101,3 @@ def write_candidate(candidate: Candidate, out_dir: str | Path) -> Path:
     path = out_dir / "model_new.py"
     path.write_text(candidate.source, encoding="utf-8")
     return path
-
-
-def generate_builtin(path: str | Path, module: str | None = None,
-                     output_path: str | Path | None = None,
-                     constants: dict[str, Any] | None = None) -> Candidate:
-    """Capture (in this process: it runs the user's code), plan and code.  A test and script
-    convenience that drives the planner too; the pipeline runs the stages itself."""
-    from kernelstitch.agents.planner.builtin import plan_builtin
-    from kernelstitch.agents.planner.capture import capture
-
-    plan = plan_builtin(capture(path, module, constants))
-    target = Path(output_path) if output_path else Path(path).resolve().parent / "model_new.py"
-    return code_builtin(plan, path, target)
