@@ -5,9 +5,9 @@ import threading
 
 import pytest
 from bench_fakes import spec_for, write_problem
-from kernelstitch.bench import tasks as bench_tasks
 from kernelstitch.agents.job_protocol import JobResult
 
+from kernelstitch.bench import tasks as bench_tasks
 from kernelstitch.bench.outcome import ProblemOutcome
 from kernelstitch.bench.phases import PhaseContext, Prepared
 from kernelstitch.bench.runner import (
