@@ -112,6 +112,9 @@ def bench(
         1.0, "--timing-budget", metavar="SECONDS",
         help="timed runs per implementation (eager, torch.compile, ours), at least 15-30 runs"),
     rerun: bool = typer.Option(False, help="run problems again that the run store has results for"),
+    resume_from: list[Path] = typer.Option(
+        [], "--resume-from", metavar="RESULTS_JSON",
+        help="also reuse the results of an earlier run's results.json (same keys as the store)"),
     ray: str | None = typer.Option(
         None, metavar="ADDRESS", help="run problems as Ray tasks (num_gpus=1) on this cluster"),
     llm_base_url: str | None = typer.Option(
@@ -131,7 +134,8 @@ def bench(
     """Generate + verify (+ profile) every problem of a folder: JSON, markdown table and plots.
 
     Resumable: problems finished earlier with the same file, coder, settings, GPU model and
-    compiler sources are taken from the run store (--rerun runs them again).
+    compiler sources are taken from the run store or from an earlier results.json given with
+    --resume-from (--rerun runs them again).
 
     Exit status: 0 all problems accepted; 1 the run completed but some problem was not
     accepted (rejected, could not verify, failed, timeout); 2 it could not start; 130
@@ -149,6 +153,7 @@ def bench(
                                               if v.strip()] or None,
         coder=coder, jobs=jobs, build_jobs=build_jobs, time_limit_s=time_limit, profile=profile,
         seeds=seeds, timing_budget_s=timing_budget, rerun=rerun, ray=ray, workspace=workspace, verbose=verbose, command=command,
+        resume_from=resume_from or None,
         llm={k: v for k, v in (("base_url", llm_base_url), ("model", llm_model),
                                ("api_key_env", llm_api_key_env)) if v is not None},
         budget={k: v for k, v in (("iterations", max_iterations), ("time_s", time_budget),

@@ -58,6 +58,32 @@ def test_rerun_skips_finished_problems_and_reuses_their_outcomes(tmp_path):
     assert "reused from the run store" in run2.files["markdown"].read_text()
 
 
+def test_a_results_json_alone_resumes_a_run(tmp_path):
+    """No run store travels: the committed results.json carries each problem's resume key."""
+    folder = make_dir(tmp_path)
+    first = run_bench(folder, tmp_path / "out1", BenchSettings(build_jobs=2), runner=FakeRunner(),
+                      devices=[0], env=ENV, workspace_root=tmp_path / "machine1")
+    results = first.files["json"]
+    assert all(p["resume_key"] for p in json.loads(results.read_text())["problems"])
+    runner = FakeRunner()
+    again = run_bench(folder, tmp_path / "out2", BenchSettings(build_jobs=2), runner=runner,
+                      devices=[0], env=ENV, workspace_root=tmp_path / "machine2",
+                      resume_from=[results])
+    assert runner.prepares == [] and all(o.reused for o in again.outcomes)
+    assert [o.speedup_vs_eager for o in again.outcomes] == \
+        [o.speedup_vs_eager for o in first.outcomes]
+    # Other settings make other keys: nothing is reused.
+    other = FakeRunner()
+    run_bench(folder, tmp_path / "out3", BenchSettings(build_jobs=2, seeds=5), runner=other,
+              devices=[0], env=ENV, workspace_root=tmp_path / "machine3", resume_from=[results])
+    assert len(other.prepares) == 3
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(BenchError, match="not a bench results.json"):
+        run_bench(folder, tmp_path / "out4", BenchSettings(), runner=FakeRunner(), devices=[0],
+                  env=ENV, workspace_root=tmp_path / "machine4",
+                  resume_from=[tmp_path / "bad.json"])
+
+
 def test_rerun_flag_runs_everything_again(tmp_path):
     folder = make_dir(tmp_path)
     bench(tmp_path, folder, FakeRunner())

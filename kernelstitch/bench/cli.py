@@ -100,6 +100,7 @@ def bench_command(
     workspace: Path | None = None,
     verbose: bool = False,
     command: str | None = None,
+    resume_from: list[Path] | None = None,
 ) -> int:
     from rich.console import Console
 
@@ -125,7 +126,8 @@ def bench_command(
             with display.progress:
                 run = run_bench(Path(directory), out, settings, levels=levels, only=only,
                                 workspace_root=workspace, command=command,
-                                on_event=display.event, log=display.log, stop=stop)
+                                on_event=display.event, log=display.log, stop=stop,
+                                resume_from=resume_from)
         finally:
             _restore_sigint(previous)
     except BenchError as exc:

@@ -65,6 +65,9 @@ class ProblemOutcome:
     measure_s: float | None = None
     time_limit_s: float | None = None  # the limit it ran under (a timeout is reused only below it)
     reused: bool = False  # taken from the run store instead of being run again
+    # The key it is stored under (problem content, settings, GPU model, compiler fingerprint):
+    # a results.json alone can resume a run (`--resume-from`).
+    resume_key: str | None = None
     verify_stage_s: dict[str, float] = field(default_factory=dict)  # the Verifier's worker tasks
     # Seconds of each prepare stage: planning (capture + plan), coding, reporting, build.
     prepare_stage_s: dict[str, float] = field(default_factory=dict)

@@ -8,6 +8,7 @@ only when the new time limit is not longer than the one it ran out of.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -22,15 +23,42 @@ ARTIFACT_NAME = "bench_outcome.json"
 KEY_FIELD = "bench_key"
 
 
-def lookup(store: RunStore, key: str, time_limit_s: float) -> ProblemOutcome | None:
+def lookup(store: RunStore, key: str, time_limit_s: float,
+           earlier: dict[str, ProblemOutcome] | None = None) -> ProblemOutcome | None:
+    """The stored outcome for `key`: the run store's, else one from earlier results files."""
     record = store.latest_by_config(RUN_KIND, KEY_FIELD, key, ARTIFACT_KIND)
-    if record is None or not isinstance(record.content, dict):
+    if record is not None and isinstance(record.content, dict):
+        outcome = ProblemOutcome.from_json(record.content)
+    elif earlier and key in earlier:
+        outcome = ProblemOutcome.from_json(earlier[key].to_json())
+    else:
         return None
-    outcome = ProblemOutcome.from_json(record.content)
     if outcome.status == "timeout" and (outcome.time_limit_s or 0) < time_limit_s:
         return None  # more time now: try again
     outcome.reused = True
     return outcome
+
+
+class ResultsFileError(ValueError):
+    """A --resume-from file is not a bench results.json."""
+
+
+def load_results(paths: list[Path]) -> dict[str, ProblemOutcome]:
+    """Outcomes by resume key from earlier results.json files (later files win).  Problems
+    without a key (older reports) or never finished (cancelled, harness errors) are skipped."""
+    found: dict[str, ProblemOutcome] = {}
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            problems = data["problems"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ResultsFileError(f"{path}: not a bench results.json ({exc})") from None
+        for item in problems:
+            outcome = ProblemOutcome.from_json(item)
+            if (outcome.resume_key and outcome.status != "cancelled"
+                    and not outcome.message.startswith(HARNESS_ERROR)):
+                found[outcome.resume_key] = outcome
+    return found
 
 
 def record(store: RunStore, spec: ProblemSpec, key: str, outcome: ProblemOutcome) -> None:

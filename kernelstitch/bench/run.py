@@ -92,6 +92,7 @@ def run_bench(
     on_event: OnEvent | None = None,
     log: Any = None,
     stop: threading.Event | None = None,
+    resume_from: list[Path] | None = None,
 ) -> BenchRun:
     """Raises BenchError when the run cannot start.  `runner`, `devices` and `env` are
     injectable (tests); by default the pipeline runs on the visible GPUs."""
@@ -120,9 +121,13 @@ def run_bench(
     keys = {s.name: resume_key(s, settings, label, fingerprint) for s in specs}
 
     results: dict[str, ProblemOutcome] = {}
+    try:
+        earlier = resume.load_results(list(resume_from or []))
+    except resume.ResultsFileError as exc:
+        raise BenchError(str(exc)) from None
     if not settings.rerun:
         for spec in specs:
-            stored = resume.lookup(store, keys[spec.name], settings.time_limit_s)
+            stored = resume.lookup(store, keys[spec.name], settings.time_limit_s, earlier)
             if stored is not None:
                 stored.problem, stored.level = spec.name, spec.level
                 results[spec.name] = stored
@@ -153,6 +158,8 @@ def run_bench(
                                  on_done, stop).run(todo)
         results.update({o.problem: o for o in ran})
     outcomes = [results[s.name] for s in specs]
+    for spec, outcome in zip(specs, outcomes):
+        outcome.resume_key = keys[spec.name]
     set_bandwidth_fractions(outcomes, env.get("dram_bytes_per_s"))
     env = {**env, **set_published_baselines(outcomes, published_baselines(specs))}
     summary = summarise(outcomes)
