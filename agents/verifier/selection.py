@@ -1,0 +1,127 @@
+"""Measure, then choose: which of the measured programs is delivered (torch-free).
+
+The variants and the original module are timed in one worker on the same inputs
+(`variant_timing.py`); a variant is a contender only when it is significantly faster than the
+original there (p10-p90 ranges apart, as everywhere in the Verifier).  Contenders are verified
+fully, fastest first; the first accepted one whose own verdict is still significantly faster
+than eager is delivered.  Otherwise the decision is to keep the original: a user never gets a
+program slower than the one they wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from kernelstitch.agents.verifier.stats import significant
+from kernelstitch.agents.verifier.verdict import Stat, Verdict
+
+Decision = Literal["deliver", "keep_original"]
+ORIGINAL = "original"
+
+
+@dataclass
+class MeasuredVariant:
+    name: str
+    reason: str
+    time_ms: Stat | None = None  # None: it did not build or run (see `error`)
+    error: str | None = None
+    verdict: str | None = None  # the full verification's status, for those verified
+    note: str = ""  # why it was not delivered, when it was a contender
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MeasuredVariant:
+        time = data.get("time_ms")
+        return cls(name=data["name"], reason=data.get("reason", ""),
+                   time_ms=Stat(**time) if time else None, error=data.get("error"),
+                   verdict=data.get("verdict"), note=data.get("note", ""))
+
+
+@dataclass
+class Selection:
+    decision: Decision
+    winner: str | None
+    original_ms: Stat | None
+    variants: list[MeasuredVariant] = field(default_factory=list)
+    why: str = ""
+    reused: bool = False  # the decision came from the run store's cache
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": self.decision, "winner": self.winner,
+                "original_ms": asdict(self.original_ms) if self.original_ms else None,
+                "variants": [v.to_json() for v in self.variants], "why": self.why,
+                "reused": self.reused}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Selection:
+        original = data.get("original_ms")
+        return cls(decision=data["decision"], winner=data.get("winner"),
+                   original_ms=Stat(**original) if original else None,
+                   variants=[MeasuredVariant.from_json(v) for v in data.get("variants", [])],
+                   why=data.get("why", ""), reused=bool(data.get("reused", False)))
+
+
+def contenders(original: Stat, measured: list[MeasuredVariant]) -> list[MeasuredVariant]:
+    """The variants significantly faster than the original in the shared run, fastest first."""
+    faster = [v for v in measured if v.time_ms is not None and v.time_ms.median < original.median
+              and significant(v.time_ms, original)]
+    for v in measured:
+        if v not in faster and v.time_ms is not None:
+            v.note = v.note or ("not faster than the original" if v.time_ms.median >= original.median
+                                else "within noise of the original")
+    return sorted(faster, key=lambda v: v.time_ms.median)
+
+
+def delivers(verdict: Verdict) -> tuple[bool, str]:
+    """Whether a fully verified contender may replace the original, and why not."""
+    if verdict.status != "accepted":
+        codes = ", ".join(r.code for r in verdict.reasons) or verdict.status
+        return False, f"verification: {verdict.status} ({codes})"
+    t = verdict.timings
+    if t is None:
+        return False, "verification measured no timings"
+    if t.speedup_vs_eager <= 1.0 or not t.significant_vs_eager:
+        return False, (f"verification timed it at {t.speedup_vs_eager:.2f}x vs eager"
+                       + ("" if t.significant_vs_eager else ", within noise"))
+    return True, ""
+
+
+def keep_original(original: Stat | None, measured: list[MeasuredVariant], why: str) -> Selection:
+    return Selection("keep_original", None, original, measured, why)
+
+
+def deliver(original: Stat | None, measured: list[MeasuredVariant], winner: MeasuredVariant,
+            verdict: Verdict) -> Selection:
+    t = verdict.timings
+    why = (f"{winner.name} ({winner.reason}) was the fastest verified variant: "
+           f"{t.speedup_vs_eager:.2f}x vs eager in verification" if t else winner.name)
+    return Selection("deliver", winner.name, original, measured, why)
+
+
+def nothing_faster_reason(original: Stat, measured: list[MeasuredVariant]) -> str:
+    timed = [v for v in measured if v.time_ms is not None]
+    if not timed:
+        return "no variant built and ran; the original is kept"
+    best = min(timed, key=lambda v: v.time_ms.median)
+    return (f"no variant was significantly faster than the original ({original.median:.3f} ms): "
+            f"the best, {best.name}, took {best.time_ms.median:.3f} ms; the original is kept")
+
+
+def markdown_table(selection: Selection) -> str:
+    rows = ["| program | what | median ms | p10-p90 ms | result |", "|---|---|---|---|---|"]
+    o = selection.original_ms
+    if o is not None:
+        kept = " **kept**" if selection.decision == "keep_original" else ""
+        rows.append(f"| {ORIGINAL} | your module, eager | {o.median:.4f} | {o.p10:.4f}-{o.p90:.4f} "
+                    f"| baseline{kept} |")
+    for v in selection.variants:
+        if v.time_ms is None:
+            rows.append(f"| {v.name} | {v.reason} | - | - | {v.error or 'not run'} |")
+            continue
+        result = "**delivered**" if v.name == selection.winner else (v.note or v.verdict or "")
+        rows.append(f"| {v.name} | {v.reason} | {v.time_ms.median:.4f} | "
+                    f"{v.time_ms.p10:.4f}-{v.time_ms.p90:.4f} | {result} |")
+    return "\n".join(rows)
