@@ -87,6 +87,54 @@ def _resolve(kind: str, source: Path, module: str | None, need_inputs: bool):
     return info, None
 
 
+# What a job body returns: its JobResult, or that and extra fields for the run's summary.
+Body = Callable[[_Context, Any, int], JobResult | tuple[JobResult, dict[str, Any]]]
+
+
+class _Job:
+    """The frame every job kind shares.  `_Job(...)` resolves the module: `refused` is then a
+    failed JobResult (no run recorded) or None.  `run(body)` records the run (its config
+    without literal keys), calls `body(ctx, store, run_id)` and turns `Cancelled` into a
+    cancelled result and ProblemError (and `errors`) into a failed one; the run's summary holds
+    the result's message (an exception's own text) and whatever extra fields the body gave."""
+
+    def __init__(self, kind: str, source: Path, module: str | None, workspace: Workspace,
+                 config: PipelineConfig, emit: Emit, cancel: threading.Event | None, *,
+                 need_inputs: bool, verifier: Verifier | None = None) -> None:
+        self.kind = kind
+        self.source = Path(source).resolve()
+        info, self.refused = _resolve(kind, self.source, module, need_inputs)
+        self.module = info.name if info is not None else module
+        self.ctx = _Context(self.source, self.module, workspace, config, emit,
+                            cancel or threading.Event(), verifier)
+
+    def fail(self, message: str) -> JobResult:
+        """A failed result before the run starts (nothing is recorded)."""
+        return _failed(self.kind, self.source, self.module, message)
+
+    def run(self, body: Body, *, errors: tuple[type[BaseException], ...] = (),
+            failure_prefix: str = "") -> JobResult:
+        ctx = self.ctx
+        store = ctx.workspace.runstore()
+        run_id = store.start_run(self.kind, str(self.source), self.module,
+                                 _stored_config(ctx.config))
+        summary: dict[str, Any]
+        try:
+            outcome = body(ctx, store, run_id)
+            result, extra = outcome if isinstance(outcome, tuple) else (outcome, {})
+            summary = {"message": result.message, **extra}
+        except Cancelled:
+            result = JobResult(status="cancelled", message="cancelled", kind=self.kind,
+                               source_path=str(self.source), module=self.module, run_id=run_id)
+            summary = {"message": result.message}
+        except (ProblemError, *errors) as exc:
+            result = _failed(self.kind, self.source, self.module, f"{failure_prefix}{exc}",
+                             run_id=run_id)
+            summary = {"message": str(exc)}
+        store.finish_run(run_id, result.status, summary)
+        return result
+
+
 def capture_graph(ctx: _Context):
     """Trace the module in a worker (tracing executes the user's __init__ and forward)."""
     from kernelstitch.agents.plan.graph import Graph
@@ -131,25 +179,9 @@ def run_generate(
 ) -> JobResult:
     """Capture, plan, code, verify (and with `coder="llm"`, the LLM agents after the built-in
     coder: see agents/llm/run.py).  `verifier` replaces the real Verifier (tests)."""
-    cancel = cancel or threading.Event()
-    source = Path(source).resolve()
-    info, failed = _resolve("generate", source, module, need_inputs=True)
-    if failed:
-        return failed
-    ctx = _Context(source, info.name, workspace, config, emit, cancel, verifier)
-    store = workspace.runstore()
-    run_id = store.start_run("generate", str(source), info.name, _stored_config(config))
-    try:
-        result = _generate(ctx, store, run_id)
-    except Cancelled:
-        result = JobResult(
-            status="cancelled", message="cancelled", kind="generate",
-            source_path=str(source), module=info.name, run_id=run_id,
-        )
-    except ProblemError as exc:
-        result = _failed("generate", source, info.name, str(exc), run_id=run_id)
-    store.finish_run(run_id, result.status, {"message": result.message})
-    return result
+    job = _Job("generate", source, module, workspace, config, emit, cancel, need_inputs=True,
+               verifier=verifier)
+    return job.refused or job.run(_generate)
 
 
 def _generate(ctx: _Context, store, run_id: int) -> JobResult:
@@ -329,34 +361,25 @@ def run_verify(
     cancel: threading.Event | None = None,
 ) -> JobResult:
     """Re-verify a candidate (by default the generated one) against its source module."""
-    cancel = cancel or threading.Event()
-    source = Path(source).resolve()
-    info, failed = _resolve("verify", source, module, need_inputs=False)
-    if failed:
-        return failed
+    job = _Job("verify", source, module, workspace, config, emit, cancel, need_inputs=False)
+    if job.refused:
+        return job.refused
     candidate = Path(candidate_path) if candidate_path else (
-        workspace.output_dir(source, info.name) / "model_new.py"
+        workspace.output_dir(job.source, job.module) / "model_new.py"
     )
     if not candidate.exists():
-        return _failed("verify", source, info.name,
-                       f"no generated implementation at {candidate}: run generate first")
-    ctx = _Context(source, info.name, workspace, config, emit, cancel)
-    store = workspace.runstore()
-    run_id = store.start_run("verify", str(source), info.name, config.__dict__)
-    try:
+        return job.fail(f"no generated implementation at {candidate}: run generate first")
+
+    def body(ctx: _Context, store, run_id: int):
         verdict = verify_candidate(ctx, candidate)
-    except Cancelled:
-        store.finish_run(run_id, "cancelled", {})
-        return JobResult(status="cancelled", message="cancelled", kind="verify",
-                         source_path=str(source), module=info.name, run_id=run_id)
-    store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
-    message = _summary(verdict)
-    store.finish_run(run_id, "succeeded", {"message": message, "verdict": verdict.status})
-    return JobResult(
-        status="succeeded", message=message, kind="verify", source_path=str(source),
-        module=info.name, candidate_path=str(candidate), verdict=verdict.to_json(),
-        run_id=run_id,
-    )
+        store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
+        return JobResult(
+            status="succeeded", message=_summary(verdict), kind="verify",
+            source_path=str(ctx.source), module=ctx.module, candidate_path=str(candidate),
+            verdict=verdict.to_json(), run_id=run_id,
+        ), {"verdict": verdict.status}
+
+    return job.run(body)
 
 
 def run_profile(
@@ -373,29 +396,25 @@ def run_profile(
     from kernelstitch.profiler.profile import NoGpuError, profile_module
     from kernelstitch.profiler.runner import TaskError
 
-    cancel = cancel or threading.Event()
-    source = Path(source).resolve()
-    info, failed = _resolve("profile", source, module, need_inputs=True)
-    if failed:
-        return failed
-    emit(ProgressEvent(stage="profiling", message=f"profiling {info.name} ({', '.join(config.profilers)})"))
-    store = workspace.runstore()
-    run_id = store.start_run("profile", str(source), info.name, config.__dict__)
-    out_dir = workspace.output_dir(source, info.name)
-    try:
+    job = _Job("profile", source, module, workspace, config, emit, cancel, need_inputs=True)
+    if job.refused:
+        return job.refused
+    emit(ProgressEvent(stage="profiling",
+                       message=f"profiling {job.module} ({', '.join(config.profilers)})"))
+
+    def body(ctx: _Context, store, run_id: int) -> JobResult:
         report = profile_module(
-            source, info.name, backends=config.profilers, work_dir=out_dir / "profile",
-            state_dir=workspace.state_dir,
+            ctx.source, ctx.module, backends=config.profilers,
+            work_dir=ctx.workspace.output_dir(ctx.source, ctx.module) / "profile",
+            state_dir=ctx.workspace.state_dir,
         )
-    except (NoGpuError, TaskError, ProblemError) as exc:
-        store.finish_run(run_id, "failed", {"message": str(exc)})
-        return _failed("profile", source, info.name, f"could not profile: {exc}", run_id=run_id)
-    report_json = report.to_json()
-    store.add_artifact(run_id, "profile", "profile.json", report_json)
-    findings = json.loads(report_json).get("findings", [])
-    message = f"{len(report.kernels)} kernels, {len(findings)} findings"
-    store.finish_run(run_id, "succeeded", {"message": message})
-    return JobResult(
-        status="succeeded", message=message, kind="profile", source_path=str(source),
-        module=info.name, findings=findings, run_id=run_id,
-    )
+        report_json = report.to_json()
+        store.add_artifact(run_id, "profile", "profile.json", report_json)
+        findings = json.loads(report_json).get("findings", [])
+        return JobResult(
+            status="succeeded", message=f"{len(report.kernels)} kernels, {len(findings)} findings",
+            kind="profile", source_path=str(ctx.source), module=ctx.module, findings=findings,
+            run_id=run_id,
+        )
+
+    return job.run(body, errors=(NoGpuError, TaskError), failure_prefix="could not profile: ")
