@@ -29,6 +29,8 @@ from kernelstitch.agents.coder.codegen import (
     emit,
 )
 
+from kernelstitch.core.cuda_timing import CudaTimer
+
 E = ElementwiseOp
 
 
@@ -60,18 +62,7 @@ def specs():
 
 
 def time_ms(fn, iters: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return statistics.median(CudaTimer().samples_ms(fn, runs=iters, warmup=warmup))
 
 
 def nbytes(*ts) -> int:

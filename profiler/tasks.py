@@ -7,7 +7,6 @@ cheap.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +61,7 @@ def torch_profile(
     from kernelstitch.profiler.oplog import make_recorder
     from torch.profiler import ProfilerActivity, profile
 
+    from kernelstitch.core.cuda_timing import CudaTimer
     from kernelstitch.core.problem import load_problem
 
     if not torch.cuda.is_available():
@@ -74,16 +74,8 @@ def torch_profile(
             out = model(*inputs)
         torch.cuda.synchronize()
         # Timed runs without the profiler: GPU time per forward and host wall time per forward.
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        timed = max(iters, 10)
-        t0 = time.perf_counter()
-        start.record()
-        for _ in range(timed):
-            out = model(*inputs)
-        end.record()
-        torch.cuda.synchronize()
-        wall_ms = (time.perf_counter() - t0) * 1e3 / timed
-        gpu_ms = start.elapsed_time(end) / timed
+        span = CudaTimer().span(model, *inputs, repeat=max(iters, 10))
+        wall_ms, gpu_ms = span.wall_ms, span.gpu_ms
         recorder = make_recorder(
             str(Path(path).resolve()), {id(m): name for name, m in model.named_modules()}
         )
@@ -123,19 +115,13 @@ def measure_device_peaks(copy_mib: int = 1024, matmul_n: int = 8192) -> dict[str
     """
     import torch
 
+    from kernelstitch.core.cuda_timing import CudaTimer
+
+    timer = CudaTimer()
+
     def best_ms(fn, reps: int = 10) -> float:
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e))
-        return min(times)  # the achievable peak: the best run, not a typical one
+        # the achievable peak: the best run, not a typical one
+        return min(timer.samples_ms(fn, runs=reps, warmup=3))
 
     n_bytes = copy_mib * 2**20
     src = torch.empty(n_bytes, dtype=torch.uint8, device="cuda")

@@ -9,24 +9,23 @@ stream, a deferred launch); its median is reported as `unaccounted_ms`.
 
 The event and synchronisation functions are bound when this module is imported, before any
 candidate code runs, so a candidate that patches `torch.cuda.Event` or `time.perf_counter`
-does not change what is measured (and the tamper check reports the patch).
+does not change what is measured (and the tamper check reports the patch).  The timed span
+itself is kernelstitch.core.cuda_timing's, which the profiler and the bench scripts use too.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-_Event = torch.cuda.Event
-_record = torch.cuda.Event.record
-_elapsed = torch.cuda.Event.elapsed_time
-_event_sync = torch.cuda.Event.synchronize
-_device_sync = torch.cuda.synchronize
-_now = time.perf_counter
+from kernelstitch.core.cuda_timing import CudaTimer, bind_cuda
+
+_CUDA = bind_cuda()  # at import: before any candidate code runs
+_device_sync = _CUDA.device_sync
+_now = _CUDA.now
 
 WARMUP_MIN_RUNS = 3
 WARMUP_S = 0.05
@@ -66,18 +65,10 @@ def time_function(fn: Callable[[list[Any]], Any], input_sets: list[list[Any]],
     per_run_s = max((_now() - warm_start) / runs, 1e-6)
     target = int(min(max(min_runs, budget_s / per_run_s), max_runs))
     result = TimingResult()
-    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    timer = CudaTimer(_CUDA)
     for i in range(target):
-        inputs = input_sets[i % len(input_sets)]
-        flush()
-        _device_sync()  # every run starts on an idle GPU: hidden work shows up afterwards
-        _record(start)
-        out = fn(inputs)
-        _record(end)
-        _event_sync(end)
-        t0 = _now()
-        _device_sync()
-        result.unaccounted_ms.append((_now() - t0) * 1e3)
-        result.samples_ms.append(_elapsed(start, end))
-        del out
+        # flush, idle device, events around one call, then the device-wide sync's leftover
+        span = timer.span(fn, input_sets[i % len(input_sets)], flush=flush)
+        result.unaccounted_ms.append(span.unaccounted_ms)
+        result.samples_ms.append(span.gpu_ms)
     return result

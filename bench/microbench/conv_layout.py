@@ -16,21 +16,11 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from kernelstitch.core.cuda_timing import CudaTimer
+
 
 def timed(fn, flush, runs: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(runs):
-        flush.fill_(1)
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        samples.append(a.elapsed_time(b))
+    samples = CudaTimer().samples_ms(fn, runs=runs, warmup=3, flush=lambda: flush.fill_(1))
     return statistics.median(samples)
 
 

@@ -19,6 +19,8 @@ import sys
 
 import torch
 
+from kernelstitch.core.cuda_timing import CudaTimer
+
 
 def load(path: str, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
@@ -34,32 +36,17 @@ def main(candidate: str, problem: str) -> None:
     model = cand.ModelNew(*prob.get_init_inputs()).cuda()
     x = [t.cuda() for t in prob.get_inputs()]
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
-    ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+    timer = CudaTimer()
     with torch.no_grad():
         for _ in range(5):
             model(*x)
         torch.cuda.synchronize()
         out = {"problem": problem}
         for mode in ("flushed", "synced"):
-            samples = []
-            for _ in range(40):
-                if mode == "flushed":
-                    flush.fill_(1)
-                torch.cuda.synchronize()
-                a, b = ev(), ev()
-                a.record()
-                model(*x)
-                b.record()
-                b.synchronize()
-                samples.append(a.elapsed_time(b))
+            fill = (lambda: flush.fill_(1)) if mode == "flushed" else None
+            samples = [timer.span(model, *x, flush=fill).gpu_ms for _ in range(40)]
             out[mode] = round(statistics.median(samples), 4)
-        a, b = ev(), ev()
-        a.record()
-        for _ in range(50):
-            model(*x)
-        b.record()
-        b.synchronize()
-        out["queued"] = round(a.elapsed_time(b) / 50, 4)
+        out["queued"] = round(timer.span(model, *x, repeat=50).gpu_ms, 4)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             for _ in range(20):
                 model(*x)
