@@ -198,7 +198,7 @@ def test_preludes_are_guarded_and_assembly_is_one_unit():
     cpp, cuda, names = build_extension_sources(kernels)
     assert names == [k.function for k in kernels]
     assert cuda.count("#ifndef KS_CUDA_PRELUDE_H") == 3  # the GEMM without erf GELU has no cuda
-    assert cpp.startswith(BINDING_PRELUDE) and cpp.count("#ifndef KS_GEMM_PRELUDE_H") == 1
+    assert cpp.startswith("\n" + BINDING_PRELUDE) and cpp.count("#ifndef KS_GEMM_PRELUDE_H") == 1
     for k in kernels:
         assert k.launcher_decl in cpp and k.binding in cpp
     with pytest.raises(ValueError, match="duplicate"):
@@ -314,7 +314,7 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
     assert len(kernels) >= 2 * len(elementwise_specs()) + 6 * len(reduction_specs()) + 3
 
 
-# The host plan (ks_plan_reduction, in SHARED_TYPES) compiled and run on this machine: which
+# The host plan (ks_plan_reduction, in codegen/cuda/ks_shared_types.h) compiled and run on this machine: which
 # reduction path and block shape each [outer, R, inner] view gets on a given device.
 H100 = (132, 227 * 1024)  # SMs, opt-in shared memory per block
 SMALL_SMEM = (132, 48 * 1024)

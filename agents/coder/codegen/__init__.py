@@ -1,8 +1,14 @@
-"""Kernel emitters of the built-in fusion compiler: specs (`spec.py`) in, CUDA C++ out.
+"""Kernel emitters of the built-in fusion compiler: kernel specs (agents/plan/kernel_spec.py) in,
+CUDA C++ out.
 
 Each emitter returns a `KernelSource`; `build_extension_sources` assembles any number of them into
 the sources of one `torch.utils.cpp_extension.load_inline` call (pass `EXTRA_CUDA_CFLAGS`,
 `EXTRA_CFLAGS` and `EXTRA_LDFLAGS` too).  Emitting needs no torch.
+
+The CUDA and C++ are files under cuda/ (headers at the top, one folder per emitter), filled by
+`templates.render`; the Python modules decide what fills them: `elementwise.py`, `reduction/`
+(one module per kernel family), `cluster_cols.py`, `gemm.py`, and `expr.py` (op lists -> fp32
+CUDA statements).
 """
 
 from kernelstitch.agents.coder.codegen.common import (

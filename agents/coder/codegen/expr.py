@@ -7,8 +7,10 @@ same code.  Math follows PyTorch's formulas (helpers `ks_*` live in the CUDA pre
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from kernelstitch.agents.coder.codegen.templates import render
 from kernelstitch.agents.plan.kernel_spec import (
     ATTR_OPS,
     BINARY_OPS,
@@ -17,36 +19,37 @@ from kernelstitch.agents.plan.kernel_spec import (
     Operand,
 )
 
-_UNARY: dict[str, str] = {
-    "neg": "(-{0})",
-    "abs": "fabsf({0})",
-    "relu": "ks_relu({0})",
-    "sigmoid": "ks_sigmoid({0})",
-    "tanh": "tanhf({0})",
-    "exp": "expf({0})",
-    "log": "logf({0})",
-    "sqrt": "sqrtf({0})",
-    "rsqrt": "rsqrtf({0})",  # as PyTorch's CUDA kernel
-    "reciprocal": "(1.0f / ({0}))",
-    "gelu": "ks_gelu({0})",
-    "gelu_tanh": "ks_gelu_tanh({0})",
-    "silu": "ks_silu({0})",
-    "softplus": "ks_softplus({0})",
-    "mish": "ks_mish({0})",
-    "elu": "ks_elu({0})",
-    "selu": "ks_selu({0})",
-    "hardswish": "ks_hardswish({0})",
-    "hardsigmoid": "ks_hardsigmoid({0})",
-    "square": "(({0}) * ({0}))",
+# CUDA expressions of the ops, from their arguments' expressions.
+_UNARY: dict[str, Callable[[str], str]] = {
+    "neg": lambda a: f"(-{a})",
+    "abs": lambda a: f"fabsf({a})",
+    "relu": lambda a: f"ks_relu({a})",
+    "sigmoid": lambda a: f"ks_sigmoid({a})",
+    "tanh": lambda a: f"tanhf({a})",
+    "exp": lambda a: f"expf({a})",
+    "log": lambda a: f"logf({a})",
+    "sqrt": lambda a: f"sqrtf({a})",
+    "rsqrt": lambda a: f"rsqrtf({a})",  # as PyTorch's CUDA kernel
+    "reciprocal": lambda a: f"(1.0f / ({a}))",
+    "gelu": lambda a: f"ks_gelu({a})",
+    "gelu_tanh": lambda a: f"ks_gelu_tanh({a})",
+    "silu": lambda a: f"ks_silu({a})",
+    "softplus": lambda a: f"ks_softplus({a})",
+    "mish": lambda a: f"ks_mish({a})",
+    "elu": lambda a: f"ks_elu({a})",
+    "selu": lambda a: f"ks_selu({a})",
+    "hardswish": lambda a: f"ks_hardswish({a})",
+    "hardsigmoid": lambda a: f"ks_hardsigmoid({a})",
+    "square": lambda a: f"(({a}) * ({a}))",
 }
-_BINARY: dict[str, str] = {
-    "add": "(({0}) + ({1}))",
-    "sub": "(({0}) - ({1}))",
-    "mul": "(({0}) * ({1}))",
-    "div": "(({0}) / ({1}))",
-    "maximum": "ks_max({0}, {1})",
-    "minimum": "ks_min({0}, {1})",
-    "pow": "powf({0}, {1})",
+_BINARY: dict[str, Callable[[str, str], str]] = {
+    "add": lambda a, b: f"(({a}) + ({b}))",
+    "sub": lambda a, b: f"(({a}) - ({b}))",
+    "mul": lambda a, b: f"(({a}) * ({b}))",
+    "div": lambda a, b: f"(({a}) / ({b}))",
+    "maximum": lambda a, b: f"ks_max({a}, {b})",
+    "minimum": lambda a, b: f"ks_min({a}, {b})",
+    "pow": lambda a, b: f"powf({a}, {b})",
 }
 assert set(_UNARY) == set(UNARY_OPS) and set(_BINARY) == set(BINARY_OPS)
 
@@ -69,7 +72,7 @@ def op_expression(op: ElementwiseOp, args: list[str]) -> str:
     name = op.op
     if name in _UNARY:
         _arity(op, 1)
-        return _UNARY[name].format(*args)
+        return _UNARY[name](*args)
     if name in _BINARY:
         _arity(op, 2)
         divisor = op.args[1]
@@ -78,7 +81,7 @@ def op_expression(op: ElementwiseOp, args: list[str]) -> str:
             # x / c as x * (1/c): within an ulp (exact for powers of two), and inline, where IEEE
             # `/` calls a slow-path subroutine that makes ptxas spill register-cached rows.
             return f"(({args[0]}) * {c_float(1.0 / divisor)})"
-        return _BINARY[name].format(*args)
+        return _BINARY[name](*args)
     if name == "clamp":
         _arity(op, 1)
         lo, hi = op.attr("min"), op.attr("max")
@@ -130,7 +133,7 @@ def compile_ops(
         params.append(f"float& out{k}")
         lines.append(f"  out{k} = {env[value]};")
     body = "\n".join(lines)
-    source = f"__device__ __forceinline__ void {name}({', '.join(params)}) {{\n{body}\n}}\n"
+    source = render("device_function.cu", name=name, params=", ".join(params), body=body)
     return DeviceFunction(name=name, source=source, inputs=tuple(inputs), outputs=tuple(outputs))
 
 

@@ -1,0 +1,4 @@
+__device__ __forceinline__ void {{name}}({{params}}) {
+{{body}}
+}
+

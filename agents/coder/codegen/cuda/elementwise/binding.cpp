@@ -1,0 +1,33 @@
+
+// ---- binding {{name}}: elementwise, returns {{returns}} ----
+{{ret_type}} {{name}}({{cparams}}) {
+  TORCH_CHECK(in_0.is_cuda(), "{{name}}: expected CUDA tensors");
+  const at::Device device = in_0.device();
+  {{checks}}
+  const c10::cuda::CUDAGuard guard(device);
+  const std::vector<int64_t> shape = ks_broadcast_shape({{{ins_list}}});
+  {{outs_alloc}}
+  const int64_t n = out_0.numel();
+  if (n == 0) return {{ret}};
+  KsOperand descs[{{nin}}];
+  const c10::IntArrayRef s(shape);
+  const void* ins[{{nin}}] = {{{in_ptrs}}};
+  void* outs[{{nout}}] = {{{out_ptrs}}};
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+  // A full-size operand laid out channels-last (a cuDNN NHWC convolution's output) into the
+  // contiguous output: the tiled transpose kernel, the other operands through descriptors.
+  const int tiled = ks_channels_last_operand({{{in_refs}}}, s);
+  if (tiled >= 0) {
+    ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, 1, descs);
+    int64_t spatial = 1;
+    for (size_t k = 2; k < shape.size(); ++k) spatial *= shape[k];
+    {{name}}_launch_nhwc(ins, descs, outs, tiled, shape[0], shape[1], spatial, stream);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {{ret}};
+  }
+  const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, {{vec}}, descs);
+  {{name}}_launch(ins, descs, outs, n, vec, stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {{ret}};
+}
+

@@ -1,0 +1,3 @@
+
+  {{name}}_gelu_launch(y.data_ptr(), y.numel(), stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();

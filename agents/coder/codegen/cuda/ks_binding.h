@@ -1,0 +1,133 @@
+#ifndef KS_BINDING_PRELUDE_H
+#define KS_BINDING_PRELUDE_H
+// Only what the bindings use: <torch/extension.h> (the whole C++ frontend) doubled the g++ time.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ExpandUtils.h>
+#include <torch/csrc/utils/pybind.h>  // pybind11 + the at::Tensor casters (PYBIND11_MODULE)
+#include <torch/csrc/Exceptions.h>    // torch::wrap_pybind_function (load_inline's m.def)
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAException.h>
+#include <string>
+#include <vector>
+
+#include "ks_shared_types.h"
+
+// Numbers enter error messages as strings.  On the H100 image (torch 2.11, CUDA 13) an
+// integer streamed into a TORCH_CHECK message from this extension segfaulted inside
+// std::ostream (the extension's own num_put code against the process's locale); strings and
+// c10's own printers did not.
+static inline std::string ks_str(int64_t v) { return std::to_string(v); }
+static inline std::string ks_str(c10::IntArrayRef dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+static inline void ks_check_tensor(const at::Tensor& t, const char* name, at::ScalarType dtype,
+                                   const at::Device& device) {
+  TORCH_CHECK(t.defined(), name, ": undefined tensor");
+  TORCH_CHECK(t.is_cuda(), name, ": expected a CUDA tensor, got ", t.device());
+  TORCH_CHECK(t.device() == device, name, ": expected device ", device, ", got ", t.device());
+  TORCH_CHECK(t.scalar_type() == dtype, name, ": expected dtype ", dtype, ", got ", t.scalar_type());
+}
+
+static inline std::vector<int64_t> ks_broadcast_shape(const std::vector<at::Tensor>& ts) {
+  std::vector<int64_t> shape;
+  for (const auto& t : ts) {
+    auto s = at::infer_size_dimvector(c10::IntArrayRef(shape), t.sizes());
+    shape.assign(s.begin(), s.end());
+  }
+  return shape;
+}
+
+static inline bool ks_aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// Describes how tensor t, broadcast to `shape` (the contiguous iteration space), is read.
+// Returns false when t is a full-size operand that is not 16-byte aligned (then vec must be 1).
+// `t` may be replaced by a contiguous copy when its collapsed rank exceeds KS_MAX_RANK.
+static inline bool ks_describe(at::Tensor& t, c10::IntArrayRef shape, int vec, KsOperand& d) {
+  d = KsOperand{};
+  at::Tensor e = t.expand(shape);
+  int64_t sizes[64], strides[64];
+  int r = 0;
+  int64_t n = 1;
+  for (int64_t k = 0; k < e.dim(); ++k) {
+    n *= e.size(k);
+    if (e.size(k) == 1) continue;
+    const int64_t sz = e.size(k), st = e.stride(k);
+    if (r > 0 && strides[r - 1] == st * sz) { sizes[r - 1] *= sz; strides[r - 1] = st; }
+    else { sizes[r] = sz; strides[r] = st; ++r; }
+  }
+  int nonzero = 0, nz_at = -1;
+  for (int k = 0; k < r; ++k) if (strides[k] != 0) { ++nonzero; nz_at = k; }
+  if (nonzero == 0) { d.mode = KS_SCALAR; return true; }
+  if (r == 1 && strides[0] == 1 && sizes[0] == n) {
+    d.mode = KS_FULL;
+    return vec == 1 || ks_aligned16(t.data_ptr());
+  }
+  if (nonzero == 1 && strides[nz_at] == 1) {
+    int64_t div = 1;
+    for (int k = nz_at + 1; k < r; ++k) div *= sizes[k];
+    d.div = div;
+    d.mod = sizes[nz_at];
+    if (div == 1 && d.mod % vec == 0 && (vec == 1 || ks_aligned16(t.data_ptr()))) d.mode = KS_ROW;
+    else if (div % vec == 0) d.mode = KS_CHANNEL;
+    else { d.mode = KS_DIVMOD; return vec == 1; }  // per-element div/mod: scalar kernel only
+    return true;
+  }
+  if (r > KS_MAX_RANK) {  // rare: materialise the broadcast, then it is a full operand
+    t = e.contiguous();
+    d.mode = KS_FULL;
+    return vec == 1 || ks_aligned16(t.data_ptr());
+  }
+  d.mode = KS_STRIDED;
+  d.rank = r;
+  for (int k = 0; k < r; ++k) { d.size[k] = sizes[k]; d.stride[k] = strides[k]; }
+  return vec == 1;  // general strides: scalar kernel only (see ks_load)
+}
+
+// Describes every operand for width `vec`, falling back to vec = 1 when a full-size operand is
+// misaligned (e.g. a view x[1:]).  Returns the width used.
+static inline int ks_describe_all(std::vector<at::Tensor*> ts, std::vector<c10::IntArrayRef> shapes,
+                                  int vec, KsOperand* descs) {
+  bool ok = true;
+  for (size_t k = 0; k < ts.size(); ++k) ok = ks_describe(*ts[k], shapes[k], vec, descs[k]) && ok;
+  if (ok || vec == 1) return vec;
+  for (size_t k = 0; k < ts.size(); ++k) ks_describe(*ts[k], shapes[k], 1, descs[k]);
+  return 1;
+}
+// The index of the first full-size operand stored channels-last (logically [N, C, S...], dense in
+// [N, S..., C] order, C > 1, not also contiguous), for the elementwise kernels' tiled transpose
+// path; -1 if none, or if the tiled grid (S / 32, C / 32, N) would not fit.
+static inline int ks_channels_last_operand(std::vector<at::Tensor*> ts, c10::IntArrayRef shape) {
+  const int64_t d = (int64_t)shape.size();
+  if (d < 3 || d > 5) return -1;
+  int64_t S = 1;
+  for (int64_t k = 2; k < d; ++k) S *= shape[k];
+  if (shape[1] <= 1 || S <= 1 || shape[0] > 65535 || ks_cdiv(shape[1], 32) > 65535 ||
+      ks_cdiv(S, 32) > 0x7fffffffLL) return -1;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const at::Tensor& t = *ts[i];
+    if (t.dim() != d || t.sizes() != shape || t.is_contiguous() || t.stride(1) != 1) continue;
+    int64_t expect = shape[1];
+    bool dense = true;
+    for (int64_t k = d - 1; k >= 2; --k) {
+      if (shape[k] != 1 && t.stride(k) != expect) dense = false;
+      expect *= shape[k];
+    }
+    if (dense && (shape[0] == 1 || t.stride(0) == expect)) return (int)i;
+  }
+  return -1;
+}
+// Whether the row kernels can read this operand (offset within a row = base + col, or constant).
+static inline bool ks_row_affine(const KsOperand& d, int64_t R) {
+  switch (d.mode) {
+    case KS_FULL: case KS_SCALAR: return true;
+    case KS_ROW: return d.mod % R == 0;
+    case KS_CHANNEL: case KS_DIVMOD: return d.div % R == 0;
+    default: return false;
+  }
+}
+#endif  // KS_BINDING_PRELUDE_H

@@ -1,0 +1,153 @@
+#ifndef KS_SHARED_TYPES_H
+#define KS_SHARED_TYPES_H
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#define KS_MAX_RANK 6
+#define KS_ROW_CAP 16384   /* longest row the register-cached row kernels take */
+#define KS_BLOCK_SCALAR_VALUES 16  /* values per thread of the block path's VEC == 1 kernel */
+#define KS_ROW32_MIN_THREADS 256  /* normalising block rows cache 32 values where that takes >= this many threads */
+#define KS_COLS_WIDTH 16  /* inner columns per column-tile block: [R, 16] tiles, several blocks per SM */
+#define KS_COLS_STATIC_SMEM 8576  /* the column-tile kernel's static shared memory: part[64][33], res[32] */
+
+// How an operand maps the linear index i of the iteration space (contiguous, row-major) to an
+// element offset.  Chosen at run time by the binding from the operand's expanded strides.
+enum KsMode : int {
+  KS_FULL = 0,     // offset = i                       (same shape, contiguous)
+  KS_SCALAR = 1,   // offset = 0                       (one element)
+  KS_ROW = 2,      // offset = i % mod                 (vector over trailing dims, 16B-aligned rows)
+  KS_CHANNEL = 3,  // offset = (i / div) % mod, div % vec == 0 (per-channel: one value per vector)
+  KS_DIVMOD = 4,   // offset = (i / div) % mod         (same, any div)
+  KS_STRIDED = 5   // general: collapsed sizes/strides
+};
+
+struct KsOperand {
+  int mode;
+  int rank;
+  int64_t div;
+  int64_t mod;
+  int64_t size[KS_MAX_RANK];
+  int64_t stride[KS_MAX_RANK];
+};
+
+// Reduction strategy, chosen on the host from the [outer, R, inner] view.
+enum KsRedPath : int {
+  KS_PATH_ROW_WARP = 0,    // inner == 1, R <= 1024: a warp per row, <= 32 values per lane
+  KS_PATH_ROW_BLOCK = 1,   // inner == 1, R <= KS_ROW_CAP: a block (<= 512 threads) per row, <= 32 values per thread
+  KS_PATH_TILE = 2,        // anything else: (inner x R-slice) tiles, R split across blocks if needed
+  KS_PATH_COLS = 3         // normalising kinds, inner >= 16: a block keeps an [R, 16] tile in shared memory
+};
+
+struct KsRedPlan {
+  int path;
+  int threads_x;        // row: threads per row (block path); tile: threads along inner
+  int threads_y;        // tile, cols: threads along R
+  int64_t splits;       // tile: blocks along R (partials merged by a finalize kernel when > 1)
+  int64_t r_per_split;
+  int64_t workspace_floats;
+  int row_values;       // row paths: values each thread caches (32, or 16 for normalising rows up to 4096)
+};
+
+// The current device's index into the per-device caches below (64 slots).
+[[maybe_unused]] static inline int ks_device_slot() {
+  int dev = 0;
+  cudaGetDevice(&dev);
+  return dev >= 0 && dev < 64 ? dev : 0;
+}
+
+// An attribute of the current device, queried once per device (per instantiation: one cache per
+// attribute); `fallback` where the query fails.
+template <cudaDeviceAttr ATTR>
+static inline int ks_device_attr(int fallback) {
+  static int cached[64] = {0};
+  const int dev = ks_device_slot();
+  if (cached[dev] == 0) {
+    int v = 0;
+    cudaDeviceGetAttribute(&v, ATTR, dev);
+    cached[dev] = v > 0 ? v : fallback;
+  }
+  return cached[dev];
+}
+
+// Grids are sized from the SM count (no tail effect from too few blocks).
+[[maybe_unused]] static inline int ks_sm_count() { return ks_device_attr<cudaDevAttrMultiProcessorCount>(1); }
+
+// Largest dynamic + static shared memory a block may opt in to (227 KB on H100).
+[[maybe_unused]] static inline int ks_smem_optin() {
+  return ks_device_attr<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024);
+}
+
+[[maybe_unused]] static inline int64_t ks_pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+[[maybe_unused]] static inline int64_t ks_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// state_floats: floats per partial state; normalizing: softmax/log_softmax/layer_norm; rows32:
+// the kind has the 32-value row kernel on <= 256 threads (4 blocks per SM, 64 registers: softmax
+// kinds; layer_norm's weight and bias loads spill there).
+[[maybe_unused]] // force_tile: an operand is not row-affine (see ks_row_affine), which only the tile kernels read,
+// or the kind has no column-tile kernel.
+// sms, smem_optin: the device's SM count and opt-in shared memory per block (ks_sm_count,
+// ks_smem_optin), passed in so the plan is a pure function of its arguments.
+static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inner, int sms, int smem_optin,
+                                          int state_floats, bool normalizing, bool rows32, bool force_tile) {
+  KsRedPlan p{};
+  p.splits = 1;
+  p.r_per_split = R;
+  if (inner == 1 && R <= KS_ROW_CAP && !force_tile) {
+    // Each thread fills its 32 cached values: the most bytes in flight per allocated register.
+    // Normalising block rows: 32 values on 256 threads (R in (4096, 8192]) under a 64-register
+    // cap, 4 rows per SM; shorter rows (1024, 4096] cache 16 values per thread under a
+    // 64-register cap.  Either way several rows per SM overlap one row's reductions and
+    // write-back with the next rows' loads.
+    const bool take32 = rows32 && R > KS_ROW32_MIN_THREADS * 16 && R <= 256 * 32;
+    p.row_values = (normalizing && R > 1024 && R <= 16 * 512 && !take32) ? 16 : 32;
+    int64_t tx = R <= 1024 ? 32 : ks_pow2_ceil(ks_cdiv(R, p.row_values));
+    if (tx > 512) tx = 512;
+    const bool fills_gpu = outer * tx >= (int64_t)sms * 1024;
+    if (fills_gpu || R <= 4096) {
+      p.path = R <= 1024 ? KS_PATH_ROW_WARP : KS_PATH_ROW_BLOCK;
+      p.threads_x = (int)tx;
+      p.threads_y = R <= 1024 ? 8 : 1;
+      return p;
+    }
+  }
+  // Normalising along a strided dim: the column tile path reads once and writes once (the tile
+  // path reads twice), when its [R, KS_COLS_WIDTH] fp32 tile fits in shared memory and the tiles
+  // fill the GPU.  Threads along R: R / 32 values each, 128..1024 threads.
+  if (normalizing && !force_tile && inner >= 16 && R * KS_COLS_WIDTH * 4 + KS_COLS_STATIC_SMEM <= smem_optin &&
+      outer * ks_cdiv(inner, KS_COLS_WIDTH) >= sms) {
+    p.path = KS_PATH_COLS;
+    p.threads_x = KS_COLS_WIDTH;
+    const int64_t ty = ks_pow2_ceil(ks_cdiv(R, 32));
+    p.threads_y = (int)(ty < 8 ? 8 : (ty > 64 ? 64 : ty));
+    return p;
+  }
+  p.path = KS_PATH_TILE;
+  int64_t txi = inner == 1 ? 1 : (inner >= 32 ? 32 : ks_pow2_ceil(inner));
+  int64_t tyr = 256 / txi;
+  // Short reductions: give the threads to inner instead of idling along R.
+  while (tyr > 1 && tyr / 2 >= R) {
+    tyr /= 2;
+    if (txi * 2 <= ks_pow2_ceil(inner)) txi *= 2;
+  }
+  p.threads_x = (int)txi;
+  p.threads_y = (int)tyr;
+  const int64_t col_blocks = outer * ks_cdiv(inner, txi);
+  const int64_t target = (int64_t)sms * 8;
+  if (col_blocks < target) {
+    int64_t s = ks_cdiv(target, col_blocks);
+    const int64_t most = R / (tyr * 8) > 1 ? R / (tyr * 8) : 1;  // >= 8 loads per thread
+    if (s > most) s = most;
+    if (s > 65535) s = 65535;
+    p.r_per_split = ks_cdiv(R, s);
+    p.splits = ks_cdiv(R, p.r_per_split);
+  }
+  const int64_t cols = outer * inner;
+  p.workspace_floats = (p.splits > 1 ? p.splits * cols * state_floats : 0) + (normalizing ? cols * 2 : 0);
+  return p;
+}
+#endif  // KS_SHARED_TYPES_H

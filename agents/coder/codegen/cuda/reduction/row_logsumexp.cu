@@ -1,0 +1,5 @@
+
+    if (tx == 0) {
+      const float acc = ms + logf(s);
+      {{store}}
+    }

@@ -1,0 +1,12 @@
+
+    float r = {{op}}::identity();
+#pragma unroll
+    for (int j = 0; j < MAXV; ++j) if ({{valid}}) {
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) r = {{op}}::apply(r, v[j][q]);
+    }
+    r = ks_row_allreduce<{{op}}, WARP>(r, smem);
+    if (tx == 0) {
+      const float acc = {{fin}};
+      {{store}}
+    }

@@ -1,0 +1,78 @@
+
+// Threads (tx, ty): tx walks inner (consecutive addresses), ty walks R; blockIdx.y is the R split.
+// Min-blocks 1 stated: left out, ptxas aimed at 48 registers and spilled the Welford state.
+__global__ void __launch_bounds__(256, 1)
+{{name}}_tile({{params}}, {{out_t}}* __restrict__ out, float* __restrict__ partials, float* __restrict__ stats,
+             const int64_t outer, const int64_t R, const int64_t inner, const int64_t r_per_split) {
+  using State = {{state}};
+  __shared__ float sm[State::NF][256];
+  const int tx = threadIdx.x, ty = threadIdx.y, TXI = blockDim.x, TYR = blockDim.y;
+  const int64_t cb = ks_div(inner + TXI - 1, TXI);  // ks_div: no 64-bit division call
+  const int64_t o = ks_div((int64_t)blockIdx.x, cb);
+  const int64_t i = ((int64_t)blockIdx.x - o * cb) * TXI + tx;
+  const int64_t r0 = (int64_t)blockIdx.y * r_per_split;
+  const int64_t r1 = r0 + r_per_split < R ? r0 + r_per_split : R;
+  State st = State::init();
+  if (i < inner) {
+    const int64_t base = o * R * inner + i;
+    int64_t r = r0 + ty;
+    for (; r + 7 * TYR < r1; r += 8 * TYR) {  // 8 independent loads in flight per thread
+      float x[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int64_t idx = base + (r + (int64_t)u * TYR) * inner;
+        {{loads1}}
+        const int q = 0; {{pro_x}}
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u) st.push(x[u]);
+    }
+    for (; r < r1; r += TYR) {
+      const int64_t idx = base + r * inner;
+      float x[1]; const int u = 0;
+      {{loads1}}
+      const int q = 0; {{pro_x}}
+      st.push(x[0]);
+    }
+  }
+  const int t = ty * TXI + tx;
+  {
+    float f[State::NF]; st.save(f);
+#pragma unroll
+    for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
+  }
+  __syncthreads();
+  for (int s = TYR / 2; s > 0; s >>= 1) {
+    if (ty < s) {
+      float f[State::NF];
+#pragma unroll
+      for (int k = 0; k < State::NF; ++k) f[k] = sm[k][t + s * TXI];
+      st.merge(State::load(f));
+      st.save(f);
+#pragma unroll
+      for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
+    }
+    __syncthreads();
+  }
+  if (ty == 0 && i < inner) {
+    const int64_t col = o * inner + i;
+    if (gridDim.y == 1) {
+      {{final}}
+    } else {
+      st.save(partials + ((int64_t)blockIdx.y * outer * inner + col) * State::NF);
+    }
+  }
+}
+
+// Merges the R-split partial states of each column.
+__global__ void __launch_bounds__(256)
+{{name}}_finalize({{params}}, {{out_t}}* __restrict__ out, const float* __restrict__ partials, float* __restrict__ stats,
+                 const int64_t cols, const int64_t splits, const int64_t R) {
+  using State = {{state}};
+  for (int64_t col = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; col < cols; col += (int64_t)gridDim.x * blockDim.x) {
+    State st = State::init();
+    for (int64_t s = 0; s < splits; ++s) st.merge(State::load(partials + (s * cols + col) * State::NF));
+    {{final}}
+  }
+}
+

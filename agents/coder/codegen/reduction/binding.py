@@ -1,0 +1,44 @@
+"""The host binding of a reduction: validates the inputs, views the tensor as [outer, R, inner],
+plans (ks_plan_reduction, in ks_shared_types.h), describes the operands for the path, allocates
+the output and the workspace, and calls the launcher."""
+
+from __future__ import annotations
+
+from kernelstitch.agents.coder.codegen.common import TORCH_DTYPE
+from kernelstitch.agents.coder.codegen.reduction.context import (
+    COLUMN_TILE_KINDS,
+    ROWS32_KINDS,
+    Reduction,
+)
+from kernelstitch.agents.coder.codegen.templates import render
+
+
+def binding(r: Reduction) -> str:
+    spec, name, n = r.spec, r.name, len(r.spec.inputs)
+    if spec.kind == "layer_norm":
+        view = render("reduction/binding_view_layer_norm.cpp", name=name, norm_ndim=spec.norm_ndim)
+    else:
+        if r.normalizing:
+            out_shape = "out_shape = x_sizes;"
+        elif spec.keepdim:
+            out_shape = "out_shape = x_sizes; out_shape[dim] = 1;"
+        else:
+            out_shape = "out_shape = x_sizes; out_shape.erase(out_shape.begin() + dim);"
+        view = render("reduction/binding_view_dim.cpp", name=name, dim=spec.dim, out_shape=out_shape)
+    cols_replan = ""
+    if r.normalizing and spec.kind not in COLUMN_TILE_KINDS:  # no column-tile kernel to launch
+        cols_replan = render("reduction/binding_cols_replan.cpp", nf=r.nf)
+    return render(
+        "reduction/binding.cpp", name=name, kind=spec.kind, n=n, nf=r.nf, vec=r.vec, view=view,
+        cols_replan=cols_replan, out_dtype=TORCH_DTYPE[spec.out_dtype],
+        normalizing="true" if r.normalizing else "false", rows32="true" if spec.kind in ROWS32_KINDS else "false",
+        cparams=", ".join(f"at::Tensor in_{k}" for k in range(n)),
+        checks="\n  ".join(
+            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
+            for k, t in enumerate(spec.inputs)
+        ),
+        ptrs=", ".join(f"&in_{k}" for k in range(n)),
+        shapes=", ".join("os" if k in r.roles.epilogue else "xs" for k in range(n)),
+        row_read=", ".join(str(k) for k in r.row_operands()),
+        in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(n)),
+    )

@@ -1,0 +1,55 @@
+"""Column-tile kernels: softmax kinds along a strided dim (ks_plan_reduction's KS_PATH_COLS).
+Thread-block clusters first (cluster_cols.py: sm_90+, 16-byte operands, R within 8 CTAs), then a
+block per [R, 16] tile kept in shared memory (cuda/reduction/cols.cu).  Either reads the input
+once and writes once, where the tile path reads it twice."""
+
+from __future__ import annotations
+
+from kernelstitch.agents.coder.codegen.cluster_cols import (
+    cluster_kernel,
+    cluster_launch,
+    cluster_shape,
+)
+from kernelstitch.agents.coder.codegen.reduction.context import (
+    COLS_CACHE,
+    COLUMN_TILE_KINDS,
+    Reduction,
+    ReductionVariant,
+    cached_normalize,
+    cached_stats,
+    full_or_described_loads,
+    loads,
+)
+from kernelstitch.agents.coder.codegen.templates import render
+
+
+def kernel(r: Reduction, variant: ReductionVariant) -> str:
+    """The cluster kernel (when `variant.cluster`) and the shared-memory column tiles; "" for kinds
+    without them (COLUMN_TILE_KINDS: softmax kinds, no affine weight/bias to apply)."""
+    if r.kind not in COLUMN_TILE_KINDS:
+        return ""
+    text = render(
+        "reduction/cols.cu", name=r.name, params=r.params, out_t=r.out_t,
+        loads1=loads(r.roles.prologue, "1", "idx"), pro_x=r.pro_call("xs[u]"),
+        stats=cached_stats(r.kind, COLS_CACHE, r.spec.eps), y=cached_normalize(r.kind, COLS_CACHE.val),
+        e_loads=loads(r.roles.epilogue, "1", "idx", "e"), epi=r.epi_call("y", "0"),
+    )
+    if not variant.cluster:
+        return text
+    return cluster_kernel(
+        r.kind, r.name, r.params, r.out_t, loads=full_or_described_loads(r.roles.prologue, "a"),
+        pro_call=r.pro_call("v[j][q]"), e_loads=full_or_described_loads(r.roles.epilogue, "e"),
+        epi=r.epi_call("yv[q]", "q"), plain=r.vec == 4 and not r.spec.prologue and not r.spec.epilogue,
+        fast_math=variant.cluster_fast_math, min_blocks=variant.cluster_min_blocks,
+    ) + text
+
+
+def launch(r: Reduction, variant: ReductionVariant) -> str:
+    """Launcher code for KS_PATH_COLS plans ("" for kinds without column tiles)."""
+    if r.kind not in COLUMN_TILE_KINDS:
+        return ""
+    text = render("reduction/cols_launch.cu", name=r.name, args=r.args)
+    if not variant.cluster:
+        return text
+    shape = cluster_shape(r.vec)
+    return cluster_launch(r.name, r.args, shape, len(r.spec.inputs), variant.cluster_full_loads) + "\n" + text

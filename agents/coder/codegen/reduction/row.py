@@ -1,0 +1,77 @@
+"""Row kernels (inner == 1, R <= KS_ROW_CAP): the row is loaded once into registers with 16-byte
+vector loads (a warp per row up to R = 1024, a block per row beyond), reduced with warp shuffles
+(+ shared memory across warps), and for softmax / log_softmax / layer_norm written back from the
+registers: one read and one write of memory.  Softmax stats are max then sum of exp from the
+cached values; layer_norm is two-pass over the cached values (mean, then squared deviations).
+
+One kernel template (cuda/reduction/row.cu) instantiated per (vector width, values per thread,
+warp or block, register cap); `launches` lists the instantiations the host plan can pick."""
+
+from __future__ import annotations
+
+from kernelstitch.agents.coder.codegen.common import BLOCK_SCALAR_VALUES
+from kernelstitch.agents.coder.codegen.reduction.context import (
+    ROW_OP,
+    ROWS32_KINDS,
+    Reduction,
+    ReductionVariant,
+    cached_normalize,
+    cached_stats,
+    row_cache,
+    row_loads,
+)
+from kernelstitch.agents.coder.codegen.templates import render
+
+VALID = "((j * TX + tx) * VEC < Ri)"  # cached slot j of this thread holds real columns
+
+
+def kernel(r: Reduction, variant: ReductionVariant) -> str:
+    return render(
+        "reduction/row.cu", name=r.name, params=r.params, out_t=r.out_t,
+        bases=" ".join(f"const int64_t b{k} = ks_row_base(d{k}, row, R);" for k in r.row_operands()),
+        loads=row_loads(r.roles.prologue, "col"), pro_call=r.pro_call("v[j][q]"), tail=_tail(r, variant),
+    )
+
+
+def _tail(r: Reduction, variant: ReductionVariant) -> str:
+    """The kernel body after the row is cached in v[MAXV][VEC]: reduce and store one value, or
+    statistics and the normalised row."""
+    if r.kind in ROW_OP:
+        return render(
+            "reduction/row_reduce.cu", op=ROW_OP[r.kind], valid=VALID,
+            fin="ks_div_norm(r, (float)R)" if r.kind == "mean" else "r", store=r.store_scalar("row"),
+        )
+    stats = cached_stats(r.kind, row_cache(VALID), r.spec.eps, variant.row_exp)
+    if r.kind == "logsumexp":
+        return stats + render("reduction/row_logsumexp.cu", store=r.store_scalar("row"))
+    w_loads, w_upd = r.affine("VEC", "col", "yv[q]", "q")
+    return stats + render(
+        "reduction/row_store.cu", valid=VALID, w_loads=w_loads, w_upd=w_upd,
+        e_loads=row_loads(r.roles.epilogue, "col", "e"), y=cached_normalize(r.kind, "v[j][q]"),
+        epi=r.epi_call("yv[q]", "q"),
+    )
+
+
+def launches(r: Reduction) -> str:
+    """Launcher code: the first instantiation whose plan test matches launches."""
+    # (path, vec, values each thread caches, min blocks per SM and block-size bound for
+    # __launch_bounds__, plan test)
+    variants = [("KS_PATH_ROW_WARP", v, 32, 1, 256, "") for v in sorted({1, r.vec})]
+    variants.append(("KS_PATH_ROW_BLOCK", 1, BLOCK_SCALAR_VALUES, 1, 512, ""))
+    if r.vec > 1:
+        if r.kind in ROWS32_KINDS:  # 32 values under a 64-register cap, 4 rows per SM
+            variants.append(("KS_PATH_ROW_BLOCK", r.vec, 32, 4, 256,
+                             " && plan.row_values == 32 && plan.threads_x <= 256"))
+        variants.append(("KS_PATH_ROW_BLOCK", r.vec, 32, 1, 512, " && plan.row_values == 32"))
+        if r.normalizing:  # 16 values under a 64-register cap: more rows in flight per SM
+            variants.append(("KS_PATH_ROW_BLOCK", r.vec, 16, 2, 512, " && plan.row_values == 16"))
+    return "\n".join(
+        render(
+            "reduction/row_launch.cu", path=path, v=v, name=r.name, maxv=max(1, values // v),
+            warp="true" if warp else "false", minb=minb, maxt=maxt, test=test, args=r.args,
+            threads="256" if warp else "plan.threads_x", bx="32" if warp else "plan.threads_x",
+            by="8" if warp else "1", rows_per_block="8" if warp else "1",
+        )
+        for path, v, values, minb, maxt, test in variants
+        for warp in [path == "KS_PATH_ROW_WARP"]
+    )
