@@ -1,6 +1,7 @@
 """Microbench of the coder's own row kernels (as `emit` writes them) for the softmax-kind rows of
 the bench: standalone CUDA programs (no torch, harness.py) that call the emitted launcher with the host
-plan, or with a plan override, and print one JSON line each.
+plan, or with a plan override, and print one JSON line each.  Kernel variants are emitter knobs
+(`ReductionVariant`).
 
 Usage: python bench/microbench/rows_gen.py OUTDIR; then for each OUTDIR/*.cu:
   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -o BIN FILE.cu
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from harness import write_programs  # this folder (run as a script)
+from kernelstitch.agents.coder.codegen.reduction import ReductionVariant
 
 # name -> (outer, R, the spec as the built-in planner writes it for examples/<name>.py)
 PROBLEMS = {
@@ -30,13 +32,12 @@ PROBLEMS = {
         "prologue_out": "div", "epilogue": [], "epilogue_out": "acc", "epilogue_inputs": [],
         "norm_ndim": 1, "eps": 1e-05, "weight": None, "bias": None}),
 }
-# variant -> (plan override statements, text edits of the emitted CUDA)
+# variant -> (plan override statements, emitter knobs)
 VARIANTS = {
-    "plan": ("", []),  # what ks_plan_reduction picks now
-    "old16x512": ("p.row_values = 16; p.threads_x = 512;", []),  # the 2026-11-23 choice
-    "plan_fastexp": ("", [("expf(v[j][q] - ms)", "__expf(v[j][q] - ms)")]),
+    "plan": ("", ReductionVariant()),  # what ks_plan_reduction picks now
+    "old16x512": ("p.row_values = 16; p.threads_x = 512;", ReductionVariant()),  # the 2026-11-23 choice
+    "plan_fastexp": ("", ReductionVariant(row_exp="__expf")),  # __expf in the row kernels' sums
 }
-
 
 
 def main(outdir: str) -> None:
