@@ -57,6 +57,9 @@ class JobResult:
     verdict: dict[str, Any] | None = None  # Verdict.to_json()
     findings: list[dict[str, Any]] = field(default_factory=list)  # profiler Findings
     run_id: int | None = None
+    # generate's measured search: decision (deliver | keep_original), the table, why
+    # (agents/verifier/selection.py Selection.to_json()); None when no search ran.
+    selection: dict[str, Any] | None = None
     type: Literal["result"] = "result"
 
 

@@ -40,6 +40,12 @@ class PipelineConfig:
     verify_timeout_s: float = 900.0
     keep_spare_worker: bool = False  # see VerifyOptions: set by the bench's measure loop
     timing_budget_s: float = 2.0  # seconds of timed runs per implementation (VerifyOptions)
+    # The measured search (agents/search.py): build up to `variants` plans, time them against
+    # the original in one worker (`search_budget_s` of timed runs), deliver the fastest verified
+    # one or keep the original.  Off: the default plan alone is verified and delivered.
+    search: bool = True
+    variants: int = 4
+    search_budget_s: float = 3.0
     # coder="llm": base_url, model, api_key_env (a variable's NAME), timeout_s, ... (see
     # agents/llm/config.py); budget: time_s, iterations, tokens of the LLM path.
     llm: dict[str, Any] = field(default_factory=dict)
@@ -213,11 +219,21 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
         candidate_path = write_candidate(candidate, out_dir)
         store.add_artifact(run_id, "candidate", "model_new.py", candidate.source)
 
-    verdict = None
-    if ctx.config.verify and candidate_path is not None:
+    verdict = selection = None
+    if ctx.config.verify and candidate_path is not None and ctx.config.search and not use_llm:
+        selection, plan, candidate_path, verdict = _search(ctx, store, run_id, graph, plan,
+                                                           out_dir, candidate_path)
+    elif ctx.config.verify and candidate_path is not None:
         verdict = verify_candidate(ctx, candidate_path)
+    if verdict is not None:
         store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
     extra: list[str] = []
+    if selection is not None:
+        from kernelstitch.agents.verifier.selection import markdown_table
+
+        reused = " (reused from an earlier generate on this GPU)" if selection.reused else ""
+        extra.append(f"## Variants measured{reused}\n\n{selection.why}.\n\n"
+                     f"{markdown_table(selection)}\n")
     llm_note = None
     if use_llm:
         llm = _run_llm(ctx, store, run_id, graph, plan, candidate, builtin_error, verdict,
@@ -241,11 +257,32 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     ctx.workspace.write_text_atomic(report_path, report)
     store.add_artifact(run_id, "report", "report.md", report)
     message = _summary(verdict) + (f" ({llm_note})" if llm_note else "")
+    if selection is not None and selection.decision == "keep_original":
+        message = f"kept the original: {selection.why}"
     return JobResult(
         status="succeeded", message=message, kind="generate", source_path=str(ctx.source),
-        module=ctx.module, candidate_path=str(candidate_path), report_path=str(report_path),
-        plan=plan.to_json(), verdict=verdict.to_json() if verdict else None, run_id=run_id,
+        module=ctx.module, candidate_path=str(candidate_path) if candidate_path else None,
+        report_path=str(report_path), plan=plan.to_json(),
+        verdict=verdict.to_json() if verdict else None, run_id=run_id,
+        selection=selection.to_json() if selection is not None else None,
     )
+
+
+def _search(ctx: _Context, store, run_id: int, graph, plan, out_dir: Path, candidate_path):
+    """(selection, delivered plan, delivered file or None, its verdict): the measured search,
+    or without a GPU to time on, the default candidate verified alone (selection None)."""
+    from kernelstitch.agents.search import NoGpuForSearch, run_search, source_fingerprint
+
+
+    try:
+        found = run_search(ctx, graph, out_dir, lambda path: verify_candidate(ctx, path), store,
+                           run_id, limit=ctx.config.variants,
+                           budget_s=ctx.config.search_budget_s,
+                           fingerprint=source_fingerprint())
+    except NoGpuForSearch as exc:
+        ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
+        return None, plan, candidate_path, verify_candidate(ctx, candidate_path)
+    return found.selection, found.plan, found.candidate_path, found.verdict
 
 
 def _run_llm(ctx: _Context, store, run_id: int, graph, plan, candidate, builtin_error, verdict,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelstitch.bench.problems import BenchError, ProblemSpec
+from kernelstitch.core.fingerprint import package_root, tree_fingerprint
 
 HARNESS_VERSION = 1  # bump when the stored outcome's meaning changes: old results re-run
 DEFAULT_TIME_LIMIT_S = 900.0
@@ -22,8 +23,6 @@ _COMPILER_PARTS = {
     "agents": ("plan", "planner", "coder", "verifier", "llm", "pipeline.py"),
     "bench": ("tasks.py", "runner.py", "phases.py"),
 }
-# Files in those folders that count: code, prompts, kernel templates, data (not docs or caches).
-_FINGERPRINT_SUFFIXES = (".py", ".md", ".cu", ".cuh", ".txt", ".json")
 
 
 def default_build_jobs() -> int:
@@ -92,21 +91,9 @@ def compiler_fingerprint(roots: dict[str, Path] | None = None) -> str:
     """Hash of the sources that make and judge candidates (`roots`: the folder of each package
     in _COMPILER_PARTS): results of older code re-run."""
     if roots is None:
-        from kernelstitch import agents, bench
-
-        roots = {"agents": Path(agents.__file__).parent, "bench": Path(bench.__file__).parent}
-    digest = hashlib.sha256(f"harness {HARNESS_VERSION}".encode())
-    for package, parts in _COMPILER_PARTS.items():
-        root = roots[package]
-        for part in parts:
-            target = root / part
-            files = sorted(target.rglob("*")) if target.is_dir() else [target]
-            for path in files:
-                if (path.is_file() and path.suffix in _FINGERPRINT_SUFFIXES
-                        and path.name != "README.md" and "__pycache__" not in path.parts):
-                    digest.update(f"{package}/{path.relative_to(root).as_posix()}".encode())
-                    digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+        roots = {"agents": package_root("kernelstitch.agents"),
+                 "bench": package_root("kernelstitch.bench")}
+    return tree_fingerprint(_COMPILER_PARTS, roots, salt=f"harness {HARNESS_VERSION}")
 
 
 def resume_key(spec: ProblemSpec, settings: BenchSettings, device_label: str,

@@ -31,8 +31,9 @@ from typing import Any, TypeVar
 from kernelstitch.core.workspace import write_text_atomic
 
 SCHEMA_VERSION = 1
-RUN_KINDS = ("generate", "verify", "profile", "bench", "watch")
-ARTIFACT_KINDS = ("plan", "candidate", "verdict", "profile", "report", "log", "prompt")
+RUN_KINDS = ("generate", "verify", "profile", "bench", "watch", "search")
+ARTIFACT_KINDS = ("plan", "candidate", "verdict", "profile", "report", "log", "prompt",
+                  "selection")
 PENDING_DIR = "pending"
 
 _log = logging.getLogger("kernelstitch.runstore")

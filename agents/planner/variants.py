@@ -1,0 +1,102 @@
+"""Alternatives where a planning decision is not certain, ranked by a cost model.
+
+The built-in plan's host rules (channels_last for a 2-D convolution, CUDA-graph replay below
+64 MB, GEMM epilogues in cuBLASLt) were tuned on examples/ and lose elsewhere.  Instead of
+trusting them, the planner proposes the plans that differ in exactly those decisions; the
+Verifier times them on the same inputs and the fastest verified one is delivered (or the
+original module, when nothing beats it).
+
+Each variant is a whole Plan (bound to its graph) with a name and the decision it changes, so
+the coder builds it like any plan and the report can say what was measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kernelstitch.agents.plan import HostSettings, Plan, PlanStep
+from kernelstitch.agents.plan.graph import Graph
+from kernelstitch.agents.planner.builtin import channels_last_conv, plan_builtin
+from kernelstitch.agents.planner.cost import estimate_ms
+
+DEFAULT_VARIANT = "default"
+
+
+@dataclass(frozen=True)
+class PlanVariant:
+    name: str  # "default", "nchw", "nograph", "nchw-graph", "gemm-in-pytorch", ...
+    reason: str  # the decision it changes, for the report
+    plan: Plan
+
+
+def propose_variants(graph: Graph, limit: int = 4) -> list[PlanVariant]:
+    """The built-in plan first, then alternatives in decisions it is unsure of, best estimated
+    first; at most `limit` in all.  Every plan is bound to its graph."""
+    base = PlanVariant(DEFAULT_VARIANT, "the built-in planner's rules", plan_builtin(graph))
+    others: list[PlanVariant] = []
+    if any(channels_last_conv(s, base.plan.graph) for s in base.plan.steps):
+        flipped = _with_channels_last(base, not base.plan.host.channels_last)
+        others.append(flipped)
+        layouts = [base, flipped]
+    else:
+        layouts = [base]
+    for variant in layouts:
+        graph_flip = _with_cuda_graph(variant, not variant.plan.host.cuda_graph)
+        if graph_flip is not None:
+            others.append(graph_flip)
+    if any(s.technique == "gemm_epilogue" for s in base.plan.steps):
+        others.append(PlanVariant(
+            "gemm-in-pytorch", "matmuls through PyTorch (cuBLAS), epilogues in our kernels "
+            "instead of cuBLASLt epilogues", plan_builtin(graph, gemm_kernels=False)))
+    others = _distinct(base, others)
+    others.sort(key=lambda v: estimate_ms(v.plan))
+    return [base, *others][:max(1, limit)]
+
+
+def _with_channels_last(variant: PlanVariant, on: bool) -> PlanVariant:
+    plan = variant.plan
+    steps = [replace(s, channels_last=on and channels_last_conv(s, plan.graph))
+             for s in plan.steps]
+    layout = "NHWC" if on else "NCHW"
+    host = replace(plan.host, channels_last=on, reasons=[
+        *plan.host.reasons, f"variant: 2-D convolutions in {layout} (measured against the "
+                            "default layout)"])
+    return PlanVariant(_join(variant.name, "nhwc" if on else "nchw"),
+                       f"convolutions in {layout}", replace(plan, steps=steps, host=host))
+
+
+def _with_cuda_graph(variant: PlanVariant, on: bool) -> PlanVariant | None:
+    plan = variant.plan
+    if on and any(s.technique == "pytorch_fallback" for s in plan.steps):
+        return None  # a fallback op may allocate or synchronise: replay cannot repeat it
+    host: HostSettings = replace(plan.host, cuda_graph=on, reasons=[
+        *plan.host.reasons, f"variant: CUDA-graph replay {'on' if on else 'off'} (measured "
+                            "against the default)"])
+    why = f"CUDA-graph replay {'on' if on else 'off'}"
+    reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
+    return PlanVariant(_join(variant.name, "graph" if on else "nograph"), reason,
+                       replace(plan, host=host))
+
+
+def _join(name: str, suffix: str) -> str:
+    return suffix if name == DEFAULT_VARIANT else f"{name}-{suffix}"
+
+
+def _signature(plan: Plan) -> tuple:
+    """What makes two plans build different programs."""
+    def step_key(s: PlanStep) -> tuple:
+        return (s.technique, tuple(s.nodes), repr(s.spec), s.channels_last)
+
+    return (tuple(step_key(s) for s in plan.steps), plan.host.cuda_graph,
+            plan.host.channels_last, repr(plan.graph_edits))
+
+
+def _distinct(base: PlanVariant, variants: list[PlanVariant]) -> list[PlanVariant]:
+    seen = {_signature(base.plan)}
+    out = []
+    for variant in variants:
+        key = _signature(variant.plan)
+        if key not in seen:
+            seen.add(key)
+            out.append(variant)
+    return out

@@ -1,0 +1,205 @@
+"""The measured search of `generate`: plan variants, build them, time them against the original
+in one worker, verify the fastest contenders, deliver the winner or keep the original.
+
+    planner.variants.propose_variants -> coder.code_builtin per variant -> worker
+    verifier.variant_timing (original + variants, same inputs) -> verifier.selection.contenders
+    -> full verification, fastest first -> Selection (deliver | keep_original)
+
+Decisions are cached in the run store per (source, input shapes and dtypes, GPU, torch,
+compiler): a second generate of the same module on the same machine reuses the choice and
+verifies only the chosen program.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelstitch.agents.coder.builtin import CoderError, code_builtin, write_candidate
+from kernelstitch.agents.plan import Plan
+from kernelstitch.agents.plan.graph import Graph
+from kernelstitch.agents.planner.variants import propose_variants
+from kernelstitch.agents.verifier.selection import (
+    MeasuredVariant,
+    Selection,
+    contenders,
+    deliver,
+    delivers,
+    keep_original,
+    nothing_faster_reason,
+)
+from kernelstitch.agents.verifier.stats import summarize
+
+TASK = "kernelstitch.agents.verifier.variant_timing:time_variants_task"
+CACHE_KIND = "search"
+CACHE_FIELD = "search_key"
+CACHE_ARTIFACT = "selection"
+
+
+@dataclass
+class SearchResult:
+    selection: Selection
+    plan: Plan  # the delivered variant's plan, or the default plan when the original is kept
+    candidate_path: Path | None  # model_new.py of the delivered variant (None: keep original)
+    verdict: Any  # the delivered variant's Verdict, or the last one verified (None: none)
+
+
+def cache_key(graph: Graph, device_name: str, torch_version: str, source_text: str,
+              fingerprint: str) -> str:
+    shapes = [[n.name, n.meta.example_shape if n.meta else None, n.meta.dtype if n.meta else None]
+              for n in graph.user_inputs()]
+    text = json.dumps([hashlib.sha256(source_text.encode()).hexdigest(), graph.module, shapes,
+                       device_name, torch_version, fingerprint])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class TimingWorker:
+    """The GPU side of the search: one worker that says what it runs on, then times the
+    original and the variants together.  Tests pass a fake with the same two methods."""
+
+    def __init__(self, ctx):
+        from kernelstitch.core.worker.client import WorkerClient
+
+        self.ctx, self.client = ctx, WorkerClient()
+
+    def __enter__(self) -> TimingWorker:
+        self.client.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.client.__exit__(*exc)
+
+    def probe(self) -> tuple[str, str]:
+        """(GPU name, torch version); NoGpuForSearch without a GPU."""
+        info = self.client.call("ping", {}, timeout_s=120, cancel=self.ctx.cancel)
+        if not info.ok or not info.result.get("cuda_available"):
+            raise NoGpuForSearch(info.error.message if not info.ok else "no CUDA device")
+        return info.result["device_name"], info.result["torch"]
+
+    def measure(self, variants: list[dict[str, str]], budget_s: float) -> dict[str, Any]:
+        ctx = self.ctx
+        response = self.client.call(TASK, {
+            "reference_path": str(ctx.source), "module": ctx.module, "variants": variants,
+            "seed": 1234, "device": ctx.config.device, "budget_s": budget_s},
+            timeout_s=ctx.config.verify_timeout_s, cancel=ctx.cancel)
+        if not response.ok or response.result.get("error"):
+            why = response.error.message if not response.ok else response.result["error"]
+            raise NoGpuForSearch(f"timing the variants failed: {why}")
+        return response.result
+
+
+def run_search(ctx, graph: Graph, out_dir: Path, verify: Callable[[Path], Any], store,
+               run_id: int, limit: int = 4, budget_s: float = 3.0, fingerprint: str = "",
+               worker: Callable[[Any], TimingWorker] = TimingWorker) -> SearchResult:
+    variants = propose_variants(graph, limit)
+    built: dict[str, tuple[Plan, Path]] = {}
+    measured: list[MeasuredVariant] = []
+    for k, v in enumerate(variants, start=1):
+        ctx.stage("coding", f"variant {k}/{len(variants)}: {v.name} ({v.reason})", k,
+                  len(variants))
+        folder = out_dir / "variants" / v.name
+        try:
+            path = write_candidate(code_builtin(v.plan, ctx.source, folder / "model_new.py"),
+                                   folder)
+        except CoderError as exc:
+            measured.append(MeasuredVariant(v.name, v.reason, error=str(exc)))
+            continue
+        built[v.name] = (v.plan, path)
+        measured.append(MeasuredVariant(v.name, v.reason))
+    default_plan = variants[0].plan
+
+    with worker(ctx) as gpu:
+        device_name, torch_version = gpu.probe()
+        key = cache_key(graph, device_name, torch_version,
+                        ctx.source.read_text(encoding="utf-8"), fingerprint)
+        cached = _cached(store, key)
+        if cached is not None and (cached.decision == "keep_original" or cached.winner in built):
+            ctx.stage("verifying", f"reusing the measured choice: {cached.why}")
+            order = [] if cached.decision == "keep_original" else [
+                next(v for v in cached.variants if v.name == cached.winner)]
+            measured, original = cached.variants, cached.original_ms
+            reused = True
+        else:
+            ctx.stage("verifying", f"timing the original and {len(built)} variants on the same "
+                                   "inputs")
+            result = gpu.measure([{"name": n, "path": str(p)} for n, (_, p) in built.items()],
+                                 budget_s)
+            original = summarize(result["original"])
+            for v in measured:
+                timed = result["variants"].get(v.name, {})
+                if timed.get("samples_ms"):
+                    v.time_ms = summarize(timed["samples_ms"])
+                elif timed.get("error"):
+                    v.error = timed["error"]
+            order = contenders(original, measured)
+            reused = False
+
+    last_verdict = None
+    for k, v in enumerate(order, start=1):
+        plan, _ = built[v.name]
+        ctx.stage("verifying", f"verifying {v.name} ({k}/{len(order)})")
+        # Verified where it is delivered: the file checked is the file the user gets.
+        path = write_candidate(code_builtin(plan, ctx.source, out_dir / "model_new.py"), out_dir)
+        verdict = verify(path)
+        last_verdict = verdict
+        v.verdict = verdict.status
+        ok, why = delivers(verdict)
+        if ok:
+            selection = deliver(original, measured, v, verdict)
+            selection.reused = reused
+            _remember(store, run_id, key, selection, reused)
+            return SearchResult(selection, plan, path, verdict)
+        v.note = why
+    why = nothing_faster_reason(original, measured) if not order else (
+        "no contender was confirmed by full verification; the original is kept")
+    selection = keep_original(original, measured, why)
+    selection.reused = reused
+    _remember(store, run_id, key, selection, reused)
+    _withdraw(out_dir)
+    return SearchResult(selection, default_plan, None, last_verdict)
+
+
+def source_fingerprint() -> str:
+    """The code that plans, builds and times the variants: a change re-measures."""
+    from kernelstitch.core.fingerprint import package_root, tree_fingerprint
+
+    parts = ("plan", "planner", "coder", "verifier", "search.py")
+    return tree_fingerprint({"agents": parts}, {"agents": package_root("kernelstitch.agents")})
+
+
+class NoGpuForSearch(Exception):
+    """The variants could not be timed (no GPU, or the timing worker failed)."""
+
+
+def _withdraw(out_dir: Path) -> None:
+    """Nothing is offered as a replacement: no model_new.py or kernels/ at the module's output
+    (the variants stay under variants/ for inspection)."""
+    (out_dir / "model_new.py").unlink(missing_ok=True)
+    shutil.rmtree(out_dir / "kernels", ignore_errors=True)
+
+
+def _cached(store, key: str) -> Selection | None:
+    try:
+        record = store.latest_by_config(CACHE_KIND, CACHE_FIELD, key, CACHE_ARTIFACT)
+    except Exception:  # noqa: BLE001 - a cache miss
+        return None
+    if record is None or not isinstance(record.content, dict):
+        return None
+    try:
+        return Selection.from_json(record.content)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _remember(store, run_id: int, key: str, selection: Selection, reused: bool) -> None:
+    store.add_artifact(run_id, "selection", "selection.json", selection.to_json())
+    if reused:
+        return
+    cache_run = store.start_run(CACHE_KIND, "", "", {CACHE_FIELD: key})
+    store.add_artifact(cache_run, CACHE_ARTIFACT, "selection.json", selection.to_json())
+    store.finish_run(cache_run, "succeeded", {"decision": selection.decision})

@@ -1,0 +1,72 @@
+"""Worker task: time the original module and every planned variant in one process, on the same
+input sets, in interleaved rounds (so clock and thermal drift spread evenly over them).
+
+This ranks programs the built-in coder wrote; it checks nothing.  Whichever is chosen is then
+verified in full by the usual reference/candidate workers before anything is delivered
+(`selection.py`).  A variant that fails to load or run is reported with its error and left out;
+the others still get timed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from kernelstitch.agents.verifier import timing  # bound before any variant's code runs
+from kernelstitch.agents.verifier.gpu_common import describe_exception, pick_device, strict_fp32
+from kernelstitch.agents.verifier.inputs import case_inputs
+
+from kernelstitch.core.problem import import_file, load_problem
+
+ROUNDS = 3
+MIN_RUNS_PER_ROUND = 5
+WARMUP_CALLS = 3
+
+
+def time_variants_task(reference_path: str, module: str | None, variants: list[dict[str, str]],
+                       seed: int, device: int | None = None, budget_s: float = 3.0,
+                       input_sets: int = 2) -> dict[str, Any]:
+    """{"original": samples, "variants": {name: {"samples_ms": [...]} or {"error": ...}}}."""
+    if not torch.cuda.is_available():
+        return {"error": "no CUDA device"}
+    dev = pick_device(device)
+    strict_fp32()
+    problem = load_problem(Path(reference_path), module)
+    torch.manual_seed(seed)
+    programs: dict[str, Any] = {"original": problem.build().to(dev)}
+    errors: dict[str, str] = {}
+    for variant in variants:
+        try:
+            namespace = import_file(Path(variant["path"]), prefix="ks_variant")
+            torch.manual_seed(seed)
+            programs[variant["name"]] = namespace.ModelNew(*problem.get_init_inputs()).to(dev)
+        except Exception as exc:  # noqa: BLE001 - reported per variant
+            errors[variant["name"]] = f"load: {describe_exception(exc)[:300]}"
+    sets = [case_inputs(problem, seed + k, None, dev) for k in range(max(1, input_sets))]
+    for name, model in list(programs.items()):
+        try:
+            with torch.no_grad():
+                for _ in range(WARMUP_CALLS):  # builds extensions, captures CUDA graphs
+                    model(*sets[0])
+            torch.cuda.synchronize(dev)
+        except Exception as exc:  # noqa: BLE001
+            if name == "original":
+                return {"error": f"the original failed: {describe_exception(exc)[:300]}"}
+            errors[name] = f"run: {describe_exception(exc)[:300]}"
+            del programs[name]
+            torch.cuda.empty_cache()
+    flush = timing.L2Flusher(dev)
+    samples: dict[str, list[float]] = {name: [] for name in programs}
+    per_round = budget_s / ROUNDS / max(1, len(programs))
+    for _ in range(ROUNDS):
+        for name, model in programs.items():
+            def call(inputs, model=model):
+                with torch.no_grad():
+                    return model(*inputs)
+            result = timing.time_function(call, sets, flush, min_runs=MIN_RUNS_PER_ROUND,
+                                          budget_s=per_round)
+            samples[name] += result.samples_ms
+    return {"original": samples.pop("original"), "device_name": torch.cuda.get_device_name(dev),
+            "variants": {**{n: {"samples_ms": s} for n, s in samples.items()},
+                         **{n: {"error": e} for n, e in errors.items()}}}

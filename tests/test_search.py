@@ -1,0 +1,139 @@
+"""The measured search on the CPU: real planning and coding, recorded timings from a fake GPU
+worker, a fake verifier.  What is delivered, what is kept, what is cached."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("torch")
+
+from kernelstitch.agents.planner.capture import capture
+from kernelstitch.agents.planner.variants import propose_variants
+from kernelstitch.agents.search import run_search
+from kernelstitch.agents.verifier.stats import build_timings
+from kernelstitch.agents.verifier.verdict import Reason, Verdict
+from kernelstitch.core.runstore import RunStore
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CONV = EXAMPLES / "conv2d_bias_relu.py"
+
+
+def samples(center: float) -> list[float]:
+    return [center * (1 + k / 1000) for k in range(40)]
+
+
+class FakeGpu:
+    """Recorded timings per variant name; counts calls."""
+
+    def __init__(self, times: dict[str, float], original: float = 1.0):
+        self.times, self.original, self.measured = times, original, 0
+
+    def __call__(self, ctx):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def probe(self):
+        return "Fake H100", "9.9"
+
+    def measure(self, variants, budget_s):
+        self.measured += 1
+        names = [v["name"] for v in variants]
+        assert all(Path(v["path"]).is_file() for v in variants)
+        return {"original": samples(self.original),
+                "variants": {n: {"samples_ms": samples(self.times[n])} for n in names
+                             if n in self.times}}
+
+
+class FakeVerify:
+    def __init__(self, verdicts: dict[str, Verdict]):
+        self.verdicts, self.calls = verdicts, []
+
+    def __call__(self, path: Path) -> Verdict:
+        self.calls.append(path.read_text())
+        winner = next(n for n in self.verdicts if f"variant:{n}" in self.calls[-1]
+                      or n == "*")
+        return self.verdicts[winner]
+
+
+def accepted(speedup: float) -> Verdict:
+    return Verdict(status="accepted", timings=build_timings(samples(1.0), None,
+                                                            samples(1.0 / speedup)))
+
+
+def context(tmp_path):
+    config = SimpleNamespace(device=None, verify_timeout_s=60)
+    return SimpleNamespace(source=CONV, module="Model", cancel=threading.Event(), config=config,
+                           stages=[], stage=lambda *a, **k: None)
+
+
+@pytest.fixture(scope="module")
+def conv_graph():
+    return capture(CONV)
+
+
+def test_the_planner_proposes_the_uncertain_decisions(conv_graph):
+    names = [v.name for v in propose_variants(conv_graph, limit=8)]
+    assert names[0] == "default" and set(names) == {"default", "nchw", "graph", "nchw-graph"}
+
+
+def test_the_fastest_verified_variant_is_delivered_and_the_choice_cached(tmp_path, conv_graph):
+    store, out = RunStore(tmp_path / "runs.sqlite"), tmp_path / "out"
+    gpu = FakeGpu({"default": 0.9, "nchw": 0.5, "graph": 0.7, "nchw-graph": 1.2})
+    verify = FakeVerify({"*": accepted(2.0)})
+    found = run_search(context(tmp_path), conv_graph, out, verify, store, 1, worker=gpu)
+    assert found.selection.decision == "deliver" and found.selection.winner == "nchw"
+    assert found.candidate_path == out / "model_new.py" and found.candidate_path.is_file()
+    assert not found.plan.host.channels_last  # the NCHW variant's plan is the one delivered
+    assert len(verify.calls) == 1 and verify.calls[0] == found.candidate_path.read_text()
+    table = {v.name: v for v in found.selection.variants}
+    assert table["nchw-graph"].note == "not faster than the original"
+
+    again = run_search(context(tmp_path), conv_graph, out, verify, store, 2, worker=gpu)
+    assert again.selection.reused and again.selection.winner == "nchw"
+    assert gpu.measured == 1 and len(verify.calls) == 2  # not re-timed; the winner re-verified
+
+
+def test_nothing_faster_keeps_the_original_and_offers_nothing(tmp_path, conv_graph):
+    store, out = RunStore(tmp_path / "runs.sqlite"), tmp_path / "out"
+    gpu = FakeGpu({"default": 1.1, "nchw": 1.3, "graph": 1.05, "nchw-graph": 1.4})
+    verify = FakeVerify({"*": accepted(2.0)})
+    found = run_search(context(tmp_path), conv_graph, out, verify, store, 1, worker=gpu)
+    assert found.selection.decision == "keep_original" and found.candidate_path is None
+    assert verify.calls == [] and not (out / "model_new.py").exists()
+    assert "the best, graph" in found.selection.why
+    assert (out / "variants" / "default" / "model_new.py").is_file()  # kept for inspection
+
+
+def test_a_rejected_contender_falls_back_to_the_next(tmp_path, conv_graph):
+    store, out = RunStore(tmp_path / "runs.sqlite"), tmp_path / "out"
+    gpu = FakeGpu({"default": 0.6, "nchw": 0.5, "graph": 1.5, "nchw-graph": 1.6})
+    verdicts = iter([Verdict(status="rejected", reasons=[Reason("wrong_output", "x")]),
+                     accepted(1.6)])
+    calls = []
+
+    def verify(path):
+        calls.append(path)
+        return next(verdicts)
+
+    found = run_search(context(tmp_path), conv_graph, out, verify, store, 1, worker=gpu)
+    assert found.selection.winner == "default" and len(calls) == 2
+    nchw = next(v for v in found.selection.variants if v.name == "nchw")
+    assert nchw.verdict == "rejected" and "wrong_output" in nchw.note
+
+
+def test_a_verified_contender_slower_than_eager_is_not_delivered(tmp_path, conv_graph):
+    store, out = RunStore(tmp_path / "runs.sqlite"), tmp_path / "out"
+    gpu = FakeGpu({"default": 0.8, "nchw": 1.5, "graph": 1.5, "nchw-graph": 1.5})
+    found = run_search(context(tmp_path), conv_graph, out, lambda p: accepted(0.9), store, 1,
+                       worker=gpu)
+    assert found.selection.decision == "keep_original"
+    assert not (out / "model_new.py").exists()
