@@ -155,6 +155,8 @@ def run_search(ctx, graph: Graph, out_dir: Path, verify: Callable[[Path], Any], 
             _remember(store, run_id, key, selection, reused)
             return SearchResult(selection, plan, path, verdict)
         v.note = why
+    if not order and not reused:
+        last_verdict = _verify_for_the_record(ctx, built, measured, out_dir, verify)
     why = nothing_faster_reason(original, measured) if not order else (
         "no contender was confirmed by full verification; the original is kept")
     selection = keep_original(original, measured, why)
@@ -174,6 +176,23 @@ def source_fingerprint() -> str:
 
 class NoGpuForSearch(Exception):
     """The variants could not be timed (no GPU, or the timing worker failed)."""
+
+
+def _verify_for_the_record(ctx, built, measured: list[MeasuredVariant], out_dir: Path,
+                           verify: Callable[[Path], Any]):
+    """With nothing faster, the fastest variant that ran is still verified: the report says
+    whether it was correct, and the verdict carries the eager and torch.compile baselines the
+    bench compares a kept original against.  It is not delivered."""
+    timed = [v for v in measured if v.time_ms is not None and v.name in built]
+    if not timed:
+        return None
+    best = min(timed, key=lambda v: v.time_ms.median)
+    ctx.stage("verifying", f"verifying {best.name} for the record (not faster: not delivered)")
+    path = write_candidate(code_builtin(built[best.name][0], ctx.source,
+                                        out_dir / "model_new.py"), out_dir)
+    verdict = verify(path)
+    best.verdict = verdict.status
+    return verdict
 
 
 def _withdraw(out_dir: Path) -> None:

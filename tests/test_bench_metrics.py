@@ -210,3 +210,30 @@ def test_portable_command_names_no_machine_paths(tmp_path):
     text = portable_command(command, cwd=tmp_path)
     assert text == "kernelstitch bench problems --out …/bench --only=…/x.py --levels 2"
     assert "/root" not in text and str(tmp_path) not in text
+
+
+def test_a_kept_original_counts_at_one_x_apart_from_accepted():
+    from kernelstitch.agents.job_protocol import JobResult
+
+    from kernelstitch.bench.metrics import summarise
+    from kernelstitch.bench.outcome import ProblemOutcome
+
+    stat = {"median": 2.0, "p10": 1.9, "p90": 2.1, "n": 30}
+    verdict = {"status": "accepted", "reasons": [], "timings": {
+        "eager_ms": stat, "compiled_ms": {**stat, "median": 1.0}, "candidate_ms": stat,
+        "speedup_vs_eager": 0.98, "speedup_vs_compiled": 0.5, "significant_vs_eager": False,
+        "significant_vs_compiled": True}}
+    selection = {"decision": "keep_original", "winner": None,
+                 "original_ms": {"median": 2.0, "p10": 1.9, "p90": 2.1, "n": 30},
+                 "variants": [{"name": "default", "reason": "r",
+                               "time_ms": {"median": 2.2, "p10": 2.1, "p90": 2.3, "n": 30}}]}
+    result = JobResult(status="succeeded", message="kept", kind="generate", source_path="x.py",
+                       module="Model", verdict=verdict, selection=selection)
+    kept = ProblemOutcome.from_result("p1", result)
+    assert kept.status == "kept" and kept.correct and kept.delivered == "original"
+    assert kept.speedup_vs_eager == 1.0 and kept.speedup_vs_compiled == 0.5
+    assert kept.variants_ms == {"original": 2.0, "default": 2.2}
+    slow = ProblemOutcome(problem="p2", status="accepted", message="", speedup_vs_eager=0.8,
+                          significant_vs_eager=True)
+    summary = summarise([kept, slow])
+    assert summary["kept"] == 1 and summary["accepted"] == 2 and summary["slower_than_eager"] == 1

@@ -16,6 +16,7 @@ from kernelstitch.agents.planner.variants import propose_variants
 from kernelstitch.agents.search import run_search
 from kernelstitch.agents.verifier.stats import build_timings
 from kernelstitch.agents.verifier.verdict import Reason, Verdict
+
 from kernelstitch.core.runstore import RunStore
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -108,7 +109,10 @@ def test_nothing_faster_keeps_the_original_and_offers_nothing(tmp_path, conv_gra
     verify = FakeVerify({"*": accepted(2.0)})
     found = run_search(context(tmp_path), conv_graph, out, verify, store, 1, worker=gpu)
     assert found.selection.decision == "keep_original" and found.candidate_path is None
-    assert verify.calls == [] and not (out / "model_new.py").exists()
+    # the fastest is verified for the record, then withdrawn: nothing is offered
+    assert len(verify.calls) == 1 and "graph" in found.selection.why
+    assert not (out / "model_new.py").exists() and not (out / "kernels").exists()
+    assert found.verdict is not None and found.verdict.status == "accepted"
     assert "the best, graph" in found.selection.why
     assert (out / "variants" / "default" / "model_new.py").is_file()  # kept for inspection
 

@@ -129,7 +129,11 @@ def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
     n = len(outcomes)
     return {
         "problems": n,
-        "accepted": len(correct),
+        "accepted": len(correct),  # kept originals included (see "kept")
+        "kept": sum(1 for o in outcomes if o.status == "kept"),
+        # What the product promises never to deliver: a program significantly slower than eager.
+        "slower_than_eager": sum(1 for o in correct if o.speedup_vs_eager is not None
+                                 and o.speedup_vs_eager < 1.0 and o.significant_vs_eager),
         "correctness_rate": len(correct) / n if n else 0.0,
         "compiled": sum(1 for o in outcomes if o.compiled),
         "compile_failures": sum(1 for o in outcomes if o.compiled is False),

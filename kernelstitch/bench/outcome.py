@@ -7,8 +7,11 @@ from typing import Any
 
 from kernelstitch.agents.job_protocol import JobResult
 
-# accepted / rejected / could_not_verify come from the Verifier; the rest from the harness.
-STATUSES = ("accepted", "rejected", "could_not_verify", "failed", "timeout", "cancelled")
+# accepted / rejected / could_not_verify come from the Verifier; "kept": the measured search
+# found nothing faster than the original, so the original is what is delivered (1.00x vs eager,
+# correct by definition); the rest come from the harness.
+STATUSES = ("accepted", "kept", "rejected", "could_not_verify", "failed", "timeout",
+            "cancelled")
 # The measurements a result may carry only for an accepted candidate.
 MEASUREMENTS = ("eager_ms", "compiled_ms", "candidate_ms", "speedup_vs_eager",
                 "speedup_vs_compiled", "significant_vs_eager", "significant_vs_compiled",
@@ -75,11 +78,15 @@ class ProblemOutcome:
     # report time when the problem comes from a KernelBench tree: ours vs theirs checks the machine.
     published_eager_ms: float | None = None
     published_compiled_ms: float | None = None
+    # The measured search: variant -> median ms in the shared timing run ("original" included),
+    # and what was delivered ("ours:<variant>" or "original").
+    variants_ms: dict[str, float | None] = field(default_factory=dict)
+    delivered: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def correct(self) -> bool:
-        return self.status == "accepted"
+        return self.status in ("accepted", "kept")
 
     def drop_measurements_unless_accepted(self) -> None:
         """A rejected, unverified, failed, timed-out or cancelled problem reports no timings or
@@ -133,3 +140,24 @@ class ProblemOutcome:
             if key in timings:
                 setattr(self, key, timings[key])
         self.drop_measurements_unless_accepted()
+        self._apply_selection(result.selection or {}, timings)
+
+    def _apply_selection(self, selection: dict[str, Any], timings: dict[str, Any]) -> None:
+        if not selection:
+            return
+        original = (selection.get("original_ms") or {}).get("median")
+        self.variants_ms = {"original": original, **{
+            v["name"]: (v.get("time_ms") or {}).get("median") for v in selection.get("variants", [])}}
+        if selection.get("decision") == "deliver":
+            self.delivered = f"ours:{selection.get('winner')}"
+            return
+        # The original is delivered: ours is the eager time, the baselines those the record
+        # verification measured (whatever its verdict on the variant it checked).
+        self.delivered, self.status, self.reasons = "original", "kept", []
+        eager, compiled = timings.get("eager_ms") or {}, timings.get("compiled_ms") or {}
+        self.eager_ms = self.candidate_ms = eager.get("median")
+        self.compiled_ms = compiled.get("median")
+        self.speedup_vs_eager = 1.0
+        self.speedup_vs_compiled = (self.compiled_ms / self.eager_ms
+                                    if self.compiled_ms and self.eager_ms else None)
+        self.significant_vs_eager = self.significant_vs_compiled = False

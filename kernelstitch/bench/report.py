@@ -125,6 +125,9 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
         f"- correct: {summary['accepted']}/{summary['problems']} "
         f"({summary['correctness_rate']:.0%}); compile failures: {summary['compile_failures']}; "
         "by status: " + ", ".join(f"{k} {v}" for k, v in summary["by_status"].items()),
+        (f"- kept the original (nothing measured faster; delivered at 1.00x): "
+         f"{summary.get('kept', 0)}; delivered programs significantly slower than eager: "
+         f"{summary.get('slower_than_eager', 0)}"),
         ("- geomean speedup vs eager (correct only): "
          f"{_fmt(summary['geomean_speedup_vs_eager'], '.2f')}"),
         ("- geomean speedup vs torch.compile (correct only): "
