@@ -220,6 +220,10 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
         store.add_artifact(run_id, "candidate", "model_new.py", candidate.source)
 
     verdict = selection = None
+    if not ctx.config.verify and candidate_path is not None and ctx.config.search and not use_llm:
+        from kernelstitch.agents.search import build_variants
+
+        build_variants(ctx, graph, out_dir, ctx.config.variants)  # chosen later: run_choose
     if ctx.config.verify and candidate_path is not None and ctx.config.search and not use_llm:
         selection, plan, candidate_path, verdict = _search(ctx, store, run_id, graph, plan,
                                                            out_dir, candidate_path)
@@ -415,6 +419,63 @@ def run_verify(
             source_path=str(ctx.source), module=ctx.module, candidate_path=str(candidate),
             verdict=verdict.to_json(), run_id=run_id,
         ), {"verdict": verdict.status}
+
+    return job.run(body)
+
+
+def run_choose(
+    source: Path,
+    module: str | None,
+    workspace: Workspace,
+    config: PipelineConfig,
+    emit: Emit,
+    cancel: threading.Event | None = None,
+) -> JobResult:
+    """The GPU half of the measured search over the variants a `generate` without verification
+    coded (variants/manifest.json): time, verify, deliver the fastest or keep the original."""
+    from kernelstitch.agents.search import (
+        MANIFEST,
+        BuiltVariants,
+        NoGpuForSearch,
+        choose_variant,
+        source_fingerprint,
+    )
+
+    job = _Job("verify", source, module, workspace, config, emit, cancel, need_inputs=False)
+    if job.refused:
+        return job.refused
+    out_dir = workspace.output_dir(job.source, job.module)
+    if not (out_dir / "variants" / MANIFEST).is_file():
+        return job.fail(f"no variants at {out_dir / 'variants'}: run generate first")
+
+    def body(ctx: _Context, store, run_id: int):
+        built = BuiltVariants.load(out_dir / "variants")
+        try:
+            found = choose_variant(ctx, built, out_dir, lambda path: verify_candidate(ctx, path),
+                                   store, run_id, ctx.config.search_budget_s,
+                                   source_fingerprint())
+        except NoGpuForSearch as exc:  # verify the default plan alone, as generate does
+            ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
+            candidate = out_dir / "model_new.py"
+            verdict = verify_candidate(ctx, candidate)
+            store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
+            return JobResult(
+                status="succeeded", message=_summary(verdict), kind="verify",
+                source_path=str(ctx.source), module=ctx.module, candidate_path=str(candidate),
+                plan=next(iter(built.plans.values())).to_json(), verdict=verdict.to_json(),
+                run_id=run_id), {"verdict": verdict.status}
+        verdict, selection = found.verdict, found.selection
+        if verdict is not None:
+            store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
+        message = (_summary(verdict) if selection.decision == "deliver"
+                   else f"kept the original: {selection.why}")
+        return JobResult(
+            status="succeeded", message=message, kind="verify", source_path=str(ctx.source),
+            module=ctx.module,
+            candidate_path=str(found.candidate_path) if found.candidate_path else None,
+            plan=found.plan.to_json(), verdict=verdict.to_json() if verdict else None,
+            run_id=run_id, selection=selection.to_json(),
+        ), {"decision": selection.decision}
 
     return job.run(body)
 

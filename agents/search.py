@@ -93,41 +93,97 @@ class TimingWorker:
         return response.result
 
 
-def run_search(ctx, graph: Graph, out_dir: Path, verify: Callable[[Path], Any], store,
-               run_id: int, limit: int = 4, budget_s: float = 3.0, fingerprint: str = "",
-               worker: Callable[[Any], TimingWorker] = TimingWorker) -> SearchResult:
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class BuiltVariants:
+    """The CPU half's output: every variant's plan and file (or coder error), and the graph
+    their node names refer to; persisted as variants/manifest.json so the GPU half can run in
+    another process (the bench's measure phase)."""
+
+    graph: Graph
+    plans: dict[str, Plan]  # name -> plan, the default first
+    reasons: dict[str, str]
+    paths: dict[str, Path]  # the ones that coded
+    errors: dict[str, str]
+
+    def measured(self) -> list[MeasuredVariant]:
+        return [MeasuredVariant(n, self.reasons[n], error=self.errors.get(n)) for n in self.plans]
+
+    def save(self, folder: Path) -> Path:
+        data = {"graph": self.graph.to_json(), "variants": [
+            {"name": n, "reason": self.reasons[n], "plan": p.to_json(),
+             "path": str(self.paths[n]) if n in self.paths else None,
+             "error": self.errors.get(n)} for n, p in self.plans.items()]}
+        path = folder / MANIFEST
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, folder: Path) -> BuiltVariants:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        graph = Graph.from_json(data["graph"])
+        built = cls(graph, {}, {}, {}, {})
+        for v in data["variants"]:
+            built.plans[v["name"]] = Plan.from_json(v["plan"]).bind(graph)
+            built.reasons[v["name"]] = v["reason"]
+            if v.get("path"):
+                built.paths[v["name"]] = Path(v["path"])
+            if v.get("error"):
+                built.errors[v["name"]] = v["error"]
+        return built
+
+
+def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4) -> BuiltVariants:
+    """Plan the variants and code each into out_dir/variants/<name>/ (no GPU)."""
     variants = propose_variants(graph, limit)
-    built: dict[str, tuple[Plan, Path]] = {}
-    measured: list[MeasuredVariant] = []
+    built = BuiltVariants(graph, {}, {}, {}, {})
     for k, v in enumerate(variants, start=1):
         ctx.stage("coding", f"variant {k}/{len(variants)}: {v.name} ({v.reason})", k,
                   len(variants))
+        built.plans[v.name], built.reasons[v.name] = v.plan, v.reason
         folder = out_dir / "variants" / v.name
         try:
-            path = write_candidate(code_builtin(v.plan, ctx.source, folder / "model_new.py"),
-                                   folder)
+            built.paths[v.name] = write_candidate(
+                code_builtin(v.plan, ctx.source, folder / "model_new.py"), folder)
         except CoderError as exc:
-            measured.append(MeasuredVariant(v.name, v.reason, error=str(exc)))
-            continue
-        built[v.name] = (v.plan, path)
-        measured.append(MeasuredVariant(v.name, v.reason))
-    default_plan = variants[0].plan
+            built.errors[v.name] = str(exc)
+    built.save(out_dir / "variants")
+    return built
 
+
+def run_search(ctx, graph: Graph, out_dir: Path, verify: Callable[[Path], Any], store,
+               run_id: int, limit: int = 4, budget_s: float = 3.0, fingerprint: str = "",
+               worker: Callable[[Any], TimingWorker] = TimingWorker) -> SearchResult:
+    built = build_variants(ctx, graph, out_dir, limit)
+    return choose_variant(ctx, built, out_dir, verify, store, run_id, budget_s, fingerprint,
+                          worker)
+
+
+def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[Path], Any],
+                   store, run_id: int, budget_s: float = 3.0, fingerprint: str = "",
+                   worker: Callable[[Any], TimingWorker] = TimingWorker) -> SearchResult:
+    """The GPU half: time, verify contenders, deliver or keep the original."""
+    graph = built.graph
+    measured = built.measured()
+    default_plan = next(iter(built.plans.values()))
+    paths = built.paths
     with worker(ctx) as gpu:
         device_name, torch_version = gpu.probe()
         key = cache_key(graph, device_name, torch_version,
                         ctx.source.read_text(encoding="utf-8"), fingerprint)
         cached = _cached(store, key)
-        if cached is not None and (cached.decision == "keep_original" or cached.winner in built):
+        if cached is not None and (cached.decision == "keep_original" or cached.winner in paths):
             ctx.stage("verifying", f"reusing the measured choice: {cached.why}")
             order = [] if cached.decision == "keep_original" else [
                 next(v for v in cached.variants if v.name == cached.winner)]
             measured, original = cached.variants, cached.original_ms
             reused = True
         else:
-            ctx.stage("verifying", f"timing the original and {len(built)} variants on the same "
+            ctx.stage("verifying", f"timing the original and {len(paths)} variants on the same "
                                    "inputs")
-            result = gpu.measure([{"name": n, "path": str(p)} for n, (_, p) in built.items()],
+            result = gpu.measure([{"name": n, "path": str(p)} for n, p in paths.items()],
                                  budget_s)
             original = summarize(result["original"])
             for v in measured:
@@ -141,7 +197,7 @@ def run_search(ctx, graph: Graph, out_dir: Path, verify: Callable[[Path], Any], 
 
     last_verdict = None
     for k, v in enumerate(order, start=1):
-        plan, _ = built[v.name]
+        plan = built.plans[v.name]
         ctx.stage("verifying", f"verifying {v.name} ({k}/{len(order)})")
         # Verified where it is delivered: the file checked is the file the user gets.
         path = write_candidate(code_builtin(plan, ctx.source, out_dir / "model_new.py"), out_dir)
@@ -178,17 +234,17 @@ class NoGpuForSearch(Exception):
     """The variants could not be timed (no GPU, or the timing worker failed)."""
 
 
-def _verify_for_the_record(ctx, built, measured: list[MeasuredVariant], out_dir: Path,
-                           verify: Callable[[Path], Any]):
+def _verify_for_the_record(ctx, built: BuiltVariants, measured: list[MeasuredVariant],
+                           out_dir: Path, verify: Callable[[Path], Any]):
     """With nothing faster, the fastest variant that ran is still verified: the report says
     whether it was correct, and the verdict carries the eager and torch.compile baselines the
     bench compares a kept original against.  It is not delivered."""
-    timed = [v for v in measured if v.time_ms is not None and v.name in built]
+    timed = [v for v in measured if v.time_ms is not None and v.name in built.paths]
     if not timed:
         return None
     best = min(timed, key=lambda v: v.time_ms.median)
     ctx.stage("verifying", f"verifying {best.name} for the record (not faster: not delivered)")
-    path = write_candidate(code_builtin(built[best.name][0], ctx.source,
+    path = write_candidate(code_builtin(built.plans[best.name], ctx.source,
                                         out_dir / "model_new.py"), out_dir)
     verdict = verify(path)
     best.verdict = verdict.status

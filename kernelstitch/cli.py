@@ -112,6 +112,9 @@ def bench(
         1.0, "--timing-budget", metavar="SECONDS",
         help="timed runs per implementation (eager, torch.compile, ours), at least 15-30 runs"),
     rerun: bool = typer.Option(False, help="run problems again that the run store has results for"),
+    search: bool = typer.Option(
+        True, "--search/--no-search",
+        help="measure variants against the original and keep it when nothing beats it"),
     resume_from: list[Path] = typer.Option(
         [], "--resume-from", metavar="RESULTS_JSON",
         help="also reuse the results of an earlier run's results.json (same keys as the store)"),
@@ -153,7 +156,7 @@ def bench(
                                               if v.strip()] or None,
         coder=coder, jobs=jobs, build_jobs=build_jobs, time_limit_s=time_limit, profile=profile,
         seeds=seeds, timing_budget_s=timing_budget, rerun=rerun, ray=ray, workspace=workspace, verbose=verbose, command=command,
-        resume_from=resume_from or None,
+        resume_from=resume_from or None, search=search,
         llm={k: v for k, v in (("base_url", llm_base_url), ("model", llm_model),
                                ("api_key_env", llm_api_key_env)) if v is not None},
         budget={k: v for k, v in (("iterations", max_iterations), ("time_s", time_budget),

@@ -71,7 +71,7 @@ def setup(tmp_path, monkeypatch):
     spec = spec_for(write_problem(tmp_path / "1_relu.py"))
     candidate = tmp_path / "model_new.py"
     candidate.write_text("# candidate\n")
-    calls = {"generate": [], "verify": []}
+    calls = {"generate": [], "verify": [], "choose": []}
 
     def fake_generate(source, module, workspace, config, emit, cancel):
         calls["generate"].append(config)
@@ -85,8 +85,19 @@ def setup(tmp_path, monkeypatch):
         return JobResult(status="succeeded", message="accepted: 2.00x vs eager", kind="verify",
                          source_path=str(source), module="Model", verdict=VERDICT)
 
+    def fake_choose(source, module, workspace, config, emit, cancel):
+        calls["choose"].append(config)
+        stat = {"median": 1.0, "p10": 0.9, "p90": 1.1, "n": 30}
+        return JobResult(status="succeeded", message="accepted: 2.00x vs eager", kind="verify",
+                         source_path=str(source), module="Model", verdict=VERDICT,
+                         selection={"decision": "deliver", "winner": "nchw",
+                                    "original_ms": {**stat, "median": 2.0},
+                                    "variants": [{"name": "nchw", "reason": "r",
+                                                  "time_ms": stat}]})
+
     monkeypatch.setattr(pipeline, "run_generate", fake_generate)
     monkeypatch.setattr(pipeline, "run_verify", fake_verify)
+    monkeypatch.setattr(pipeline, "run_choose", fake_choose)
     workers = FakeWorkers({BUILD_TASK: ok({"built": True, "seconds": 41.0}),
                            PROFILE_TASK: ok({"floor_ms": 0.5, "actual_ms": 2.0,
                                              "bound": "memory"})})
@@ -143,9 +154,11 @@ def test_no_gpu_for_the_build_is_noted_not_failed(setup):
 
 def test_measure_verifies_the_candidate_and_profiles_for_the_roofline(setup):
     spec, candidate, calls, workers, ws = setup
-    runner = PipelineRunner(ws, BenchSettings(profile=True, seeds=4, timing_budget_s=0.5))
+    runner = PipelineRunner(ws, BenchSettings(profile=True, seeds=4, timing_budget_s=0.5,
+                                              search=False))
     prepared = runner.prepare(spec, ctx(device=0))
     outcome = runner.measure(prepared, ctx(device=None))  # in this process
+    assert calls["choose"] == []
     ((path, config),) = calls["verify"]
     assert path == str(candidate)
     assert config.device is None and config.verify and config.timing and config.seeds == 4
@@ -156,6 +169,17 @@ def test_measure_verifies_the_candidate_and_profiles_for_the_roofline(setup):
     assert [c[2] for c in profile_calls] == [None]  # inherits the (pinned) GPU
     assert outcome.roofline_fraction == pytest.approx(0.5)  # floor 0.5 ms / ours 1.0 ms
     assert outcome.roofline_fraction_eager == pytest.approx(0.25)  # floor / eager's 2.0 ms
+
+
+def test_with_the_search_measure_chooses_among_the_prepared_variants(setup):
+    spec, _, calls, workers, ws = setup
+    runner = PipelineRunner(ws, BenchSettings(seeds=4))
+    prepared = runner.prepare(spec, ctx(device=0))
+    assert calls["generate"][0].search and not calls["generate"][0].verify  # codes variants
+    outcome = runner.measure(prepared, ctx(device=None))
+    assert calls["verify"] == [] and len(calls["choose"]) == 1
+    assert outcome.status == "accepted" and outcome.delivered == "ours:nchw"
+    assert outcome.variants_ms == {"original": 2.0, "nchw": 1.0}
 
 
 def test_measure_on_a_gpu_runs_the_phase_in_a_worker_pinned_to_it(setup):

@@ -141,3 +141,19 @@ def test_a_verified_contender_slower_than_eager_is_not_delivered(tmp_path, conv_
                        worker=gpu)
     assert found.selection.decision == "keep_original"
     assert not (out / "model_new.py").exists()
+
+
+def test_the_two_halves_run_in_different_processes_through_the_manifest(tmp_path, conv_graph):
+    """The bench codes variants in its prepare phase and chooses in its measure phase."""
+    from kernelstitch.agents.search import BuiltVariants, build_variants, choose_variant
+
+    out = tmp_path / "out"
+    built = build_variants(context(tmp_path), conv_graph, out)
+    loaded = BuiltVariants.load(out / "variants")
+    assert list(loaded.plans) == list(built.plans) and loaded.paths == built.paths
+    assert [s.channels_last for s in loaded.plans["nchw"].steps] == \
+        [s.channels_last for s in built.plans["nchw"].steps]
+    gpu = FakeGpu({"default": 0.9, "nchw": 0.5, "graph": 0.7, "nchw-graph": 1.2})
+    found = choose_variant(context(tmp_path), loaded, out, FakeVerify({"*": accepted(2.0)}),
+                           RunStore(tmp_path / "runs.sqlite"), 1, worker=gpu)
+    assert found.selection.winner == "nchw" and found.candidate_path.is_file()

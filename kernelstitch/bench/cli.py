@@ -94,6 +94,7 @@ def bench_command(
     seeds: int = 3,
     timing_budget_s: float = 1.0,
     rerun: bool = False,
+    search: bool = True,
     ray: str | None = None,
     llm: dict[str, Any] | None = None,
     budget: dict[str, Any] | None = None,
@@ -117,7 +118,7 @@ def bench_command(
             build_jobs=default_build_jobs() if build_jobs is None else build_jobs,
             time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s,
             profile=profile, seeds=seeds, timing_budget_s=timing_budget_s,
-            rerun=rerun, ray_address=ray, llm=dict(llm or {}), budget=dict(budget or {}),
+            rerun=rerun, search=search, ray_address=ray, llm=dict(llm or {}), budget=dict(budget or {}),
         )
         total = len(discover(Path(directory), levels, only))
         display = _Display(total, verbose)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kernelstitch.agents.job_protocol import JobResult, ProgressEvent
@@ -85,6 +86,7 @@ class PipelineRunner:
             verify_timeout_s=max(ctx.time_left_s, MIN_CALL_S),
             llm=dict(self.settings.llm), budget=dict(self.settings.budget),
             keep_spare_worker=verify,  # measure verifies one problem after another
+            search=self.settings.search,
         )
 
     def _emit(self, spec: ProblemSpec) -> Callable[[ProgressEvent], None]:
@@ -126,6 +128,8 @@ class PipelineRunner:
         with WorkerClient(cuda_device=ctx.device, env={"MAX_JOBS": str(jobs)}) as worker:
             response = worker.call(BUILD_TASK, {"path": prepared.candidate_path},
                                    timeout_s=max(ctx.time_left_s, MIN_CALL_S), cancel=ctx.cancel)
+            if response.ok and self.settings.search:
+                self._prebuild_variants(prepared, worker, ctx)
         if response.ok:
             result: dict[str, Any] = response.result or {}
             if result.get("built"):
@@ -144,6 +148,17 @@ class PipelineRunner:
         detail = error.stderr_tail if error.kind in ("crash", "startup") else error.traceback
         self._build_failed(prepared, f"building the candidate failed: {error.message}",
                            detail or "")
+
+    def _prebuild_variants(self, prepared: Prepared, worker, ctx: PhaseContext) -> None:
+        """The search's other variants: most share the default's kernels (a cache hit), the
+        rest build now so the GPU phase never waits for nvcc.  A failure here only means that
+        variant is built (and fails) when it is timed."""
+        folder = Path(prepared.candidate_path).parent / "variants"
+        for path in sorted(folder.glob("*/model_new.py")):
+            response = worker.call(BUILD_TASK, {"path": str(path)},
+                                   timeout_s=max(ctx.time_left_s, MIN_CALL_S), cancel=ctx.cancel)
+            if not response.ok or (response.result or {}).get("error"):
+                prepared.notes.append(f"variant {path.parent.name} did not pre-build")
 
     @staticmethod
     def _build_failed(prepared: Prepared, message: str, output: str) -> None:
@@ -188,12 +203,15 @@ class PipelineRunner:
 
     def measure_here(self, prepared: Prepared, ctx: PhaseContext) -> ProblemOutcome:
         """The measure phase in this process (its workers inherit this process's GPUs)."""
-        from kernelstitch.agents.pipeline import run_generate, run_verify
+        from kernelstitch.agents.pipeline import run_choose, run_generate, run_verify
 
         spec = prepared.spec
         if prepared.generate_on_gpu:
             result = run_generate(spec.path, spec.module, self.workspace,
                                   self._config(ctx, verify=True), self._emit(spec), ctx.cancel)
+        elif self.settings.search:
+            result = run_choose(spec.path, spec.module, self.workspace,
+                                self._config(ctx, verify=True), self._emit(spec), ctx.cancel)
         else:
             result = run_verify(spec.path, spec.module, prepared.candidate_path, self.workspace,
                                 self._config(ctx, verify=True), self._emit(spec), ctx.cancel)

@@ -41,6 +41,9 @@ class BenchSettings:
     # 1 s (medians of hundreds of runs for ms-scale problems; never fewer than 15-30 runs).
     timing_budget_s: float = 1.0
     rerun: bool = False
+    # The measured search (variants timed against the original; the original kept when nothing
+    # beats it).  Off: the default plan alone, as before the search existed.
+    search: bool = True
     ray_address: str | None = None
     llm: dict[str, Any] = field(default_factory=dict)  # PipelineConfig.llm (--llm-model ...)
     budget: dict[str, Any] = field(default_factory=dict)  # PipelineConfig.budget (--coder llm)
@@ -65,7 +68,7 @@ class BenchSettings:
     def key_config(self) -> dict[str, Any]:
         """What changes a problem's result (jobs, time limit and where it ran do not)."""
         return {"coder": self.coder, "seeds": self.seeds, "profile": self.profile,
-                "timing_budget_s": self.timing_budget_s,
+                "timing_budget_s": self.timing_budget_s, "search": self.search,
                 "llm": self.llm, "budget": self.budget}
 
 
