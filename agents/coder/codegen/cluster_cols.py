@@ -68,7 +68,8 @@ def cluster_kernel(kind: str, name: str, params: str, out_t: str, loads: str, pr
     """The kernel text.  `loads` fills a{k}[VEC] at `idx` (and may test FULL), `pro_call` writes
     v[j][q] from a{k}[q], `e_loads` fills e{k}[VEC] at `idx`, `epi` updates yv[q] in place;
     `plain`: fp32 without prologue or epilogue ops (the tighter register cap).  `fast_math` and
-    `min_blocks` (None: by `plain`; 0: no minimum) are the microbenchmark's knobs."""
+    `min_blocks` (None: by `plain`; 0: no minimum) are the microbenchmark's knobs; ks_lse_merge sits
+    under an include guard, so its exp is the first cluster kernel's of a translation unit."""
     s1, y = (_NORMALIZE if fast_math else _NORMALIZE_ACCURATE)[kind]
     minb = (5 if plain else 4) if min_blocks is None else min_blocks
     return render(
