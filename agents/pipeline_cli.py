@@ -44,6 +44,8 @@ def generate_command(
     workspace: Path | None,
     llm: dict | None = None,
     budget: dict | None = None,
+    search: bool = True,
+    variants: int = 4,
 ) -> int:
     from kernelstitch.agents.pipeline import PipelineConfig, run_generate
     from rich.console import Console
@@ -58,7 +60,7 @@ def generate_command(
         console.print(f"[red]unknown coder {coder!r}: choose builtin or llm[/red]")
         return 1
     config = PipelineConfig(coder=coder, verify=verify, profile=profile, llm=dict(llm or {}),
-                            budget=dict(budget or {}))
+                            budget=dict(budget or {}), search=search, variants=max(1, variants))
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
 
@@ -77,6 +79,9 @@ def generate_command(
         console.print(f"[{colour}]{result.status}[/{colour}]: {result.message}")
         if result.candidate_path:
             console.print(f"candidate: {result.candidate_path}")
+        elif (result.selection or {}).get("decision") == "keep_original":
+            console.print("no replacement offered: keep your module (the measured table is in "
+                          "the report)")
         if result.report_path:
             console.print(f"report:    {result.report_path}")
     return exit_code(result)

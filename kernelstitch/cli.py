@@ -37,6 +37,10 @@ def generate(
     token_budget: int | None = typer.Option(None, help="tokens for the LLM path (default: no limit)"),
     llm_planner: bool = typer.Option(True, help="let the LLM plan (else: the built-in plan)"),
     verify: bool = typer.Option(True, help="verify the candidate (needs a CUDA GPU)"),
+    search: bool = typer.Option(
+        True, "--search/--no-search",
+        help="time variants against your module; deliver the fastest verified one or keep yours"),
+    variants: int = typer.Option(4, help="--search: how many plan variants to build and time"),
     profile: bool = typer.Option(False, help="profile the accepted candidate"),
     json_output: bool = typer.Option(False, "--json", help="print the job result as JSON"),
     workspace: Path | None = typer.Option(None, help="workspace root (default: found from FILE)"),
@@ -52,6 +56,7 @@ def generate(
         generate_command(
             target, coder="llm" if llm else coder, verify=verify, profile=profile,
             json_output=json_output, workspace=workspace, llm=settings, budget=budget,
+            search=search, variants=variants,
         )
     )
 

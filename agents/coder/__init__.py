@@ -1,2 +1,2 @@
 """Coders: Plan + Graph -> Candidate (a standalone ModelNew file).  `builtin` emits kernels
-through agents/codegen and wraps them (wrapper.py)."""
+through agents/coder/codegen and wraps them (wrapper.py)."""
