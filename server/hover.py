@@ -33,6 +33,9 @@ def module_hover(info: ModuleInfo, entry: ModuleResults | None, job: Job | None,
             parts.append("Not generated yet: *Generate CUDA implementation* plans, codes and "
                          "verifies a fused `ModelNew`.")
         return "\n\n".join(parts)
+    search = selection_line(entry.selection)
+    if search:
+        parts.append(search)
     verdict = verdict_line(entry.verdict)
     if verdict:
         parts.append(verdict)
@@ -81,6 +84,23 @@ def candidate_hover(entry: ModuleResults) -> str:
     if plan:
         parts.append(plan)
     return "\n\n".join(parts)
+
+
+def selection_line(selection: dict[str, Any] | None) -> str | None:
+    """What the measured search chose, with each program's median in the shared timing run."""
+    if not isinstance(selection, dict) or selection.get("decision") not in (
+            "deliver", "keep_original"):
+        return None
+    times = [("original", (selection.get("original_ms") or {}).get("median"))]
+    times += [(str(v.get("name")), (v.get("time_ms") or {}).get("median"))
+              for v in selection.get("variants") or [] if isinstance(v, dict)]
+    table = ", ".join(f"{name} {ms:.3f} ms" for name, ms in times
+                      if isinstance(ms, (int, float)) and not isinstance(ms, bool))
+    if selection["decision"] == "keep_original":
+        head = "**Kept your module**: no variant was verified faster."
+    else:
+        head = f"**Delivered `{selection.get('winner')}`**, the fastest verified variant."
+    return head + (f" Measured: {table}." if table else "")
 
 
 def verdict_line(verdict: dict[str, Any] | None) -> str | None:

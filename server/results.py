@@ -84,6 +84,7 @@ class ModuleResults:
     report_path: str | None = None
     message: str = ""
     run_id: int | None = None
+    selection: dict[str, Any] | None = None  # generate's measured search (JobResult.selection)
     from_store: bool = False  # read back after a restart rather than produced this session
 
     def speedup(self) -> float | None:
@@ -155,6 +156,10 @@ class ResultStore:
             entry.plan = result.plan
         if result.verdict is not None or result.kind in ("generate", "verify"):
             entry.verdict = result.verdict if isinstance(result.verdict, dict) else None
+        if isinstance(result.selection, dict):
+            entry.selection = result.selection
+            if result.selection.get("decision") == "keep_original":
+                self.drop_candidate(entry)  # nothing is offered as a replacement
         if result.candidate_path:
             self.set_candidate(entry, result.candidate_path)
         if result.report_path:
@@ -178,6 +183,11 @@ class ResultStore:
     def set_candidate(self, entry: ModuleResults, candidate_path: str) -> None:
         entry.candidate_path = _key(candidate_path)
         self._by_candidate[entry.candidate_path] = (entry.source_path, entry.module)
+
+    def drop_candidate(self, entry: ModuleResults) -> None:
+        if entry.candidate_path:
+            self._by_candidate.pop(entry.candidate_path, None)
+        entry.candidate_path = None
 
     def drop_findings(self, source_path: str, module: str) -> bool:
         """The module's text changed: its line-tied results are stale.  True if any dropped."""

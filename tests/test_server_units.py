@@ -263,3 +263,33 @@ def test_tcp_mode_answers_initialize(tmp_path):
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_a_kept_original_withdraws_the_candidate_and_the_hover_says_so(tmp_path):
+    from kernelstitch.agents.job_protocol import JobResult
+    from kernelstitch.server.hover import selection_line
+    from kernelstitch.server.results import ResultStore
+
+    store = ResultStore()
+    source = tmp_path / "m.py"
+    delivered = JobResult(status="succeeded", message="accepted", kind="generate",
+                          source_path=str(source), module="Model",
+                          candidate_path=str(tmp_path / "model_new.py"),
+                          selection={"decision": "deliver", "winner": "nchw",
+                                     "original_ms": {"median": 2.0},
+                                     "variants": [{"name": "nchw", "time_ms": {"median": 1.0}}]})
+    entry = store.record(delivered, None)
+    assert entry.candidate_path and store.for_candidate(entry.candidate_path) is entry
+    line = selection_line(entry.selection)
+    assert "Delivered `nchw`" in line and "original 2.000 ms, nchw 1.000 ms" in line
+    kept = JobResult(status="succeeded", message="kept the original", kind="generate",
+                     source_path=str(source), module="Model",
+                     selection={"decision": "keep_original", "winner": None,
+                                "original_ms": {"median": 2.0},
+                                "variants": [{"name": "default", "time_ms": {"median": 2.5}},
+                                             {"name": "broken", "time_ms": None}]})
+    entry = store.record(kept, None)
+    assert entry.candidate_path is None
+    assert store.for_candidate(str(tmp_path / "model_new.py")) is None
+    assert selection_line(entry.selection).startswith("**Kept your module**")
+    assert selection_line(None) is None
