@@ -46,6 +46,7 @@ class PipelineConfig:
     search: bool = True
     variants: int = 4
     search_budget_s: float = 3.0
+    search_time_s: float = 180.0  # no further contender is verified after this (the first is)
     # coder="llm": base_url, model, api_key_env (a variable's NAME), timeout_s, ... (see
     # agents/llm/config.py); budget: time_s, iterations, tokens of the LLM path.
     llm: dict[str, Any] = field(default_factory=dict)
@@ -282,7 +283,8 @@ def _search(ctx: _Context, store, run_id: int, graph, plan, out_dir: Path, candi
         found = run_search(ctx, graph, out_dir, lambda path: verify_candidate(ctx, path), store,
                            run_id, limit=ctx.config.variants,
                            budget_s=ctx.config.search_budget_s,
-                           fingerprint=source_fingerprint())
+                           fingerprint=source_fingerprint(),
+                           time_budget_s=ctx.config.search_time_s)
     except NoGpuForSearch as exc:
         ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
         return None, plan, candidate_path, verify_candidate(ctx, candidate_path)
@@ -453,7 +455,7 @@ def run_choose(
         try:
             found = choose_variant(ctx, built, out_dir, lambda path: verify_candidate(ctx, path),
                                    store, run_id, ctx.config.search_budget_s,
-                                   source_fingerprint())
+                                   source_fingerprint(), time_budget_s=ctx.config.search_time_s)
         except NoGpuForSearch as exc:  # verify the default plan alone, as generate does
             ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
             candidate = out_dir / "model_new.py"

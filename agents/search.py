@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,9 @@ from kernelstitch.agents.verifier.selection import (
 from kernelstitch.agents.verifier.stats import summarize
 
 TASK = "kernelstitch.agents.verifier.variant_timing:time_variants_task"
+# Seconds after which no further contender is verified (each full verification takes ~20 s
+# on an H100 for a KernelBench problem; the first contender is always verified).
+DEFAULT_TIME_BUDGET_S = 180.0
 CACHE_KIND = "search"
 CACHE_FIELD = "search_key"
 CACHE_ARTIFACT = "selection"
@@ -155,16 +159,21 @@ def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4) -> BuiltVar
 
 def run_search(ctx, graph: Graph, out_dir: Path, verify: Callable[[Path], Any], store,
                run_id: int, limit: int = 4, budget_s: float = 3.0, fingerprint: str = "",
-               worker: Callable[[Any], TimingWorker] = TimingWorker) -> SearchResult:
+               worker: Callable[[Any], TimingWorker] = TimingWorker,
+               time_budget_s: float = DEFAULT_TIME_BUDGET_S) -> SearchResult:
     built = build_variants(ctx, graph, out_dir, limit)
     return choose_variant(ctx, built, out_dir, verify, store, run_id, budget_s, fingerprint,
-                          worker)
+                          worker, time_budget_s)
 
 
 def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[Path], Any],
                    store, run_id: int, budget_s: float = 3.0, fingerprint: str = "",
-                   worker: Callable[[Any], TimingWorker] = TimingWorker) -> SearchResult:
-    """The GPU half: time, verify contenders, deliver or keep the original."""
+                   worker: Callable[[Any], TimingWorker] = TimingWorker,
+                   time_budget_s: float = DEFAULT_TIME_BUDGET_S,
+                   clock: Callable[[], float] = time.monotonic) -> SearchResult:
+    """The GPU half: time, verify contenders, deliver or keep the original.  After
+    `time_budget_s` no further contender is verified (the first always is)."""
+    started = clock()
     graph = built.graph
     measured = built.measured()
     default_plan = next(iter(built.plans.values()))
@@ -196,7 +205,13 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
             reused = False
 
     last_verdict = None
+    out_of_time = False
     for k, v in enumerate(order, start=1):
+        if k > 1 and clock() - started > time_budget_s:
+            out_of_time = True
+            for rest in order[k - 1:]:
+                rest.note = f"not verified: the search's {time_budget_s:.0f} s were spent"
+            break
         plan = built.plans[v.name]
         ctx.stage("verifying", f"verifying {v.name} ({k}/{len(order)})")
         # Verified where it is delivered: the file checked is the file the user gets.
@@ -214,7 +229,8 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
     if not order and not reused:
         last_verdict = _verify_for_the_record(ctx, built, measured, out_dir, verify)
     why = nothing_faster_reason(original, measured) if not order else (
-        "no contender was confirmed by full verification; the original is kept")
+        "no contender was confirmed by full verification"
+        + (" within the search's time budget" if out_of_time else "") + "; the original is kept")
     selection = keep_original(original, measured, why)
     selection.reused = reused
     _remember(store, run_id, key, selection, reused)

@@ -157,3 +157,25 @@ def test_the_two_halves_run_in_different_processes_through_the_manifest(tmp_path
     found = choose_variant(context(tmp_path), loaded, out, FakeVerify({"*": accepted(2.0)}),
                            RunStore(tmp_path / "runs.sqlite"), 1, worker=gpu)
     assert found.selection.winner == "nchw" and found.candidate_path.is_file()
+
+
+def test_no_further_contender_is_verified_once_the_time_budget_is_spent(tmp_path, conv_graph):
+    from kernelstitch.agents.search import build_variants, choose_variant
+
+    out = tmp_path / "out"
+    built = build_variants(context(tmp_path), conv_graph, out)
+    gpu = FakeGpu({"default": 0.6, "nchw": 0.5, "graph": 0.7, "nchw-graph": 1.6})
+    ticks = iter(range(0, 10_000, 100))  # every clock reading is 100 s later
+    calls = []
+
+    def verify(path):
+        calls.append(path)
+        return Verdict(status="rejected", reasons=[Reason("wrong_output", "x")])
+
+    found = choose_variant(context(tmp_path), built, out, verify,
+                           RunStore(tmp_path / "runs.sqlite"), 1, worker=gpu,
+                           time_budget_s=50, clock=lambda: next(ticks))
+    assert len(calls) == 1  # the fastest contender only
+    assert found.selection.decision == "keep_original" and "time budget" in found.selection.why
+    notes = {v.name: v.note for v in found.selection.variants}
+    assert "were spent" in notes["default"] and "were spent" in notes["graph"]
