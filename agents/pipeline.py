@@ -413,16 +413,19 @@ def run_verify(
     if not candidate.exists():
         return job.fail(f"no generated implementation at {candidate}: run generate first")
 
-    def body(ctx: _Context, store, run_id: int):
-        verdict = verify_candidate(ctx, candidate)
-        store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
-        return JobResult(
-            status="succeeded", message=_summary(verdict), kind="verify",
-            source_path=str(ctx.source), module=ctx.module, candidate_path=str(candidate),
-            verdict=verdict.to_json(), run_id=run_id,
-        ), {"verdict": verdict.status}
+    return job.run(lambda ctx, store, run_id: _verified(ctx, store, run_id, candidate))
 
-    return job.run(body)
+
+def _verified(ctx: _Context, store, run_id: int, candidate: Path,
+              plan: dict[str, Any] | None = None):
+    """Verify one file and say so: verify's body, and choose's without a GPU to time on."""
+    verdict = verify_candidate(ctx, candidate)
+    store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
+    return JobResult(
+        status="succeeded", message=_summary(verdict), kind="verify",
+        source_path=str(ctx.source), module=ctx.module, candidate_path=str(candidate),
+        plan=plan, verdict=verdict.to_json(), run_id=run_id,
+    ), {"verdict": verdict.status}
 
 
 def run_choose(
@@ -458,14 +461,8 @@ def run_choose(
                                    source_fingerprint(), time_budget_s=ctx.config.search_time_s)
         except NoGpuForSearch as exc:  # verify the default plan alone, as generate does
             ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
-            candidate = out_dir / "model_new.py"
-            verdict = verify_candidate(ctx, candidate)
-            store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
-            return JobResult(
-                status="succeeded", message=_summary(verdict), kind="verify",
-                source_path=str(ctx.source), module=ctx.module, candidate_path=str(candidate),
-                plan=next(iter(built.plans.values())).to_json(), verdict=verdict.to_json(),
-                run_id=run_id), {"verdict": verdict.status}
+            return _verified(ctx, store, run_id, out_dir / "model_new.py",
+                             next(iter(built.plans.values())).to_json())
         verdict, selection = found.verdict, found.selection
         if verdict is not None:
             store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
