@@ -221,11 +221,12 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
         store.add_artifact(run_id, "candidate", "model_new.py", candidate.source)
 
     verdict = selection = None
-    if not ctx.config.verify and candidate_path is not None and ctx.config.search and not use_llm:
+    searching = candidate_path is not None and ctx.config.search and not use_llm
+    if searching and not ctx.config.verify:
         from kernelstitch.agents.search import build_variants
 
-        build_variants(ctx, graph, out_dir, ctx.config.variants)  # chosen later: run_choose
-    if ctx.config.verify and candidate_path is not None and ctx.config.search and not use_llm:
+        build_variants(ctx, graph, out_dir, ctx.config.variants, base=plan)  # run_choose picks
+    elif searching:
         selection, plan, candidate_path, verdict = _search(ctx, store, run_id, graph, plan,
                                                            out_dir, candidate_path)
     elif ctx.config.verify and candidate_path is not None:
@@ -278,10 +279,9 @@ def _search(ctx: _Context, store, run_id: int, graph, plan, out_dir: Path, candi
     or without a GPU to time on, the default candidate verified alone (selection None)."""
     from kernelstitch.agents.search import NoGpuForSearch, run_search, source_fingerprint
 
-
     try:
         found = run_search(ctx, graph, out_dir, lambda path: verify_candidate(ctx, path), store,
-                           run_id, limit=ctx.config.variants,
+                           run_id, limit=ctx.config.variants, base=plan,
                            budget_s=ctx.config.search_budget_s,
                            fingerprint=source_fingerprint(),
                            time_budget_s=ctx.config.search_time_s)

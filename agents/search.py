@@ -139,9 +139,11 @@ class BuiltVariants:
         return built
 
 
-def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4) -> BuiltVariants:
-    """Plan the variants and code each into out_dir/variants/<name>/ (no GPU)."""
-    variants = propose_variants(graph, limit)
+def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4,
+                   base: Plan | None = None) -> BuiltVariants:
+    """Plan the variants and code each into out_dir/variants/<name>/ (no GPU); `base`: the
+    built-in plan of `graph` when the caller has it already."""
+    variants = propose_variants(graph, limit, base)
     built = BuiltVariants(graph, {}, {}, {}, {})
     for k, v in enumerate(variants, start=1):
         ctx.stage("coding", f"variant {k}/{len(variants)}: {v.name} ({v.reason})", k,
@@ -160,8 +162,9 @@ def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4) -> BuiltVar
 def run_search(ctx, graph: Graph, out_dir: Path, verify: Callable[[Path], Any], store,
                run_id: int, limit: int = 4, budget_s: float = 3.0, fingerprint: str = "",
                worker: Callable[[Any], TimingWorker] = TimingWorker,
-               time_budget_s: float = DEFAULT_TIME_BUDGET_S) -> SearchResult:
-    built = build_variants(ctx, graph, out_dir, limit)
+               time_budget_s: float = DEFAULT_TIME_BUDGET_S,
+               base: Plan | None = None) -> SearchResult:
+    built = build_variants(ctx, graph, out_dir, limit, base)
     return choose_variant(ctx, built, out_dir, verify, store, run_id, budget_s, fingerprint,
                           worker, time_budget_s)
 
@@ -212,19 +215,14 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
             for rest in order[k - 1:]:
                 rest.note = f"not verified: the search's {time_budget_s:.0f} s were spent"
             break
-        plan = built.plans[v.name]
         ctx.stage("verifying", f"verifying {v.name} ({k}/{len(order)})")
-        # Verified where it is delivered: the file checked is the file the user gets.
-        path = write_candidate(code_builtin(plan, ctx.source, out_dir / "model_new.py"), out_dir)
-        verdict = verify(path)
+        path, verdict = _verify_where_delivered(ctx, built, v, out_dir, verify)
         last_verdict = verdict
-        v.verdict = verdict.status
         ok, why = delivers(verdict)
         if ok:
             selection = deliver(original, measured, v, verdict)
-            selection.reused = reused
             _remember(store, run_id, key, selection, reused)
-            return SearchResult(selection, plan, path, verdict)
+            return SearchResult(selection, built.plans[v.name], path, verdict)
         v.note = why
     if not order and not reused:
         last_verdict = _verify_for_the_record(ctx, built, measured, out_dir, verify)
@@ -232,7 +230,6 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
         "no contender was confirmed by full verification"
         + (" within the search's time budget" if out_of_time else "") + "; the original is kept")
     selection = keep_original(original, measured, why)
-    selection.reused = reused
     _remember(store, run_id, key, selection, reused)
     _withdraw(out_dir)
     return SearchResult(selection, default_plan, None, last_verdict)
@@ -260,11 +257,18 @@ def _verify_for_the_record(ctx, built: BuiltVariants, measured: list[MeasuredVar
         return None
     best = min(timed, key=lambda v: v.time_ms.median)
     ctx.stage("verifying", f"verifying {best.name} for the record (not faster: not delivered)")
-    path = write_candidate(code_builtin(built.plans[best.name], ctx.source,
+    return _verify_where_delivered(ctx, built, best, out_dir, verify)[1]
+
+
+def _verify_where_delivered(ctx, built: BuiltVariants, variant: MeasuredVariant, out_dir: Path,
+                            verify: Callable[[Path], Any]) -> tuple[Path, Any]:
+    """Code the variant at the module's output and verify that file: the file checked is the
+    file the user gets (its path to the reference is the delivered one)."""
+    path = write_candidate(code_builtin(built.plans[variant.name], ctx.source,
                                         out_dir / "model_new.py"), out_dir)
     verdict = verify(path)
-    best.verdict = verdict.status
-    return verdict
+    variant.verdict = verdict.status
+    return path, verdict
 
 
 def _withdraw(out_dir: Path) -> None:
@@ -288,6 +292,8 @@ def _cached(store, key: str) -> Selection | None:
 
 
 def _remember(store, run_id: int, key: str, selection: Selection, reused: bool) -> None:
+    """The run's selection artifact, and (when measured now) the cached decision."""
+    selection.reused = reused
     store.add_artifact(run_id, "selection", "selection.json", selection.to_json())
     if reused:
         return

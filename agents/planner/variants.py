@@ -29,10 +29,13 @@ class PlanVariant:
     plan: Plan
 
 
-def propose_variants(graph: Graph, limit: int = 4) -> list[PlanVariant]:
-    """The built-in plan first, then alternatives in decisions it is unsure of, best estimated
-    first; at most `limit` in all.  Every plan is bound to its graph."""
-    base = PlanVariant(DEFAULT_VARIANT, "the built-in planner's rules", plan_builtin(graph))
+def propose_variants(graph: Graph, limit: int = 4,
+                     default: Plan | None = None) -> list[PlanVariant]:
+    """The built-in plan first (`default`, when the caller planned already), then alternatives
+    in decisions it is unsure of, best estimated first; at most `limit` in all.  Every plan is
+    bound to its graph."""
+    base = PlanVariant(DEFAULT_VARIANT, "the built-in planner's rules",
+                       default if default is not None else plan_builtin(graph))
     others: list[PlanVariant] = []
     if any(channels_last_conv(s, base.plan.graph) for s in base.plan.steps):
         flipped = _with_channels_last(base, not base.plan.host.channels_last)
