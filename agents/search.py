@@ -31,6 +31,7 @@ from kernelstitch.agents.verifier.selection import (
     contenders,
     deliver,
     delivers,
+    graph_baseline,
     keep_original,
     nothing_faster_reason,
 )
@@ -191,13 +192,15 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
             order = [] if cached.decision == "keep_original" else [
                 next(v for v in cached.variants if v.name == cached.winner)]
             measured, original = cached.variants, cached.original_ms
+            graphed = cached.original_graph
             reused = True
         else:
-            ctx.stage("verifying", f"timing the original and {len(paths)} variants on the same "
-                                   "inputs")
+            ctx.stage("verifying", f"timing the original (eager and CUDA-graph replay) and "
+                                   f"{len(paths)} variants on the same inputs")
             result = gpu.measure([{"name": n, "path": str(p)} for n, p in paths.items()],
                                  budget_s)
             original = summarize(result["original"])
+            graphed = graph_baseline(result.get("original_graph"))
             for v in measured:
                 timed = result["variants"].get(v.name, {})
                 if timed.get("samples_ms"):
@@ -220,7 +223,7 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
         last_verdict = verdict
         ok, why = delivers(verdict)
         if ok:
-            selection = deliver(original, measured, v, verdict)
+            selection = deliver(original, measured, v, verdict, graphed)
             _remember(store, run_id, key, selection, reused)
             return SearchResult(selection, built.plans[v.name], path, verdict)
         v.note = why
@@ -229,7 +232,7 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
     why = nothing_faster_reason(original, measured) if not order else (
         "no contender was confirmed by full verification"
         + (" within the search's time budget" if out_of_time else "") + "; the original is kept")
-    selection = keep_original(original, measured, why)
+    selection = keep_original(original, measured, why, graphed)
     _remember(store, run_id, key, selection, reused)
     _withdraw(out_dir)
     return SearchResult(selection, default_plan, None, last_verdict)

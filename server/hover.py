@@ -86,21 +86,27 @@ def candidate_hover(entry: ModuleResults) -> str:
     return "\n\n".join(parts)
 
 
+_MAX_WHY = 400  # a hover is not a report: the report has the whole table
+
+
 def selection_line(selection: dict[str, Any] | None) -> str | None:
     """What the measured search chose, with each program's median in the shared timing run."""
     if not isinstance(selection, dict) or selection.get("decision") not in (
             "deliver", "keep_original"):
         return None
     times = [("original", (selection.get("original_ms") or {}).get("median"))]
+    rows = [selection.get("original_graph"), *(selection.get("variants") or [])]
     times += [(str(v.get("name")), (v.get("time_ms") or {}).get("median"))
-              for v in selection.get("variants") or [] if isinstance(v, dict)]
+              for v in rows if isinstance(v, dict)]
     table = ", ".join(f"{name} {ms:.3f} ms" for name, ms in times
                       if isinstance(ms, (int, float)) and not isinstance(ms, bool))
     if selection["decision"] == "keep_original":
         head = "**Kept your module**: no variant was verified faster."
     else:
         head = f"**Delivered `{selection.get('winner')}`**, the fastest verified variant."
-    return head + (f" Measured: {table}." if table else "")
+    why = selection.get("why")
+    why = f" Why: {why[:_MAX_WHY]}" if isinstance(why, str) and why else ""
+    return head + (f" Measured: {table}." if table else "") + why
 
 
 def verdict_line(verdict: dict[str, Any] | None) -> str | None:

@@ -14,6 +14,7 @@ pytest.importorskip("torch")
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.variants import propose_variants
 from kernelstitch.agents.search import run_search
+from kernelstitch.agents.verifier.selection import markdown_table
 from kernelstitch.agents.verifier.stats import build_timings
 from kernelstitch.agents.verifier.verdict import Reason, Verdict
 
@@ -30,8 +31,10 @@ def samples(center: float) -> list[float]:
 class FakeGpu:
     """Recorded timings per variant name; counts calls."""
 
-    def __init__(self, times: dict[str, float], original: float = 1.0):
+    def __init__(self, times: dict[str, float], original: float = 1.0,
+                 original_graph: float | None = None):
         self.times, self.original, self.measured = times, original, 0
+        self.original_graph = original_graph
 
     def __call__(self, ctx):
         return self
@@ -49,7 +52,9 @@ class FakeGpu:
         self.measured += 1
         names = [v["name"] for v in variants]
         assert all(Path(v["path"]).is_file() for v in variants)
-        return {"original": samples(self.original),
+        graphed = ({"samples_ms": samples(self.original_graph)} if self.original_graph
+                   else {"error": "run: operation not permitted when stream is capturing"})
+        return {"original": samples(self.original), "original_graph": graphed,
                 "variants": {n: {"samples_ms": samples(self.times[n])} for n in names
                              if n in self.times}}
 
@@ -179,3 +184,40 @@ def test_no_further_contender_is_verified_once_the_time_budget_is_spent(tmp_path
     assert found.selection.decision == "keep_original" and "time budget" in found.selection.why
     notes = {v.name: v.note for v in found.selection.variants}
     assert "were spent" in notes["default"] and "were spent" in notes["graph"]
+
+
+def test_the_original_under_graph_replay_is_a_baseline_in_the_table(tmp_path, conv_graph):
+    store, out = RunStore(tmp_path / "runs.sqlite"), tmp_path / "out"
+    gpu = FakeGpu({"default": 0.9, "nchw": 0.5, "graph": 0.7, "nchw-graph": 1.2},
+                  original_graph=0.8)
+    found = run_search(context(tmp_path), conv_graph, out, FakeVerify({"*": accepted(2.0)}),
+                       store, 1, worker=gpu)
+    selection = found.selection
+    assert selection.winner == "nchw"  # the graphed original is never a contender
+    assert selection.original_graph.time_ms.median == pytest.approx(0.8, rel=0.03)
+    assert "gains more than launch overhead" in selection.why
+    assert "| original-graph | your module, replayed from a CUDA graph" in markdown_table(
+        selection)
+    again = run_search(context(tmp_path), conv_graph, out, FakeVerify({"*": accepted(2.0)}),
+                       store, 2, worker=gpu)
+    assert again.selection.reused and again.selection.original_graph == selection.original_graph
+
+
+def test_a_kept_original_says_when_graph_replay_alone_would_help(tmp_path, conv_graph):
+    store, out = RunStore(tmp_path / "runs.sqlite"), tmp_path / "out"
+    gpu = FakeGpu({"default": 1.1, "nchw": 1.3, "graph": 1.05, "nchw-graph": 1.4},
+                  original_graph=0.7)
+    found = run_search(context(tmp_path), conv_graph, out, FakeVerify({"*": accepted(2.0)}),
+                       store, 1, worker=gpu)
+    assert found.selection.decision == "keep_original"
+    assert "(1.43x)" in found.selection.why and "torch.cuda.graphs" in found.selection.why
+
+
+def test_a_graph_capture_failure_is_reported_not_fatal(tmp_path, conv_graph):
+    store, out = RunStore(tmp_path / "runs.sqlite"), tmp_path / "out"
+    gpu = FakeGpu({"default": 0.9, "nchw": 0.5, "graph": 0.7, "nchw-graph": 1.2})
+    found = run_search(context(tmp_path), conv_graph, out, FakeVerify({"*": accepted(2.0)}),
+                       store, 1, worker=gpu)
+    graphed = found.selection.original_graph
+    assert graphed.time_ms is None and "capturing" in graphed.error
+    assert "capturing" in markdown_table(found.selection)

@@ -277,11 +277,16 @@ def test_a_kept_original_withdraws_the_candidate_and_the_hover_says_so(tmp_path)
                           candidate_path=str(tmp_path / "model_new.py"),
                           selection={"decision": "deliver", "winner": "nchw",
                                      "original_ms": {"median": 2.0},
-                                     "variants": [{"name": "nchw", "time_ms": {"median": 1.0}}]})
+                                     "original_graph": {"name": "original-graph",
+                                                        "time_ms": {"median": 1.9}},
+                                     "variants": [{"name": "nchw", "time_ms": {"median": 1.0}}],
+                                     "why": "nchw was the fastest verified variant" + "!" * 900})
     entry = store.record(delivered, None)
     assert entry.candidate_path and store.for_candidate(entry.candidate_path) is entry
     line = selection_line(entry.selection)
-    assert "Delivered `nchw`" in line and "original 2.000 ms, nchw 1.000 ms" in line
+    assert "Delivered `nchw`" in line
+    assert "original 2.000 ms, original-graph 1.900 ms, nchw 1.000 ms" in line
+    assert "Why: nchw was the fastest verified variant" in line and len(line) < 700
     kept = JobResult(status="succeeded", message="kept the original", kind="generate",
                      source_path=str(source), module="Model",
                      selection={"decision": "keep_original", "winner": None,

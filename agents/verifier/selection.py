@@ -6,6 +6,10 @@ original there (p10-p90 ranges apart, as everywhere in the Verifier).  Contender
 fully, fastest first; the first accepted one whose own verdict is still significantly faster
 than eager is delivered.  Otherwise the decision is to keep the original: a user never gets a
 program slower than the one they wrote.
+
+The original is also timed replayed from a CUDA graph (`graph_replay.py`).  That row is a
+baseline, not a contender (it runs none of our kernels): it says how much of a winner's gain a
+CUDA graph alone would give, and when it is the fastest program the report says so.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from kernelstitch.agents.verifier.stats import significant
+from kernelstitch.agents.verifier.stats import significant, summarize
 from kernelstitch.agents.verifier.verdict import Stat, Verdict
 
 Decision = Literal["deliver", "keep_original"]
 ORIGINAL = "original"
+ORIGINAL_GRAPH = "original-graph"
+ORIGINAL_GRAPH_REASON = "your module, replayed from a CUDA graph (a baseline, not delivered)"
 
 
 @dataclass
@@ -48,12 +54,14 @@ class Selection:
     variants: list[MeasuredVariant] = field(default_factory=list)
     why: str = ""
     reused: bool = False  # the decision came from the run store's cache
+    original_graph: MeasuredVariant | None = None  # the original under CUDA-graph replay
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "winner": self.winner,
                 "original_ms": asdict(self.original_ms) if self.original_ms else None,
                 "variants": [v.to_json() for v in self.variants], "why": self.why,
-                "reused": self.reused}
+                "reused": self.reused,
+                "original_graph": self.original_graph.to_json() if self.original_graph else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Selection:
@@ -61,7 +69,37 @@ class Selection:
         return cls(decision=data["decision"], winner=data.get("winner"),
                    original_ms=Stat(**original) if original else None,
                    variants=[MeasuredVariant.from_json(v) for v in data.get("variants", [])],
-                   why=data.get("why", ""), reused=bool(data.get("reused", False)))
+                   why=data.get("why", ""), reused=bool(data.get("reused", False)),
+                   original_graph=MeasuredVariant.from_json(data["original_graph"])
+                   if data.get("original_graph") else None)
+
+
+def graph_baseline(timed: dict[str, Any] | None) -> MeasuredVariant | None:
+    """The worker's `original_graph` entry as a table row (None when it was not timed)."""
+    if not timed:
+        return None
+    samples = timed.get("samples_ms")
+    return MeasuredVariant(ORIGINAL_GRAPH, ORIGINAL_GRAPH_REASON,
+                           time_ms=summarize(samples) if samples else None,
+                           error=None if samples else str(timed.get("error") or "not timed"))
+
+
+def graph_note(original: Stat | None, graphed: MeasuredVariant | None,
+               winner: MeasuredVariant | None = None) -> str:
+    """What CUDA-graph replay of the original alone measured, next to the winner (if any)."""
+    if original is None or graphed is None or graphed.time_ms is None:
+        return ""
+    gain = original.median / graphed.time_ms.median
+    alone = (f"the original replayed from a CUDA graph took {graphed.time_ms.median:.3f} ms "
+             f"({gain:.2f}x)")
+    if winner is not None and winner.time_ms is not None:
+        if graphed.time_ms.median <= winner.time_ms.median:
+            return (f"{alone}, as fast as {winner.name}: most of the gain is launch overhead")
+        return f"{alone}: {winner.name} gains more than launch overhead"
+    if gain > 1.0 and significant(graphed.time_ms, original):
+        return (f"{alone}: replaying your module from a CUDA graph (torch.cuda.graphs) is a host "
+                "setting you can apply yourself")
+    return f"{alone}: launch overhead is not what limits it"
 
 
 def contenders(original: Stat, measured: list[MeasuredVariant]) -> list[MeasuredVariant]:
@@ -89,16 +127,21 @@ def delivers(verdict: Verdict) -> tuple[bool, str]:
     return True, ""
 
 
-def keep_original(original: Stat | None, measured: list[MeasuredVariant], why: str) -> Selection:
-    return Selection("keep_original", None, original, measured, why)
+def keep_original(original: Stat | None, measured: list[MeasuredVariant], why: str,
+                  graphed: MeasuredVariant | None = None) -> Selection:
+    note = graph_note(original, graphed)
+    return Selection("keep_original", None, original, measured,
+                     f"{why}; {note}" if note else why, original_graph=graphed)
 
 
 def deliver(original: Stat | None, measured: list[MeasuredVariant], winner: MeasuredVariant,
-            verdict: Verdict) -> Selection:
+            verdict: Verdict, graphed: MeasuredVariant | None = None) -> Selection:
     t = verdict.timings
     why = (f"{winner.name} ({winner.reason}) was the fastest verified variant: "
            f"{t.speedup_vs_eager:.2f}x vs eager in verification" if t else winner.name)
-    return Selection("deliver", winner.name, original, measured, why)
+    note = graph_note(original, graphed, winner)
+    return Selection("deliver", winner.name, original, measured,
+                     f"{why}; {note}" if note else why, original_graph=graphed)
 
 
 def nothing_faster_reason(original: Stat, measured: list[MeasuredVariant]) -> str:
@@ -117,11 +160,13 @@ def markdown_table(selection: Selection) -> str:
         kept = " **kept**" if selection.decision == "keep_original" else ""
         rows.append(f"| {ORIGINAL} | your module, eager | {o.median:.4f} | {o.p10:.4f}-{o.p90:.4f} "
                     f"| baseline{kept} |")
-    for v in selection.variants:
+    graphed = [selection.original_graph] if selection.original_graph else []
+    for v in [*graphed, *selection.variants]:
         if v.time_ms is None:
             rows.append(f"| {v.name} | {v.reason} | - | - | {v.error or 'not run'} |")
             continue
-        result = "**delivered**" if v.name == selection.winner else (v.note or v.verdict or "")
+        result = "**delivered**" if v.name == selection.winner else (
+            "baseline" if v.name == ORIGINAL_GRAPH else (v.note or v.verdict or ""))
         rows.append(f"| {v.name} | {v.reason} | {v.time_ms.median:.4f} | "
                     f"{v.time_ms.p10:.4f}-{v.time_ms.p90:.4f} | {result} |")
     return "\n".join(rows)

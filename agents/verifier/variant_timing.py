@@ -1,5 +1,6 @@
-"""Worker task: time the original module and every planned variant in one process, on the same
-input sets, in interleaved rounds (so clock and thermal drift spread evenly over them).
+"""Worker task: time the original module (eager, and replayed from a CUDA graph) and every
+planned variant in one process, on the same input sets, in interleaved rounds (so clock and
+thermal drift spread evenly over them).
 
 This ranks programs the built-in coder wrote; it checks nothing.  Whichever is chosen is then
 verified in full by the usual reference/candidate workers before anything is delivered
@@ -15,7 +16,9 @@ from typing import Any
 import torch
 from kernelstitch.agents.verifier import timing  # bound before any variant's code runs
 from kernelstitch.agents.verifier.gpu_common import describe_exception, pick_device, strict_fp32
+from kernelstitch.agents.verifier.graph_replay import GraphedModule
 from kernelstitch.agents.verifier.inputs import case_inputs
+from kernelstitch.agents.verifier.selection import ORIGINAL, ORIGINAL_GRAPH
 
 from kernelstitch.core.problem import import_file, load_problem
 
@@ -27,14 +30,17 @@ WARMUP_CALLS = 3
 def time_variants_task(reference_path: str, module: str | None, variants: list[dict[str, str]],
                        seed: int, device: int | None = None, budget_s: float = 3.0,
                        input_sets: int = 2) -> dict[str, Any]:
-    """{"original": samples, "variants": {name: {"samples_ms": [...]} or {"error": ...}}}."""
+    """{"original": samples, "original_graph": {"samples_ms": [...]} or {"error": ...},
+    "variants": {name: {"samples_ms": [...]} or {"error": ...}}}."""
     if not torch.cuda.is_available():
         return {"error": "no CUDA device"}
     dev = pick_device(device)
     strict_fp32()
     problem = load_problem(Path(reference_path), module)
     torch.manual_seed(seed)
-    programs: dict[str, Any] = {"original": problem.build().to(dev)}
+    original = problem.build().to(dev)
+    # The graphed original replays the same module object: same parameters, same results.
+    programs: dict[str, Any] = {ORIGINAL: original, ORIGINAL_GRAPH: GraphedModule(original)}
     errors: dict[str, str] = {}
     for variant in variants:
         try:
@@ -51,10 +57,11 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
                     model(*sets[0])
             torch.cuda.synchronize(dev)
         except Exception as exc:  # noqa: BLE001
-            if name == "original":
+            if name == ORIGINAL:
                 return {"error": f"the original failed: {describe_exception(exc)[:300]}"}
             errors[name] = f"run: {describe_exception(exc)[:300]}"
             del programs[name]
+            torch.cuda.synchronize(dev)  # a failed capture leaves the stream to recover
             torch.cuda.empty_cache()
     flush = timing.L2Flusher(dev)
     samples: dict[str, list[float]] = {name: [] for name in programs}
@@ -67,6 +74,7 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
             result = timing.time_function(call, sets, flush, min_runs=MIN_RUNS_PER_ROUND,
                                           budget_s=per_round)
             samples[name] += result.samples_ms
-    return {"original": samples.pop("original"), "device_name": torch.cuda.get_device_name(dev),
-            "variants": {**{n: {"samples_ms": s} for n, s in samples.items()},
-                         **{n: {"error": e} for n, e in errors.items()}}}
+    timed = {**{n: {"samples_ms": s} for n, s in samples.items()},
+             **{n: {"error": e} for n, e in errors.items()}}
+    return {"original": timed.pop(ORIGINAL)["samples_ms"], "original_graph": timed.pop(ORIGINAL_GRAPH),
+            "device_name": torch.cuda.get_device_name(dev), "variants": timed}

@@ -146,8 +146,9 @@ class ProblemOutcome:
         if not selection:
             return
         original = (selection.get("original_ms") or {}).get("median")
+        rows = [selection.get("original_graph"), *selection.get("variants", [])]
         self.variants_ms = {"original": original, **{
-            v["name"]: (v.get("time_ms") or {}).get("median") for v in selection.get("variants", [])}}
+            v["name"]: (v.get("time_ms") or {}).get("median") for v in rows if v}}
         if selection.get("decision") == "deliver":
             self.delivered = f"ours:{selection.get('winner')}"
             return
