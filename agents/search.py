@@ -24,7 +24,7 @@ from typing import Any
 from kernelstitch.agents.coder.builtin import CoderError, code_builtin, write_candidate
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import Graph
-from kernelstitch.agents.planner.variants import propose_variants
+from kernelstitch.agents.planner.variants import PlanVariant, knob_variants, propose_variants
 from kernelstitch.agents.verifier.selection import (
     MeasuredVariant,
     Selection,
@@ -44,6 +44,11 @@ DEFAULT_TIME_BUDGET_S = 180.0
 CACHE_KIND = "search"
 CACHE_FIELD = "search_key"
 CACHE_ARTIFACT = "selection"
+# Round 2 (profile-driven alternatives) starts only in the first part of the time budget: its
+# variants compile in the timing worker, and verification must still fit.
+NEXT_ROUND_SHARE = 0.4
+# A reduction kernel is worth varying when it takes this share of the fastest variant's GPU time.
+HOT_SHARE = 0.2
 
 
 @dataclass
@@ -86,11 +91,13 @@ class TimingWorker:
             raise NoGpuForSearch(info.error.message if not info.ok else "no CUDA device")
         return info.result["device_name"], info.result["torch"]
 
-    def measure(self, variants: list[dict[str, str]], budget_s: float) -> dict[str, Any]:
+    def measure(self, variants: list[dict[str, str]], budget_s: float,
+                profile: bool = False) -> dict[str, Any]:
         ctx = self.ctx
         response = self.client.call(TASK, {
             "reference_path": str(ctx.source), "module": ctx.module, "variants": variants,
-            "seed": 1234, "device": ctx.config.device, "budget_s": budget_s},
+            "seed": 1234, "device": ctx.config.device, "budget_s": budget_s,
+            "profile": profile},
             timeout_s=ctx.config.verify_timeout_s, cancel=ctx.cancel)
         if not response.ok or response.result.get("error"):
             why = response.error.message if not response.ok else response.result["error"]
@@ -197,16 +204,12 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
         else:
             ctx.stage("verifying", f"timing the original (eager and CUDA-graph replay) and "
                                    f"{len(paths)} variants on the same inputs")
-            result = gpu.measure([{"name": n, "path": str(p)} for n, p in paths.items()],
-                                 budget_s)
-            original = summarize(result["original"])
-            graphed = graph_baseline(result.get("original_graph"))
-            for v in measured:
-                timed = result["variants"].get(v.name, {})
-                if timed.get("samples_ms"):
-                    v.time_ms = summarize(timed["samples_ms"])
-                elif timed.get("error"):
-                    v.error = timed["error"]
+            original, graphed, measured, profile = _time(gpu, built, budget_s)
+            if clock() - started < time_budget_s * NEXT_ROUND_SHARE and _next_round(
+                    ctx, built, profile, out_dir):
+                ctx.stage("verifying", f"round 2: timing the original and {len(paths)} "
+                                       "variants again, with the profile's alternatives")
+                original, graphed, measured, _ = _time(gpu, built, budget_s)
             order = contenders(original, measured)
             reused = False
 
@@ -236,6 +239,72 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
     _remember(store, run_id, key, selection, reused)
     _withdraw(out_dir)
     return SearchResult(selection, default_plan, None, last_verdict)
+
+
+def _time(gpu: TimingWorker, built: BuiltVariants, budget_s: float) -> tuple[
+        Any, MeasuredVariant | None, list[MeasuredVariant], dict[str, Any] | None]:
+    """One shared timing run of the original and every built variant: (original, graphed
+    original, the variants' rows, the fastest variant's kernel profile)."""
+    result = gpu.measure([{"name": n, "path": str(p)} for n, p in built.paths.items()],
+                         budget_s, profile=True)
+    measured = built.measured()
+    for v in measured:
+        timed = result["variants"].get(v.name, {})
+        if timed.get("samples_ms"):
+            v.time_ms = summarize(timed["samples_ms"])
+        elif timed.get("error"):
+            v.error = timed["error"]
+    return (summarize(result["original"]), graph_baseline(result.get("original_graph")),
+            measured, result.get("profile"))
+
+
+def hot_reductions(plan: Plan, kernel_ms: dict[str, float],
+                   share: float = HOT_SHARE) -> dict[str, tuple[float, list[str]]]:
+    """The plan's fused reductions whose kernels took at least `share` of the profiled GPU
+    time: step id -> (its share, its kernels that ran).  Kernels are named after their spec."""
+    total = sum(kernel_ms.values())
+    hot = {}
+    for step in plan.steps:
+        name = (step.spec or {}).get("name")
+        if step.technique != "fused_reduction" or not name or total <= 0:
+            continue
+        mine = {kernel: ms for kernel, ms in kernel_ms.items() if name in kernel}
+        if sum(mine.values()) / total >= share:
+            hot[step.id] = (sum(mine.values()) / total, sorted(mine))
+    return hot
+
+
+def _next_round(ctx, built: BuiltVariants, profile: dict[str, Any] | None,
+                out_dir: Path) -> list[str]:
+    """The profile of round 1's fastest variant picks what round 2 varies: the reduction
+    kernels that dominate its GPU time get the alternative designs of the kernel families that
+    ran (knob_variants).  Returns the names of the variants added to `built`."""
+    if not profile or profile.get("variant") not in built.paths:
+        return []
+    best = profile["variant"]
+    hot = hot_reductions(built.plans[best], profile.get("kernel_ms") or {})
+    shares = ", ".join(f"{sid} {share:.0%}" for sid, (share, _) in hot.items())
+    proposed = knob_variants(PlanVariant(best, built.reasons[best], built.plans[best]),
+                             {sid: kernels for sid, (_, kernels) in hot.items()})
+    added = []
+    for k, v in enumerate(proposed, start=1):
+        if v.name in built.plans:
+            continue
+        ctx.stage("coding", f"round 2, variant {k}/{len(proposed)}: {v.name} (profile of "
+                            f"{best}: {shares} of the GPU time)")
+        folder = out_dir / "variants" / v.name
+        try:
+            built.paths[v.name] = write_candidate(
+                code_builtin(v.plan, ctx.source, folder / "model_new.py"), folder)
+        except CoderError:
+            continue
+        built.plans[v.name] = v.plan
+        built.reasons[v.name] = f"round 2 ({best}'s profile: {shares} of the GPU time): " + (
+            v.reason)
+        added.append(v.name)
+    if added:
+        built.save(out_dir / "variants")
+    return added
 
 
 def source_fingerprint() -> str:

@@ -32,9 +32,11 @@ class FakeGpu:
     """Recorded timings per variant name; counts calls."""
 
     def __init__(self, times: dict[str, float], original: float = 1.0,
-                 original_graph: float | None = None):
+                 original_graph: float | None = None,
+                 kernel_ms: dict[str, float] | None = None):
         self.times, self.original, self.measured = times, original, 0
-        self.original_graph = original_graph
+        self.original_graph, self.kernel_ms = original_graph, kernel_ms
+        self.rounds: list[list[str]] = []
 
     def __call__(self, ctx):
         return self
@@ -48,15 +50,19 @@ class FakeGpu:
     def probe(self):
         return "Fake H100", "9.9"
 
-    def measure(self, variants, budget_s):
+    def measure(self, variants, budget_s, profile=False):
         self.measured += 1
         names = [v["name"] for v in variants]
+        self.rounds.append(names)
         assert all(Path(v["path"]).is_file() for v in variants)
+        timed = [n for n in names if n in self.times]
+        fastest = min(timed, key=self.times.__getitem__) if timed else None
+        found = ({"profile": {"variant": fastest, "kernel_ms": self.kernel_ms}}
+                 if profile and self.kernel_ms and fastest else {})
         graphed = ({"samples_ms": samples(self.original_graph)} if self.original_graph
                    else {"error": "run: operation not permitted when stream is capturing"})
         return {"original": samples(self.original), "original_graph": graphed,
-                "variants": {n: {"samples_ms": samples(self.times[n])} for n in names
-                             if n in self.times}}
+                "variants": {n: {"samples_ms": samples(self.times[n])} for n in timed}, **found}
 
 
 class FakeVerify:
@@ -221,3 +227,40 @@ def test_a_graph_capture_failure_is_reported_not_fatal(tmp_path, conv_graph):
     graphed = found.selection.original_graph
     assert graphed.time_ms is None and "capturing" in graphed.error
     assert "capturing" in markdown_table(found.selection)
+
+
+SOFTMAX = EXAMPLES / "softmax_dim1_3d.py"
+
+
+def test_the_profile_of_the_fastest_variant_drives_a_second_round(tmp_path):
+    graph = capture(SOFTMAX)
+    store, out = RunStore(tmp_path / "runs.sqlite"), tmp_path / "out"
+    # round 1: `graph` is fastest and its softmax cluster kernel takes 90% of the GPU time
+    gpu = FakeGpu({"default": 0.8, "graph": 0.7, "graph-nocluster": 0.5},
+                  kernel_ms={"void ks_s1_softmax_cluster<4>(float const*, float*)": 0.9,
+                             "void at::native::elementwise_kernel<...>": 0.1})
+    ctx = context(tmp_path)
+    ctx.source = SOFTMAX
+    found = run_search(ctx, graph, out, FakeVerify({"*": accepted(2.0)}), store, 1,
+                       worker=gpu)
+    assert gpu.rounds == [["default", "graph"], ["default", "graph", "graph-nocluster"]]
+    selection = found.selection
+    assert selection.winner == "graph-nocluster"
+    assert not found.plan.steps[0].reduction_knobs.cluster  # the delivered plan has the knob
+    row = next(v for v in selection.variants if v.name == "graph-nocluster")
+    assert "round 2 (graph's profile: s1 90% of the GPU time)" in row.reason
+    assert (out / "variants" / "graph-nocluster" / "model_new.py").is_file()
+    # the fast-exp knob changes the row kernels, which did not run: not proposed
+    assert not any("fastexp" in v.name for v in selection.variants)
+
+
+def test_no_second_round_when_no_reduction_dominates(tmp_path):
+    graph = capture(SOFTMAX)
+    gpu = FakeGpu({"default": 0.8, "graph": 0.7},
+                  kernel_ms={"void ks_s1_softmax_cluster<4>(float const*, float*)": 0.1,
+                             "void at::native::elementwise_kernel<...>": 0.9})
+    ctx = context(tmp_path)
+    ctx.source = SOFTMAX
+    run_search(ctx, graph, tmp_path / "out", FakeVerify({"*": accepted(2.0)}),
+               RunStore(tmp_path / "runs.sqlite"), 1, worker=gpu)
+    assert gpu.rounds == [["default", "graph"]]

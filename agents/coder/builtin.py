@@ -66,7 +66,7 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
     for step in plan.steps:
         if step.is_kernel:
             try:
-                kernels[step.id] = emit(step.kernel_spec())
+                kernels[step.id] = emit(step.kernel_spec(), step.reduction_knobs)
             except (PlanError, ValueError, KeyError) as exc:
                 raise CoderError(f"step {step.id} ({step.description}): {exc}") from exc
     program = Program(plan, full_graph, kernels)

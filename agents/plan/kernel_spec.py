@@ -112,6 +112,28 @@ Activation = Literal["none", "relu", "gelu", "gelu_tanh"]
 
 
 @dataclass(frozen=True)
+class ReductionKnobs:
+    """Design choices of a reduction kernel that no rule can make for every shape, so the
+    measured search varies them (planner/variants.py); the defaults are what the coder emits
+    when a plan step names none."""
+
+    fast_exp: bool = False  # __expf (SFU) instead of expf in the row kernels' softmax sums
+    cluster: bool = True  # strided softmax kinds try thread-block clusters before column tiles
+
+    def to_json(self) -> dict[str, bool]:
+        return {"fast_exp": self.fast_exp, "cluster": self.cluster}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ReductionKnobs:
+        if not isinstance(data, dict) or set(data) - {"fast_exp", "cluster"}:
+            raise ValueError(f"reduction knobs: expected fast_exp/cluster booleans, got {data!r}")
+        values = {k: v for k, v in data.items()}
+        if not all(isinstance(v, bool) for v in values.values()):
+            raise ValueError(f"reduction knobs: expected booleans, got {data!r}")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
 class GemmSpec:
     """y = act(x @ W^T + bias) [* alpha]: a Linear/matmul through cuBLASLt with its epilogue
     fused (bias, relu, gelu), x of shape [..., K], W [N, K] (Linear layout, `weight_layout="nk"`) or

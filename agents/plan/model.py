@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from kernelstitch.agents.plan.graph import Graph, GraphEdit
-from kernelstitch.agents.plan.kernel_spec import Spec, spec_from_json
+from kernelstitch.agents.plan.kernel_spec import ReductionKnobs, Spec, spec_from_json
 
 SCHEMA_VERSION = 1
 Technique = Literal[
@@ -46,6 +46,9 @@ class PlanStep:
     # A library call run on a channels-last (NHWC) copy of its first input (cuDNN's faster
     # kernels); the planner decides it, the coder only spells it out.
     channels_last: bool = False
+    # A reduction kernel's design knobs, when the search varies them (None: the coder's
+    # defaults); only fused_reduction steps carry them.
+    reduction_knobs: ReductionKnobs | None = None
 
     @property
     def is_kernel(self) -> bool:
@@ -223,8 +226,21 @@ def _step_from_json(data: Any, where: str) -> PlanStep:
         inputs=_str_list(obj.get("inputs", list, default=[]), f"{where}.inputs"),
         outputs=_str_list(obj.get("outputs", list, default=[]), f"{where}.outputs"),
         channels_last=obj.get("channels_last", bool, default=False),
+        reduction_knobs=_knobs(obj.get("reduction_knobs", (dict, type(None)), default=None),
+                               technique, where),
         **estimates,
     )
+
+
+def _knobs(data: dict[str, Any] | None, technique: str, where: str) -> ReductionKnobs | None:
+    if data is None:
+        return None
+    if technique != "fused_reduction":
+        raise PlanError(f"{where}.reduction_knobs: only fused_reduction steps have them")
+    try:
+        return ReductionKnobs.from_json(data)
+    except ValueError as exc:
+        raise PlanError(f"{where}.reduction_knobs: {exc}") from exc
 
 
 # ---- rendering --------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from kernelstitch.agents.plan import HostSettings, Plan, PlanStep
 from kernelstitch.agents.plan.graph import Graph
+from kernelstitch.agents.plan.kernel_spec import ReductionKnobs
 from kernelstitch.agents.planner.builtin import channels_last_conv, plan_builtin
 from kernelstitch.agents.planner.cost import estimate_ms
 
@@ -56,6 +57,47 @@ def propose_variants(graph: Graph, limit: int = 4,
     return [base, *others][:max(1, limit)]
 
 
+# The second round's alternatives for a hot reduction kernel: each flips one knob of the
+# coder's default design, and applies where a kernel of the family it changes ran (kernels are
+# named `<spec name>_<family>`: ks_s4_softmax_cluster).
+@dataclass(frozen=True)
+class KnobAlternative:
+    suffix: str  # of the variant's name
+    knobs: ReductionKnobs
+    why: str
+    families: tuple[str, ...]  # kernel-name endings whose design it changes
+
+
+KNOB_ALTERNATIVES: tuple[KnobAlternative, ...] = (
+    KnobAlternative("fastexp", ReductionKnobs(fast_exp=True), "__expf in the softmax sums",
+                    ("_row",)),
+    KnobAlternative("nocluster", ReductionKnobs(cluster=False),
+                    "shared-memory column tiles instead of thread-block clusters",
+                    ("_cluster",)),
+)
+
+
+def knob_variants(variant: PlanVariant, ran: dict[str, list[str]]) -> list[PlanVariant]:
+    """A next round's variants: `variant` (the fastest of the last round) with one reduction
+    knob flipped in the steps the profile found hot.  `ran`: hot fused_reduction step id ->
+    the names of its kernels that ran."""
+    out = []
+    for alt in KNOB_ALTERNATIVES:
+        steps = [s for s in variant.plan.steps if s.technique == "fused_reduction"
+                 and any(f"{(s.spec or {}).get('name')}{family}" in kernel
+                         for kernel in ran.get(s.id, ()) for family in alt.families)]
+        if not steps:
+            continue
+        edited = [replace(s, reduction_knobs=alt.knobs) if s in steps else s
+                  for s in variant.plan.steps]
+        ids = ", ".join(s.id for s in steps)
+        why = f"{alt.why} ({ids})"
+        reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
+        out.append(PlanVariant(_join(variant.name, alt.suffix), reason,
+                               replace(variant.plan, steps=edited)))
+    return out
+
+
 def _with_channels_last(variant: PlanVariant, on: bool) -> PlanVariant:
     plan = variant.plan
     steps = [replace(s, channels_last=on and channels_last_conv(s, plan.graph))
@@ -88,7 +130,7 @@ def _join(name: str, suffix: str) -> str:
 def _signature(plan: Plan) -> tuple:
     """What makes two plans build different programs."""
     def step_key(s: PlanStep) -> tuple:
-        return (s.technique, tuple(s.nodes), repr(s.spec), s.channels_last)
+        return (s.technique, tuple(s.nodes), repr(s.spec), s.channels_last, s.reduction_knobs)
 
     return (tuple(step_key(s) for s in plan.steps), plan.host.cuda_graph,
             plan.host.channels_last, repr(plan.graph_edits))

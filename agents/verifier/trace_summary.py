@@ -106,3 +106,14 @@ def reused_reference_ops(calls: list[CallProfile], reference_ops: set[str],
             if op not in found:
                 found.append(op)
     return found
+
+
+def kernel_durations(trace: dict[str, Any]) -> dict[str, float]:
+    """Milliseconds of GPU time per kernel name over the whole trace (the search's profile of
+    its fastest variant: which kernels a next round should vary)."""
+    totals: dict[str, float] = {}
+    for e in trace.get("traceEvents", []):
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            name = str(e.get("name", ""))
+            totals[name] = totals.get(name, 0.0) + float(e.get("dur", 0.0)) / 1e3
+    return totals

@@ -15,23 +15,32 @@ from typing import Any
 
 import torch
 from kernelstitch.agents.verifier import timing  # bound before any variant's code runs
-from kernelstitch.agents.verifier.gpu_common import describe_exception, pick_device, strict_fp32
+from kernelstitch.agents.verifier.gpu_common import (
+    describe_exception,
+    pick_device,
+    profile_calls,
+    strict_fp32,
+)
 from kernelstitch.agents.verifier.graph_replay import GraphedModule
 from kernelstitch.agents.verifier.inputs import case_inputs
 from kernelstitch.agents.verifier.selection import ORIGINAL, ORIGINAL_GRAPH
+from kernelstitch.agents.verifier.trace_summary import kernel_durations
 
 from kernelstitch.core.problem import import_file, load_problem
 
 ROUNDS = 3
 MIN_RUNS_PER_ROUND = 5
 WARMUP_CALLS = 3
+PROFILED_CALLS = 3
 
 
 def time_variants_task(reference_path: str, module: str | None, variants: list[dict[str, str]],
                        seed: int, device: int | None = None, budget_s: float = 3.0,
-                       input_sets: int = 2) -> dict[str, Any]:
+                       input_sets: int = 2, profile: bool = False) -> dict[str, Any]:
     """{"original": samples, "original_graph": {"samples_ms": [...]} or {"error": ...},
-    "variants": {name: {"samples_ms": [...]} or {"error": ...}}}."""
+    "variants": {name: {"samples_ms": [...]} or {"error": ...}}, "profile": {"variant": the
+    fastest variant, "kernel_ms": {kernel name: ms over PROFILED_CALLS calls}} (with
+    `profile`)}."""
     if not torch.cuda.is_available():
         return {"error": "no CUDA device"}
     dev = pick_device(device)
@@ -74,7 +83,29 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
             result = timing.time_function(call, sets, flush, min_runs=MIN_RUNS_PER_ROUND,
                                           budget_s=per_round)
             samples[name] += result.samples_ms
+    fastest = _fastest_variant(samples)
+    found = _kernel_profile(programs[fastest], sets[0]) if profile and fastest else None
     timed = {**{n: {"samples_ms": s} for n, s in samples.items()},
              **{n: {"error": e} for n, e in errors.items()}}
     return {"original": timed.pop(ORIGINAL)["samples_ms"], "original_graph": timed.pop(ORIGINAL_GRAPH),
-            "device_name": torch.cuda.get_device_name(dev), "variants": timed}
+            "device_name": torch.cuda.get_device_name(dev), "variants": timed,
+            **({"profile": {"variant": fastest, "kernel_ms": found}} if found else {})}
+
+
+def _fastest_variant(samples: dict[str, list[float]]) -> str | None:
+    medians = {n: sorted(s)[len(s) // 2] for n, s in samples.items()
+               if s and n not in (ORIGINAL, ORIGINAL_GRAPH)}
+    return min(medians, key=medians.__getitem__) if medians else None
+
+
+def _kernel_profile(model: Any, inputs: list[Any]) -> dict[str, float] | None:
+    """GPU time per kernel of a few calls (None when the profiler fails: a next round is an
+    optimisation, never a reason to fail the timing)."""
+    def call(_index: int) -> None:
+        with torch.no_grad():
+            model(*inputs)
+
+    try:
+        return kernel_durations(profile_calls(call, PROFILED_CALLS, with_cuda=True))
+    except Exception:  # noqa: BLE001
+        return None

@@ -23,22 +23,28 @@ from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops, op_expression
 from kernelstitch.agents.coder.codegen.gemm import emit_gemm
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
-from kernelstitch.agents.coder.codegen.reduction import emit_reduction
+from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.plan.kernel_spec import (
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
+    ReductionKnobs,
     ReductionSpec,
     TensorArg,
 )
 
 
-def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec) -> KernelSource:
-    """Dispatches on the spec type."""
+def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec,
+         knobs: ReductionKnobs | None = None) -> KernelSource:
+    """Dispatches on the spec type; a reduction's `knobs` (the plan's, when the search varies
+    them) choose among the emitter's designs."""
     if isinstance(spec, ElementwiseSpec):
         return emit_elementwise(spec)
     if isinstance(spec, ReductionSpec):
-        return emit_reduction(spec)
+        if knobs is None:
+            return emit_reduction(spec)
+        return emit_reduction(spec, ReductionVariant(
+            row_exp="__expf" if knobs.fast_exp else "expf", cluster=knobs.cluster))
     if isinstance(spec, GemmSpec):
         return emit_gemm(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")

@@ -65,7 +65,8 @@ def cached_normalize(kind: str, val: str) -> str:
 @dataclass(frozen=True)
 class ReductionVariant:
     """Design knobs the microbenchmarks vary (bench/microbench/*_gen.py).  The defaults are what
-    the coder emits; nothing in the coder sets them."""
+    the coder emits; a plan step's ReductionKnobs (varied by the measured search) set `row_exp`
+    and `cluster`."""
 
     row_exp: str = "expf"  # the row kernels' exp(x - max) of softmax sums ("__expf": fast math)
     cluster: bool = True  # strided softmax kinds try thread-block clusters before column tiles

@@ -1,0 +1,77 @@
+"""Reduction knobs: the plan carries them, the coder honours them, the search's profile picks
+where to vary them (CPU: plans, emitted source, synthetic traces)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from kernelstitch.agents.coder.builtin import code_builtin
+from kernelstitch.agents.plan import Plan, PlanError
+from kernelstitch.agents.plan.kernel_spec import ReductionKnobs
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+from kernelstitch.agents.search import hot_reductions
+from kernelstitch.agents.verifier.trace_summary import kernel_durations
+
+SOFTMAX = Path(__file__).resolve().parents[1] / "examples" / "softmax_dim1_3d.py"
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return plan_builtin(capture(SOFTMAX))
+
+
+def with_knobs(plan: Plan, knobs: ReductionKnobs | None) -> Plan:
+    return replace(plan, steps=[replace(s, reduction_knobs=knobs) for s in plan.steps])
+
+
+def kernel_text(plan: Plan, tmp_path: Path) -> str:
+    return code_builtin(plan, SOFTMAX, tmp_path / "model_new.py").kernel_for_step("s1").cuda
+
+
+def test_knobs_round_trip_through_the_plan_json(plan):
+    knobbed = with_knobs(plan, ReductionKnobs(cluster=False))
+    again = Plan.from_json(knobbed.to_json())
+    assert again.steps[0].reduction_knobs == ReductionKnobs(cluster=False)
+    assert Plan.from_json(plan.to_json()).steps[0].reduction_knobs is None
+
+
+def test_malformed_knobs_are_a_plan_error(plan):
+    data = with_knobs(plan, ReductionKnobs()).to_json()
+    data["steps"][0]["reduction_knobs"] = {"cluster": "no"}
+    with pytest.raises(PlanError, match="reduction_knobs"):
+        Plan.from_json(data)
+    data["steps"][0]["reduction_knobs"] = {"threads": 7}
+    with pytest.raises(PlanError, match="reduction_knobs"):
+        Plan.from_json(data)
+
+
+def test_the_coder_honours_the_knobs_and_the_defaults_change_nothing(plan, tmp_path):
+    default = kernel_text(plan, tmp_path)
+    assert kernel_text(with_knobs(plan, ReductionKnobs()), tmp_path) == default
+    no_cluster = kernel_text(with_knobs(plan, ReductionKnobs(cluster=False)), tmp_path)
+    assert no_cluster != default and "ks_s1_softmax_cluster" not in no_cluster
+    fast = kernel_text(with_knobs(plan, ReductionKnobs(fast_exp=True)), tmp_path)
+    assert fast.count("__expf(") > default.count("__expf(")  # the row kernels' sums
+
+
+def test_kernel_durations_sum_per_kernel_name():
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "ks_s1_softmax_cluster", "ts": 0, "dur": 300.0},
+        {"ph": "X", "cat": "kernel", "name": "ks_s1_softmax_cluster", "ts": 9, "dur": 200.0},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 5, "dur": 500.0},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 900.0},
+    ]}
+    assert kernel_durations(trace) == {"ks_s1_softmax_cluster": 0.5, "gemm": 0.5}
+
+
+def test_hot_reductions_are_the_steps_whose_kernels_dominate(plan):
+    kernels = {"void ks_s1_softmax_cluster<4>()": 0.3, "cutlass_gemm": 0.7}
+    assert hot_reductions(plan, kernels) == {"s1": (0.3, ["void ks_s1_softmax_cluster<4>()"])}
+    assert hot_reductions(plan, kernels, share=0.5) == {}
+    assert hot_reductions(plan, {}) == {}
