@@ -46,6 +46,7 @@ def generate_command(
     budget: dict | None = None,
     search: bool = True,
     variants: int = 4,
+    search_time_s: float = 180.0,
 ) -> int:
     from kernelstitch.agents.pipeline import PipelineConfig, run_generate
     from rich.console import Console
@@ -60,7 +61,8 @@ def generate_command(
         console.print(f"[red]unknown coder {coder!r}: choose builtin or llm[/red]")
         return 1
     config = PipelineConfig(coder=coder, verify=verify, profile=profile, llm=dict(llm or {}),
-                            budget=dict(budget or {}), search=search, variants=max(1, variants))
+                            budget=dict(budget or {}), search=search, variants=max(1, variants),
+                            search_time_s=max(1.0, search_time_s))
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
 

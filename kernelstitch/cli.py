@@ -41,6 +41,9 @@ def generate(
         True, "--search/--no-search",
         help="time variants against your module; deliver the fastest verified one or keep yours"),
     variants: int = typer.Option(4, help="--search: how many plan variants to build and time"),
+    search_time: float = typer.Option(
+        180.0, help="--search: seconds after which no further contender is verified (a second, "
+                    "profile-driven round starts only in the first 40% of them)"),
     profile: bool = typer.Option(False, help="profile the accepted candidate"),
     json_output: bool = typer.Option(False, "--json", help="print the job result as JSON"),
     workspace: Path | None = typer.Option(None, help="workspace root (default: found from FILE)"),
@@ -56,7 +59,7 @@ def generate(
         generate_command(
             target, coder="llm" if llm else coder, verify=verify, profile=profile,
             json_output=json_output, workspace=workspace, llm=settings, budget=budget,
-            search=search, variants=variants,
+            search=search, variants=variants, search_time_s=search_time,
         )
     )
 

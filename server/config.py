@@ -27,6 +27,11 @@ class ServerConfig:
     profilers: tuple[str, ...] = ("torch", "ncu")
     watch_on_save: bool = True
     coder: str = "builtin"
+    # generate's measured search (agents/search.py): on/off, how many plans in round 1, and
+    # the seconds after which no further contender is verified
+    search: bool = True
+    search_variants: int = 4
+    search_time_s: float = 180.0
 
     @classmethod
     def from_settings(cls, settings: Any) -> ServerConfig:
@@ -54,6 +59,11 @@ class ServerConfig:
             profilers=profilers,
             watch_on_save=_as(bool, flat.get("watch.onSave"), default.watch_on_save),
             coder=coder if coder in CODERS else default.coder,
+            search=_as(bool, flat.get("search.enabled"), default.search),
+            search_variants=min(16, max(1, _as(int, flat.get("search.variants"),
+                                               default.search_variants))),
+            search_time_s=max(1.0, _as(float, flat.get("search.timeSeconds"),
+                                       default.search_time_s)),
         )
 
     def job_config(self) -> dict[str, Any]:
@@ -69,6 +79,8 @@ class ServerConfig:
             "profilers": list(self.profilers),
             "budget": {"time_s": self.budget_time_s, "iterations": self.budget_iterations,
                        "tokens": self.budget_tokens},
+            "search": self.search, "variants": self.search_variants,
+            "search_time_s": self.search_time_s,
         }
         if self.gpu_device is not None:
             config["device"] = self.gpu_device

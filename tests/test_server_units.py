@@ -49,6 +49,18 @@ def test_settings_nested_dotted_and_wrong_types():
     assert "device" not in ServerConfig.from_settings(None).job_config()
 
 
+def test_search_settings_reach_the_pipeline_config():
+    from kernelstitch.agents.pipeline import PipelineConfig
+
+    default = PipelineConfig.from_dict(ServerConfig().job_config())
+    assert (default.search, default.variants, default.search_time_s) == (True, 4, 180.0)
+    config = ServerConfig.from_settings({"search": {"enabled": False, "variants": 99,
+                                                    "timeSeconds": 30}})
+    pipeline = PipelineConfig.from_dict(config.job_config())
+    assert (pipeline.search, pipeline.variants, pipeline.search_time_s) == (False, 16, 30.0)
+    assert ServerConfig.from_settings({"search.variants": 0}).search_variants == 1
+
+
 # -- discovery ------------------------------------------------------------------------------------
 def test_discovery_keeps_last_good_scan_and_skips_unchanged_text():
     index = DocumentIndex()

@@ -16,6 +16,8 @@ export interface ServerSettings {
   budget: { timeSeconds: number; iterations: number; tokens: number };
   profilers: Profiler[];
   watch: { onSave: boolean };
+  /** generate's measured search: on/off, round-1 variants, seconds before no more verifying. */
+  search: { enabled: boolean; variants: number; timeSeconds: number };
 }
 
 export const DEFAULT_SERVER_SETTINGS: ServerSettings = {
@@ -25,6 +27,7 @@ export const DEFAULT_SERVER_SETTINGS: ServerSettings = {
   budget: { timeSeconds: 600, iterations: 4, tokens: 0 },
   profilers: ['torch', 'ncu'],
   watch: { onSave: true },
+  search: { enabled: true, variants: 4, timeSeconds: 180 },
 };
 
 /** Settings that change how the server process is started: changing one restarts it. */
@@ -64,6 +67,7 @@ export function toServerSettings(read: (key: string) => unknown): SettingsResult
   const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
   const isIndex = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
   const isCount = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 1;
+  const isVariants = (v: unknown): v is number => isCount(v) && v <= 16;
   const isLimit = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
   const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
   const isCoder = (v: unknown): v is Coder => v === 'builtin' || v === 'llm';
@@ -91,6 +95,11 @@ export function toServerSettings(read: (key: string) => unknown): SettingsResult
       },
       profilers: [...new Set(profilers)],
       watch: { onSave: pick('watch.onSave', d.watch.onSave, isBool, 'expected true or false') },
+      search: {
+        enabled: pick('search.enabled', d.search.enabled, isBool, 'expected true or false'),
+        variants: pick('search.variants', d.search.variants, isVariants, 'expected an integer from 1 to 16'),
+        timeSeconds: pick('search.timeSeconds', d.search.timeSeconds, isPositive, 'expected a number > 0'),
+      },
     },
     problems,
   };

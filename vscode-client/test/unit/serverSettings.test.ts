@@ -23,6 +23,7 @@ describe('toServerSettings', () => {
       budget: { timeSeconds: 600, iterations: 4, tokens: 0 },
       profilers: ['torch', 'ncu'],
       watch: { onSave: true },
+      search: { enabled: true, variants: 4, timeSeconds: 180 },
     } satisfies ServerSettings);
     assert.deepEqual(problems, []);
   });
@@ -33,6 +34,7 @@ describe('toServerSettings', () => {
       coder: 'llm', 'gpu.device': 1, 'budget.timeSeconds': 30.5, 'budget.iterations': 2,
       'llm.timeoutSeconds': 45, 'budget.tokens': 100000,
       profilers: ['nsys', 'torch', 'nsys'], 'watch.onSave': false,
+      'search.enabled': false, 'search.variants': 2, 'search.timeSeconds': 60,
       python: '/usr/bin/python3', 'server.command': ['x'], 'trace.server': 'verbose',
     }));
     assert.deepEqual(settings, {
@@ -42,6 +44,7 @@ describe('toServerSettings', () => {
       budget: { timeSeconds: 30.5, iterations: 2, tokens: 100000 },
       profilers: ['nsys', 'torch'],
       watch: { onSave: false },
+      search: { enabled: false, variants: 2, timeSeconds: 60 },
     });
     assert.deepEqual(problems, []);
     assert.equal('python' in settings, false); // extension-only settings stay in the extension
@@ -52,12 +55,14 @@ describe('toServerSettings', () => {
       coder: 'gpt', 'gpu.device': -1, 'budget.timeSeconds': 0, 'budget.iterations': 2.5,
       'llm.timeoutSeconds': -3, 'budget.tokens': -1,
       profilers: ['torch', 'perf'], 'watch.onSave': 'yes',
+      'search.enabled': 1, 'search.variants': 17, 'search.timeSeconds': -1,
     }));
     assert.deepEqual(settings, DEFAULT_SERVER_SETTINGS);
     assert.deepEqual(problems.map((p) => p.split(':')[0]), [
       'kernelstitch.profilers', 'kernelstitch.llm.timeoutSeconds', 'kernelstitch.coder', 'kernelstitch.gpu.device',
       'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations', 'kernelstitch.budget.tokens',
-      'kernelstitch.watch.onSave',
+      'kernelstitch.watch.onSave', 'kernelstitch.search.enabled', 'kernelstitch.search.variants',
+      'kernelstitch.search.timeSeconds',
     ]);
   });
 
@@ -91,7 +96,9 @@ describe('package.json configuration', () => {
       'kernelstitch.llm.baseUrl', 'kernelstitch.llm.model', 'kernelstitch.llm.apiKeyEnv',
       'kernelstitch.llm.timeoutSeconds', 'kernelstitch.coder', 'kernelstitch.gpu.device',
       'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations', 'kernelstitch.budget.tokens',
-      'kernelstitch.profilers', 'kernelstitch.watch.onSave', ...RESTART_SETTINGS, 'kernelstitch.trace.server',
+      'kernelstitch.profilers', 'kernelstitch.watch.onSave', 'kernelstitch.search.enabled',
+      'kernelstitch.search.variants', 'kernelstitch.search.timeSeconds', ...RESTART_SETTINGS,
+      'kernelstitch.trace.server',
     ];
     assert.deepEqual(Object.keys(properties).sort(), expected.sort());
     for (const [key, property] of Object.entries(properties)) {
