@@ -220,7 +220,8 @@ def test_a_kept_original_counts_at_one_x_apart_from_accepted():
 
     stat = {"median": 2.0, "p10": 1.9, "p90": 2.1, "n": 30}
     verdict = {"status": "accepted", "reasons": [], "timings": {
-        "eager_ms": stat, "compiled_ms": {**stat, "median": 1.0}, "candidate_ms": stat,
+        "eager_ms": stat, "compiled_ms": {**stat, "median": 1.0},
+        "candidate_ms": {"median": 2.6, "p10": 2.5, "p90": 2.7, "n": 30},
         "speedup_vs_eager": 0.98, "speedup_vs_compiled": 0.5, "significant_vs_eager": False,
         "significant_vs_compiled": True}}
     selection = {"decision": "keep_original", "winner": None,
@@ -233,6 +234,8 @@ def test_a_kept_original_counts_at_one_x_apart_from_accepted():
     assert kept.status == "kept" and kept.correct and kept.delivered == "original"
     assert kept.speedup_vs_eager == 1.0 and kept.speedup_vs_compiled == 0.5
     assert kept.variants_ms == {"original": 2.0, "default": 2.2}
+    # what is delivered is the original: its time and spread, not the recorded variant's
+    assert kept.candidate_ms == 2.0 and kept.candidate_spread_ms == [1.9, 2.1]
     slow = ProblemOutcome(problem="p2", status="accepted", message="", speedup_vs_eager=0.8,
                           significant_vs_eager=True)
     summary = summarise([kept, slow])

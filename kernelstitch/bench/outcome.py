@@ -155,8 +155,10 @@ class ProblemOutcome:
         # The original is delivered: ours is the eager time, the baselines those the record
         # verification measured (whatever its verdict on the variant it checked).
         self.delivered, self.status, self.reasons = "original", "kept", []
+        self.reason_details = []  # they were about the variant verified for the record
         eager, compiled = timings.get("eager_ms") or {}, timings.get("compiled_ms") or {}
         self.eager_ms = self.candidate_ms = eager.get("median")
+        self.candidate_spread_ms = self.eager_spread_ms  # what is delivered is the original
         self.compiled_ms = compiled.get("median")
         self.speedup_vs_eager = 1.0
         self.speedup_vs_compiled = (self.compiled_ms / self.eager_ms
