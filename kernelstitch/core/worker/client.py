@@ -106,6 +106,7 @@ class _WorkerProcess:
         argv: list[str],
         env: dict[str, str],
         stderr_callback: Callable[[str], None] | None,
+        cwd: str | None = None,
     ) -> None:
         self.stderr = _TailBuffer()
         self._stderr_callback = stderr_callback
@@ -116,6 +117,7 @@ class _WorkerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
+            cwd=cwd,
             start_new_session=True,
             close_fds=True,
         )
@@ -253,6 +255,12 @@ class WorkerClient:
         any address-space cap would break; a capped worker also gets CUDA_VISIBLE_DEVICES=""
         so it fails cleanly ("no CUDA") instead of oddly if a task tries the GPU.
     stderr_callback: receives the worker's stderr line by line (for logs), from a thread.
+    write_guard: folders the worker may write beneath; it applies the guard (Landlock) before
+        it runs anything and reports in its readiness line whether the kernel enforces it
+        (`guard`).  None: no guard.  TCP is denied with it unless `allow_tcp`.
+    scrub_env: drop credentials from the inherited environment (`sandbox.scrub_env`: secret-like
+        names, key-like values, and `secret_env_names`); variables given in `env` are kept.
+    cwd: the worker's working folder (None: the caller's).
     """
 
     def __init__(
@@ -264,8 +272,22 @@ class WorkerClient:
         memory_limit_mb: int | None = None,
         startup_timeout_s: float = 60,
         stderr_callback: Callable[[str], None] | None = None,
+        write_guard: tuple[str, ...] | None = None,
+        allow_tcp: bool = False,
+        scrub_env: bool = False,
+        secret_env_names: tuple[str, ...] = (),
+        cwd: str | None = None,
     ) -> None:
         self._env = dict(env or {})
+        self._write_guard = tuple(str(p) for p in write_guard) if write_guard is not None \
+            else None
+        self._allow_tcp = allow_tcp
+        self._scrub_env = scrub_env
+        self._secret_env_names = tuple(secret_env_names)
+        self._cwd = cwd
+        # The readiness line of the latest worker (its pid, and its `guard` when one was asked).
+        self.hello: dict[str, Any] | None = None
+        self.scrubbed_env_names: list[str] = []
         self._cuda_device = cuda_device
         self._allowed_prefixes = tuple(allowed_prefixes)
         self._extra_sys_path = tuple(str(p) for p in extra_sys_path)
@@ -365,10 +387,18 @@ class WorkerClient:
             argv += ["--sys-path", path]
         if self._memory_limit_mb is not None and self._cuda_device is None:
             argv += ["--memory-limit-mb", str(int(self._memory_limit_mb))]
+        for folder in self._write_guard or ():
+            argv += ["--write-guard", folder]
+        if self._write_guard is not None and self._allow_tcp:
+            argv.append("--allow-tcp")
         return argv
 
     def _worker_env(self) -> dict[str, str]:
         env = dict(os.environ)
+        if self._scrub_env:
+            from kernelstitch.core.sandbox import scrub_env
+
+            env, self.scrubbed_env_names = scrub_env(env, self._secret_env_names)
         env.update(self._env)
         if self._cuda_device is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(self._cuda_device)
@@ -387,7 +417,8 @@ class WorkerClient:
             worker.kill()
             self._worker = None
         try:
-            worker = _WorkerProcess(self._argv(), self._worker_env(), self._stderr_callback)
+            worker = _WorkerProcess(self._argv(), self._worker_env(), self._stderr_callback,
+                                    self._cwd)
         except OSError as exc:
             return Response.failure(HELLO_ID, "startup", f"cannot start a worker: {exc}")
         self._started += 1
@@ -413,9 +444,8 @@ class WorkerClient:
         self._worker = worker
         return worker
 
-    @staticmethod
     def _await_hello(
-        worker: _WorkerProcess, deadline: float, cancel: threading.Event | None
+        self, worker: _WorkerProcess, deadline: float, cancel: threading.Event | None
     ) -> bool:
         """Wait for the readiness line; False at EOF.
 
@@ -431,6 +461,7 @@ class WorkerClient:
             except ProtocolError:
                 hello = None
             if hello is not None and hello.id == HELLO_ID and hello.ok:
+                self.hello = hello.result if isinstance(hello.result, dict) else {}
                 return True
             worker.stderr.append(b"[stdout before the worker was ready] " + line)
 

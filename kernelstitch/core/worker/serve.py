@@ -8,6 +8,10 @@ second.  Failure policy, which the client relies on:
 * torch.OutOfMemoryError / MemoryError -> `oom`; caches are freed and the worker keeps serving;
 * a sticky CUDA error (illegal address, device-side assert, ...) -> `cuda_fatal`; the worker
   replies and then exits, because every later CUDA call in this process would fail too.
+
+With `--write-guard FOLDER` (repeatable) the worker restricts its own writes to those folders
+(Landlock, `kernelstitch.core.sandbox`) as its very first step, and says in its readiness line
+whether the guard is enforced.
 """
 
 from __future__ import annotations
@@ -213,12 +217,29 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--allow", action="append", default=[], help="allowed task package")
     parser.add_argument("--sys-path", action="append", default=[], help="prepended to sys.path")
     parser.add_argument("--memory-limit-mb", type=int, default=None)
+    parser.add_argument("--write-guard", action="append", default=None, metavar="FOLDER",
+                        help="allow writes only beneath these folders (sandbox.py)")
+    parser.add_argument("--allow-tcp", action="store_true",
+                        help="with --write-guard: keep TCP (denied by default)")
     return parser.parse_args(argv)
+
+
+def _apply_guard(options: argparse.Namespace) -> dict[str, Any] | None:
+    """The write guard and the write-attempt log, before any thread or task exists."""
+    if options.write_guard is None:
+        return None
+    from kernelstitch.core import sandbox  # stdlib only
+
+    sys.dont_write_bytecode = True  # a .pyc next to user code would be a write outside
+    status = sandbox.apply_write_guard(options.write_guard, deny_tcp=not options.allow_tcp)
+    sandbox.watch_write_attempts(status.allowed)
+    return status.to_json()
 
 
 def main(argv: list[str] | None = None) -> int:
     global _channel
     options = _parse_args(argv)
+    guard = _apply_guard(options)  # first: Landlock binds the threads created after it
     _channel = _protect_protocol_channel()
     faulthandler.enable()  # Python stacks on stderr for SIGSEGV/SIGABRT: the client keeps a tail
     if options.memory_limit_mb:
@@ -227,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, path)
     allowed = DEFAULT_ALLOWED_PREFIXES + tuple(options.allow)
     _exit_when_orphaned()
-    send(Response(id=HELLO_ID, ok=True, result={"pid": os.getpid(), "python": sys.version}))
+    hello: dict[str, Any] = {"pid": os.getpid(), "python": sys.version}
+    if guard is not None:
+        hello["guard"] = guard
+    send(Response(id=HELLO_ID, ok=True, result=hello))
 
     stdin = sys.stdin.buffer
     while True:
