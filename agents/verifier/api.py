@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelstitch.agents.verifier.assemble import Inputs, assemble
+from kernelstitch.agents.verifier.protect import Protection, SnapshotError
 from kernelstitch.agents.verifier.runner import (
     CANDIDATE_TASK,
     EXITS,
@@ -70,7 +71,11 @@ def verify(
     progress: Callable[[str], None] | None = None,
     cancel: threading.Event | None = None,
     store: Any | None = None,
+    secret_env: tuple[str, ...] = (),
 ) -> Verdict:
+    """`secret_env`: names of variables that hold credentials (the LLM configuration's key
+    variable), dropped from the candidate's environment besides every secret-like one; never
+    stored."""
     report = progress or (lambda _message: None)
     reference, candidate = Path(reference).resolve(), Path(candidate).resolve()
     seeds = fresh_seeds(max(options.seeds, 2))
@@ -82,7 +87,8 @@ def verify(
             module_name = reference_module
         run_id = store.start_run("verify", str(reference), module_name,
                                  {**asdict(options), "candidate": str(candidate), "seeds": seeds})
-    verdict = _verify(reference, candidate, reference_module, options, seeds, report, cancel)
+    verdict = _protected(reference, candidate, tuple(secret_env), lambda protection: _verify(
+        reference, candidate, reference_module, options, seeds, report, cancel, protection))
     if store is not None and run_id is not None:
         store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
         store.finish_run(run_id, "succeeded", {"verdict": verdict.status,
@@ -90,9 +96,22 @@ def verify(
     return verdict
 
 
+def _protected(reference: Path, candidate: Path, secret_env: tuple[str, ...],
+               run: Callable[[Protection], Verdict]) -> Verdict:
+    """The snapshot and hashes before anything runs, the checks of them after (protect.py)."""
+    try:
+        protection = Protection.begin(reference, candidate, secret_env)
+    except SnapshotError as exc:
+        return Verdict("could_not_verify", [Reason("reference_error", str(exc))])
+    try:
+        return protection.finish(run(protection))
+    finally:
+        protection.close()
+
+
 def _verify(reference: Path, candidate: Path, module: str | None, options: VerifyOptions,
             seeds: list[int], report: Callable[[str], None],
-            cancel: threading.Event | None) -> Verdict:
+            cancel: threading.Event | None, protection: Protection) -> Verdict:
     report("static checks")
     try:
         info = resolve_module(reference, module)
@@ -142,11 +161,16 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
     # judges the candidate's checks until the end: the end closes those.
     idle: list[StartedWorker] = []
 
-    def start_candidate_worker() -> StartedWorker:
-        idle.append(StartedWorker(CANDIDATE_TASK, options.device))
-        return idle[-1]
+    reference_copy = str(protection.snapshot.copy)  # loaded by both workers, never `reference`
 
     with tempfile.TemporaryDirectory(prefix="ks_verify_") as work_dir:
+
+        def start_candidate_worker() -> StartedWorker:
+            idle.append(StartedWorker(CANDIDATE_TASK, options.device,
+                                      **protection.candidate_worker_options(work_dir)))
+            protection.watch(idle[-1].client)
+            return idle[-1]
+
         try:
             main_worker = start_candidate_worker()
             report("running the reference")
@@ -158,7 +182,8 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 # on an H100 machine) during all of this one, not only its last stage.
                 SPARES.start(REFERENCE_TASK, options.device)
             inputs.reference = timed("reference", REFERENCE_TASK, {
-                "path": str(reference), "module": info.name, "seeds": seeds,
+                "path": reference_copy, "import_fallback": protection.import_fallback,
+                "module": info.name, "seeds": seeds,
                 "work_dir": work_dir, "shape_variants_count": options.shape_variants,
                 "timing_on": timing_on, "compare_compile": options.compare_compile,
                 "device": device_arg, "timing_budget_s": options.timing_budget_s,
@@ -170,7 +195,8 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
             cases = ref["cases"]
             variant_cases = [c for c in cases if c["variant"] is not None]
             common = {
-                "path": str(candidate), "reference_path": str(reference), "module": info.name,
+                "path": str(candidate), "reference_path": reference_copy,
+                "import_fallback": protection.import_fallback, "module": info.name,
                 "work_dir": work_dir, "device": device_arg,
                 "ref_mutates": ref["mutates_inputs"],
                 "ref_aliases": ref["output_aliases_input"],
@@ -189,6 +215,9 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 inputs.variants = timed("variants", CANDIDATE_TASK, {
                     **common, "phase": "variants", "cases": variant_cases, "timing_on": False,
                 }, main_worker)
+            protection.record_candidate(inputs.main, inputs.variants)
+            if protection.candidate_results:
+                protection.read_ledger(judge, options.device)
         finally:
             for worker in idle:
                 EXITS.close_soon(worker.close)

@@ -38,10 +38,11 @@ from kernelstitch.agents.verifier.inputs import case_inputs, digest, input_gener
 from kernelstitch.agents.verifier.judge import JudgeAddress, JudgeClient, encode_leaf
 from kernelstitch.agents.verifier.memory_plan import TAIL_SNAPSHOT_BYTES, MemoryPlan
 from kernelstitch.agents.verifier.poison import poison_allocator
-from kernelstitch.agents.verifier.reference_task import timing_input_sets
+from kernelstitch.agents.verifier.reference_task import add_import_fallback, timing_input_sets
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
 
+from kernelstitch.core import sandbox
 from kernelstitch.core.problem import ProblemError, import_file, load_problem
 
 _to_cpu = torch.Tensor.cpu
@@ -314,7 +315,22 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
                    timing_on: bool = True, timing_seeds: list[int] | None = None,
                    ref_mutates: bool = False, ref_aliases: bool = False,
                    timing_budget_s: float = 2.0, judge: dict[str, str] | None = None,
-                   memory_plan: dict[str, Any] | None = None) -> dict[str, Any]:
+                   memory_plan: dict[str, Any] | None = None,
+                   import_fallback: str | None = None) -> dict[str, Any]:
+    """`reference_path` is the verifier's read-only snapshot of the reference (snapshot.py).
+    The result's `write_attempts` are the writes outside its sandbox this process tried
+    (kernelstitch.core.sandbox: refused where the write guard is enforced)."""
+    add_import_fallback(import_fallback)
+    result = _candidate_task(path, reference_path, module, cases, work_dir, phase, device,
+                             timing_on, timing_seeds, ref_mutates, ref_aliases, timing_budget_s,
+                             judge, memory_plan)
+    result["write_attempts"] = sandbox.write_attempts()
+    return result
+
+
+def _candidate_task(path, reference_path, module, cases, work_dir, phase, device, timing_on,
+                    timing_seeds, ref_mutates, ref_aliases, timing_budget_s, judge,
+                    memory_plan) -> dict[str, Any]:
     before = _BEFORE_ANY_CANDIDATE
     watch = Stopwatch()
     load_start = watch.now()

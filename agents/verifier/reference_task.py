@@ -11,6 +11,7 @@ compared here, on the GPU, against an output the reference computes for that che
 from __future__ import annotations
 
 import gc
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +75,20 @@ def timing_input_sets(problem, seeds: list[int], device: torch.device,
     return [case_inputs(problem, seed, None, device) for seed in seeds[:max(count, 1)]]
 
 
+def add_import_fallback(folder: str | None) -> None:
+    """`path` is the verifier's snapshot of the reference (snapshot.py), whose folder goes first
+    on sys.path; the user's folder comes last, for an import the snapshot's scan could not see
+    (importlib.import_module of a computed name)."""
+    if folder and folder not in sys.path:
+        sys.path.append(folder)
+
+
 def reference_task(path: str, module: str | None, seeds: list[int], work_dir: str,
                    shape_variants_count: int = 2, timing_on: bool = True,
                    compare_compile: bool = True, device: int | None = None,
-                   timing_budget_s: float = 2.0) -> dict[str, Any]:
+                   timing_budget_s: float = 2.0,
+                   import_fallback: str | None = None) -> dict[str, Any]:
+    add_import_fallback(import_fallback)
     if not torch.cuda.is_available():
         return {"cuda": False, "torch": torch.__version__}
     watch = Stopwatch()
@@ -117,8 +128,20 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
     judge = _Judge(problem, model, dev, result["cases"])
     server = JudgeServer(work_dir, judge.handle)
     _JUDGES.append(server)
+    _LEDGERS.append(judge.ledger)
     result["judge"] = server.address.to_json()
     return result
+
+
+_LEDGERS: list[list[dict[str, Any]]] = []
+
+
+def judge_ledger() -> dict[str, Any]:
+    """Worker task on the reference worker, after the candidate's phases: every comparison its
+    judge made (case, failure codes), kept in this process, out of the candidate's reach.  The
+    candidate's process reports its checks itself; protect.py matches each check it reports as
+    passed to a comparison here that found nothing (else `judge_bypassed`)."""
+    return {"entries": list(_LEDGERS[-1]) if _LEDGERS else [], "judges": len(_LEDGERS)}
 
 
 def _gb(n: int) -> str:
@@ -269,14 +292,19 @@ class _Judge:
     def __init__(self, problem, model, dev: torch.device, cases: list[dict[str, Any]]) -> None:
         self.problem, self.model, self.dev = problem, model, dev
         self.cases = {c["id"]: c for c in cases}
+        self.ledger: list[dict[str, Any]] = []  # one entry per reply (judge_ledger)
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         case = self.cases.get(request.get("case"))
         if request.get("op") != "compare" or case is None:
             return {"error": "unknown request or case"}
+        reply: dict[str, Any] = {"error": "the comparison raised"}
         try:
-            return self._compare(case, request)
+            reply = self._compare(case, request)
+            return reply
         finally:
+            self.ledger.append({"case": case["id"], "error": bool(reply.get("error")),
+                                "codes": [f.get("code") for f in reply.get("failures") or []]})
             gc.collect()
             torch.cuda.empty_cache()
 

@@ -15,6 +15,7 @@ from typing import Any
 
 REFERENCE_TASK = "kernelstitch.agents.verifier.reference_task:reference_task"
 CANDIDATE_TASK = "kernelstitch.agents.verifier.candidate_task:candidate_task"
+JUDGE_LEDGER_TASK = "kernelstitch.agents.verifier.reference_task:judge_ledger"
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,18 @@ PRELOAD_TIMEOUT_S = 120.0
 
 
 class StartedWorker:
-    """A worker process for one later task, started now; its import runs in a thread."""
+    """A worker process for one later task, started now; its import runs in a thread.
 
-    def __init__(self, task: str, device: int | None) -> None:
+    `client_options`: more WorkerClient keywords (a candidate worker's sandbox: write guard,
+    private temp folder; protect.py).  Every verifier worker gets an environment without
+    credentials: none needs one, and a process's environment is readable through /proc."""
+
+    def __init__(self, task: str, device: int | None, **client_options: Any) -> None:
         from kernelstitch.core.worker.client import WorkerClient
 
         self.task = task
-        self.client = WorkerClient(cuda_device=device)
+        client_options.setdefault("scrub_env", True)
+        self.client = WorkerClient(cuda_device=device, **client_options)
         self._thread = threading.Thread(target=self._preload, name="verifier-preload",
                                         daemon=True)
         self._thread.start()

@@ -23,6 +23,9 @@ REJECTION_CODES = frozenset(
         "monkeypatches_runtime", "timer_tampering", "no_custom_kernel", "side_stream_work",
         "incomplete_on_return", "silent_fallback", "cached_output", "no_model_new",
         "hides_torch_ops", "unreadable_output",
+        # what the candidate is judged against was changed, or its judgement forged (protect.py)
+        "reference_modified", "verifier_modified", "workspace_modified",
+        "writes_outside_sandbox", "judge_bypassed",
     }
 )
 # Codes of a could-not-verify verdict: nothing is wrong with the candidate as far as we know.
@@ -85,6 +88,12 @@ class Verdict:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     # What the problem's sizes let the checks hold on the GPU (memory_plan.MemoryPlan).
     memory_plan: dict[str, Any] | None = None
+    # What the candidate was judged against (protect.py): the sha256 of the reference file as
+    # snapshotted before any candidate code ran, of the verifier's own source, and the
+    # protection the candidate's processes ran under ("write guard: landlock ABI v7, ...").
+    reference_sha256: str | None = None
+    verifier_sha256: str | None = None
+    write_guard: str | None = None
 
     def exit_code(self) -> int:
         return EXIT_CODES[self.status]
@@ -115,6 +124,9 @@ class Verdict:
             notes=list(data.get("notes", [])),
             stage_seconds=dict(data.get("stage_seconds", {})),
             memory_plan=data.get("memory_plan"),
+            reference_sha256=data.get("reference_sha256"),
+            verifier_sha256=data.get("verifier_sha256"),
+            write_guard=data.get("write_guard"),
         )
 
 
@@ -179,6 +191,12 @@ def render_verdict_markdown(verdict: Verdict) -> str:
         lines.append(f"Declared PyTorch calls: {ops}.")
     if verdict.seeds:
         lines.append(f"Seeds (to reproduce): {', '.join(str(s) for s in verdict.seeds)}.")
+    if verdict.reference_sha256:
+        judged = f"Judged against: reference sha256 `{verdict.reference_sha256[:16]}` " \
+                 "(a snapshot taken before any candidate code ran)"
+        if verdict.verifier_sha256:
+            judged += f", verifier sha256 `{verdict.verifier_sha256[:16]}`"
+        lines.append(judged + (f"; {verdict.write_guard}." if verdict.write_guard else "."))
     for note in verdict.notes:
         lines.append(f"- note: {note}")
     return "\n".join(lines).rstrip() + "\n"
