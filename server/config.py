@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kernelstitch.agents.llm.config import safe_api_key_env
+
 SECTION = "kernelstitch"
 PROFILERS = ("torch", "ncu", "nsys")
 CODERS = ("builtin", "llm")
@@ -47,7 +49,9 @@ class ServerConfig:
         return cls(
             llm_base_url=_as(str, flat.get("llm.baseUrl"), default.llm_base_url),
             llm_model=_as(str, flat.get("llm.model"), default.llm_model),
-            llm_api_key_env=_as(str, flat.get("llm.apiKeyEnv"), default.llm_api_key_env),
+            # A key pasted as the name: a placeholder from here on (log, job request, messages).
+            llm_api_key_env=safe_api_key_env(
+                _as(str, flat.get("llm.apiKeyEnv"), default.llm_api_key_env)),
             llm_timeout_s=max(1.0, _as(float, flat.get("llm.timeoutSeconds"),
                                        default.llm_timeout_s)),
             gpu_device=_device(flat.get("gpu.device")),

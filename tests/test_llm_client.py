@@ -13,6 +13,7 @@ from kernelstitch.agents.llm.client import LlmClient, retry_after_s
 from kernelstitch.agents.llm.config import (
     NO_KEY_PLACEHOLDER,
     LlmConfig,
+    redact,
     resolve_api_key,
 )
 from kernelstitch.agents.llm.errors import (
@@ -262,20 +263,52 @@ def test_bad_settings_are_clear_errors_not_crashes(llm, budget, expected):
 
 
 @pytest.mark.parametrize("key", [
+    "sk-test-SECRET123",  # the key: short, and no variable name at all
+    "sk_test_SECRET123",  # a valid variable name shaped like a key, still short
     "gsk_" + "a1B2c3D4e5F6g7H8i9J0" * 2,  # a Groq key: also a valid variable name
     "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",  # any long random token
     "0123456789abcdef" * 3,  # a hex key
+    "my key",
 ])
 def test_a_key_given_as_the_variable_name_is_refused_without_being_repeated(key):
     from kernelstitch.agents.pipeline import PipelineConfig, _stored_config
 
-    for attempt in (lambda: LlmConfig.from_settings({"model": "m", "api_key_env": key}),
-                    lambda: LlmConfig(model="m", api_key_env=key).validate()):
+    configs = [LlmConfig.from_settings({"model": "m", "api_key_env": key}),
+               LlmConfig(model="m", api_key_env=key)]
+    for config in configs:  # the value is gone the moment the settings are parsed
+        assert config.api_key_env.startswith("<refused: ")
+        assert key not in repr(config) and key not in config.describe()
         with pytest.raises(LlmConfigError, match="NAME of an environment variable") as info:
-            attempt()
-        assert key not in str(info.value)
-    stored = _stored_config(PipelineConfig(coder="llm", llm={"model": "m", "api_key_env": key}))
+            config.validate()
+        assert key not in str(info.value) and "refused" in str(info.value)
+    pipeline = PipelineConfig(coder="llm", llm={"model": "m", "api_key_env": key,
+                                                "api_key": key})
+    assert key not in repr(pipeline)
+    stored = _stored_config(pipeline)
     assert key not in repr(stored) and stored["llm"] == {"model": "m"}
-    for name in ("OPENAI_API_KEY", "KS_TEST_LLM_KEY", "hf_token", "GROQ_API_KEY",
-                 "AZURE_OPENAI_API_KEY_FOR_PRODUCTION_2"):
-        LlmConfig.from_settings({"model": "m", "api_key_env": name}).validate()
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "KS_TEST_LLM_KEY", "hf_token",
+                                  "GROQ_API_KEY", "HF_TOKEN", "AZURE_OPENAI_API_KEY_FOR_PROD_2",
+                                  "VLLM_API_KEY", ""])
+def test_variable_names_are_accepted(name):
+    config = LlmConfig.from_settings({"model": "m", "api_key_env": name})
+    config.validate()
+    assert config.api_key_env == name
+
+
+def test_editor_settings_never_hold_a_pasted_key():
+    from kernelstitch.server.config import ServerConfig
+
+    server = ServerConfig.from_settings({"llm": {"apiKeyEnv": "sk-test-SECRET123"}})
+    assert "SECRET123" not in repr(server) and "SECRET123" not in repr(server.job_config())
+    assert server.llm_api_key_env == "<refused: not a variable name>"
+
+
+def test_redact_removes_the_key_and_key_shaped_text_but_not_code():
+    text = redact(f"got {SECRET}; Authorization: Bearer abcDEF123456789; sk-proj-Ab12cd34Ef"
+                  "; hf_AbCdEfGhIjKlMnOpQrSt12345", SECRET)
+    assert text == ("got <redacted>; Authorization: Bearer <redacted>; <redacted>; "
+                    "<redacted>")
+    code = "float hf_weights_buffer_for_layer_1 = task_sk(x); // bearer of news; disk-1234567"
+    assert redact(code) == code

@@ -4,6 +4,12 @@ The key itself never enters this object (nor the run store, the job request or a
 is read from the environment variable named by `api_key_env` when the client is built
 (`resolve_api_key`), and every text the LLM path produces passes through `redact`.
 
+A value given as the variable's name that is no variable name, or that looks like a key (a key
+pasted in the wrong place), is replaced by a placeholder where the settings enter
+(`sanitize_llm_settings`, `safe_api_key_env`: the CLI, the job request, the editor's settings),
+so nothing downstream holds it to echo or store; `validate` then refuses the placeholder with a
+message that never repeats the value.
+
 Sources, merged by `LlmConfig.from_settings(llm, budget)`:
 * `PipelineConfig.llm`: base_url, model, api_key_env, timeout_s, max_retries, backoff_s,
   max_backoff_s, temperature, max_tokens, planner, planner_attempts, json_mode, prompt_version
@@ -31,11 +37,30 @@ NO_KEY_PLACEHOLDER = "no-key"
 DEFAULT_ITERATIONS = 4  # matches the editor's kernelstitch.budget.iterations default
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "host.docker.internal")
-# Prefixes of API keys that are also valid variable names (Groq, Hugging Face, GitHub, Google...).
-_KEY_PREFIXES = ("sk-", "sk_", "gsk_", "hf_", "xai_", "ghp_", "github_pat_", "AIza")
+# Prefixes of API keys that are also valid variable names (Stripe-style, Groq, Hugging Face,
+# GitHub, Google, Replicate, Fireworks).
+_KEY_PREFIXES = ("sk_", "rk_", "pk_", "gsk_", "hf_", "xai_", "ghp_", "gho_", "ghs_", "ghu_",
+                 "github_pat_", "AIza", "r8_", "fw_")
+# What replaces a refused value (it says why; the value itself is gone).
+REFUSED_NOT_A_NAME = "<refused: not a variable name>"
+REFUSED_LOOKS_LIKE_KEY = "<refused: looks like an API key>"
+REFUSED_LITERAL_KEY = "<refused: keys are never read from settings>"
+_LITERAL_KEY_SETTINGS = ("api_key", "apiKey", "key")
+_KEY_ENV_SETTINGS = ("api_key_env", "apiKeyEnv")
 _KEY_IN_ENV_SETTING = (
-    "llm.api_key_env must be the NAME of an environment variable (letters, digits, "
-    "underscores), e.g. OPENAI_API_KEY, not the key itself")
+    "llm.api_key_env (--llm-api-key-env, kernelstitch.llm.apiKeyEnv) was refused: {why}. It "
+    "must be the NAME of an environment variable (letters, digits, underscores), e.g. "
+    "OPENAI_API_KEY, that holds the key; the value given is not repeated here and was not "
+    "stored")
+_WHY = {REFUSED_NOT_A_NAME: "the value given is not a valid environment-variable name",
+        REFUSED_LOOKS_LIKE_KEY: "the value given looks like an API key, not a variable name"}
+# Key-shaped tokens in free text (redact): dashed keys (sk-, sk-proj-, sk-ant-, xai-, pplx-)
+# cannot be identifiers, so code is never touched; underscore keys are caught by their shape.
+_DASHED_KEY = re.compile(r"\b(?:sk|xai|pplx|gsk)-(?=[\w-]*\d)[\w-]{8,}")
+_PREFIXED_TOKEN = re.compile(
+    r"\b(?:" + "|".join(re.escape(p) for p in _KEY_PREFIXES) + r")\w{20,}")
+_BEARER = re.compile(r"\b(Bearer\s+)[\w.~+/=-]{8,}")
+REDACTED = "<redacted>"
 
 
 @dataclass(frozen=True)
@@ -57,6 +82,9 @@ class LlmConfig:
     json_mode: bool = True  # ask for response_format=json_object (dropped if the server refuses)
     prompt_version: str = "v1"
 
+    def __post_init__(self) -> None:  # built directly too: never hold a refused value
+        object.__setattr__(self, "api_key_env", safe_api_key_env(self.api_key_env))
+
     @property
     def endpoint(self) -> str:
         return (self.base_url or OPENAI_BASE_URL).rstrip("/")
@@ -71,7 +99,10 @@ class LlmConfig:
 
     def describe(self) -> str:
         """One line for reports and logs: never the key, only the variable's name."""
-        key = f"key from ${self.api_key_env}" if self.api_key_env else "no API key"
+        if is_refused(self.api_key_env):
+            key = "API key variable refused"
+        else:
+            key = f"key from ${self.api_key_env}" if self.api_key_env else "no API key"
         return f"model {self.model!r} at {self.endpoint} ({key})"
 
     def public(self) -> dict[str, Any]:
@@ -84,18 +115,15 @@ class LlmConfig:
     def from_settings(cls, llm: Mapping[str, Any] | None = None,
                       budget: Mapping[str, Any] | None = None) -> LlmConfig:
         """Merge the pipeline's `llm` and `budget` dicts; raises LlmConfigError naming the
-        setting that is wrong.  Unknown keys are ignored; a literal key is refused."""
-        llm = _settings_dict(llm, "llm")
+        setting that is wrong.  Unknown keys are ignored; a literal key is refused; a refused
+        api_key_env becomes its placeholder (`validate` refuses it)."""
+        llm = _settings_dict(sanitize_llm_settings(llm), "llm")
         budget = _settings_dict(budget, "budget")
-        for secret in ("api_key", "apiKey", "key"):
+        for secret in _LITERAL_KEY_SETTINGS:
             if llm.get(secret):
                 raise LlmConfigError(
                     f"llm.{secret}: API keys are never read from settings; put the key in an "
                     "environment variable and name it in llm.api_key_env (--llm-api-key-env)")
-        if looks_like_key(llm.get("api_key_env")):
-            # Refused before a config exists: the value must not reach describe(), a report or
-            # the run store (and the message does not repeat it).
-            raise LlmConfigError(_KEY_IN_ENV_SETTING)
         d = cls()
         values: dict[str, Any] = {
             "base_url": _text(llm, "base_url", d.base_url).strip(),
@@ -133,9 +161,9 @@ class LlmConfig:
                 raise LlmConfigError(
                     f"llm.base_url {self.base_url!r} is not an http(s) URL; expected e.g. "
                     "http://localhost:8000/v1 (vLLM) or http://localhost:11434/v1 (Ollama)")
-        if self.api_key_env and (not _ENV_NAME.match(self.api_key_env)
-                                 or looks_like_key(self.api_key_env)):
-            raise LlmConfigError(_KEY_IN_ENV_SETTING)
+        refused = key_env_refusal(self.api_key_env)
+        if refused is not None:
+            raise LlmConfigError(_KEY_IN_ENV_SETTING.format(why=_WHY[refused]))
         from kernelstitch.agents.llm.prompts import available_versions
 
         if self.prompt_version not in available_versions():
@@ -163,30 +191,74 @@ def resolve_api_key(config: LlmConfig, environ: Mapping[str, str] | None = None)
         "a local server; set the variable if the endpoint needs one)")
 
 
-def looks_like_key(name: Any) -> bool:
-    """True when an api_key_env value is probably the key itself (a known key prefix, or a long
-    random-looking token): it is then refused without being echoed anywhere."""
-    if not isinstance(name, str):
-        return False
-    name = name.strip()
-    if len(name) < 20:  # real keys are longer; short names like hf_token are names
-        return False
-    if name.startswith(_KEY_PREFIXES):
-        return True
-    if len(name) < 32:
-        return False
-    has_digit = any(c.isdigit() for c in name)
-    mixed_case = any(c.islower() for c in name) and any(c.isupper() for c in name)
-    hex_token = all(c in "0123456789abcdefABCDEF" for c in name)
-    return has_digit and (mixed_case or hex_token)
+def key_env_refusal(value: Any) -> str | None:
+    """None when `value` may name the key's variable ("" too: no key); else the placeholder
+    that replaces it.  Any length: a key pasted here is refused however short it is."""
+    if value == "":
+        return None
+    if value in (REFUSED_NOT_A_NAME, REFUSED_LOOKS_LIKE_KEY):
+        return value
+    if not isinstance(value, str) or not _ENV_NAME.match(value.strip()):
+        return REFUSED_NOT_A_NAME  # sk-..., sk-proj-..., anything with '-', '.', spaces
+    return REFUSED_LOOKS_LIKE_KEY if _key_shaped(value.strip()) else None
+
+
+def is_refused(value: Any) -> bool:
+    """True when an api_key_env value is refused (`key_env_refusal`)."""
+    return key_env_refusal(value) is not None
+
+
+looks_like_key = is_refused  # the name callers outside this package use
+
+
+def safe_api_key_env(value: Any) -> Any:
+    """`value`, or its placeholder when refused (None: not given, stays None)."""
+    return value if value is None else (key_env_refusal(value) or value)
+
+
+def sanitize_llm_settings(llm: Any) -> Any:
+    """A copy of the `llm` settings in which a refused api_key_env and any literal key are
+    placeholders: applied where settings enter, so no later object holds the value."""
+    if not isinstance(llm, Mapping):
+        return llm  # from_settings says it is no object (naming only its type)
+    clean = dict(llm)
+    for name in _KEY_ENV_SETTINGS:
+        if name in clean:
+            clean[name] = safe_api_key_env(clean[name])
+    for name in _LITERAL_KEY_SETTINGS:
+        if clean.get(name):
+            clean[name] = REFUSED_LITERAL_KEY
+    return clean
+
+
+def _key_shaped(name: str) -> bool:
+    """A valid variable name that is probably a key: a key prefix followed by a digit and a
+    capital (sk_test_SECRET123), or a long random part (mixed case with digits, or hex)."""
+    for prefix in _KEY_PREFIXES:
+        rest = name[len(prefix):]
+        if name.startswith(prefix) and any(c.isdigit() for c in rest) and any(
+                c.isupper() for c in rest):
+            return True
+    for part in name.split("_"):
+        digits = any(c.isdigit() for c in part)
+        letters = any(c.isalpha() for c in part)
+        mixed = any(c.islower() for c in part) and any(c.isupper() for c in part)
+        hex_part = all(c in "0123456789abcdefABCDEF" for c in part)
+        if digits and ((len(part) >= 12 and mixed) or (len(part) >= 16 and hex_part and letters)):
+            return True
+    return False
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """`text` with each secret (of 4+ characters) replaced by `<redacted>`."""
+    """`text` with each secret (of 4+ characters) and anything key-shaped (sk-..., a Bearer
+    token, a long prefixed token such as gsk_..., hf_...) replaced by `<redacted>`."""
     for secret in secrets:
         if secret and len(secret) >= 4 and secret != NO_KEY_PLACEHOLDER:
-            text = text.replace(secret, "<redacted>")
-    return text
+            text = text.replace(secret, REDACTED)
+    text = _DASHED_KEY.sub(REDACTED, text)
+    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    return _PREFIXED_TOKEN.sub(
+        lambda m: REDACTED if _key_shaped(m.group(0)) else m.group(0), text)
 
 
 # ---- lenient readers with precise errors ------------------------------------------------------
