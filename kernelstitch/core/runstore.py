@@ -9,6 +9,12 @@ timeout, the disk is read-only, the file is damaged) the record goes to a JSON f
 `<store dir>/pending/` and the next successful open merges it.  A run started that way gets a
 negative id, which later writes and `get_run` resolve after the merge.
 
+Sizes are bounded (one runaway text, e.g. a model's reply, must not grow the store without
+limit): a text artifact keeps its first MAX_TEXT_CHARS, each string inside a JSON artifact its
+first MAX_JSON_STRING_CHARS, a whole JSON artifact MAX_JSON_CHARS; a run's config and summary
+MAX_RUN_STRING_CHARS per string and MAX_RUN_JSON_CHARS in all.  A cut says so where it happens
+("[truncated: N chars, kept the first M]").
+
 Stdlib only.
 """
 
@@ -35,6 +41,11 @@ RUN_KINDS = ("generate", "verify", "profile", "bench", "watch", "search")
 ARTIFACT_KINDS = ("plan", "candidate", "verdict", "profile", "report", "log", "prompt",
                   "selection")
 PENDING_DIR = "pending"
+MAX_TEXT_CHARS = 1_000_000  # a text artifact (a candidate file, a report)
+MAX_JSON_STRING_CHARS = 200_000  # one string inside a JSON artifact
+MAX_JSON_CHARS = 2_000_000  # a whole JSON artifact, after its strings were bounded
+MAX_RUN_STRING_CHARS = 20_000  # one string inside a run's config or summary
+MAX_RUN_JSON_CHARS = 100_000  # a run's config or summary
 
 _log = logging.getLogger("kernelstitch.runstore")
 T = TypeVar("T")
@@ -116,6 +127,33 @@ def _now() -> str:
 
 def _json(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
+
+
+def clip_text(text: str, limit: int) -> str:
+    """`text`, or its first `limit` chars and a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [truncated: {len(text):,} chars, kept the first {limit:,}]"
+
+
+def _clip_strings(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return clip_text(value, limit)
+    if isinstance(value, dict):
+        return {k: _clip_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clip_strings(v, limit) for v in value]
+    return value
+
+
+def _bounded_json(value: Any, string_limit: int, limit: int) -> str:
+    """`value` as JSON with every string bounded; still too long (many small parts), it is
+    kept as the start of its JSON text, in an object that says so."""
+    text = _json(_clip_strings(value, string_limit))
+    if len(text) <= limit:
+        return text
+    return _json({"truncated": f"[truncated: {len(text):,} chars of JSON, kept the first "
+                               f"{limit:,} as text]", "head": text[:limit]})
 
 
 def _pending_key(run_id: int) -> str:
@@ -336,7 +374,7 @@ class RunStore:
             "kind": kind,
             "source_path": str(source_path),
             "module": module,
-            "config": _json(config or {}),
+            "config": _bounded_json(config or {}, MAX_RUN_STRING_CHARS, MAX_RUN_JSON_CHARS),
             "created_at": _now(),
         }
         run_id = self._write(record, lambda conn: _insert_run(conn, record, None))
@@ -353,7 +391,7 @@ class RunStore:
             "op": "finish_run",
             "run_id": run_id,
             "status": status,
-            "summary": _json(summary or {}),
+            "summary": _bounded_json(summary or {}, MAX_RUN_STRING_CHARS, MAX_RUN_JSON_CHARS),
             "finished_at": _now(),
         }
         if self._write(record, lambda conn: _finish_run(conn, record)) is None:
@@ -362,10 +400,12 @@ class RunStore:
     def add_artifact(
         self, run_id: int, kind: str, name: str, content: str | dict[str, Any] | list[Any]
     ) -> int:
-        """Store text as is and anything else as JSON; the artifact id (-1 when pending)."""
+        """Store text as is and anything else as JSON, both bounded (see the module docstring);
+        the artifact id (-1 when pending)."""
         _check_kind("artifact", kind, ARTIFACT_KINDS)
         is_json = not isinstance(content, str)
-        text = _json(content) if is_json else content
+        text = (_bounded_json(content, MAX_JSON_STRING_CHARS, MAX_JSON_CHARS) if is_json
+                else clip_text(content, MAX_TEXT_CHARS))
         record = {
             "op": "add_artifact",
             "run_id": run_id,
