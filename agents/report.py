@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+# A report is read by people (and shown in the editor): past this size it is cut, saying so.
+MAX_REPORT_CHARS = 200_000
+
 
 def recommendation(verdict: Any) -> str:
     """What the user should do with the candidate, stated plainly."""
@@ -54,4 +57,8 @@ def render_report(plan: Any, verdict: Any, source: Path, module: str, candidate:
         parts.append(render_verdict_markdown(verdict))
     for section in extra_sections or []:
         parts += ["", section.rstrip()]
-    return "\n".join(parts) + "\n"
+    from kernelstitch.agents.llm.config import redact
+    from kernelstitch.agents.llm.limits import clip
+
+    # The plan and the LLM section may quote a model's replies: no key-shaped text, bounded.
+    return clip(redact("\n".join(parts)), MAX_REPORT_CHARS) + "\n"

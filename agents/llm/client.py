@@ -10,18 +10,24 @@
 * Budgets: a deadline (monotonic) caps each request's timeout and every wait; a token budget
   stops further requests once the reported usage reaches it.
 * Every attempt (request messages and parameters, then the reply or the error) goes to the
-  `recorder` callback for the run store.  No key in there: the recorder gets the messages, and
-  every error text passes through `redact`.
+  `recorder` callback for the run store.  No key in there: the messages, the reply and every
+  error text pass through `redact`.
+* Sizes (limits.py): a request's messages are cut to MAX_PROMPT_CHARS; reading a reply stops
+  after MAX_REPLY_BYTES of HTTP body, and a reply over MAX_REPLY_CHARS is not used: `chat`
+  returns it as a failed reply (`ChatReply.refused` says why) that the agents treat like a
+  malformed one (retried with the reason, then the built-in candidate stays).
 """
 
 from __future__ import annotations
 
 import contextlib
 import email.utils
+import functools
 import math
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,6 +38,13 @@ from kernelstitch.agents.llm.errors import (
     LlmConfigError,
     LlmError,
     LlmUnavailable,
+)
+from kernelstitch.agents.llm.limits import (
+    MAX_ERROR_CHARS,
+    MAX_REPLY_BYTES,
+    MAX_REPLY_CHARS,
+    bound_messages,
+    clip,
 )
 
 POLL_S = 0.05
@@ -59,6 +72,7 @@ class ChatReply:
     model: str | None
     attempts: int
     elapsed_s: float
+    refused: str | None = None  # why the reply cannot be used (too long); `text` is a stub
 
 
 @dataclass
@@ -114,7 +128,8 @@ class LlmClient:
         self._openai = openai
         self._client = openai.OpenAI(
             api_key=api_key, base_url=config.endpoint, timeout=config.timeout_s,
-            max_retries=0,
+            max_retries=0, http_client=openai.DefaultHttpxClient(
+                event_hooks={"response": [_cap_body(MAX_REPLY_BYTES)]}),
         )
 
     def __repr__(self) -> str:  # never the key
@@ -154,6 +169,12 @@ class LlmClient:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 exchange.elapsed_s = time.monotonic() - t0
+                too_large = _too_large(exc)
+                if too_large is not None:  # a failed reply, not a failed request
+                    exchange.error = too_large.message
+                    self._record(exchange)
+                    return self._refused(too_large.message, too_large.size // 4, attempt,
+                                         time.monotonic() - started)
                 status = getattr(exc, "status_code", None)
                 message = self._describe(exc)
                 exchange.error, exchange.status_code = message, status
@@ -170,13 +191,15 @@ class LlmClient:
                 continue
             exchange.elapsed_s = time.monotonic() - t0
             try:
-                reply = self._reply(response, attempt, time.monotonic() - started)
+                reply, text = self._reply(response, attempt, time.monotonic() - started)
             except LlmError as exc:
                 exchange.error = str(exc)
                 self._record(exchange)
                 raise
-            exchange.reply = {"text": reply.text, "finish_reason": reply.finish_reason,
-                              "usage": reply.usage, "model": reply.model}
+            exchange.reply = {"text": clip(text, MAX_REPLY_CHARS),
+                              "finish_reason": reply.finish_reason, "usage": reply.usage,
+                              "model": reply.model}
+            exchange.error = reply.refused
             self._record(exchange)
             return reply
 
@@ -195,7 +218,8 @@ class LlmClient:
     # ---- one attempt ------------------------------------------------------------------------
 
     def _request_kwargs(self, messages: list[dict[str, str]], json_mode: bool) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        kwargs: dict[str, Any] = {"model": self.config.model,
+                                  "messages": bound_messages(messages)}
         if self.config.temperature is not None:
             kwargs["temperature"] = self.config.temperature
         if self.config.max_tokens is not None:
@@ -234,7 +258,8 @@ class LlmClient:
             raise box["error"]
         return box["response"]
 
-    def _reply(self, response: Any, attempt: int, elapsed: float) -> ChatReply:
+    def _reply(self, response: Any, attempt: int, elapsed: float) -> tuple[ChatReply, str]:
+        """(the reply, its full redacted text: the reply's own is a stub when refused)."""
         choices = getattr(response, "choices", None)
         if not choices:
             raise LlmError(f"the LLM endpoint {self.config.endpoint} returned no choices "
@@ -244,6 +269,7 @@ class LlmClient:
         text = getattr(message, "content", None) or ""
         if not isinstance(text, str):
             text = str(text)
+        text = self.redact(text)  # a server echoing the key must not put it in a file
         usage_obj = getattr(response, "usage", None)
         usage = {}
         if usage_obj is not None:
@@ -256,9 +282,22 @@ class LlmClient:
                 "completion_tokens", max(1, len(text) // 4))
             usage["estimated"] = 1
         self.usage.add(usage)
-        return ChatReply(text=text, finish_reason=getattr(choice, "finish_reason", None),
+        refused, used = None, text
+        if len(text) > MAX_REPLY_CHARS:
+            refused = (f"the reply was too long ({len(text):,} chars; the limit is "
+                       f"{MAX_REPLY_CHARS:,}) and was not used: answer again, much shorter")
+            used = f"[reply not used: {len(text):,} chars, over the {MAX_REPLY_CHARS:,} limit]"
+        return ChatReply(text=used, finish_reason=getattr(choice, "finish_reason", None),
                          usage=usage, model=getattr(response, "model", None), attempts=attempt,
-                         elapsed_s=elapsed)
+                         elapsed_s=elapsed, refused=refused), text
+
+    def _refused(self, why: str, tokens: int, attempt: int, elapsed: float) -> ChatReply:
+        """A reply whose body was too large to read: a failed reply (its tokens are counted,
+        estimated from the body's size)."""
+        usage = {"completion_tokens": tokens, "total_tokens": tokens, "estimated": 1}
+        self.usage.add(usage)
+        return ChatReply(text=f"[reply not used: {why}]", finish_reason="too_long", usage=usage,
+                         model=None, attempts=attempt, elapsed_s=elapsed, refused=why)
 
     # ---- budgets, cancellation, retries ----------------------------------------------------
 
@@ -317,7 +356,7 @@ class LlmClient:
         if status is not None:
             body = _error_text(exc)
             return self.redact(f"HTTP {status} from {url}" + (f": {body}" if body else ""))
-        return self.redact(f"{type(exc).__name__}: {exc}")[:2000]
+        return clip(self.redact(f"{type(exc).__name__}: {exc}"), MAX_ERROR_CHARS)
 
     def _final_error(self, exc: Exception, message: str, attempts: int,
                      failures: list[str]) -> LlmError:
@@ -357,6 +396,60 @@ class LlmClient:
         if self.recorder is not None:
             with contextlib.suppress(Exception):  # storing must never break a request
                 self.recorder(exchange)
+
+
+class ReplyTooLarge(Exception):
+    """Raised while reading an HTTP body larger than the limit (see `_cap_body`)."""
+
+    def __init__(self, size: int, limit: int, *, known: bool) -> None:
+        self.size = size
+        amount = f"{size:,} bytes" if known else f"more than {limit:,} bytes"
+        self.message = (f"the reply was too long ({amount} of HTTP body; the limit is "
+                        f"{limit:,}) and was not read: answer again, much shorter")
+        super().__init__(self.message)
+
+
+def _cap_body(limit: int) -> Callable[[Any], None]:
+    """An httpx response hook: refuse a body announced larger than `limit`, and stop reading
+    one that turns out larger (the hook runs before the body is read)."""
+    def hook(response: Any) -> None:
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            raise ReplyTooLarge(int(length), limit, known=True)
+        base = getattr(sys.modules[type(response).__module__.partition(".")[0]],
+                       "SyncByteStream", None)  # httpx or httpx2, whichever openai uses
+        if base is not None and isinstance(response.stream, base):
+            response.stream = _capped_stream_type(base)(response.stream, limit)
+    return hook
+
+
+@functools.cache
+def _capped_stream_type(base: type) -> type:
+    class CappedStream(base):  # type: ignore[misc, valid-type]
+        def __init__(self, inner: Any, limit: int) -> None:
+            self._inner, self._limit = inner, limit
+
+        def __iter__(self) -> Iterator[bytes]:
+            read = 0
+            for chunk in self._inner:
+                read += len(chunk)
+                if read > self._limit:
+                    raise ReplyTooLarge(read, self._limit, known=False)
+                yield chunk
+
+        def close(self) -> None:
+            self._inner.close()
+
+    return CappedStream
+
+
+def _too_large(exc: BaseException | None) -> ReplyTooLarge | None:
+    """The ReplyTooLarge behind `exc` (the SDK may wrap it in a connection error)."""
+    for _ in range(5):
+        if exc is None or isinstance(exc, ReplyTooLarge):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def retry_after_s(response: Any) -> float | None:

@@ -24,6 +24,13 @@ from typing import Any
 
 from kernelstitch.agents.llm.errors import LlmBudgetExceeded, LlmCancelled, LlmError, LlmReplyError
 from kernelstitch.agents.llm.extract import extract_python
+from kernelstitch.agents.llm.limits import (
+    MAX_ERROR_CHARS,
+    MAX_FEEDBACK_CHARS,
+    MAX_NOTE_CHARS,
+    MAX_PLAN_CHARS,
+    clip,
+)
 from kernelstitch.agents.llm.planner_agent import profile_text
 from kernelstitch.agents.plan import Plan, render_step_markdown
 from kernelstitch.agents.verifier.static_checks import check_source
@@ -200,22 +207,28 @@ class CoderAgent:
         kernel_steps = [s for s in self.plan.steps if s.is_kernel]
         # One task per kernel step only when there is room to verify after the last one.
         if step_by_step and 1 < len(kernel_steps) < self.max_iterations:
-            return [f"implement step {s.id} ({s.technique}): {s.description}"
+            return [f"implement step {s.id} ({s.technique}): "
+                    f"{clip(s.description, MAX_NOTE_CHARS)}"
                     + (f" (lines {', '.join(map(str, s.source_lines))})" if s.source_lines
                        else "") for s in kernel_steps]
         return ["implement the whole plan (every step above) in one complete file"]
 
     def _task_message(self) -> str:
-        steps = "\n".join(f"{k}. {render_step_markdown(s)}"
+        # The plan may come from the model: each text and the whole are bounded (limits.py),
+        # so a flood in one reply never reaches this prompt in full.
+        steps = "\n".join(f"{k}. {clip(render_step_markdown(s), MAX_NOTE_CHARS)}"
                           + (f"\n   spec: `{json.dumps(s.spec)[:800]}`" if s.spec else "")
                           for k, s in enumerate(self.plan.steps, start=1))
         if self.plan.notes:
-            steps += "\n\nNotes:\n" + "\n".join(f"- {n}" for n in self.plan.notes)
+            steps += "\n\nNotes:\n" + "\n".join(f"- {clip(n, MAX_NOTE_CHARS)}"
+                                                  for n in self.plan.notes)
+        steps = clip(steps, MAX_PLAN_CHARS)
         h = self.plan.host
+        reasons = clip("; ".join(h.reasons), MAX_NOTE_CHARS)
         host = (f"CUDA graph {'on' if h.cuda_graph else 'off'}, channels_last "
                 f"{'on' if h.channels_last else 'off'}, preallocated outputs "
                 f"{'on' if h.preallocate_outputs else 'off'}"
-                + (f" ({'; '.join(h.reasons)})" if h.reasons else ""))
+                + (f" ({reasons})" if reasons else ""))
         if self.seed_source:
             seed_text = (f"{self.seed_note}\n\n```python\n{compact_seed(self.seed_source)}```")
         else:
@@ -231,7 +244,8 @@ class CoderAgent:
 
     def _feedback(self, iteration: int, feedback: str, instruction: str) -> str:
         return self.prompts.render("coder_feedback", iteration=iteration,
-                                   max_iterations=self.max_iterations, feedback=feedback,
+                                   max_iterations=self.max_iterations,
+                                   feedback=clip(feedback, MAX_FEEDBACK_CHARS),
                                    instruction=instruction)
 
     # ---- the loop -----------------------------------------------------------------------------
@@ -294,10 +308,12 @@ class CoderAgent:
         """Fill `attempt`; (feedback for the next message or None to stop, instruction)."""
         fix = "Fix the cause and reply with the complete corrected file in one ```python block."
         try:
+            if reply.refused:  # too long: a failed reply, answered with the reason
+                raise LlmReplyError(reply.refused)
             code = extract_python(reply.text, reply.finish_reason,
                                   reply.usage.get("completion_tokens"))
         except LlmReplyError as exc:
-            attempt.outcome, attempt.message = "malformed", str(exc)
+            attempt.outcome, attempt.message = "malformed", clip(str(exc), MAX_ERROR_CHARS)
             self.progress("coding", f"LLM coder: unusable reply: {str(exc)[:140]}")
             return f"Your reply could not be used: {exc}.", fix
         attempt.source = code

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelstitch.agents.llm.errors import LlmReplyError
 from kernelstitch.agents.llm.extract import extract_json
+from kernelstitch.agents.llm.limits import MAX_ERROR_CHARS, clip
 from kernelstitch.agents.plan import Plan, PlanError
 from kernelstitch.agents.plan.graph import (
     DTypeConst,
@@ -177,11 +178,13 @@ def plan_with_llm(
                             json_mode=True)
         result.replies += 1
         try:
+            if reply.refused:  # too long: a failed reply, retried with the reason
+                raise LlmReplyError(reply.refused)
             data = extract_json(reply.text, reply.finish_reason)
             result.plan = validate_plan(data, graph)
             return result
         except (LlmReplyError, PlanError) as exc:
-            error = str(exc)
+            error = clip(str(exc), MAX_ERROR_CHARS)  # it may quote the reply
             result.errors.append(error)
             report(f"LLM planner: invalid plan ({error[:120]})")
             messages = messages[:2] + [

@@ -29,6 +29,7 @@ from typing import Any
 from kernelstitch.agents.llm.coder_agent import Attempt, CoderAgent, CoderResult, timings_text
 from kernelstitch.agents.llm.config import LlmConfig
 from kernelstitch.agents.llm.errors import LlmCancelled, LlmError
+from kernelstitch.agents.llm.limits import MAX_ERROR_CHARS, clip
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.verifier.verdict import Verdict
 
@@ -267,6 +268,8 @@ def _code(inputs: LlmInputs, client: Any, prompts: Any, config: LlmConfig,
 def _finish(outcome: LlmOutcome, store: Any, run_id: int, started: float,
             client: Any = None) -> LlmOutcome:
     outcome.elapsed_s = time.monotonic() - started
+    if outcome.error:  # it reaches the job's message, the report and the store
+        outcome.error = clip(outcome.error, MAX_ERROR_CHARS)
     if client is not None:
         u = client.usage
         outcome.usage = {"prompt_tokens": u.prompt_tokens, "completion_tokens":
