@@ -240,7 +240,7 @@ def test_compact_seed_puts_the_plan_literal_on_one_line(tmp_path, graph):
     source = code_builtin(plan_builtin(graph), EXAMPLE, tmp_path / "m.py").source
     compact = compact_seed(source)
     assert len(compact) < len(source) and "class ModelNew" in compact
-    line = next(x for x in compact.splitlines() if x.startswith("KERNELSTITCH_PLAN"))
+    line = next(x for x in compact.splitlines() if x.startswith("KERNELSTITCH_PLAN = "))
     assert json.loads(line.split("'''")[1])["module"] == "Model"
 
 
