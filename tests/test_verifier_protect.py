@@ -275,6 +275,7 @@ def test_landlock_refuses_writes_outside_the_allowed_folders(tmp_path):
         assert client.call("worker_tasks.basic:pid", timeout_s=30).ok
         guard = sandbox.GuardStatus.from_json(client.hello["guard"])
         assert guard.enforced and guard.abi == ABI and guard.deny_tcp == (ABI >= 4)
+        assert guard.capabilities_dropped == (os.geteuid() == 0)
 
         def write(path: Path) -> str:
             response = client.call("worker_tasks.guard:try_write", {"path": str(path)},
@@ -301,6 +302,30 @@ def test_a_guard_that_is_not_enforced_says_detection_by_hashing():
     assert status.describe() == ("write guard: unavailable (the kernel has no Landlock "
                                  "(ENOSYS)), detection by hashing")
     assert sandbox.GuardStatus.from_json(status.to_json()) == status
+
+
+@needs_landlock
+def test_a_guarded_worker_cannot_read_the_environment_of_the_process_that_started_it(tmp_path):
+    """/proc/PPID/environ holds the verifier's environment as it was started (API keys a shell
+    exported); Landlock hides it, once a root worker has no CAP_SYS_PTRACE."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import json
+        from kernelstitch.core.worker.client import WorkerClient
+        with WorkerClient(allowed_prefixes=("worker_tasks.",), write_guard=({str(tmp_path)!r},),
+                          extra_sys_path=({str(TESTS_DIR)!r},), scrub_env=True) as client:
+            response = client.call("worker_tasks.guard:parent_environment")
+            print(json.dumps(response.result if response.ok else str(response.error)))
+    """)
+    planted = "ks-planted-secret-0123456789"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "OPENAI_API_KEY": planted},
+                         cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == '"PermissionError"', out.stdout
 
 
 def test_secrets_are_scrubbed_from_a_candidate_workers_environment(tmp_path, monkeypatch):

@@ -9,7 +9,8 @@ Stdlib only (ctypes).  Used by the worker (serve.py) when its client asks for a 
   the given folders (a private temp folder, the compile caches, /dev for the GPU device files
   and /dev/shm).  With ABI v4+ TCP connect/bind are denied too (nothing a candidate needs; it
   closes the simplest way out for anything it read), with ABI v6+ signals to processes outside
-  the sandbox.  Landlock also denies ptrace and /proc/PID/mem of processes outside the sandbox.
+  the sandbox.  Landlock also denies ptrace and /proc/PID/mem of processes outside the sandbox,
+  and, once a root worker has dropped its capabilities (done here too), /proc/PID/environ.
   Where Landlock is missing (ENOSYS, EOPNOTSUPP: an old kernel or one built without it) the
   guard reports itself unavailable and the caller falls back to detecting changes by hashing.
 * **Attempt log**: a `sys.addaudithook` hook records Python-level writes outside the allowed
@@ -22,6 +23,7 @@ Stdlib only (ctypes).  Used by the worker (serve.py) when its client asks for a 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import os
 import re
@@ -90,6 +92,7 @@ class GuardStatus:
     reason: str = ""
     allowed: tuple[str, ...] = ()
     deny_tcp: bool = False
+    capabilities_dropped: bool = False  # a root worker gave up its capabilities
 
     def to_json(self) -> dict:
         return {**asdict(self), "allowed": list(self.allowed)}
@@ -100,11 +103,12 @@ class GuardStatus:
             return None
         return cls(bool(data.get("enforced")), int(data.get("abi") or 0),
                    str(data.get("reason") or ""), tuple(data.get("allowed") or ()),
-                   bool(data.get("deny_tcp")))
+                   bool(data.get("deny_tcp")), bool(data.get("capabilities_dropped")))
 
     def describe(self) -> str:
         if self.enforced:
-            extra = ", no TCP" if self.deny_tcp else ""
+            extra = (", no TCP" if self.deny_tcp else "") + (
+                ", no capabilities" if self.capabilities_dropped else "")
             return f"write guard: landlock ABI v{self.abi}{extra}"
         return f"write guard: unavailable ({self.reason}), detection by hashing"
 
@@ -153,11 +157,59 @@ def _prepare(paths: Iterable[str]) -> list[str]:
     return out
 
 
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _has_capabilities() -> bool:
+    try:
+        status = open("/proc/self/status", encoding="ascii").read()
+    except OSError:
+        return os.geteuid() == 0
+    found = re.search(r"^CapPrm:\s*([0-9a-f]+)", status, re.MULTILINE)
+    return bool(found and int(found.group(1), 16))
+
+
+def drop_capabilities() -> bool:
+    """Give up every capability, for this process and (through the bounding set) for the
+    programs it starts, root's included.  A root process keeps CAP_SYS_PTRACE otherwise, and
+    with it reads /proc/PID/environ of other processes through Landlock's ptrace restriction.
+    True when it had capabilities and now has none."""
+    if not sys.platform.startswith("linux") or not _has_capabilities():
+        return False
+    libc = _libc()
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the kernel's last capability
+    header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    return libc.capset(ctypes.byref(header), data) == 0 and not _has_capabilities()
+
+
 def apply_write_guard(allowed: Iterable[str], deny_tcp: bool = True) -> GuardStatus:
-    """Restrict this process (and its future children) to writing beneath `allowed`.
+    """Restrict this process (and its future children) to writing beneath `allowed`, and drop
+    its capabilities (a root worker).
 
     Call it while the process has a single thread: Landlock binds the calling thread and the
     threads and processes it creates later, not threads that already exist."""
+    status = _apply_landlock(allowed, deny_tcp)
+    if drop_capabilities():
+        status = dataclasses.replace(status, capabilities_dropped=True)
+    return status
+
+
+def _apply_landlock(allowed: Iterable[str], deny_tcp: bool) -> GuardStatus:
     folders = _prepare(allowed)
     abi, why = landlock_abi()
     if abi <= 0:

@@ -28,6 +28,14 @@ def environment() -> dict:
     return {"env": dict(os.environ), "cwd": os.getcwd()}
 
 
+def parent_environment() -> str:
+    """The starting process's environment through /proc: its text, or the exception's name."""
+    try:
+        return Path(f"/proc/{os.getppid()}/environ").read_bytes().decode(errors="replace")
+    except OSError as exc:
+        return type(exc).__name__
+
+
 def write_attempts() -> list:
     from kernelstitch.core import sandbox
 
