@@ -64,6 +64,103 @@ COMPILER_KERNEL_PREFIXES = ("triton_poi_", "triton_red_", "triton_per_", "triton
                             "triton_for_")
 
 
+# One op under several names: Python aliases, ATen's internal spellings, NumPy-style names.
+OP_ALIASES = {
+    "clip": "clamp", "clip_": "clamp", "absolute": "abs", "multiply": "mul", "divide": "div",
+    "true_divide": "div", "subtract": "sub", "rsub": "sub", "negative": "neg",
+    "expit": "sigmoid", "special_expit": "sigmoid", "concat": "cat", "concatenate": "cat",
+    "_softmax": "softmax", "special_softmax": "softmax", "_log_softmax": "log_softmax",
+    "special_log_softmax": "log_softmax", "special_logsumexp": "logsumexp",
+    "native_layer_norm": "layer_norm", "native_group_norm": "group_norm",
+    "native_batch_norm": "batch_norm", "_native_batch_norm_legit": "batch_norm",
+    "_native_batch_norm_legit_no_training": "batch_norm", "cudnn_batch_norm": "batch_norm",
+    "_convolution": "convolution", "cudnn_convolution": "convolution",
+    "_addmm_activation": "addmm", "matrix_multiply": "matmul", "fix": "trunc",
+    "special_erf": "erf", "arctanh": "atanh", "arctan": "atan", "greater": "gt", "less": "lt",
+}
+# Python operator methods (`x.__matmul__(w)`, `torch.Tensor.__mul__`) -> the op they run.
+DUNDER_OPS = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "div": "div",
+    "floordiv": "floor_divide", "matmul": "matmul", "pow": "pow", "neg": "neg", "abs": "abs",
+    "mod": "remainder",
+}
+# nn layer classes -> the functional op their forward runs (the rest: lower-cased).
+MODULE_CLASS_OPS = {
+    "ReLU": "relu", "ReLU6": "relu6", "LeakyReLU": "leaky_relu", "PReLU": "prelu",
+    "GELU": "gelu", "SiLU": "silu", "Hardtanh": "hardtanh", "Hardswish": "hardswish",
+    "Hardsigmoid": "hardsigmoid", "LogSoftmax": "log_softmax", "LayerNorm": "layer_norm",
+    "GroupNorm": "group_norm", "RMSNorm": "rms_norm", "BatchNorm1d": "batch_norm",
+    "BatchNorm2d": "batch_norm", "BatchNorm3d": "batch_norm", "InstanceNorm1d": "instance_norm",
+    "InstanceNorm2d": "instance_norm", "InstanceNorm3d": "instance_norm",
+    "ConvTranspose1d": "conv_transpose1d", "ConvTranspose2d": "conv_transpose2d",
+    "ConvTranspose3d": "conv_transpose3d", "MaxPool1d": "max_pool1d", "MaxPool2d": "max_pool2d",
+    "MaxPool3d": "max_pool3d", "AvgPool1d": "avg_pool1d", "AvgPool2d": "avg_pool2d",
+    "AvgPool3d": "avg_pool3d", "Threshold": "threshold", "Bilinear": "bilinear",
+}
+# nn classes that hold or route tensors, or are the identity in eval mode: not compute.
+NN_NON_COMPUTE_CLASSES = frozenset({
+    "Parameter", "Buffer", "Module", "ModuleList", "ModuleDict", "Sequential", "ParameterList",
+    "ParameterDict", "Identity", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d",
+    "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+})
+# Ops that compute the same function class: PyTorch doing the reference's work under another
+# name is still PyTorch doing it (relu as clamp_min, hardtanh, relu6 or maximum; linear as
+# addmm or einsum; softmax as log_softmax().exp()).  An op may sit in several families.
+OP_FAMILIES: tuple[frozenset[str], ...] = (
+    frozenset({"relu", "relu6", "clamp", "clamp_min", "clamp_max", "hardtanh", "threshold",
+               "maximum", "minimum", "fmax", "fmin", "max", "min"}),
+    frozenset({"matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "linear", "bilinear",
+               "einsum", "mv", "addmv", "dot", "vdot", "inner", "outer", "ger", "addr",
+               "tensordot", "chain_matmul", "multi_dot"}),
+    frozenset({"convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+               "conv_transpose2d", "conv_transpose3d", "conv_tbc"}),
+    frozenset({"softmax", "log_softmax"}),
+    frozenset({"layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm",
+               "local_response_norm", "normalize"}),
+    frozenset({"sum", "mean", "nansum", "nanmean"}),
+    frozenset({"amax", "max"}),
+    frozenset({"amin", "min"}),
+    frozenset({"sigmoid", "silu", "hardsigmoid", "hardswish", "logsigmoid"}),
+    frozenset({"elu", "selu", "celu"}),
+    frozenset({"leaky_relu", "prelu", "rrelu"}),
+    frozenset({"logsumexp", "logcumsumexp"}),
+)
+
+
+def canonical_op(name: str) -> str:
+    """One name per op: `aten::relu_` -> relu, `_softmax` -> softmax, `clip` -> clamp,
+    `__rmatmul__` -> matmul (for comparing a candidate's call with the reference's)."""
+    last = name.split("::")[-1].split(".")[-1]
+    if last.startswith("__") and last.endswith("__") and len(last) > 4:
+        inner = last[2:-2]
+        for prefix in ("", "r", "i"):
+            if inner.startswith(prefix) and inner[len(prefix):] in DUNDER_OPS:
+                return DUNDER_OPS[inner[len(prefix):]]
+        return last
+    if last in OP_ALIASES:
+        return OP_ALIASES[last]
+    base = base_name(last)
+    return OP_ALIASES.get(base, base)
+
+
+def module_class_op(class_name: str) -> str | None:
+    """`ReLU` -> relu, `Conv2d` -> conv2d, `LayerNorm` -> layer_norm; None for a container or
+    holder (`Parameter`, `ModuleList`, `Dropout`)."""
+    if class_name in NN_NON_COMPUTE_CLASSES:
+        return None
+    return MODULE_CLASS_OPS.get(class_name, class_name.lower())
+
+
+def op_families(op: str) -> frozenset[str]:
+    """Every op computing the same function class as `op` (itself included)."""
+    name = canonical_op(op)
+    related = {name}
+    for family in OP_FAMILIES:
+        if name in family:
+            related |= family
+    return frozenset(related)
+
+
 def base_name(op: str) -> str:
     """`aten::relu_` -> `relu`; `torch.nn.functional.relu` -> `relu`; `aten::_to_copy` kept."""
     name = op.split("::")[-1].split(".")[-1]
