@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from kernelstitch.agents.verifier.assemble import Inputs, assemble
+from kernelstitch.agents.verifier.declaration import CandidateOrigin
 from kernelstitch.agents.verifier.diagnostics import map_diagnostics, parse_compiler_output
 from kernelstitch.agents.verifier.op_names import is_own_kernel
 from kernelstitch.agents.verifier.runner import TaskOutcome
@@ -49,6 +50,14 @@ def _static(name: str) -> StaticReport:
         ("cheat_torch_compile.py", "uses_torch_compile", "torch.compile("),
         ("cheat_no_model_new.py", "no_model_new", None),
         ("cheat_hidden_torch_ops.py", "hides_torch_ops", "aten.mul.Scalar.redispatch"),
+        ("cheat_stale_memory.py", "no_custom_kernel", "def forward"),
+        # indirect spellings of the reference's op (issue 21)
+        ("cheat_getattr_string.py", "reuses_reference_op", 'getattr(torch, "re" + "lu")'),
+        ("cheat_aten_ops.py", "reuses_reference_op", "torch.ops.aten.clamp.default"),
+        ("cheat_hardtanh_rewrite.py", "reuses_reference_op", "return F.hardtanh("),
+        ("cheat_hardtanh_rewrite.py", "no_custom_kernel", "def forward"),
+        ("cheat_alias_reexport.py", "reuses_reference_op", '_EPILOGUES["floor"]'),
+        ("cheat_copied_declaration.py", "reuses_reference_op", "torch.relu("),
     ],
 )
 def test_static_rule_rejects_cheat_on_its_line(name, code, line_text):
@@ -61,13 +70,15 @@ def test_static_rule_rejects_cheat_on_its_line(name, code, line_text):
 
 
 @pytest.mark.parametrize("name", ["honest_scale_relu.py", "honest_joined_stream.py",
-                                  "cheat_stale_memory.py", "cheat_partial_output.py",
-                                  "cheat_mutates_input.py", "cheat_shape_specialised.py"])
+                                  "cheat_partial_output.py", "cheat_mutates_input.py",
+                                  "cheat_shape_specialised.py"])
 def test_static_rules_pass_files_only_dynamic_checks_can_judge(name):
     assert _static(name).reasons == []
 
 
-@pytest.mark.parametrize("name", ["cheat_copy_pytorch.py", "cheat_hidden_torch_ops.py"])
+@pytest.mark.parametrize("name", ["cheat_copy_pytorch.py", "cheat_hidden_torch_ops.py",
+                                  "cheat_getattr_string.py", "cheat_aten_ops.py",
+                                  "cheat_hardtanh_rewrite.py"])
 def test_pytorch_only_cheats_compute_the_reference_function(name):
     """A cheat the GPU suite expects to be caught by the profiler must run and give the right
     answer: one that raised instead was rejected as a runtime error, testing nothing (seen on the
@@ -134,12 +145,13 @@ def test_aliased_timer_patch_inside_a_method_is_found():
     source = _src("""
         import time as t
         import torch.nn as nn
+        from _ext import ext
         class ModelNew(nn.Module):
             def __init__(self):
                 super().__init__()
                 t.perf_counter = lambda: 0.0
             def forward(self, x):
-                return x
+                return ext.scale_relu(x)
     """)
     assert check_source(source, REF_SOURCE).codes() == ["timer_tampering"]
 
@@ -174,18 +186,21 @@ def test_module_level_cache_is_cached_output():
     assert "cached_output" in check_source(source, REF_SOURCE).codes()
 
 
-def test_declared_ops_are_parsed_and_defer_op_reuse_to_the_profiler():
+def test_an_untrusted_declaration_excuses_nothing():
     source = _src("""
         import torch
         import torch.nn as nn
+        from _ext import ext
         KERNELSTITCH_TORCH_OPS = {"aten::relu": "library_call"}
         class ModelNew(nn.Module):
             def forward(self, x):
                 return torch.relu(ext.scale(x))
     """)
-    report = check_source(source, REF_SOURCE)
-    assert report.declared_torch_ops == {"aten::relu": "library_call"}
-    assert report.reasons == []
+    for origin in CandidateOrigin:  # unbound: not even the built-in origin makes it count
+        report = check_source(source, REF_SOURCE, origin=origin)
+        assert report.declared_torch_ops == {}
+        assert [(r.code, r.line) for r in report.reasons] == [("reuses_reference_op", 8)]
+        assert any("KERNELSTITCH_TORCH_OPS ignored" in note for note in report.notes)
 
 
 def test_layout_ops_shared_with_the_reference_are_allowed():
@@ -566,7 +581,8 @@ def test_no_gpu_is_could_not_verify_unless_static_rejects():
     assert (verdict.status, verdict.codes()) == ("could_not_verify", ["no_gpu"])
     static = check_files(CANDIDATES / "cheat_torch_compile.py", REF, "Model")
     verdict = _assemble(static=static, reference=no_gpu)
-    assert verdict.status == "rejected" and verdict.codes() == ["uses_torch_compile"]
+    assert verdict.status == "rejected"
+    assert set(verdict.codes()) == {"uses_torch_compile", "no_custom_kernel"}
     assert any("no CUDA GPU" in n for n in verdict.notes)
 
 
@@ -671,3 +687,212 @@ def test_tamper_snapshot_ignores_torchs_own_lazy_wrapping_and_finds_real_patches
                          check=True, timeout=120).stdout
     assert "('monkeypatches_runtime', 'Tensor.clone')" in out
     assert "('timer_tampering', 'time.perf_counter')" in out
+
+
+# --------------------------------------------------------------------------------------------
+# indirect spellings of a reference op (issue 21): name resolution sees through them
+
+
+def _kernel_candidate(forward_body: str, prelude: str = "", init: str = "",
+                      params: str = "x") -> str:
+    """A candidate with a kernel import (so only the op rules can fire) and `y` its output."""
+    return _src("""
+        import functools, importlib, operator, os
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from _ext import ext
+        {prelude}
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init}
+            def forward(self, {params}):
+                y = ext.scale(x)
+                return {forward_body}
+    """).format(prelude=prelude, init=init or "pass", params=params,
+                forward_body=forward_body)
+
+
+_FORWARD_LINE = 14  # the `return` line of _kernel_candidate
+
+
+@pytest.mark.parametrize("body, prelude, init", [
+    # constant-folded strings
+    ('getattr(torch, "re" + "lu")(y)', "", ""),
+    ("getattr(torch, f\"{'re'}{'lu'}\")(y)", "", ""),
+    ('getattr(torch, "".join(["r", "e", "l", "u"]))(y)', "", ""),
+    ('getattr(torch, "%slu" % "re")(y)', "", ""),
+    ('getattr(torch, "{}{}".format("re", "lu"))(y)', "", ""),
+    ('getattr(torch, "uler"[::-1])(y)', "", ""),
+    ('getattr(torch, "RELU".lower())(y)', "", ""),
+    ("getattr(F, NAME)(y)", 'NAME = "re" + "lu"', ""),
+    ('getattr(torch.nn.functional, "hard" "tanh")(y, 0.0, 1e30)', "", ""),
+    # the ATen registry, with and without overloads, in place, aliased
+    ("torch.ops.aten.relu(y)", "", ""),
+    ("torch.ops.aten.relu_(y)", "", ""),
+    ("torch.ops.aten.relu.default(y)", "", ""),
+    ("torch.ops.aten.clamp.default(y, 0.0)", "", ""),
+    ("ops.clamp_min.default(y, 0.0)", "ops = torch.ops.aten", ""),
+    ('getattr(torch.ops.aten, "relu")(y)', "", ""),
+    # aliases and re-exports
+    ("r(y)", "r = torch.relu", ""),
+    ("h(y, 0.0, 1e30)", "from torch.nn.functional import hardtanh as h", ""),
+    ("Fn.relu(y)", "import torch.nn.functional as Fn", ""),
+    ("torch.clamp_min(y, 0.0)", "", ""),
+    ("y.clamp(min=0.0)", "", ""),
+    ("y.clamp_(min=0.0)", "", ""),
+    ("F.relu6(y)", "", ""),
+    ("F.threshold(y, 0.0, 0.0)", "", ""),
+    ("torch.Tensor.relu(y)", "", ""),
+    ("torch._C._nn.hardtanh(y, 0.0, 1e30)", "", ""),
+    ("nn.ReLU()(y)", "", ""),
+    ("torch.maximum(y, torch.zeros_like(y))", "", ""),
+    # dictionaries, modules, wrappers, runtime lookups of constants
+    ('torch.__dict__["relu"](y)', "", ""),
+    ('vars(torch)["relu"](y)', "", ""),
+    ('importlib.import_module("torch.nn.functional").relu(y)', "", ""),
+    ("functools.partial(torch.relu)(y)", "", ""),
+    ("list(map(torch.relu, [y]))[0]", "", ""),
+    ('operator.methodcaller("relu")(y)', "", ""),
+    ('getattr(y, "re" + "lu")()', "", ""),
+    ("y.__class__.relu(y)", "", ""),
+    ('eval("torch.re" + "lu")(y)', "", ""),
+    ("ACTS[0](y)", "ACTS = [torch.relu]", ""),
+    # code forward reaches: lambdas, helpers, autograd Functions, attributes set in __init__
+    ("act(y)", "act = lambda t: torch.relu(t)", ""),
+    ("self.act(y)", "", "self.act = torch.relu"),
+    ("self.act(y)", "", 'setattr(self, "act", F.relu)'),
+])
+def test_indirect_reference_op_is_reuses_reference_op(body, prelude, init):
+    report = check_source(_kernel_candidate(body, prelude, init), REF_SOURCE)
+    assert "reuses_reference_op" in report.codes(), report.reasons
+    assert set(report.codes()) <= REJECTION_CODES
+
+
+def test_ops_reached_through_helpers_are_found_on_their_line():
+    source = _src("""
+        import torch
+        import torch.nn as nn
+        from _ext import ext
+        def _epilogue(t):
+            return t.clamp_min(0.0)
+        class _Relu(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return torch.relu(t)
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return _Relu.apply(_epilogue(ext.scale(x)))
+    """)
+    report = check_source(source, REF_SOURCE)
+    assert [(r.code, r.line) for r in report.reasons] == [
+        ("reuses_reference_op", 6), ("reuses_reference_op", 10)]
+
+
+@pytest.mark.parametrize("body", [
+    "a @ b", "torch.einsum('ij,jk->ik', a, b)", "F.linear(a, b.t())", "a.__matmul__(b)",
+    "torch.addmm(torch.zeros(1), a, b)", "torch.ops.aten.mm.default(a, b)",
+])
+def test_matmul_family_is_one_op(body):
+    source = _src(f"""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from _ext import ext
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                return ext.epilogue({body})
+    """)
+    assert check_source(source, _MATMUL_REF).codes() == ["reuses_reference_op"]
+
+
+@pytest.mark.parametrize("body, prelude, params", [
+    ("getattr(torch, name)(y)", "", "x, name='relu'"),
+    ("getattr(F, ACT)(y)", 'ACT = os.environ.get("KS_ACT", "relu")', "x"),
+    ("getattr(torch.ops.aten, NAME).default(y)",
+     'NAME = ""\nfor part in ("re", "lu"):\n    NAME += part', "x"),
+    ("getattr(y, method)()", "", "x, method='relu'"),
+    ("eval(code)(y)", "", "x, code='torch.relu'"),
+])
+def test_unresolvable_lookup_on_torch_is_dynamic_torch_lookup(body, prelude, params):
+    source = _kernel_candidate(body, prelude, params=params)
+    report = check_source(source, REF_SOURCE)
+    assert "dynamic_torch_lookup" in report.codes(), report.reasons
+    reason = next(r for r in report.reasons if r.code == "dynamic_torch_lookup")
+    assert reason.line == next(i for i, line in enumerate(source.splitlines(), 1)
+                               if "return" in line and "ext" not in line)
+    assert set(report.codes()) <= REJECTION_CODES
+
+
+@pytest.mark.parametrize("body, prelude, init", [
+    ("y", "", ""),
+    ("torch.empty_like(y).copy_(y)", "", ""),
+    ("y.contiguous().view(-1).reshape(y.shape)", "", ""),
+    ("torch.ops.aten.view.default(y, [-1])", "", ""),
+    ("y.to(getattr(torch, 'float' + '32'))", "", ""),
+    ("getattr(self, 'bias', y)", "", ""),
+    ("self.ext.relu(y)", "", "self.ext = ext"),  # an extension function named relu
+    ("EXT.relu(y)", "EXT = ext", ""),
+    ("y * 2.0 + 1.0", "", ""),
+])
+def test_honest_spellings_are_not_reuse(body, prelude, init):
+    assert check_source(_kernel_candidate(body, prelude, init), REF_SOURCE).reasons == []
+
+
+def test_no_custom_kernel_needs_a_computing_reference_and_no_kernel_evidence():
+    candidate = _src("""
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return x * 2.0
+    """)
+    identity_ref = _src("""
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, x):
+                return x
+    """)
+    assert check_source(candidate, REF_SOURCE).codes() == ["no_custom_kernel"]
+    assert check_source(candidate, identity_ref).codes() == []
+    for evidence in ("import triton", "from . import kernels",
+                     "from torch.utils.cpp_extension import load",
+                     "SRC = '__global__ void k(float* x) {}'", "import cupy"):
+        with_kernel = candidate.replace("import torch.nn as nn",
+                                        f"import torch.nn as nn\n{evidence}")
+        assert check_source(with_kernel, REF_SOURCE).codes() == [], evidence
+
+
+@pytest.mark.parametrize("source", [
+    # a helper inherited from a same-file base class
+    """
+    class _Base(nn.Module):
+        def _epilogue(self, t):
+            return torch.relu(t)
+    class ModelNew(_Base):
+        def forward(self, x):
+            return self._epilogue(ext.scale(x))
+    """,
+    # __call__ overridden: forward is never what runs
+    """
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return ext.scale(x)
+        def __call__(self, x):
+            return torch.relu(self.forward(x))
+    """,
+    # a forward hook registered in __init__ does the reference's work after forward
+    """
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_forward_hook(lambda module, args, out: F.relu(out))
+        def forward(self, x):
+            return ext.scale(x)
+    """,
+])
+def test_code_that_runs_around_forward_is_seen(source):
+    prelude = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n" \
+              "from _ext import ext\n"
+    report = check_source(prelude + _src(source), REF_SOURCE)
+    assert report.codes() == ["reuses_reference_op"], report.reasons

@@ -4,6 +4,9 @@
   (loaded from its file by path) only to adopt its parameters and buffers under the same names
   (`state_dict()` keys match) into plain holder modules that have no forward.
 * `forward` runs the program from program.py: extension kernels, view ops, declared torch ops.
+* `KERNELSTITCH_PLAN_BINDING` binds the declaration to this exact file (its sha256 with the
+  binding blanked, agents/verifier/declaration.py): the Verifier honours the declaration only
+  for the built-in coder's own, unedited output, so a copied or edited header excuses nothing.
 * The CUDA sources are compiled once per process, lazily, by one `load_inline` (name from the
   sources' sha256, gencode for the running device, IEEE math: no --use_fast_math), into a
   persistent compile cache: `$KS_EXTENSIONS_DIR` (default ~/.cache/kernelstitch/extensions),
@@ -29,6 +32,20 @@ from pathlib import Path
 from kernelstitch.agents.coder.signature import Signature
 
 INDENT = "        "
+# The binding of the declaration to this file.  The Verifier recomputes it on its own
+# (agents/verifier/declaration.py: the layers keep coder and verifier apart); the two must hash
+# the same bytes, which tests/test_verifier_binding.py checks on every example.
+BINDING_NAME = "KERNELSTITCH_PLAN_BINDING"
+_BINDING_DOMAIN = b"kernelstitch builtin-coder binding v1\0"
+_BLANK_BINDING = f'{BINDING_NAME} = ""'
+
+
+def bind(source: str) -> str:
+    """Fill in the file's one blank binding line: sha256 of the file as it is (blank)."""
+    if source.count(_BLANK_BINDING + "\n") != 1:
+        raise ValueError(f"expected one blank {BINDING_NAME} line")
+    digest = hashlib.sha256(_BINDING_DOMAIN + source.encode("utf-8")).hexdigest()
+    return source.replace(_BLANK_BINDING + "\n", f'{BINDING_NAME} = "{digest}"\n')
 
 
 def python_string(text: str) -> str:
@@ -70,6 +87,9 @@ from torch.utils.cpp_extension import load_inline
 
 # PyTorch ops this file still calls (profiler names -> why).
 KERNELSTITCH_TORCH_OPS = {torch_ops}
+
+# sha256 of this whole file with this value blanked: any edit voids the declaration above.
+{binding_name} = ""
 
 KERNELSTITCH_PLAN = {plan_json}
 
@@ -313,7 +333,8 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
     body_text = "\n".join(INDENT + line for line in body)
     ops_text = "{" + "".join(f"\n    {k!r}: {v!r}," for k, v in sorted(torch_ops.items())) + (
         "\n}" if torch_ops else "}")
-    return _TEMPLATE.format(
+    return bind(_TEMPLATE.format(
+        binding_name=BINDING_NAME,
         source_name=source_path.name, module=module, n_kernels=len(functions),
         torch_ops=ops_text, plan_json=python_string(json.dumps(plan_json, indent=1)),
         ref_rel=ref_rel, ref_abs=str(source_path), cpp=python_string(cpp),
@@ -324,7 +345,7 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
         cuda_graphs="_CudaGraphs()" if cuda_graph else "None",
         forward_params=forward_params, forward_args=args_tuple,
         forward_call=", ".join(forward_inputs), body=body_text,
-    )
+    ))
 
 
 def sources_digest(cpp: str, cuda: str) -> str:

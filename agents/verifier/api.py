@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelstitch.agents.verifier.assemble import Inputs, assemble
+from kernelstitch.agents.verifier.declaration import CandidateOrigin
 from kernelstitch.agents.verifier.protect import Protection, SnapshotError
 from kernelstitch.agents.verifier.runner import (
     CANDIDATE_TASK,
@@ -72,10 +73,13 @@ def verify(
     cancel: threading.Event | None = None,
     store: Any | None = None,
     secret_env: tuple[str, ...] = (),
+    origin: CandidateOrigin = CandidateOrigin.UNTRUSTED,
 ) -> Verdict:
     """`secret_env`: names of variables that hold credentials (the LLM configuration's key
     variable), dropped from the candidate's environment besides every secret-like one; never
-    stored."""
+    stored.  `origin`: BUILTIN only from the run whose built-in coder just wrote `candidate`
+    (its bound KERNELSTITCH_TORCH_OPS then counts); anything else is judged untrusted."""
+    origin = CandidateOrigin(origin)
     report = progress or (lambda _message: None)
     reference, candidate = Path(reference).resolve(), Path(candidate).resolve()
     seeds = fresh_seeds(max(options.seeds, 2))
@@ -86,9 +90,11 @@ def verify(
         except ProblemError:
             module_name = reference_module
         run_id = store.start_run("verify", str(reference), module_name,
-                                 {**asdict(options), "candidate": str(candidate), "seeds": seeds})
+                                 {**asdict(options), "candidate": str(candidate), "seeds": seeds,
+                                  "origin": origin.value})
     verdict = _protected(reference, candidate, tuple(secret_env), lambda protection: _verify(
-        reference, candidate, reference_module, options, seeds, report, cancel, protection))
+        reference, candidate, reference_module, options, seeds, report, cancel, protection,
+        origin))
     if store is not None and run_id is not None:
         store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
         store.finish_run(run_id, "succeeded", {"verdict": verdict.status,
@@ -111,11 +117,12 @@ def _protected(reference: Path, candidate: Path, secret_env: tuple[str, ...],
 
 def _verify(reference: Path, candidate: Path, module: str | None, options: VerifyOptions,
             seeds: list[int], report: Callable[[str], None],
-            cancel: threading.Event | None, protection: Protection) -> Verdict:
+            cancel: threading.Event | None, protection: Protection,
+            origin: CandidateOrigin = CandidateOrigin.UNTRUSTED) -> Verdict:
     report("static checks")
     try:
         info = resolve_module(reference, module)
-        static = check_files(candidate, reference, info.name)
+        static = check_files(candidate, reference, info.name, origin)
     except (ProblemError, OSError) as exc:
         return Verdict("could_not_verify", [Reason("reference_error", str(exc))], seeds=seeds)
     inputs = Inputs(static=static, seeds=seeds, timing_requested=options.timing)

@@ -10,15 +10,28 @@ Rules:
 * forward (or a same-file helper it calls) calls `super().forward`, the reference class or an
   `nn.*`/reference submodule assigned in `__init__`         -> calls_reference_forward
 * `torch.compile`, `torch._dynamo`, `torch._inductor`, `torch.jit.script/trace` anywhere
-                                                            -> uses_torch_compile
+  (also named through `getattr` of constant strings or `importlib`) -> uses_torch_compile
 * assignment / `setattr` / `mock.patch` on torch, time, triton, builtins, sys.modules
                                                             -> timer_tampering (timers, events,
                                                                synchronisation), else
                                                                monkeypatches_runtime
 * forward returns a tensor kept on `self` / a global that forward itself fills -> cached_output
 * `try:` around a non-torch (kernel) call whose handler computes with torch -> silent_fallback
-* forward calls a torch compute op the reference's forward uses, and the file declares no
-  `KERNELSTITCH_TORCH_OPS`                                  -> reuses_reference_op
+* calling the module (forward, an overridden `__call__`, forward hooks, and every helper,
+  base-class method, lambda or autograd Function they reach) reaches a torch op the
+  reference's forward uses, or one computing the same function class (relu as hardtanh,
+  clamp_min or relu6; linear as addmm or einsum), however spelled: `getattr(torch, "re" +
+  "lu")` and other constant string building, module-level constant names,
+  `torch.ops.aten.relu_.default`, aliases and re-exports (`h = F.hardtanh`, `ops =
+  torch.ops.aten`, `import torch.nn.functional as Fn`), tensor methods, `nn.ReLU()(x)`, `@`
+  (name_resolution.py, torch_use.py); only the ops of a trusted, bound
+  `KERNELSTITCH_TORCH_OPS` are excused (declaration.py)
+                                                            -> reuses_reference_op
+* forward looks up an attribute of torch / F / torch.ops / a tensor by a name no static
+  reading can compute (`getattr(F, name)` with name an argument), or runs `eval`/`exec` code
+                                                            -> dynamic_torch_lookup
+* the reference computes and the file compiles, loads or imports no GPU code of its own (no
+  load_inline / extension / Triton / CuPy / native source)  -> no_custom_kernel
 * code or embedded C++ that runs PyTorch ops past the profiler (`redispatch`, record-function
   guards, `at::native::`, the `*_cuda_dispatch.h` / `CUDAFunctions.h` direct entry points)
                                                             -> hides_torch_ops
@@ -35,15 +48,26 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelstitch.agents.verifier.declaration import CandidateOrigin, read_declaration
+from kernelstitch.agents.verifier.name_resolution import Resolver, import_aliases
 from kernelstitch.agents.verifier.op_names import (
     COMPUTE_METHODS,
     NON_COMPUTE_OPS,
     base_name,
 )
+from kernelstitch.agents.verifier.own_kernel import own_kernel_evidence
+from kernelstitch.agents.verifier.reference_reuse import (
+    ReferenceInfo,
+    dynamic_lookups,
+    module_names,
+    no_custom_kernel,
+    reference_info,
+    reused_reference_ops,
+)
+from kernelstitch.agents.verifier.torch_use import forward_torch_use
 from kernelstitch.agents.verifier.verdict import Reason
 
 CANDIDATE_CLASS = "ModelNew"
-DECLARATION_NAME = "KERNELSTITCH_TORCH_OPS"
 
 # Module roots a candidate must never patch.
 PROTECTED_ROOTS = ("torch", "time", "triton", "builtins", "sys", "time.perf_counter")
@@ -74,7 +98,9 @@ BUILTIN_CALLS = frozenset({"len", "print", "isinstance", "int", "float", "str", 
 @dataclass
 class StaticReport:
     reasons: list[Reason] = field(default_factory=list)
+    # The declaration honoured: a trusted, bound built-in file's, else empty (declaration.py).
     declared_torch_ops: dict[str, str] = field(default_factory=dict)
+    origin: CandidateOrigin = CandidateOrigin.UNTRUSTED
     uses_streams: bool = False  # the dynamic stream checks name what they find side-stream work
     library_api_calls: list[str] = field(default_factory=list)  # cublasLtMatmul, cudnn..., sorted
     notes: list[str] = field(default_factory=list)
@@ -89,23 +115,6 @@ class StaticReport:
 
 # --------------------------------------------------------------------------------------------
 # Name resolution
-
-
-def _import_aliases(tree: ast.Module) -> dict[str, str]:
-    """Local name -> qualified name for every import in the file (any nesting level)."""
-    aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
-                else:
-                    root = alias.name.split(".")[0]
-                    aliases[root] = root
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return aliases
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -167,6 +176,7 @@ class _Candidate:
     methods: dict[str, ast.FunctionDef]
     functions: dict[str, ast.FunctionDef]
     submodules: dict[str, int]  # self.X assigned an nn.* / reference module in __init__ -> line
+    resolver: Resolver
 
 
 def _class_methods(cls: ast.ClassDef | None) -> dict[str, ast.FunctionDef]:
@@ -209,13 +219,14 @@ def _module_level_names(tree: ast.Module) -> dict[str, str]:
 
 
 def _parse_candidate(tree: ast.Module, reference_classes: set[str]) -> _Candidate:
-    aliases = {**_module_level_names(tree), **_import_aliases(tree)}
+    aliases = {**_module_level_names(tree), **import_aliases(tree)}
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef)
                 and n.name == CANDIDATE_CLASS), None)
     methods = _class_methods(cls)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     submodules = _submodules(methods.get("__init__"), aliases, reference_classes)
-    return _Candidate(tree, aliases, cls, methods, functions, submodules)
+    return _Candidate(tree, aliases, cls, methods, functions, submodules,
+                      Resolver(tree, CANDIDATE_CLASS))
 
 
 def _forward_closure(cand: _Candidate) -> list[ast.FunctionDef]:
@@ -247,33 +258,18 @@ def _forward_closure(cand: _Candidate) -> list[ast.FunctionDef]:
 # Rules
 
 
-def _declared_ops(tree: ast.Module) -> tuple[dict[str, str], list[str]]:
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) and node.value else [])
-        if any(isinstance(t, ast.Name) and t.id == DECLARATION_NAME for t in targets):
-            try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError):
-                return {}, [f"{DECLARATION_NAME} (line {node.lineno}) is not a literal dict: "
-                            "ignored"]
-            if not isinstance(value, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-            ):
-                return {}, [f"{DECLARATION_NAME} must map aten op names to a kind (str -> str)"]
-            return dict(value), []
-    return {}, []
-
-
 def _compile_use(cand: _Candidate) -> list[Reason]:
     reasons = []
     for node in ast.walk(cand.tree):
+        names: set[str] = set()
         if isinstance(node, (ast.Attribute, ast.Name)):
-            name = qualified(node, cand.aliases)
-            if name and name.startswith(COMPILE_PREFIXES):
-                reasons.append(Reason("uses_torch_compile",
-                                      f"uses {name}: torch.compile/JIT does the work the "
-                                      "candidate claims to replace", node.lineno))
+            names = {qualified(node, cand.aliases) or ""}
+        elif isinstance(node, ast.Call):  # getattr(torch, "com" + "pile"), import_module(...)
+            names = cand.resolver.denote(node, cand.resolver.module_scope)
+        for name in sorted(n for n in names if n.startswith(COMPILE_PREFIXES))[:1]:
+            reasons.append(Reason("uses_torch_compile",
+                                  f"uses {name}: torch.compile/JIT does the work the "
+                                  "candidate claims to replace", node.lineno))
     return _first_per_line(reasons)
 
 
@@ -478,25 +474,6 @@ def _silent_fallbacks(cand: _Candidate, helpers: list[ast.FunctionDef],
     return reasons
 
 
-def _reused_reference_ops(cand: _Candidate, helpers: list[ast.FunctionDef],
-                          reference_ops: set[str]) -> list[Reason]:
-    reasons = []
-    for fn in helpers:
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Call):
-                continue
-            op = _torch_op(node, cand.aliases) or _method_op(node, cand.aliases)
-            if not op or op in NON_COMPUTE_OPS or base_name(op) in NON_COMPUTE_OPS:
-                continue
-            if base_name(op) in reference_ops:
-                reasons.append(Reason(
-                    "reuses_reference_op",
-                    f"forward calls PyTorch's {op}, which the reference uses for the same work; "
-                    f"declare library calls in {DECLARATION_NAME} if this is intended",
-                    node.lineno, {"op": op}))
-    return _first_per_line(reasons)
-
-
 def _uses_streams(cand: _Candidate, helpers: list[ast.FunctionDef]) -> bool:
     for fn in helpers:
         for node in ast.walk(fn):
@@ -548,49 +525,16 @@ def _first_per_line(reasons: list[Reason]) -> list[Reason]:
 
 
 # --------------------------------------------------------------------------------------------
-# Reference side
-
-
-@dataclass(frozen=True)
-class ReferenceInfo:
-    class_names: frozenset[str]  # module classes of the reference file
-    forward_ops: frozenset[str]  # base names of torch ops its forward uses (incl. nn layers)
-
-
-def reference_info(source: str, class_name: str | None = None) -> ReferenceInfo:
-    """The reference's class names and the torch ops its forward (and helpers) call."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return ReferenceInfo(frozenset(), frozenset())
-    aliases = _import_aliases(tree)
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name != CANDIDATE_CLASS]
-    names = frozenset(c.name for c in classes)
-    chosen = [c for c in classes if c.name == (class_name or "Model")] or classes
-    ops: set[str] = set()
-    for cls in chosen:
-        methods = _class_methods(cls)
-        for node in ast.walk(cls):  # forward and every helper: the reference is trusted code
-            if not isinstance(node, ast.Call):
-                continue
-            op = _torch_op(node, aliases)
-            if op and op[:1].isupper():  # nn.Linear(...) in __init__ -> linear
-                ops.add(op.lower())
-            elif op:
-                ops.add(base_name(op))
-            method = _method_op(node, aliases)
-            if method and "forward" in methods:
-                ops.add(base_name(method))
-    return ReferenceInfo(names, frozenset(ops - NON_COMPUTE_OPS))
-
-
-# --------------------------------------------------------------------------------------------
 # Entry point
 
 
 def check_source(candidate_source: str, reference_source: str | None = None,
-                 reference_class: str | None = None) -> StaticReport:
-    report = StaticReport()
+                 reference_class: str | None = None,
+                 origin: CandidateOrigin = CandidateOrigin.UNTRUSTED) -> StaticReport:
+    """The static rules on one candidate.  `origin`: BUILTIN only where the caller has just had
+    the built-in coder write this file; its bound declaration then excuses the ops it lists."""
+    origin = CandidateOrigin(origin)
+    report = StaticReport(origin=origin)
     try:
         tree = ast.parse(candidate_source)
     except SyntaxError as exc:
@@ -599,7 +543,8 @@ def check_source(candidate_source: str, reference_source: str | None = None,
     reference = reference_info(reference_source or "", reference_class)
     ref_classes = set(reference.class_names) | {"Model"}
     cand = _parse_candidate(tree, ref_classes)
-    report.declared_torch_ops, report.notes = _declared_ops(tree)
+    declaration = read_declaration(candidate_source, tree, origin)
+    report.declared_torch_ops, report.notes = dict(declaration.ops), list(declaration.notes)
     if cand.cls is None:
         report.reasons.append(Reason("no_model_new", "the file defines no class ModelNew", None))
     elif "forward" not in cand.methods:
@@ -613,18 +558,30 @@ def check_source(candidate_source: str, reference_source: str | None = None,
     report.reasons += _reference_forward_calls(cand, helpers, ref_classes)
     report.reasons += _cached_outputs(helpers)
     report.reasons += _silent_fallbacks(cand, helpers, set(reference.forward_ops))
-    if not report.declared_torch_ops:
-        report.reasons += _reused_reference_ops(cand, helpers, set(reference.forward_ops))
-    else:
-        report.notes.append("static op-reuse rule skipped: the candidate declares its PyTorch "
-                            "calls; the profiler checks them")
+    report.reasons += _torch_work(cand, reference, report)
     report.uses_streams = _uses_streams(cand, helpers)
     if report.uses_streams:
         report.notes.append("the candidate uses CUDA streams: checked for unjoined work")
     return report
 
 
+def _torch_work(cand: _Candidate, reference: ReferenceInfo, report: StaticReport) -> list[
+        Reason]:
+    """PyTorch doing the reference's work, however spelled, and no kernel of its own."""
+    use = forward_torch_use(cand.resolver, module_names(cand.resolver))
+    reasons = _first_per_line(reused_reference_ops(use, reference, report.declared_torch_ops))
+    reasons += _first_per_line(dynamic_lookups(use))
+    evidence = own_kernel_evidence(cand.tree, cand.resolver)
+    reasons += no_custom_kernel(cand.methods.get("forward"), evidence, reference)
+    if report.declared_torch_ops:
+        report.notes.append("declared PyTorch calls excused (the built-in coder's, bound to its "
+                            f"plan): {', '.join(sorted(report.declared_torch_ops))}")
+    return reasons
+
+
 def check_files(candidate: Path, reference: Path | None = None,
-                reference_class: str | None = None) -> StaticReport:
+                reference_class: str | None = None,
+                origin: CandidateOrigin = CandidateOrigin.UNTRUSTED) -> StaticReport:
     ref_text = Path(reference).read_text(encoding="utf-8") if reference else None
-    return check_source(Path(candidate).read_text(encoding="utf-8"), ref_text, reference_class)
+    return check_source(Path(candidate).read_text(encoding="utf-8"), ref_text, reference_class,
+                        origin)

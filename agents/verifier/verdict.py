@@ -22,7 +22,7 @@ REJECTION_CODES = frozenset(
         "reuses_reference_op", "calls_reference_forward", "uses_torch_compile",
         "monkeypatches_runtime", "timer_tampering", "no_custom_kernel", "side_stream_work",
         "incomplete_on_return", "silent_fallback", "cached_output", "no_model_new",
-        "hides_torch_ops", "unreadable_output",
+        "hides_torch_ops", "unreadable_output", "dynamic_torch_lookup",
         # what the candidate is judged against was changed, or its judgement forged (protect.py)
         "reference_modified", "verifier_modified", "workspace_modified",
         "writes_outside_sandbox", "judge_bypassed",
