@@ -52,6 +52,13 @@ class PipelineConfig:
     llm: dict[str, Any] = field(default_factory=dict)
     budget: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Where the CLI's, the job request's and scripts' settings enter: a key given as the
+        # variable's name becomes a placeholder, so no report, store or log line can hold it.
+        from kernelstitch.agents.llm.config import sanitize_llm_settings
+
+        object.__setattr__(self, "llm", sanitize_llm_settings(self.llm))
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
@@ -230,7 +237,7 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
         selection, plan, candidate_path, verdict = _search(ctx, store, run_id, graph, plan,
                                                            out_dir, candidate_path)
     elif ctx.config.verify and candidate_path is not None:
-        verdict = verify_candidate(ctx, candidate_path)
+        verdict = verify_candidate(ctx, candidate_path, builtin=True)
     if verdict is not None:
         store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
     extra: list[str] = []
@@ -280,14 +287,15 @@ def _search(ctx: _Context, store, run_id: int, graph, plan, out_dir: Path, candi
     from kernelstitch.agents.search import NoGpuForSearch, run_search, source_fingerprint
 
     try:
-        found = run_search(ctx, graph, out_dir, lambda path: verify_candidate(ctx, path), store,
-                           run_id, limit=ctx.config.variants, base=plan,
+        found = run_search(ctx, graph, out_dir,
+                           lambda path: verify_candidate(ctx, path, builtin=True), store, run_id,
+                           limit=ctx.config.variants, base=plan,
                            budget_s=ctx.config.search_budget_s,
                            fingerprint=source_fingerprint(),
                            time_budget_s=ctx.config.search_time_s)
     except NoGpuForSearch as exc:
         ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
-        return None, plan, candidate_path, verify_candidate(ctx, candidate_path)
+        return None, plan, candidate_path, verify_candidate(ctx, candidate_path, builtin=True)
     return found.selection, found.plan, found.candidate_path, found.verdict
 
 
@@ -363,9 +371,11 @@ def _baseline_profile(ctx: _Context, store) -> dict[str, Any] | None:
     return content if isinstance(content, dict) else None
 
 
-def verify_candidate(ctx: _Context, candidate_path: Path):
-    """Verify in worker processes; the caller stores the verdict (it carries its seeds)."""
+def verify_candidate(ctx: _Context, candidate_path: Path, builtin: bool = False):
+    """Verify in worker processes; the caller stores the verdict (it carries its seeds).
+    `builtin`: this run's built-in coder just wrote the file (its bound declaration counts)."""
     from kernelstitch.agents.verifier import VerifyOptions, verify
+    from kernelstitch.agents.verifier.declaration import CandidateOrigin
 
     ctx.stage("compiling", "compiling and verifying the candidate")
     if ctx.verifier is not None:
@@ -378,6 +388,7 @@ def verify_candidate(ctx: _Context, candidate_path: Path):
     return verify(
         ctx.source, candidate_path, reference_module=ctx.module, options=options,
         progress=lambda message: ctx.stage("verifying", message), cancel=ctx.cancel,
+        origin=CandidateOrigin.BUILTIN if builtin else CandidateOrigin.UNTRUSTED,
     )
 
 
@@ -456,8 +467,9 @@ def run_choose(
     def body(ctx: _Context, store, run_id: int):
         built = BuiltVariants.load(out_dir / "variants")
         try:
-            found = choose_variant(ctx, built, out_dir, lambda path: verify_candidate(ctx, path),
-                                   store, run_id, ctx.config.search_budget_s,
+            found = choose_variant(ctx, built, out_dir,
+                                   lambda path: verify_candidate(ctx, path, builtin=True), store,
+                                   run_id, ctx.config.search_budget_s,
                                    source_fingerprint(), time_budget_s=ctx.config.search_time_s)
         except NoGpuForSearch as exc:  # verify the default plan alone, as generate does
             ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
