@@ -248,6 +248,7 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
         extra.append(f"## Variants measured{reused}\n\n{selection.why}.\n\n"
                      f"{markdown_table(selection)}\n")
     llm_note = None
+    adopted_llm = False
     if use_llm:
         llm = _run_llm(ctx, store, run_id, graph, plan, candidate, builtin_error, verdict,
                        out_dir)
@@ -258,11 +259,14 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
         if llm.use_llm or (candidate is None and _unverified_llm_file(llm)):
             plan, verdict, candidate_path = _adopt_llm_candidate(ctx, store, run_id, llm,
                                                                  candidate_path, out_dir)
+            adopted_llm = True
         elif candidate is None:
             return _failed("generate", ctx.source, ctx.module,
                            f"the built-in coder failed ({builtin_error}) and the LLM produced "
                            f"no usable candidate ({llm.error or llm.decision})", run_id=run_id,
                            plan=plan.to_json())
+    if candidate_path is not None and not adopted_llm:
+        remember_builtin_file(store, Path(candidate_path))
     ctx.stage("reporting", "writing report")
     report = render_report(plan, verdict, ctx.source, ctx.module, candidate_path,
                            extra_sections=extra)
@@ -427,10 +431,36 @@ def run_verify(
     return job.run(lambda ctx, store, run_id: _verified(ctx, store, run_id, candidate))
 
 
+# The built-in coder's delivered files by content hash (a run store record, never a marker in
+# the file): re-verifying one from disk (watch, on save, the bench's measure phase) trusts its
+# bound declaration only while the file is byte for byte what the coder wrote.
+BUILTIN_FILE_KIND = "builtin_file"
+
+
+def _file_digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def remember_builtin_file(store, path: Path) -> None:
+    record = store.start_run(BUILTIN_FILE_KIND, "", "", {"sha256": _file_digest(path)})
+    store.add_artifact(record, BUILTIN_FILE_KIND, "path.txt", str(path))
+    store.finish_run(record, "succeeded", {})
+
+
+def written_by_builtin(store, path: Path) -> bool:
+    try:
+        return store.latest_by_config(BUILTIN_FILE_KIND, "sha256", _file_digest(path),
+                                      BUILTIN_FILE_KIND) is not None
+    except Exception:  # noqa: BLE001 - an unreadable store trusts nothing
+        return False
+
+
 def _verified(ctx: _Context, store, run_id: int, candidate: Path,
               plan: dict[str, Any] | None = None):
     """Verify one file and say so: verify's body, and choose's without a GPU to time on."""
-    verdict = verify_candidate(ctx, candidate)
+    verdict = verify_candidate(ctx, candidate, builtin=written_by_builtin(store, candidate))
     store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
     return JobResult(
         status="succeeded", message=_summary(verdict), kind="verify",

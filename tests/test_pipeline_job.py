@@ -62,3 +62,33 @@ def test_job_process_ends_with_exactly_one_result(tmp_path):
     assert results[0].status == "failed" and proc.returncode == 1
     # Nothing but events on stdout: every line decoded above.
     assert all(json.loads(line) for line in proc.stdout.splitlines())
+
+
+def test_re_verifying_trusts_only_the_built_in_coders_unchanged_file(tmp_path):
+    """The run store remembers the built-in coder's delivered file by content hash: a
+    re-verification from disk (watch, on save, the bench) honours its bound declaration
+    while the file is unchanged, and judges any edited file as untrusted."""
+    import shutil
+    from pathlib import Path
+
+    from kernelstitch.agents.pipeline import written_by_builtin
+
+    from kernelstitch.core.runstore import RunStore
+
+    source = tmp_path / "conv2d_bias_relu.py"
+    shutil.copyfile(Path(__file__).resolve().parents[1] / "examples" / "conv2d_bias_relu.py",
+                    source)
+    ws = Workspace(tmp_path)
+    generated = run_generate(source, None, ws, PipelineConfig(verify=False, search=False),
+                             lambda e: None)
+    candidate = Path(generated.candidate_path)
+    store = RunStore(ws.runstore_path)
+    assert written_by_builtin(store, candidate)
+    first = run_verify(source, None, None, ws, PipelineConfig(), lambda e: None)
+    codes = [r["code"] for r in first.verdict["reasons"]]
+    assert "reuses_reference_op" not in codes  # its declared cuDNN conv counts
+
+    candidate.write_text(candidate.read_text() + "\n# edited\n")
+    assert not written_by_builtin(store, candidate)
+    edited = run_verify(source, None, None, ws, PipelineConfig(), lambda e: None)
+    assert "reuses_reference_op" in [r["code"] for r in edited.verdict["reasons"]]
