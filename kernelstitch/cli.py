@@ -172,6 +172,26 @@ def bench(
     ))
 
 
+@app.command("bench-merge")
+def bench_merge(
+    results: list[Path] = typer.Argument(..., help="results.json files of earlier bench runs"),
+    out: Path = typer.Option(..., help="folder for the merged results.json, results.md, plots"),
+) -> None:
+    """One report over bench runs made in several calls or samples (nothing is re-measured;
+    a later file wins for a problem in several)."""
+    from kernelstitch.bench.merge import merge_results
+
+    try:
+        summary, sources = merge_results(results, out)
+    except (OSError, ValueError) as exc:
+        typer.echo(f"bench-merge: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(f"merged {sum(s.problems for s in sources)} results from {len(sources)} runs into "
+               f"{out / 'results.md'}: {summary.get('problems')} problems, geomean vs eager "
+               f"{summary.get('geomean_speedup_vs_eager')}, vs torch.compile "
+               f"{summary.get('geomean_speedup_vs_compiled')}")
+
+
 @app.command()
 def watch(
     directory: Path = typer.Argument(Path("."), help="folder to watch"),

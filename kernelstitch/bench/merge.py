@@ -1,0 +1,77 @@
+"""`kernelstitch bench-merge`: one report over runs made in several calls, samples or commits.
+
+A GPU lease is shorter than a whole level, so a level is measured in samples; this joins their
+results.json files into one table and one summary.  Nothing is re-measured: each problem keeps
+the numbers, environment and code of the run it came from (a later file wins for a problem in
+several), and the report lists every source with its command.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelstitch.bench.metrics import summarise
+from kernelstitch.bench.outcome import ProblemOutcome
+from kernelstitch.bench.plots import write_plots
+from kernelstitch.bench.report import render_markdown, results_json, write_json
+
+
+@dataclass(frozen=True)
+class MergeSource:
+    path: Path
+    command: str
+    problems: int
+
+
+def load_outcomes(path: Path) -> tuple[dict[str, Any], list[ProblemOutcome]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("problems"), list):
+        raise ValueError(f"{path}: not a bench results.json (no problems list)")
+    return data, [_normalised(ProblemOutcome.from_json(p)) for p in data["problems"]]
+
+
+def _normalised(outcome: ProblemOutcome) -> ProblemOutcome:
+    """Runs before f49ad75 gave a kept original the record variant's spread: what is delivered
+    is the original, so its spread is eager's."""
+    if outcome.status == "kept":
+        outcome.candidate_spread_ms = outcome.eager_spread_ms
+    return outcome
+
+
+def merge_results(paths: list[Path], out_dir: Path) -> tuple[dict[str, Any], list[MergeSource]]:
+    """Write out_dir/results.json and results.md (and plots); return (summary, sources)."""
+    by_problem: dict[str, ProblemOutcome] = {}
+    sources, env = [], {}
+    for path in paths:
+        data, outcomes = load_outcomes(path)
+        env = data.get("environment") or env
+        sources.append(MergeSource(path, str(data.get("command", "")), len(outcomes)))
+        for outcome in outcomes:
+            by_problem[outcome.problem] = outcome
+    outcomes = sorted(by_problem.values(), key=lambda o: (str(o.level or ""), _number(o.problem)))
+    summary = summarise(outcomes)
+    notes = [f"source {s.path.parent.name}/{s.path.name}: {s.problems} problems, `{s.command}`"
+             for s in sources]
+    command = "kernelstitch bench-merge " + " ".join(
+        f"{s.path.parent.name}/{s.path.name}" for s in sources)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots, note = write_plots(outcomes, out_dir)
+    if note:
+        notes.append(note)
+    write_json(out_dir / "results.json", results_json(
+        outcomes, summary, env, command, {"merged_from": [str(s.path) for s in sources]},
+        [p.name for p in plots], notes))
+    markdown = render_markdown(outcomes, summary, env, command)
+    markdown += "\n" + "".join(f"![{p.stem}]({p.name})\n" for p in plots)
+    markdown += "\n" + "".join(f"- note: {n}\n" for n in notes)
+    (out_dir / "results.md").write_text(markdown, encoding="utf-8")
+    return summary, sources
+
+
+def _number(problem: str) -> int:
+    stem = problem.rsplit("/", 1)[-1]
+    digits = stem.split("_", 1)[0]
+    return int(digits) if digits.isdigit() else 0

@@ -1,0 +1,59 @@
+"""`kernelstitch bench-merge`: runs made in several calls join into one report (no GPU)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelstitch.bench.merge import merge_results
+
+
+def problem(name: str, status: str, eager: float, ours: float, compiled: float) -> dict:
+    return {"problem": name, "status": status, "message": "", "level": "2",
+            "eager_ms": eager, "compiled_ms": compiled, "candidate_ms": ours,
+            "speedup_vs_eager": eager / ours, "speedup_vs_compiled": compiled / ours,
+            "significant_vs_eager": status == "accepted", "eager_spread_ms": [eager * 0.9,
+                                                                                eager * 1.1],
+            "candidate_spread_ms": [ours * 0.5, ours * 0.6]}
+
+
+def results(path: Path, command: str, problems: list[dict]) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "results.json").write_text(json.dumps({
+        "schema": 1, "command": command, "environment": {"device": "Fake GPU"},
+        "problems": problems}))
+    return path / "results.json"
+
+
+def test_a_later_run_wins_and_the_summary_covers_every_problem(tmp_path):
+    first = results(tmp_path / "a", "kernelstitch bench --only 1,2", [
+        problem("level2/1_A", "accepted", 2.0, 1.0, 1.0),
+        problem("level2/2_B", "cancelled", 2.0, 1.0, 1.0)])
+    second = results(tmp_path / "b", "kernelstitch bench --only 2,10", [
+        problem("level2/2_B", "kept", 2.0, 2.0, 4.0),
+        problem("level2/10_C", "accepted", 3.0, 1.5, 1.5)])
+    summary, sources = merge_results([first, second], tmp_path / "out")
+    assert [s.problems for s in sources] == [2, 2]
+    assert summary["problems"] == 3 and summary["kept"] == 1
+    assert summary["by_status"] == {"accepted": 2, "kept": 1}
+    assert summary["geomean_speedup_vs_eager"] == pytest.approx((2.0 * 1.0 * 2.0) ** (1 / 3))
+    merged = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [p["problem"] for p in merged["problems"]] == ["level2/1_A", "level2/2_B",
+                                                          "level2/10_C"]
+    kept = merged["problems"][1]
+    assert kept["candidate_spread_ms"] == kept["eager_spread_ms"]  # the original is delivered
+    text = (tmp_path / "out" / "results.md").read_text()
+    assert "kernelstitch bench --only 1,2" in text and "kernelstitch bench --only 2,10" in text
+
+
+def test_the_cli_says_what_is_wrong_with_a_file(tmp_path):
+    bad = tmp_path / "results.json"
+    bad.write_text("{}")
+    done = subprocess.run([sys.executable, "-m", "kernelstitch", "bench-merge", str(bad),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "not a bench results.json" in done.stderr
