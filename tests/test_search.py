@@ -264,3 +264,40 @@ def test_no_second_round_when_no_reduction_dominates(tmp_path):
     run_search(ctx, graph, tmp_path / "out", FakeVerify({"*": accepted(2.0)}),
                RunStore(tmp_path / "runs.sqlite"), 1, worker=gpu)
     assert gpu.rounds == [["default", "graph"]]
+
+
+def test_3d_and_transposed_convolutions_get_a_measured_channels_last_variant(tmp_path):
+    """Never a default (no rule ranks them), always a variant: NDHWC for a 3-D transposed
+    convolution, converted back before the fused kernel (its tiles are 2-D)."""
+    source = tmp_path / "convt3d.py"
+    source.write_text(CONV_T3D)
+    graph = capture(source)
+    variants = {v.name: v for v in propose_variants(graph, limit=8)}
+    assert "ndhwc" in variants and not variants["default"].plan.host.channels_last
+    from kernelstitch.agents.coder.builtin import code_builtin
+
+    text = code_builtin(variants["ndhwc"].plan, source, tmp_path / "model_new.py").source
+    assert "memory_format=torch.channels_last_3d" in text
+    assert ".contiguous()  # NHWC back to NCHW" in text
+
+
+CONV_T3D = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ConvTranspose3d(4, 8, 3, stride=2)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 6, 6, 6)]
+
+
+def get_init_inputs():
+    return []
+'''

@@ -153,16 +153,23 @@ class Program:
             self.lines.append(f"# {step.id}: {step.description}")
             args = self.call_args(op_node)
             channels_last = self.plan.host.channels_last and step.channels_last
-            if channels_last:  # cuDNN's NHWC kernels (see the plan's host reasons)
+            volumetric = channels_last and self.rank(step.inputs[0]) == 5
+            if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
                 first, _, rest = args.partition(", ")
-                args = f"{first}.contiguous(memory_format=torch.channels_last), {rest}"
+                layout = "channels_last_3d" if volumetric else "channels_last"
+                args = f"{first}.contiguous(memory_format=torch.{layout}), {rest}"
             self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
-            if channels_last and not self.read_only_by_elementwise(op_node.name):
+            # Fused kernels read a channels-last operand through 2-D tiles: 4-D only.
+            if channels_last and (volumetric or not self.read_only_by_elementwise(op_node.name)):
                 self.emit(f"{local(op_node.name)} = {local(op_node.name)}.contiguous()  "
                           "# NHWC back to NCHW: read by more than fused elementwise kernels")
             for name, kind in (step.spec or {}).get("declare", {}).items():
                 self.torch_ops[name] = kind
         self.defined.update(step.outputs)
+
+    def rank(self, name: str) -> int | None:
+        meta = self.graph.node(name).meta if self.graph.has(name) else None
+        return meta.rank if meta is not None else None
 
     def read_only_by_elementwise(self, name: str) -> bool:
         """Every reader of `name` is a fused elementwise step taking it as a kernel input (whose

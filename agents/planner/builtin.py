@@ -315,6 +315,28 @@ def host_settings(steps: list[PlanStep], graph: Graph, sched: Schedule) -> HostS
 CHANNELS_LAST_CONV_OPS = frozenset({"aten.conv2d.default", "aten.conv2d.padding", "aten.convolution.default"})
 
 
+# Convolutions whose channels-last (NHWC / NDHWC) form the planner cannot rank by rule: 3-D and
+# transposed ones (Inductor's layout optimisation runs them channels-last; whether cuDNN is
+# faster so depends on shape and dtype), so only the measured search tries them.
+MEASURED_LAYOUT_CONV_OPS = frozenset({
+    "aten.conv3d.default", "aten.conv3d.padding", "aten.conv_transpose2d.input",
+    "aten.conv_transpose3d.input", "aten.convolution.default"})
+
+
+def measured_layout_conv(step: PlanStep, graph: Graph) -> bool:
+    """A 3-D or transposed convolution (library call or PyTorch op) of a 4-D/5-D floating-point
+    input: a channels-last variant is worth measuring, never a default."""
+    if step.technique not in ("library_call", "pytorch_fallback") or not step.spec:
+        return False
+    if step.spec.get("op") not in MEASURED_LAYOUT_CONV_OPS or channels_last_conv(step, graph):
+        return False
+    if not step.inputs or not graph.has(step.inputs[0]):
+        return False
+    meta = graph.node(step.inputs[0]).meta
+    return meta is not None and meta.rank in (4, 5) and meta.dtype in (
+        "float32", "float16", "bfloat16")
+
+
 def channels_last_conv(step: PlanStep, graph: Graph) -> bool:
     """A library-call step cuDNN runs faster channels-last: a 2-D convolution of a 4-D
     floating-point input (the first of the step's inputs)."""

@@ -17,7 +17,11 @@ from dataclasses import dataclass, replace
 from kernelstitch.agents.plan import HostSettings, Plan, PlanStep
 from kernelstitch.agents.plan.graph import Graph
 from kernelstitch.agents.plan.kernel_spec import ReductionKnobs
-from kernelstitch.agents.planner.builtin import channels_last_conv, plan_builtin
+from kernelstitch.agents.planner.builtin import (
+    channels_last_conv,
+    measured_layout_conv,
+    plan_builtin,
+)
 from kernelstitch.agents.planner.cost import estimate_ms
 
 DEFAULT_VARIANT = "default"
@@ -44,6 +48,9 @@ def propose_variants(graph: Graph, limit: int = 4,
         layouts = [base, flipped]
     else:
         layouts = [base]
+    if any(measured_layout_conv(s, base.plan.graph) for s in base.plan.steps):
+        layouts.append(_with_channels_last_nd(base))
+        others.append(layouts[-1])
     for variant in layouts:
         graph_flip = _with_cuda_graph(variant, not variant.plan.host.cuda_graph)
         if graph_flip is not None:
@@ -108,6 +115,18 @@ def _with_channels_last(variant: PlanVariant, on: bool) -> PlanVariant:
                             "default layout)"])
     return PlanVariant(_join(variant.name, "nhwc" if on else "nchw"),
                        f"convolutions in {layout}", replace(plan, steps=steps, host=host))
+
+
+def _with_channels_last_nd(variant: PlanVariant) -> PlanVariant:
+    """3-D and transposed convolutions channels-last (NDHWC / NHWC), measured only."""
+    plan = variant.plan
+    steps = [replace(s, channels_last=True) if measured_layout_conv(s, plan.graph) else s
+             for s in plan.steps]
+    host = replace(plan.host, channels_last=True, reasons=[
+        *plan.host.reasons, "variant: 3-D / transposed convolutions channels-last (NDHWC / "
+                            "NHWC; measured against the default layout)"])
+    return PlanVariant(_join(variant.name, "ndhwc"), "3-D / transposed convolutions "
+                       "channels-last", replace(plan, steps=steps, host=host))
 
 
 def _with_cuda_graph(variant: PlanVariant, on: bool) -> PlanVariant | None:
