@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernelstitch.agents.llm.config import safe_api_key_env
+from kernelstitch.core.secrets import safe_api_key_env
 
 SECTION = "kernelstitch"
 PROFILERS = ("torch", "ncu", "nsys")
