@@ -186,8 +186,8 @@ class Protection:
         if changed:
             reasons.append(Reason(
                 "reference_modified", f"the reference changed during verification: "
-                f"{_listed(changed)} no longer match the snapshot the candidate was judged "
-                f"against (reference sha256 {sha[:16]}); restore it and verify again",
+                f"{_listed(changed)} (the candidate was judged against the snapshot taken "
+                f"before, reference sha256 {sha[:16]}); restore it and verify again",
                 detail={"files": changed, "reference_sha256": sha}))
         copies = self.snapshot.changed_copies()
         if copies:

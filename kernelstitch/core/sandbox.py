@@ -7,7 +7,7 @@ Stdlib only (ctypes).  Used by the worker (serve.py) when its client asks for a 
   Only write-type file accesses are handled (write, truncate, create, remove, rename/link,
   make node/dir/symlink), so reading and executing stay open; writes are allowed only beneath
   the given folders (a private temp folder, the compile caches, /dev for the GPU device files
-  and /dev/shm).  With ABI v4+ TCP connect/bind are denied too (nothing a candidate needs; it
+  and /dev/shm) and the process's own /proc/PID (the CUDA driver writes there).  With ABI v4+ TCP connect/bind are denied too (nothing a candidate needs; it
   closes the simplest way out for anything it read), with ABI v6+ signals to processes outside
   the sandbox.  Landlock also denies ptrace and /proc/PID/mem of processes outside the sandbox,
   and, once a root worker has dropped its capabilities (done here too), /proc/PID/environ.
@@ -209,8 +209,14 @@ def apply_write_guard(allowed: Iterable[str], deny_tcp: bool = True) -> GuardSta
     return status
 
 
+# Always writable for a guarded process: its own /proc folder (the path resolves to /proc/PID
+# when the rule is made, so children do not share it).  The CUDA driver writes there while it
+# initialises: without it an H100 worker failed with "Error 304: OS call failed".
+OWN_PROC = "/proc/self"
+
+
 def _apply_landlock(allowed: Iterable[str], deny_tcp: bool) -> GuardStatus:
-    folders = _prepare(allowed)
+    folders = _prepare([*allowed, OWN_PROC])
     abi, why = landlock_abi()
     if abi <= 0:
         return GuardStatus(False, 0, why, tuple(folders))
