@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelstitch.agents.verifier.assemble import Inputs, assemble
-from kernelstitch.agents.verifier.declaration import CandidateOrigin
+from kernelstitch.agents.verifier.declaration import CandidateOrigin, TorchOpAllowance
 from kernelstitch.agents.verifier.protect import Protection, SnapshotError
 from kernelstitch.agents.verifier.runner import (
     CANDIDATE_TASK,
@@ -74,11 +74,15 @@ def verify(
     store: Any | None = None,
     secret_env: tuple[str, ...] = (),
     origin: CandidateOrigin = CandidateOrigin.UNTRUSTED,
+    allowance: TorchOpAllowance | None = None,
 ) -> Verdict:
     """`secret_env`: names of variables that hold credentials (the LLM configuration's key
     variable), dropped from the candidate's environment besides every secret-like one; never
     stored.  `origin`: BUILTIN only from the run whose built-in coder just wrote `candidate`
-    (its bound KERNELSTITCH_TORCH_OPS then counts); anything else is judged untrusted."""
+    (its bound KERNELSTITCH_TORCH_OPS then counts); anything else is judged untrusted.
+    `allowance`: PyTorch ops the caller lets this candidate run, from what the caller trusts
+    (the pipeline: the built-in plan of the module), never from the file; the static rules
+    and the profiler check excuse exactly those, and the verdict records them."""
     origin = CandidateOrigin(origin)
     report = progress or (lambda _message: None)
     reference, candidate = Path(reference).resolve(), Path(candidate).resolve()
@@ -91,10 +95,11 @@ def verify(
             module_name = reference_module
         run_id = store.start_run("verify", str(reference), module_name,
                                  {**asdict(options), "candidate": str(candidate), "seeds": seeds,
-                                  "origin": origin.value})
+                                  "origin": origin.value,
+                                  "allowance": allowance.to_json() if allowance else None})
     verdict = _protected(reference, candidate, tuple(secret_env), lambda protection: _verify(
         reference, candidate, reference_module, options, seeds, report, cancel, protection,
-        origin))
+        origin, allowance))
     if store is not None and run_id is not None:
         store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
         store.finish_run(run_id, "succeeded", {"verdict": verdict.status,
@@ -118,11 +123,12 @@ def _protected(reference: Path, candidate: Path, secret_env: tuple[str, ...],
 def _verify(reference: Path, candidate: Path, module: str | None, options: VerifyOptions,
             seeds: list[int], report: Callable[[str], None],
             cancel: threading.Event | None, protection: Protection,
-            origin: CandidateOrigin = CandidateOrigin.UNTRUSTED) -> Verdict:
+            origin: CandidateOrigin = CandidateOrigin.UNTRUSTED,
+            allowance: TorchOpAllowance | None = None) -> Verdict:
     report("static checks")
     try:
         info = resolve_module(reference, module)
-        static = check_files(candidate, reference, info.name, origin)
+        static = check_files(candidate, reference, info.name, origin, allowance)
     except (ProblemError, OSError) as exc:
         return Verdict("could_not_verify", [Reason("reference_error", str(exc))], seeds=seeds)
     inputs = Inputs(static=static, seeds=seeds, timing_requested=options.timing)

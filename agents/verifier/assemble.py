@@ -127,12 +127,17 @@ def _profile_checks(b: _Builder, result: dict[str, Any], reference_ops: list[str
     profiles = [CallProfile(c["index"], c.get("kernels", []), c.get("streams", []),
                             [(op, tuple(anc)) for op, anc in c.get("ops", [])]) for c in calls]
     # Only a declaration the static report honoured (the built-in coder's own, bound to this
-    # file, declaration.py) excuses an op; a candidate's own claims are ignored.
-    reused = reused_reference_ops(profiles, set(reference_ops), b.inputs.static.declared_torch_ops)
+    # file, declaration.py) and the allowance the caller granted excuse an op; a candidate's
+    # own claims are ignored.
+    static = b.inputs.static
+    reused = reused_reference_ops(profiles, set(reference_ops), static.excused_torch_ops)
     if reused:
+        allowed = (f"; allowed here: {', '.join(static.allowance.ops) or 'none'}"
+                   if static.allowance is not None else "")
         b.reject("reuses_reference_op", f"forward dispatches PyTorch compute ops the reference "
-                 f"uses: {', '.join(reused)} (only the built-in coder's own bound "
-                 "KERNELSTITCH_TORCH_OPS excuses a PyTorch call)", ops=reused)
+                 f"uses, or ops computing the same: {', '.join(reused)} (only the built-in "
+                 "coder's own bound KERNELSTITCH_TORCH_OPS, or the ops its caller allows, "
+                 f"excuse a PyTorch call{allowed})", ops=reused)
 
 
 def _unaccounted_work(b: _Builder, main_timing: dict[str, Any] | None) -> bool:
@@ -278,11 +283,13 @@ def assemble(inputs: Inputs) -> Verdict:
     if status == "accepted" and inputs.timing_requested and timings is None:
         b.notes.append("timing was requested but did not produce results")
     cases = (ref or {}).get("cases", [])
+    allowance = inputs.static.allowance
     return Verdict(
         status=status, reasons=final, checks=b.checks, timings=timings, seeds=list(inputs.seeds),
         shapes=[c.get("input_shapes") for c in cases], device=(ref or {}).get("device_name"),
         declared_torch_ops=dict(inputs.static.declared_torch_ops), notes=_unique(b.notes),
         memory_plan=(ref or {}).get("memory_plan"),
+        torch_op_allowance=allowance.to_json() if allowance is not None else None,
     )
 
 

@@ -12,6 +12,12 @@ passing could simply declare the ops it copies, so a declaration counts only whe
 
 The hash is not a secret: it binds the declaration to the exact file the built-in coder wrote,
 and the origin says that the built-in coder wrote it.
+
+Every other candidate may still leave ops to PyTorch, but only through a `TorchOpAllowance`:
+granted by the caller from what it trusts (the pipeline: the built-in planner's plan of the same
+module, its `library_call` / `pytorch_fallback` steps), never read from the candidate's text.
+The static rules and the profiler check excuse exactly its ops for that one verification, and
+the verdict records them with where they came from.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 DECLARATION_NAME = "KERNELSTITCH_TORCH_OPS"
 # The coder writes the binding (agents/coder/wrapper.py `bind`); the layers keep coder and
@@ -34,6 +42,35 @@ _BINDING_LINE = re.compile(rf'^{BINDING_NAME} = "([0-9a-f]*)"[ \t]*$', re.MULTIL
 class CandidateOrigin(str, Enum):
     UNTRUSTED = "untrusted"  # an LLM's reply, a user's file, anything read back from disk
     BUILTIN = "builtin"  # the built-in coder's output, verified by the run that generated it
+
+
+@dataclass(frozen=True)
+class TorchOpAllowance:
+    """PyTorch ops one candidate may run, granted by the caller (never by the candidate).
+
+    `ops`: profiler names (`aten::conv2d`, and the ops that call runs inside it) -> the kind of
+    step that keeps them in PyTorch (library_call / pytorch_fallback).  `source`: where the
+    grant comes from, recorded in the verdict ("the built-in planner's plan of Model: s1
+    library_call ...").  `calls`: how to call them (`torch.ops.aten.conv2d.default`), told to
+    an LLM coder; not used by any check."""
+
+    ops: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+    calls: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ops", {str(k): str(v) for k, v in sorted(self.ops.items())})
+        object.__setattr__(self, "calls", tuple(str(c) for c in self.calls))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ops": dict(self.ops), "source": self.source, "calls": list(self.calls)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> TorchOpAllowance | None:
+        if not data:
+            return None
+        return cls(dict(data.get("ops", {})), str(data.get("source", "")),
+                   tuple(data.get("calls", ())))
 
 
 @dataclass(frozen=True)
@@ -91,7 +128,8 @@ def read_declaration(source: str, tree: ast.Module, origin: CandidateOrigin) -> 
     if origin is not CandidateOrigin.BUILTIN:
         return Declaration(present=True, notes=(
             f"{DECLARATION_NAME} ignored: only the built-in coder's own output may declare "
-            "PyTorch calls; this candidate's PyTorch ops are judged like any others",))
+            "PyTorch calls; this candidate's PyTorch ops are judged like any others (only an "
+            "allowance its caller grants excuses any)",))
     if not is_bound(source, tree):
         return Declaration(present=True, notes=(
             f"{DECLARATION_NAME} ignored: {BINDING_NAME} does not match this file (edited or "

@@ -55,11 +55,14 @@ def reference_info(source: str, class_name: str | None = None) -> ReferenceInfo:
 
 
 def reused_reference_ops(use: TorchUse, reference: ReferenceInfo,
-                         declared: dict[str, str]) -> list[Reason]:
+                         excused_ops: dict[str, str]) -> list[Reason]:
     """forward reaches a torch op of the reference's, or one computing the same function class
-    (relu as hardtanh or clamp_min, linear as addmm), not excused by a trusted declaration."""
+    (relu as hardtanh or clamp_min, linear as addmm), not excused (`excused_ops`: a trusted
+    declaration's and the caller's allowance: exactly those ops, not their families)."""
     related = {ref: op_families(ref) for ref in sorted(reference.forward_ops)}
-    excused = {canonical_op(name) for name in declared}
+    excused = {canonical_op(name) for name in excused_ops}
+    allowed = (f" (only {', '.join(sorted(excused))} may stay in PyTorch here)" if excused
+               else "")
     reasons = []
     for found in use.ops:
         if found.op in NON_COMPUTE_OPS or found.op in excused:
@@ -72,7 +75,7 @@ def reused_reference_ops(use: TorchUse, reference: ReferenceInfo,
         reasons.append(Reason(
             "reuses_reference_op",
             f"forward reaches PyTorch's {found.op} (`{found.text}`), {same}: that work must be "
-            "the candidate's own kernel", found.line,
+            f"the candidate's own kernel{allowed}", found.line,
             {"op": found.op, "reference_op": ref, "how": found.how}))
     return reasons
 

@@ -25,7 +25,8 @@ Rules:
   `torch.ops.aten.relu_.default`, aliases and re-exports (`h = F.hardtanh`, `ops =
   torch.ops.aten`, `import torch.nn.functional as Fn`), tensor methods, `nn.ReLU()(x)`, `@`
   (name_resolution.py, torch_use.py); only the ops of a trusted, bound
-  `KERNELSTITCH_TORCH_OPS` are excused (declaration.py)
+  `KERNELSTITCH_TORCH_OPS` and those of an allowance the caller grants (`TorchOpAllowance`:
+  the pipeline's, from the built-in plan of the module) are excused (declaration.py)
                                                             -> reuses_reference_op
 * forward looks up an attribute of torch / F / torch.ops / a tensor by a name no static
   reading can compute (`getattr(F, name)` with name an argument), or runs `eval`/`exec` code
@@ -48,7 +49,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelstitch.agents.verifier.declaration import CandidateOrigin, read_declaration
+from kernelstitch.agents.verifier.declaration import (
+    CandidateOrigin,
+    TorchOpAllowance,
+    read_declaration,
+)
 from kernelstitch.agents.verifier.name_resolution import Resolver, import_aliases
 from kernelstitch.agents.verifier.op_names import (
     COMPUTE_METHODS,
@@ -101,6 +106,8 @@ class StaticReport:
     # The declaration honoured: a trusted, bound built-in file's, else empty (declaration.py).
     declared_torch_ops: dict[str, str] = field(default_factory=dict)
     origin: CandidateOrigin = CandidateOrigin.UNTRUSTED
+    # PyTorch ops the caller allows this candidate (never read from the file): declaration.py.
+    allowance: TorchOpAllowance | None = None
     uses_streams: bool = False  # the dynamic stream checks name what they find side-stream work
     library_api_calls: list[str] = field(default_factory=list)  # cublasLtMatmul, cudnn..., sorted
     notes: list[str] = field(default_factory=list)
@@ -111,6 +118,12 @@ class StaticReport:
 
     def codes(self) -> list[str]:
         return [r.code for r in self.reasons]
+
+    @property
+    def excused_torch_ops(self) -> dict[str, str]:
+        """The ops no reuse rule counts: the honoured declaration's and the allowance's."""
+        allowed = dict(self.allowance.ops) if self.allowance is not None else {}
+        return {**allowed, **self.declared_torch_ops}
 
 
 # --------------------------------------------------------------------------------------------
@@ -530,11 +543,15 @@ def _first_per_line(reasons: list[Reason]) -> list[Reason]:
 
 def check_source(candidate_source: str, reference_source: str | None = None,
                  reference_class: str | None = None,
-                 origin: CandidateOrigin = CandidateOrigin.UNTRUSTED) -> StaticReport:
+                 origin: CandidateOrigin = CandidateOrigin.UNTRUSTED,
+                 allowance: TorchOpAllowance | None = None) -> StaticReport:
     """The static rules on one candidate.  `origin`: BUILTIN only where the caller has just had
-    the built-in coder write this file; its bound declaration then excuses the ops it lists."""
+    the built-in coder write this file; its bound declaration then excuses the ops it lists.
+    `allowance`: PyTorch ops the caller allows whatever the origin (the pipeline grants an LLM
+    candidate the ops the built-in plan of the module leaves to PyTorch); exactly those are
+    excused, and the file has no say in it."""
     origin = CandidateOrigin(origin)
-    report = StaticReport(origin=origin)
+    report = StaticReport(origin=origin, allowance=allowance)
     try:
         tree = ast.parse(candidate_source)
     except SyntaxError as exc:
@@ -569,19 +586,24 @@ def _torch_work(cand: _Candidate, reference: ReferenceInfo, report: StaticReport
         Reason]:
     """PyTorch doing the reference's work, however spelled, and no kernel of its own."""
     use = forward_torch_use(cand.resolver, module_names(cand.resolver))
-    reasons = _first_per_line(reused_reference_ops(use, reference, report.declared_torch_ops))
+    reasons = _first_per_line(reused_reference_ops(use, reference, report.excused_torch_ops))
     reasons += _first_per_line(dynamic_lookups(use))
     evidence = own_kernel_evidence(cand.tree, cand.resolver)
     reasons += no_custom_kernel(cand.methods.get("forward"), evidence, reference)
     if report.declared_torch_ops:
         report.notes.append("declared PyTorch calls excused (the built-in coder's, bound to its "
                             f"plan): {', '.join(sorted(report.declared_torch_ops))}")
+    if report.allowance is not None:
+        ops = ", ".join(report.allowance.ops) or "none"
+        report.notes.append(f"PyTorch calls allowed by the caller: {ops} (from "
+                            f"{report.allowance.source or 'an unnamed source'})")
     return reasons
 
 
 def check_files(candidate: Path, reference: Path | None = None,
                 reference_class: str | None = None,
-                origin: CandidateOrigin = CandidateOrigin.UNTRUSTED) -> StaticReport:
+                origin: CandidateOrigin = CandidateOrigin.UNTRUSTED,
+                allowance: TorchOpAllowance | None = None) -> StaticReport:
     ref_text = Path(reference).read_text(encoding="utf-8") if reference else None
     return check_source(Path(candidate).read_text(encoding="utf-8"), ref_text, reference_class,
-                        origin)
+                        origin, allowance)

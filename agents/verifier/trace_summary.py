@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelstitch.agents.verifier.op_names import (
-    base_name,
+    canonical_op,
     is_compute_op,
     is_own_kernel,
     is_vendor_library_kernel,
+    op_families,
 )
 
 CALL_RANGE = re.compile(r"^ks_verify_call_(\d+)$")
@@ -89,19 +90,24 @@ def summarize_trace(trace: dict[str, Any]) -> list[CallProfile]:
 
 
 def reused_reference_ops(calls: list[CallProfile], reference_ops: set[str],
-                         declared: dict[str, str]) -> list[str]:
-    """Compute ops the candidate dispatched that the reference also runs, not declared, and not
-    nested inside a declared op."""
-    declared_bases = {base_name(k) for k in declared}
-    reference_bases = {base_name(op) for op in reference_ops if is_compute_op(op)}
+                         excused_ops: dict[str, str]) -> list[str]:
+    """Compute ops the candidate dispatched that the reference also runs, or that compute the
+    same function class (op_names: canonical names and families, as the static rule: a relu
+    dispatched as aten::clamp_min, a linear as aten::addmm), unless excused (`excused_ops`: the
+    trusted declaration's and the caller's allowance, exactly those ops by canonical name) or
+    nested inside an excused op (cuDNN's own ops inside aten::conv2d)."""
+    excused = {canonical_op(k) for k in excused_ops}
+    related: set[str] = set()
+    for op in reference_ops:
+        if is_compute_op(op):
+            related |= op_families(op)
     found: list[str] = []
     for call in calls:
         for op, ancestors in call.ops:
-            if not is_compute_op(op) or base_name(op) not in reference_bases:
+            name = canonical_op(op)
+            if not is_compute_op(op) or not is_compute_op(name) or name not in related:
                 continue
-            if base_name(op) in declared_bases:
-                continue
-            if any(base_name(a) in declared_bases for a in ancestors):
+            if name in excused or any(canonical_op(a) in excused for a in ancestors):
                 continue
             if op not in found:
                 found.append(op)

@@ -84,6 +84,9 @@ class Verdict:
     device: str | None = None
     declared_torch_ops: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The PyTorch ops the caller allowed this candidate and where that came from
+    # (declaration.TorchOpAllowance.to_json(): {"ops", "source", "calls"}); None: no allowance.
+    torch_op_allowance: dict[str, Any] | None = None
     # Wall seconds of each worker task (start-up included): where verification time goes.
     stage_seconds: dict[str, float] = field(default_factory=dict)
     # What the problem's sizes let the checks hold on the GPU (memory_plan.MemoryPlan).
@@ -122,6 +125,7 @@ class Verdict:
             device=data.get("device"),
             declared_torch_ops=dict(data.get("declared_torch_ops", {})),
             notes=list(data.get("notes", [])),
+            torch_op_allowance=data.get("torch_op_allowance"),
             stage_seconds=dict(data.get("stage_seconds", {})),
             memory_plan=data.get("memory_plan"),
             reference_sha256=data.get("reference_sha256"),
@@ -189,6 +193,11 @@ def render_verdict_markdown(verdict: Verdict) -> str:
     if verdict.declared_torch_ops:
         ops = ", ".join(f"`{k}` ({v})" for k, v in sorted(verdict.declared_torch_ops.items()))
         lines.append(f"Declared PyTorch calls: {ops}.")
+    allowance = verdict.torch_op_allowance
+    if allowance is not None:
+        ops = ", ".join(f"`{k}`" for k in sorted(allowance.get("ops", {}))) or "none"
+        lines.append(f"PyTorch calls allowed to this candidate: {ops} "
+                     f"(from {allowance.get('source') or 'an unnamed source'}).")
     if verdict.seeds:
         lines.append(f"Seeds (to reproduce): {', '.join(str(s) for s in verdict.seeds)}.")
     if verdict.reference_sha256:
