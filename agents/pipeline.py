@@ -260,6 +260,9 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
             plan, verdict, candidate_path = _adopt_llm_candidate(ctx, store, run_id, llm,
                                                                  candidate_path, out_dir)
             adopted_llm = True
+            if llm.torch_op_allowance is not None:
+                remember_allowed_file(store, Path(candidate_path), ctx.source,
+                                      llm.torch_op_allowance)
         elif candidate is None:
             return _failed("generate", ctx.source, ctx.module,
                            f"the built-in coder failed ({builtin_error}) and the LLM produced "
@@ -305,16 +308,20 @@ def _search(ctx: _Context, store, run_id: int, graph, plan, out_dir: Path, candi
 
 def _run_llm(ctx: _Context, store, run_id: int, graph, plan, candidate, builtin_error, verdict,
              out_dir: Path):
-    """The LLM Planner and Coder after the built-in coder (seed and fallback)."""
+    """The LLM Planner and Coder after the built-in coder (seed and fallback).  `plan` is the
+    built-in planner's: the PyTorch ops it leaves to PyTorch are the only ones an LLM candidate
+    may call (`builtin_torch_op_allowance`), whatever the LLM plan or the file says."""
     from kernelstitch.agents.llm.errors import LlmCancelled
     from kernelstitch.agents.llm.run import LlmInputs, run_llm_path
 
+    allowance = builtin_torch_op_allowance(plan, ctx.module)
     inputs = LlmInputs(
         source=ctx.source, module=ctx.module, graph=graph, builtin_plan=plan,
         builtin_source=candidate.source if candidate is not None else None,
         builtin_error=builtin_error, builtin_verdict=verdict, out_dir=out_dir,
-        profile=_baseline_profile(ctx, store))
-    verify = (lambda path: verify_candidate(ctx, path)) if ctx.config.verify else None
+        profile=_baseline_profile(ctx, store), torch_op_allowance=allowance)
+    verify = ((lambda path: verify_candidate(ctx, path, allowance=allowance))
+              if ctx.config.verify else None)
     try:
         return run_llm_path(
             inputs, llm_settings=ctx.config.llm, budget=ctx.config.budget,  # checked there
@@ -322,6 +329,39 @@ def _run_llm(ctx: _Context, store, run_id: int, graph, plan, candidate, builtin_
             progress=lambda stage, message: ctx.stage(stage, message), cancel=ctx.cancel)
     except LlmCancelled:
         raise Cancelled() from None
+
+
+# The step kinds of a plan that keep an op in PyTorch (agents/plan/model.py TECHNIQUES).
+TORCH_STEP_KINDS = ("library_call", "pytorch_fallback")
+
+
+def builtin_torch_op_allowance(plan, module: str):
+    """The PyTorch ops the built-in planner's plan of `module` leaves to PyTorch, as the
+    Verifier's `TorchOpAllowance` for an untrusted candidate of the same module (the LLM
+    coder's): each `library_call` / `pytorch_fallback` step's declared profiler names
+    (`spec["declare"]`, else the chain of its `spec["op"]`).  Trusted because the built-in
+    planner made `plan` from the captured graph in this process; nothing a model or a
+    candidate wrote enters it.  Never pass an LLM planner's plan here."""
+    from kernelstitch.agents.planner.ops import torch_ops_for
+    from kernelstitch.agents.verifier.declaration import TorchOpAllowance
+
+    ops: dict[str, str] = {}
+    calls: list[str] = []
+    steps: list[str] = []
+    for step in plan.steps:
+        if step.technique not in TORCH_STEP_KINDS:
+            continue
+        spec = step.spec or {}
+        op = str(spec.get("op") or "")
+        declared = spec.get("declare") or {
+            name: step.technique for name in (torch_ops_for(op) if op else ())}
+        ops.update({str(name): str(kind) for name, kind in declared.items()})
+        if op:
+            calls.append(f"torch.ops.{op}")
+        steps.append(f"{step.id} {step.technique}: {step.description}")
+    where = f"the built-in planner's plan of {module}"
+    source = f"{where} ({'; '.join(steps)})" if steps else f"{where} (no step left to PyTorch)"
+    return TorchOpAllowance(ops, source, tuple(dict.fromkeys(calls)))
 
 
 def _unverified_llm_file(llm) -> bool:
@@ -375,9 +415,12 @@ def _baseline_profile(ctx: _Context, store) -> dict[str, Any] | None:
     return content if isinstance(content, dict) else None
 
 
-def verify_candidate(ctx: _Context, candidate_path: Path, builtin: bool = False):
+def verify_candidate(ctx: _Context, candidate_path: Path, builtin: bool = False,
+                     allowance=None):
     """Verify in worker processes; the caller stores the verdict (it carries its seeds).
-    `builtin`: this run's built-in coder just wrote the file (its bound declaration counts)."""
+    `builtin`: this run's built-in coder just wrote the file (its bound declaration counts).
+    `allowance`: the PyTorch ops this (untrusted) file may call, from our side
+    (`builtin_torch_op_allowance`), never from the file."""
     from kernelstitch.agents.verifier import VerifyOptions, verify
     from kernelstitch.agents.verifier.declaration import CandidateOrigin
 
@@ -393,6 +436,7 @@ def verify_candidate(ctx: _Context, candidate_path: Path, builtin: bool = False)
         ctx.source, candidate_path, reference_module=ctx.module, options=options,
         progress=lambda message: ctx.stage("verifying", message), cancel=ctx.cancel,
         origin=CandidateOrigin.BUILTIN if builtin else CandidateOrigin.UNTRUSTED,
+        allowance=allowance,
     )
 
 
@@ -457,10 +501,42 @@ def written_by_builtin(store, path: Path) -> bool:
         return False
 
 
+# An adopted LLM file and the allowance it was verified with, by the sha256 of the file and of
+# the reference (a run store record, never a marker in the file): re-verifying it from disk
+# grants it the same ops while both are unchanged.
+ALLOWED_FILE_KIND = "allowed_file"
+
+
+def _allowance_key(path: Path, reference: Path) -> str:
+    return f"{_file_digest(path)}:{_file_digest(reference)}"
+
+
+def remember_allowed_file(store, path: Path, reference: Path, allowance) -> None:
+    record = store.start_run(ALLOWED_FILE_KIND, str(reference), "",
+                             {"key": _allowance_key(path, reference)})
+    store.add_artifact(record, ALLOWED_FILE_KIND, "allowance.json", allowance.to_json())
+    store.finish_run(record, "succeeded", {})
+
+
+def allowance_of_file(store, path: Path, reference: Path):
+    """The TorchOpAllowance the run that delivered this exact file granted it, or None."""
+    from kernelstitch.agents.verifier.declaration import TorchOpAllowance
+
+    try:
+        found = store.latest_by_config(ALLOWED_FILE_KIND, "key", _allowance_key(path, reference),
+                                       ALLOWED_FILE_KIND)
+        content = found.content if found is not None else None
+        return TorchOpAllowance.from_json(content if isinstance(content, dict) else None)
+    except Exception:  # noqa: BLE001 - an unreadable store grants nothing
+        return None
+
+
 def _verified(ctx: _Context, store, run_id: int, candidate: Path,
               plan: dict[str, Any] | None = None):
     """Verify one file and say so: verify's body, and choose's without a GPU to time on."""
-    verdict = verify_candidate(ctx, candidate, builtin=written_by_builtin(store, candidate))
+    builtin = written_by_builtin(store, candidate)
+    allowance = None if builtin else allowance_of_file(store, candidate, ctx.source)
+    verdict = verify_candidate(ctx, candidate, builtin=builtin, allowance=allowance)
     store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
     return JobResult(
         status="succeeded", message=_summary(verdict), kind="verify",

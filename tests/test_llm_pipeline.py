@@ -98,7 +98,7 @@ def test_correct_kernel_after_a_429_a_500_and_a_compile_error(stub, problem):
     assert len(prompts) == 5
     assert prompts[0].content["status_code"] == 429 and prompts[0].content["purpose"] == "planner"
     assert prompts[-1].content["reply"]["text"] == fenced(GOOD)
-    assert prompts[-1].content["meta"]["prompt_version"] == "v1"
+    assert prompts[-1].content["meta"]["prompt_version"] == "v2"
     assert SECRET not in all_stored_text(problem, result.run_id)
     report = Path(result.report_path).read_text()
     assert "the LLM candidate (reply 2) is used" in report and "0.5000 ms vs 1.0000 ms" in report

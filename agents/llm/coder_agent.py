@@ -2,8 +2,10 @@
 
 Each reply must hold the complete candidate file.  A reply goes through, in order:
 1. extraction (extract.py): a ```python block, not truncated, parses, defines ModelNew.forward;
-2. the Verifier's static rules (check_source, pure `ast`: works without a GPU), so reward-hacking
-   attempts are rejected with their named reason even offline;
+2. the Verifier's static rules (check_source, pure `ast`: works without a GPU) with the
+   allowance the pipeline's Verifier gets too (the PyTorch ops the built-in plan leaves to
+   PyTorch, listed in the prompt; a declaration in the reply's file is ignored), so the cheats
+   they can see are rejected with their named reason even offline (the rest needs a GPU);
 3. once every task of the plan is in place, the injected `verify` (the real Verifier in worker
    processes, or a scripted one in tests).
 Whatever fails is sent back as the next user message: the malformed-reply message, the rejection
@@ -33,6 +35,7 @@ from kernelstitch.agents.llm.limits import (
 )
 from kernelstitch.agents.llm.planner_agent import profile_text
 from kernelstitch.agents.plan import Plan, render_step_markdown
+from kernelstitch.agents.verifier.declaration import TorchOpAllowance
 from kernelstitch.agents.verifier.static_checks import check_source
 from kernelstitch.agents.verifier.verdict import Reason, Verdict
 
@@ -50,7 +53,7 @@ RULE_OF_CODE = {
     "side_stream_work": 4, "incomplete_on_return": 4, "monkeypatches_runtime": 5,
     "timer_tampering": 5, "unwritten_output": 6, "output_aliases_input": 6, "mutates_input": 6,
     "shape_specialised": 7, "silent_fallback": 8, "behaviour_changes_after_warmup": 10,
-    "hides_torch_ops": 10,
+    "hides_torch_ops": 10, "dynamic_torch_lookup": 1,
 }
 _PLAN_LITERAL = re.compile(r"^KERNELSTITCH_PLAN = r?'''.*?'''$", re.MULTILINE | re.DOTALL)
 
@@ -181,7 +184,11 @@ class CoderAgent:
         progress: Progress | None = None,
         on_attempt: Callable[[Attempt], None] | None = None,
         step_by_step: bool = True,
+        allowance: TorchOpAllowance | None = None,
     ) -> None:
+        """`allowance`: the PyTorch ops the caller's Verifier lets this module's candidates
+        call (the pipeline's, from the built-in plan): rendered into the task and applied by
+        the static checks here as in `verify`.  None: no PyTorch op is allowed."""
         self.client = client
         self.prompts = prompts
         self.module = module
@@ -199,6 +206,7 @@ class CoderAgent:
         self.builtin_ms = builtin_ms
         self.progress = progress or (lambda _s, _m: None)
         self.on_attempt = on_attempt or (lambda _a: None)
+        self.allowance = allowance
         self.tasks = self._tasks(step_by_step)
 
     # ---- prompts ------------------------------------------------------------------------------
@@ -212,6 +220,24 @@ class CoderAgent:
                     + (f" (lines {', '.join(map(str, s.source_lines))})" if s.source_lines
                        else "") for s in kernel_steps]
         return ["implement the whole plan (every step above) in one complete file"]
+
+    def _allowed_ops_text(self) -> str:
+        """What the model may leave to PyTorch: the allowance, never the plan's own claims."""
+        ops = dict(self.allowance.ops) if self.allowance is not None else {}
+        if not ops:
+            return ("None: every computation must run in your own kernels. The Verifier "
+                    "rejects a PyTorch op the reference uses for the same work, or one that "
+                    "computes the same function (`clamp_min` or `hardtanh` for a relu, `addmm` "
+                    "for a linear), however it is called.")
+        listed = ", ".join(f"`{op}` ({kind})" for op, kind in ops.items())
+        lines = [f"The built-in plan of this module leaves these ops to PyTorch, so the "
+                 f"Verifier allows exactly these PyTorch calls here and no others: {listed}."]
+        if self.allowance is not None and self.allowance.calls:
+            lines.append("Call them as " + ", ".join(
+                f"`{call}(...)`" for call in self.allowance.calls) + ".")
+        lines.append("Every other computation must run in your own kernels, even where the plan "
+                     "above keeps it as a library call.")
+        return " ".join(lines)
 
     def _task_message(self) -> str:
         # The plan may come from the model: each text and the whole are bounded (limits.py),
@@ -240,7 +266,8 @@ class CoderAgent:
         return self.prompts.render(
             "coder_task", module=self.module, source_name=self.source_name,
             source=self.reference_source, plan_origin=self.plan_origin, plan_steps=steps,
-            host=host, seed_text=seed_text, baseline=self.baseline, task=task)
+            host=host, seed_text=seed_text, baseline=self.baseline, task=task,
+            allowed_ops=self._allowed_ops_text())
 
     def _feedback(self, iteration: int, feedback: str, instruction: str) -> str:
         return self.prompts.render("coder_feedback", iteration=iteration,
@@ -321,13 +348,16 @@ class CoderAgent:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(code, encoding="utf-8")
         attempt.path = str(path)
-        static = check_source(code, self.reference_source, self.module)
+        static = check_source(code, self.reference_source, self.module,
+                              allowance=self.allowance)
         if static.rejected:
             attempt.outcome = "static_rejected"
             attempt.message = "; ".join(f"{r.code}" + (f" (line {r.line})" if r.line else "")
                                         for r in static.reasons)
-            attempt.verdict = Verdict("rejected", list(static.reasons),
-                                      notes=list(static.notes))
+            attempt.verdict = Verdict(
+                "rejected", list(static.reasons), notes=list(static.notes),
+                torch_op_allowance=(self.allowance.to_json() if self.allowance is not None
+                                    else None))
             self.progress("verifying", f"LLM candidate {attempt.index}: rejected by the static "
                                        f"checks ({attempt.message})")
             return format_reasons(static.reasons, code, "The Verifier's static checks REJECTED "

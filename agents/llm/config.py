@@ -75,7 +75,7 @@ class LlmConfig:
     planner: bool = True  # False: the LLM Coder implements the built-in plan
     planner_attempts: int = 3  # replies per planning (an invalid plan is retried with its error)
     json_mode: bool = True  # ask for response_format=json_object (dropped if the server refuses)
-    prompt_version: str = "v1"
+    prompt_version: str = "v2"  # v2: PyTorch ops allowed from the built-in plan (issue 21)
 
     def __post_init__(self) -> None:  # built directly too: never hold a refused value
         object.__setattr__(self, "api_key_env", safe_api_key_env(self.api_key_env))

@@ -31,6 +31,7 @@ from kernelstitch.agents.llm.config import LlmConfig
 from kernelstitch.agents.llm.errors import LlmCancelled, LlmError
 from kernelstitch.agents.llm.limits import MAX_ERROR_CHARS, clip
 from kernelstitch.agents.plan import Plan
+from kernelstitch.agents.verifier.declaration import TorchOpAllowance
 from kernelstitch.agents.verifier.verdict import Verdict
 
 Progress = Callable[[str, str], None]  # (stage, message)
@@ -47,6 +48,10 @@ class LlmInputs:
     builtin_verdict: Verdict | None
     out_dir: Path  # the module's output folder; LLM attempts go to out_dir/llm/
     profile: dict[str, Any] | None = None  # baseline profile JSON (findings) if one exists
+    # The PyTorch ops an LLM candidate may call: from the built-in plan (the pipeline's
+    # builtin_torch_op_allowance), told to the Coder and applied by every check of its files.
+    # None: none at all.
+    torch_op_allowance: TorchOpAllowance | None = None
 
 
 @dataclass
@@ -67,6 +72,7 @@ class LlmOutcome:
     elapsed_s: float = 0.0
     store_path: str | None = None
     run_id: int | None = None
+    torch_op_allowance: TorchOpAllowance | None = None  # LlmInputs'
 
     def summary(self) -> str:
         """A short clause for the job's one-line message."""
@@ -118,7 +124,8 @@ def run_llm_path(
 
     started = time.monotonic()
     outcome = LlmOutcome(plan=inputs.builtin_plan, plan_origin="built-in planner",
-                         store_path=str(getattr(store, "path", "")) or None, run_id=run_id)
+                         store_path=str(getattr(store, "path", "")) or None, run_id=run_id,
+                         torch_op_allowance=inputs.torch_op_allowance)
     seq = [0]
 
     def record(exchange: Any) -> None:
@@ -146,6 +153,8 @@ def run_llm_path(
             "prompt_version": config.prompt_version, "prompts": prompts.manifest(),
             "key": (f"read from ${config.api_key_env}" if config.api_key_env else "none")
             + (f" ({client.key_note})" if client.key_note else ""),
+            "torch_op_allowance": (inputs.torch_op_allowance.to_json()
+                                   if inputs.torch_op_allowance is not None else None),
         })
         progress("planning", f"LLM: {config.describe()}")
         if client.key_note:
@@ -243,7 +252,7 @@ def _code(inputs: LlmInputs, client: Any, prompts: Any, config: LlmConfig,
         plan_origin=outcome.plan_origin, seed_source=inputs.builtin_source, seed_note=seed_note,
         baseline=baseline, out_dir=inputs.out_dir / "llm", verify=verify,
         max_iterations=config.max_iterations, profile=profile_fn, builtin_ms=builtin_ms,
-        progress=progress, on_attempt=on_attempt)
+        progress=progress, on_attempt=on_attempt, allowance=inputs.torch_op_allowance)
     result = agent.run()
     outcome.coder = result
     outcome.error = outcome.error or result.error
@@ -309,6 +318,11 @@ def render_llm_section(outcome: LlmOutcome, builtin_exists: bool,
     lines.append(f"- plan: {outcome.plan_origin}")
     for k, error in enumerate(outcome.planner_errors, start=1):
         lines.append(f"  - planner reply {k} rejected: {error}")
+    allowance = outcome.torch_op_allowance
+    if allowance is not None:
+        ops = ", ".join(f"`{op}`" for op in allowance.ops) or "none"
+        lines.append(f"- PyTorch ops LLM candidates may call: {ops} (from {allowance.source}; "
+                     "a declaration in a candidate's file is ignored)")
     if outcome.usage:
         u = outcome.usage
         budget = f" of {cfg.token_budget}" if cfg and cfg.token_budget else ""

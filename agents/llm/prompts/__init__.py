@@ -44,7 +44,7 @@ class PromptSet:
         return {name: self.digest(name) for name in sorted(self.templates)}
 
 
-def load_prompts(version: str = "v1") -> PromptSet:
+def load_prompts(version: str = "v2") -> PromptSet:
     folder = PROMPTS_DIR / version
     if not re.fullmatch(r"v\d+", version) or not folder.is_dir():
         raise ValueError(f"no prompt version {version!r} (have {available_versions()})")
