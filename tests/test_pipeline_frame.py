@@ -81,7 +81,7 @@ def fake_bodies(monkeypatch, source):
         return JobResult(status="succeeded", message="written", kind="generate",
                          source_path=str(ctx.source), module=ctx.module, run_id=run_id)
 
-    def verify(ctx, path):
+    def verify(ctx, path, **_origin):  # builtin=, allowance=: what the pipeline trusts
         maybe_raise()
         return verdict
 
