@@ -192,6 +192,53 @@ def bench_merge(
                f"{summary.get('geomean_speedup_vs_compiled')}")
 
 
+@app.command("bench-coverage")
+def bench_coverage(
+    directory: Path = typer.Argument(..., help="bench folder (*.py files or level1/, level2/...)"),
+    levels: list[str] | None = typer.Option(None, "--levels", help="levels to include, e.g. 1 2"),
+    only: list[str] | None = typer.Option(None, "--only", help="problem names (a,b or repeated)"),
+    out: Path | None = typer.Option(None, "--out", help="JSON report with per-problem detail"),
+    markdown: Path | None = typer.Option(None, "--markdown", help="markdown tables"),
+    jobs: int = typer.Option(2, "--jobs", min=1, help="captures at a time (one worker each)"),
+    timeout: float = typer.Option(120.0, "--timeout", help="seconds per capture"),
+) -> None:
+    """Which ops the built-in planner leaves to PyTorch: capture (in a worker) and plan every
+    problem, count pytorch_fallback / library_call steps per level (nothing is compiled)."""
+    from kernelstitch.bench.coverage import (
+        ALL,
+        render_markdown,
+        report_json,
+        run_coverage,
+        write_outputs,
+    )
+    from kernelstitch.bench.problems import BenchError
+
+    def progress(done: int, total: int, result) -> None:
+        what = result.status if not result.error else f"{result.status}: {result.error['cause']}"
+        typer.echo(f"[{done}/{total}] {result.name}: {what} ({result.seconds:.1f}s)", err=True)
+
+    # --levels 1 2 3 and --levels 1,2,3 both work
+    wanted = [p for item in levels or [] for p in re.split(r"[,\s]+", item) if p]
+    try:
+        results = run_coverage(directory, wanted or None, jobs=jobs, timeout_s=timeout,
+                               only=only, progress=progress)
+    except BenchError as exc:
+        typer.echo(f"bench-coverage: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    report = report_json(results, directory, levels=wanted or None, timeout_s=timeout)
+    try:
+        write_outputs(report, out, markdown)
+    except OSError as exc:
+        typer.echo(f"bench-coverage: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(render_markdown(report["summary"]))
+    total = report["summary"][ALL] if ALL in report["summary"] else \
+        next(iter(report["summary"].values()))
+    typer.echo(f"{total['planned']}/{total['problems']} planned, {total['with_fallback']} keep "
+               f"a pytorch_fallback step, {total['capture_failed']} capture failures"
+               + (f"; JSON: {out}" if out else "") + (f"; markdown: {markdown}" if markdown else ""))
+
+
 @app.command()
 def watch(
     directory: Path = typer.Argument(Path("."), help="folder to watch"),
