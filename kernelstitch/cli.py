@@ -195,7 +195,8 @@ def bench_merge(
 @app.command("bench-coverage")
 def bench_coverage(
     directory: Path = typer.Argument(..., help="bench folder (*.py files or level1/, level2/...)"),
-    levels: list[str] | None = typer.Option(None, "--levels", help="levels to include, e.g. 1 2"),
+    levels: list[str] | None = typer.Option(
+        None, "--levels", help="levels to include: --levels 1,2 or --levels 1 --levels 2"),
     only: list[str] | None = typer.Option(None, "--only", help="problem names (a,b or repeated)"),
     out: Path | None = typer.Option(None, "--out", help="JSON report with per-problem detail"),
     markdown: Path | None = typer.Option(None, "--markdown", help="markdown tables"),
