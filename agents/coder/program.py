@@ -52,6 +52,29 @@ def attribute_path(target: str, kind: str) -> str:
     return f"self.{getter}({target!r})"
 
 
+def python_number(value: Any) -> str:
+    """A number or nested lists of numbers as Python source (non-finite floats spelled out)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(python_number(v) for v in value) + "]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    if isinstance(value, (bool, int, float)):
+        return repr(value)
+    raise CoderError(f"cannot spell the constant value {value!r}")
+
+
+def constant_buffer(node: Node) -> tuple[str, str]:
+    """(buffer name, expression) materialising a tensor constant the graph holds inline."""
+    meta, ph = node.meta, node.placeholder
+    if meta is None or ph is None or ph.value is None:
+        raise CoderError(f"tensor constant {node.name!r} has no value in the graph")
+    target = "".join(c if c.isalnum() or c == "_" else "_" for c in (ph.target or node.name))
+    expr = f"torch.tensor({python_number(ph.value)}, dtype=torch.{meta.dtype})"
+    if meta.numel == 0:
+        expr += f".reshape({list(meta.example_shape)!r})"
+    return f"_ks_const_{target}", expr
+
+
 class Program:
     def __init__(self, plan: Plan, graph: Graph, kernels: dict[str, KernelSource]):
         self.plan, self.graph, self.kernels = plan, graph, kernels
@@ -60,6 +83,9 @@ class Program:
         self.produced_by_step = {o: s.id for s in plan.steps for o in s.outputs}
         self.uses_device = False
         self.torch_ops: dict[str, str] = {}
+        # constant placeholder -> (buffer name, expression building it): ModelNew.__init__
+        # registers each constant the program reads once, as a non-persistent buffer
+        self.constants: dict[str, tuple[str, str]] = {}
         self.defined.update(n.name for n in graph.user_inputs())  # forward's arguments
 
     # ---- values ------------------------------------------------------------------------------
@@ -101,7 +127,11 @@ class Program:
             ph = node.placeholder
             if ph.kind == "input":
                 raise CoderError(f"input {name!r} is not a forward argument")
-            self.emit(f"{local(name)} = {attribute_path(ph.target, ph.kind)}")
+            if ph.kind == "constant":
+                self.constants[name] = constant_buffer(node)
+                self.emit(f"{local(name)} = self.{self.constants[name][0]}")
+            else:
+                self.emit(f"{local(name)} = {attribute_path(ph.target, ph.kind)}")
         elif is_host(node):
             self.emit(f"{local(name)} = {self.host_expression(node)}", node)
         elif name in self.produced_by_step:

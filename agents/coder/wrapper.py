@@ -307,7 +307,7 @@ class ModelNew(nn.Module):
         super().__init__()
         {reference_call}
         _adopt(self, reference)  # same parameter/buffer names; the reference is not kept
-        self._cuda_graphs = {cuda_graphs}
+{constants}        self._cuda_graphs = {cuda_graphs}
 
     def forward(self{forward_params}):
         if self._cuda_graphs is not None and _CudaGraphs.usable(({forward_args})):
@@ -323,7 +323,10 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
                      torch_ops: dict[str, str], cpp: str, cuda: str, functions: list[str],
                      cflags: list[str], cuda_cflags: list[str], ldflags: list[str],
                      init_sig: Signature, forward_inputs: list[str], body: list[str],
-                     cuda_graph: bool) -> str:
+                     cuda_graph: bool, constants: dict[str, str] | None = None) -> str:
+    """The candidate's text.  `constants`: buffer name -> expression of the tensor constants
+    forward reads (registered once in __init__, non-persistent: state_dict keys stay the
+    reference's; they follow the module's device)."""
     source_path = Path(source_path).resolve()
     output_dir = Path(output_path).resolve().parent
     ref_rel = os.path.relpath(source_path, output_dir)
@@ -345,6 +348,9 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
         cuda_graphs="_CudaGraphs()" if cuda_graph else "None",
         forward_params=forward_params, forward_args=args_tuple,
         forward_call=", ".join(forward_inputs), body=body_text,
+        constants="".join(f"{INDENT}self.register_buffer({name!r}, {expr}, persistent=False)"
+                          "  # a tensor constant of forward\n"
+                          for name, expr in (constants or {}).items()),
     ))
 
 

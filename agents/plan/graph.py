@@ -9,6 +9,11 @@ dimension dynamic; `example_shape` holds the sizes of the captured example.
 JSON encoding of argument values: node references are `{"ref": name}`, dtypes
 `{"dtype": "float32"}`, non-finite floats `{"float": "inf"}`, anything else torch-specific
 `{"repr": text}`; lists, ints, finite floats, bools, strings and None stay as they are.
+
+Tensor constants forward creates (`torch.tensor(0.5)`, lifted by torch.export) are placeholders
+of kind `constant` whose `value` holds the contents inline (a number for a 0-d tensor, else
+nested lists; dtype and shape are the node's output meta), so the coder can rebuild them.  Only
+small ones: capture refuses a constant of more than `MAX_INLINE_CONSTANT_NUMEL` elements.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Union
 
 SCHEMA_VERSION = 1
+MAX_INLINE_CONSTANT_NUMEL = 4096  # tensor constants stored inline in the graph (and the plan)
 PlaceholderKind = Literal["parameter", "buffer", "input", "constant"]
 
 
@@ -66,6 +72,9 @@ class Placeholder:
     target: str | None = None  # state_dict name for parameters/buffers
     index: int | None = None  # position in forward's arguments for user inputs
     persistent: bool = True
+    # kind "constant": the tensor's contents (number for 0-d, else nested lists; finite floats
+    # plain, non-finite ones as {"float": "inf"} in JSON)
+    value: Any = None
 
 
 @dataclass(frozen=True)
@@ -311,6 +320,8 @@ def node_to_json(node: Node) -> dict[str, Any]:
         p = node.placeholder
         out["placeholder"] = {"kind": p.kind, "target": p.target, "index": p.index,
                               "persistent": p.persistent}
+        if p.kind == "constant":
+            out["placeholder"]["value"] = value_to_json(p.value)
     if node.synthetic:
         out["synthetic"] = True
     return out
@@ -324,7 +335,8 @@ def node_from_json(data: dict[str, Any]) -> Node:
             if ph["kind"] not in ("parameter", "buffer", "input", "constant"):
                 raise GraphError(f"node {data.get('name')!r}: unknown placeholder kind {ph['kind']!r}")
             placeholder = Placeholder(ph["kind"], ph.get("target"), ph.get("index"),
-                                      bool(ph.get("persistent", True)))
+                                      bool(ph.get("persistent", True)),
+                                      value_from_json(ph.get("value")))
         return Node(
             name=str(data["name"]),
             op=str(data["op"]),
@@ -346,3 +358,13 @@ def node_from_json(data: dict[str, Any]) -> Node:
 def renamed(node: Node, **changes: Any) -> Node:
     """dataclasses.replace, re-exported so planner code needs no dataclasses import."""
     return replace(node, **changes)
+
+
+def scalar_constant(node: Node) -> int | float | bool | None:
+    """The number a 0-d tensor-constant placeholder holds (None for anything else)."""
+    ph = node.placeholder
+    meta = node.meta
+    if ph is None or ph.kind != "constant" or meta is None or meta.rank != 0:
+        return None
+    value = ph.value
+    return value if isinstance(value, (bool, int, float)) else None

@@ -11,11 +11,13 @@ from __future__ import annotations
 import operator
 import re
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 from kernelstitch.agents.plan.graph import (
+    MAX_INLINE_CONSTANT_NUMEL,
     DTypeConst,
     Graph,
     Node,
@@ -26,6 +28,7 @@ from kernelstitch.agents.plan.graph import (
 )
 from torch.export import Dim
 from torch.export.graph_signature import InputKind, OutputKind
+from torch.overrides import TorchFunctionMode
 
 from kernelstitch.core.problem import ProblemError, load_problem
 
@@ -63,8 +66,44 @@ def capture(path: str | Path, module: str | None = None,
     if not isinstance(model, torch.nn.Module):
         raise GraphCaptureError(f"{problem.info.name}(...) did not return an nn.Module")
 
-    exported, dynamic, notes = _export(model, inputs, path, problem.info.name)
-    return _convert(exported, path, problem.info.name, dynamic, notes)
+    recorder = _ConstantRecorder()
+    with recorder:
+        exported, dynamic, notes = _export(model, inputs, path, problem.info.name)
+    return _convert(exported, path, problem.info.name, dynamic, notes, recorder)
+
+
+# Factories building a tensor from Python data: in forward, torch.export lifts their result as
+# a tensor constant (CONSTANT_TENSOR input).
+_DATA_FACTORIES = frozenset({torch.tensor, torch.as_tensor, torch.asarray, torch.scalar_tensor})
+
+
+class _ConstantRecorder(TorchFunctionMode):
+    """Keeps the value of every tensor forward builds from Python data on the meta device
+    (`torch.tensor(v, device=x.device)` with x on meta has no contents): the same call on the
+    CPU, keyed by the meta tensor's identity (torch.export lifts that very object)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[tuple[torch.Tensor, torch.Tensor]] = []  # (result, CPU copy)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if (func in _DATA_FACTORIES and isinstance(out, torch.Tensor) and out.is_meta
+                and out.numel() <= MAX_INLINE_CONSTANT_NUMEL):
+            try:
+                with torch.device("cpu"):
+                    cpu = func(*args, **{**kwargs, "device": "cpu"})
+            except Exception:  # noqa: BLE001 - data that is itself a tensor: no value
+                cpu = None
+            if isinstance(cpu, torch.Tensor) and not cpu.is_meta:
+                self.made.append((out, cpu))
+        return out
+
+    def value_of(self, tensor: Any) -> torch.Tensor | None:
+        if isinstance(tensor, torch.Tensor) and not tensor.is_meta:
+            return tensor
+        return next((cpu for made, cpu in self.made if made is tensor), None)
 
 
 def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str):
@@ -166,11 +205,11 @@ def _op_name(target: Any) -> str:
     return f"{module}.{getattr(target, '__name__', repr(target))}"
 
 
-def _value(arg: Any) -> Any:
+def _value(arg: Any, alias: dict[str, str] | None = None) -> Any:
     if isinstance(arg, torch.fx.Node):
-        return NodeRef(arg.name)
+        return NodeRef((alias or {}).get(arg.name, arg.name))
     if isinstance(arg, (list, tuple)):
-        return [_value(a) for a in arg]
+        return [_value(a, alias) for a in arg]
     if isinstance(arg, torch.dtype):
         return DTypeConst(_dtype_name(arg))
     if arg is None or isinstance(arg, (bool, int, float, str)):
@@ -208,22 +247,60 @@ def _placeholders(exported) -> dict[str, Placeholder]:
     return found
 
 
-def _convert(exported, path: Path, module: str, dynamic: bool, notes: list[str]) -> Graph:
+# Ops that hand back their (constant) argument unchanged: export wraps a lifted constant in
+# lift_fresh_copy and detach_; capture reads the constant itself instead.
+_CONSTANT_PASSTHROUGH = frozenset({"aten.lift_fresh_copy.default", "aten.detach_.default",
+                                   "aten.detach.default", "aten.alias.default"})
+
+
+def _constant_value(exported, ph: Placeholder, recorder: _ConstantRecorder | None,
+                    line: int | None) -> Any:
+    """The contents of a lifted tensor constant as a JSON-able number / nested lists."""
+    what = f"forward creates the tensor constant {ph.target!r}"
+    tensor = exported.constants.get(ph.target) if ph.target else None
+    value = recorder.value_of(tensor) if recorder is not None else tensor
+    if not isinstance(value, torch.Tensor) or value.is_meta:
+        raise GraphCaptureError(
+            f"{what} from data capture cannot read (only torch.tensor(...) of Python numbers "
+            "is supported): make it a buffer with register_buffer", line)
+    if value.numel() > MAX_INLINE_CONSTANT_NUMEL:
+        raise GraphCaptureError(
+            f"{what} of {value.numel()} elements: constants of more than "
+            f"{MAX_INLINE_CONSTANT_NUMEL} elements are not inlined into the plan; make it a "
+            "buffer with register_buffer in __init__", line)
+    if value.is_complex() or value.dtype.is_floating_point is False and value.dtype not in (
+            torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        raise GraphCaptureError(f"{what} of dtype {_dtype_name(value.dtype)}: only real "
+                                "floating-point, integer and bool constants are supported", line)
+    return value.detach().cpu().tolist()
+
+
+def _convert(exported, path: Path, module: str, dynamic: bool, notes: list[str],
+             recorder: _ConstantRecorder | None = None) -> Graph:
     placeholders = _placeholders(exported)
     nodes: list[Node] = []
+    constants: set[str] = set()
+    alias: dict[str, str] = {}  # pass-through node of a constant -> the constant
+    users = {n.name: list(n.users) for n in exported.graph.nodes}
     for fx_node in exported.graph.nodes:
         meta = fx_node.meta
         if fx_node.op == "placeholder":
             ph = placeholders[fx_node.name]
             if ph.kind == "constant":
-                raise GraphCaptureError(
-                    f"forward creates the tensor constant {ph.target!r}: tensor constants are not "
-                    "supported yet (make it a buffer with register_buffer)")
+                first_use = next(iter(users[fx_node.name]), None)
+                line = _line_of(first_use.meta.get("stack_trace"), path) if first_use else None
+                ph = replace(ph, value=_constant_value(exported, ph, recorder, line))
+                constants.add(fx_node.name)
             nodes.append(Node(fx_node.name, "placeholder", outputs=(_meta(meta.get("val")),),
                               placeholder=ph))
             continue
         if fx_node.op != "call_function":
             continue  # output handled below
+        if (_op_name(fx_node.target) in _CONSTANT_PASSTHROUGH and fx_node.args
+                and isinstance(fx_node.args[0], torch.fx.Node)
+                and alias.get(fx_node.args[0].name, fx_node.args[0].name) in constants):
+            alias[fx_node.name] = alias.get(fx_node.args[0].name, fx_node.args[0].name)
+            continue
         val = meta.get("val")
         multi = isinstance(val, (list, tuple))
         outputs = tuple(_meta(v) for v in val) if multi else (_meta(val),)
@@ -232,8 +309,8 @@ def _convert(exported, path: Path, module: str, dynamic: bool, notes: list[str])
         nodes.append(Node(
             name=fx_node.name,
             op=_op_name(fx_node.target),
-            args=tuple(_value(a) for a in fx_node.args),
-            kwargs={k: _value(v) for k, v in fx_node.kwargs.items()},
+            args=tuple(_value(a, alias) for a in fx_node.args),
+            kwargs={k: _value(v, alias) for k, v in fx_node.kwargs.items()},
             outputs=outputs,
             multi_output=multi,
             symbol=symbol,
@@ -247,7 +324,7 @@ def _convert(exported, path: Path, module: str, dynamic: bool, notes: list[str])
     outputs = []
     for spec, value in zip(exported.graph_signature.output_specs, results):
         if spec.kind == OutputKind.USER_OUTPUT:
-            outputs.append(_value(value))
+            outputs.append(_value(value, alias))
         else:
             what = spec.target or spec.arg.name
             raise GraphCaptureError(

@@ -125,6 +125,9 @@ def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
         if alpha == 1.0:
             return [op("sub", b, a)]
         return [op("mul", a, alpha, dest=f"{out}__alpha"), op("sub", b, f"{out}__alpha")]
+    if name in ("min", "max") and overload == "other":  # torch.min(x, y): elementwise
+        b = operands[1] if len(operands) > 1 else None
+        return None if b is None else [op("minimum" if name == "min" else "maximum", a, b)]
     if name in ("mul", "maximum", "minimum") and overload in ("Tensor", "Scalar", "default"):
         b = operands[1] if len(operands) > 1 else None
         return None if b is None else [op(_BINARY[name], a, b)]

@@ -9,6 +9,15 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   of cuDNN into the elementwise epilogue kernel that follows the convolution anyway (one less
   pass over the output).
 * `max_values`: ``torch.max(x, dim).values`` with the indices unused == ``amax(x, dim)``.
+* `inplace_ops`: ``y = x.relu_()`` (``add_``, ``mul_``, ``hardtanh_``, ``clamp_``, ...) ==
+  ``y = x.relu()`` when x is a fresh value of this forward (no input, parameter, buffer,
+  constant, view or alias of one) and nothing but the in-place op reads x: the old value is
+  never observed, so overwriting it or writing a new tensor is the same program.  Only where the
+  out-of-place form is a fused elementwise op with x's dtype (no type promotion to differ);
+  other in-place ops stay PyTorch calls as written.
+* `constant_operands`: an elementwise op reading a 0-d tensor constant (``torch.min(x,
+  torch.tensor(0.5))``) reads the number instead, a constant of its fused kernel: a 0-d tensor
+  takes part in type promotion like a Python scalar, so the result is the same.
 * `recompute_prologue`: when a reduction's input is an elementwise value that something else
   also reads (RMSNorm's ``h = x + r`` feeds both ``h.pow(2).mean()`` and ``h * rms``), the
   reduction gets its own copy of the elementwise chain (recomputed from the chain's inputs in
@@ -19,8 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelstitch.agents.plan.graph import Graph, GraphEdit, Node, NodeRef, TensorMeta
-from kernelstitch.agents.plan.host_ops import is_host
+from kernelstitch.agents.plan.graph import (
+    Graph,
+    GraphEdit,
+    Node,
+    NodeRef,
+    TensorMeta,
+    renamed,
+    scalar_constant,
+)
+from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
 from kernelstitch.agents.planner.ops import (
     CONV_OPS,
     REDUCTION_KINDS,
@@ -42,7 +59,8 @@ class RewriteResult:
 
 def apply_rewrites(graph: Graph) -> RewriteResult:
     result = RewriteResult(graph)
-    for rule in (_linear_sum, _conv_bias, _max_values, _recompute_prologue):
+    for rule in (_inplace_ops, _constant_operands, _linear_sum, _conv_bias, _max_values,
+                 _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -50,6 +68,99 @@ def apply_rewrites(graph: Graph) -> RewriteResult:
             result.algebraic |= algebraic
             result.notes += notes
     return result
+
+
+# ATen views that host_ops.VIEW_OPS does not list (their results alias their input too).
+_OTHER_VIEWS = frozenset({
+    "aten.as_strided.default", "aten.diagonal.default", "aten.unfold.default",
+    "aten.view_as_real.default", "aten.view_as_complex.default", "aten.alias.default",
+    "aten.split_with_sizes.default", "aten.unsafe_split.Tensor", "aten.t_.default",
+})
+
+
+def _inplace_base(op: str) -> str | None:
+    """`aten.relu_.default` -> `aten.relu.default`; None for an op that is not in-place."""
+    parts = op.split(".")
+    if len(parts) != 3 or parts[0] != "aten":
+        return None
+    name = parts[1]
+    if not name.endswith("_") or name.startswith("_") or name.endswith("__"):
+        return None
+    return f"aten.{name[:-1]}.{parts[2]}"
+
+
+def _fresh_and_unread(graph: Graph, users: dict[str, list[str]], node: Node) -> bool:
+    """`node` (in-place) overwrites a value computed in this forward that nobody else reads:
+    walk back through earlier in-place ops on the same memory to the op that made it."""
+    reader = node.name
+    target = node.args[0] if node.args else None
+    while True:
+        if not isinstance(target, NodeRef) or users.get(target.node, []) != [reader]:
+            return False
+        made = graph.node(target.node)
+        if (made.is_placeholder or made.op in VIEW_OPS or made.op in _OTHER_VIEWS
+                or made.op == "getitem" or is_host(made)):
+            return False
+        if _inplace_base(made.op) is None:
+            return True
+        reader, target = made.name, made.args[0] if made.args else None
+
+
+def _inplace_ops(graph: Graph):
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    done: dict[str, int] = {}
+    for node in graph.nodes:
+        op = _inplace_base(node.op)
+        if op is None or node.meta is None or not _fresh_and_unread(graph, users, node):
+            continue
+        out = renamed(node, op=op, synthetic=True)
+        dtypes = {graph.node(r).meta.dtype for r in out.refs() if graph.node(r).meta is not None
+                  and graph.node(r).meta.rank > 0}
+        if (translate_elementwise(out) is None or not float_tensors(graph, out)
+                or dtypes - {node.meta.dtype}):
+            continue
+        edits.append(GraphEdit(out))
+        done[node.op.split(".")[1]] = done.get(node.op.split(".")[1], 0) + 1
+    notes = []
+    if done:
+        counts = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(done.items()))
+        notes.append(f"{sum(done.values())} in-place op(s) planned out of place ({counts}): each "
+                     "overwrites a value of this forward that nothing else reads")
+    return edits, set(), notes
+
+
+def _constant_operands(graph: Graph):
+    edits: list[GraphEdit] = []
+    notes: list[str] = []
+    for node in graph.nodes:
+        if node.is_placeholder or is_host(node):
+            continue
+        folded: dict[str, int | float | bool] = {}
+        for ref in node.refs():
+            value = scalar_constant(graph.node(ref))
+            if value is not None:
+                folded[ref] = value
+        if not folded:
+            continue
+
+        def fold(value, folded=folded):
+            if isinstance(value, NodeRef):
+                return folded.get(value.node, value)
+            if isinstance(value, list):
+                return [fold(v) for v in value]
+            return value
+
+        out = renamed(node, args=tuple(fold(a) for a in node.args),
+                      kwargs={k: fold(v) for k, v in node.kwargs.items()}, synthetic=True)
+        if translate_elementwise(out) is None or not float_tensors(graph, out):
+            continue
+        edits.append(GraphEdit(out))
+        for ref, value in folded.items():
+            target = graph.node(ref).placeholder.target
+            notes.append(f"line {node.line or '?'}: the tensor constant {target} ({value!r}) is a "
+                         f"constant of the {node.op.split('.')[1]} kernel")
+    return edits, set(), notes
 
 
 def _single_user(graph: Graph, users: dict[str, list[str]], name: str) -> str | None:
