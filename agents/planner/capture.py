@@ -29,6 +29,7 @@ from kernelstitch.agents.plan.graph import (
 from torch.export import Dim
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import _disable_current_modes
 
 from kernelstitch.core.problem import ProblemError, load_problem
 
@@ -91,17 +92,17 @@ class _ConstantRecorder(TorchFunctionMode):
         out = func(*args, **kwargs)
         if (func in _DATA_FACTORIES and isinstance(out, torch.Tensor) and out.is_meta
                 and out.numel() <= MAX_INLINE_CONSTANT_NUMEL):
-            try:
-                with torch.device("cpu"):
+            try:  # outside export's fake / tracing modes: a real CPU tensor
+                with _disable_current_modes(), torch.device("cpu"):
                     cpu = func(*args, **{**kwargs, "device": "cpu"})
             except Exception:  # noqa: BLE001 - data that is itself a tensor: no value
                 cpu = None
-            if isinstance(cpu, torch.Tensor) and not cpu.is_meta:
+            if type(cpu) is torch.Tensor and not cpu.is_meta:
                 self.made.append((out, cpu))
         return out
 
     def value_of(self, tensor: Any) -> torch.Tensor | None:
-        if isinstance(tensor, torch.Tensor) and not tensor.is_meta:
+        if type(tensor) is torch.Tensor and not tensor.is_meta:
             return tensor
         return next((cpu for made, cpu in self.made if made is tensor), None)
 
