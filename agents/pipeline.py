@@ -261,15 +261,15 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
                                                                  candidate_path, out_dir)
             adopted_llm = True
             if llm.torch_op_allowance is not None:
-                remember_allowed_file(store, Path(candidate_path), ctx.source,
-                                      llm.torch_op_allowance)
+                remember_delivered(store, Path(candidate_path), ctx.source,
+                                   allowance=llm.torch_op_allowance)
         elif candidate is None:
             return _failed("generate", ctx.source, ctx.module,
                            f"the built-in coder failed ({builtin_error}) and the LLM produced "
                            f"no usable candidate ({llm.error or llm.decision})", run_id=run_id,
                            plan=plan.to_json())
     if candidate_path is not None and not adopted_llm:
-        remember_builtin_file(store, Path(candidate_path))
+        remember_delivered(store, Path(candidate_path), ctx.source, builtin=True)
     ctx.stage("reporting", "writing report")
     report = render_report(plan, verdict, ctx.source, ctx.module, candidate_path,
                            extra_sections=extra)
@@ -475,10 +475,18 @@ def run_verify(
     return job.run(lambda ctx, store, run_id: _verified(ctx, store, run_id, candidate))
 
 
-# The built-in coder's delivered files by content hash (a run store record, never a marker in
-# the file): re-verifying one from disk (watch, on save, the bench's measure phase) trusts its
-# bound declaration only while the file is byte for byte what the coder wrote.
-BUILTIN_FILE_KIND = "builtin_file"
+# How a delivered file was trusted when the pipeline wrote it, by its content hash (a run store
+# record, never a marker in the file): re-verifying it from disk (watch, on save, the bench's
+# measure phase) trusts it the same way only while it is byte for byte that file. The built-in
+# coder's bound declaration counts for the file alone; an adopted LLM file's allowance also
+# needs the reference it was granted for to be unchanged.
+DELIVERED_FILE_KIND = "delivered_file"
+
+
+@dataclass(frozen=True)
+class DeliveredTrust:
+    builtin: bool = False  # the built-in coder wrote it
+    allowance: Any = None  # the TorchOpAllowance an adopted LLM file was verified with
 
 
 def _file_digest(path: Path) -> str:
@@ -487,56 +495,42 @@ def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def remember_builtin_file(store, path: Path) -> None:
-    record = store.start_run(BUILTIN_FILE_KIND, "", "", {"sha256": _file_digest(path)})
-    store.add_artifact(record, BUILTIN_FILE_KIND, "path.txt", str(path))
+def remember_delivered(store, path: Path, reference: Path, builtin: bool = False,
+                       allowance=None) -> None:
+    record = store.start_run(DELIVERED_FILE_KIND, str(reference), "",
+                             {"sha256": _file_digest(path)})
+    store.add_artifact(record, DELIVERED_FILE_KIND, "trust.json", {
+        "builtin": builtin, "reference_sha256": _file_digest(reference),
+        "allowance": allowance.to_json() if allowance is not None else None})
     store.finish_run(record, "succeeded", {})
 
 
-def written_by_builtin(store, path: Path) -> bool:
-    try:
-        return store.latest_by_config(BUILTIN_FILE_KIND, "sha256", _file_digest(path),
-                                      BUILTIN_FILE_KIND) is not None
-    except Exception:  # noqa: BLE001 - an unreadable store trusts nothing
-        return False
-
-
-# An adopted LLM file and the allowance it was verified with, by the sha256 of the file and of
-# the reference (a run store record, never a marker in the file): re-verifying it from disk
-# grants it the same ops while both are unchanged.
-ALLOWED_FILE_KIND = "allowed_file"
-
-
-def _allowance_key(path: Path, reference: Path) -> str:
-    return f"{_file_digest(path)}:{_file_digest(reference)}"
-
-
-def remember_allowed_file(store, path: Path, reference: Path, allowance) -> None:
-    record = store.start_run(ALLOWED_FILE_KIND, str(reference), "",
-                             {"key": _allowance_key(path, reference)})
-    store.add_artifact(record, ALLOWED_FILE_KIND, "allowance.json", allowance.to_json())
-    store.finish_run(record, "succeeded", {})
-
-
-def allowance_of_file(store, path: Path, reference: Path):
-    """The TorchOpAllowance the run that delivered this exact file granted it, or None."""
+def delivered_trust(store, path: Path, reference: Path) -> DeliveredTrust:
+    """How the run that delivered this exact file trusted it (nothing, for any other file)."""
     from kernelstitch.agents.verifier.declaration import TorchOpAllowance
 
     try:
-        found = store.latest_by_config(ALLOWED_FILE_KIND, "key", _allowance_key(path, reference),
-                                       ALLOWED_FILE_KIND)
+        found = store.latest_by_config(DELIVERED_FILE_KIND, "sha256", _file_digest(path),
+                                       DELIVERED_FILE_KIND)
         content = found.content if found is not None else None
-        return TorchOpAllowance.from_json(content if isinstance(content, dict) else None)
-    except Exception:  # noqa: BLE001 - an unreadable store grants nothing
-        return None
+        if not isinstance(content, dict):
+            return DeliveredTrust()
+        if content.get("builtin"):
+            return DeliveredTrust(builtin=True)
+        if content.get("reference_sha256") != _file_digest(reference):
+            return DeliveredTrust()
+        allowance = content.get("allowance")
+        return DeliveredTrust(allowance=TorchOpAllowance.from_json(
+            allowance if isinstance(allowance, dict) else None))
+    except Exception:  # noqa: BLE001 - an unreadable store trusts nothing
+        return DeliveredTrust()
 
 
 def _verified(ctx: _Context, store, run_id: int, candidate: Path,
               plan: dict[str, Any] | None = None):
     """Verify one file and say so: verify's body, and choose's without a GPU to time on."""
-    builtin = written_by_builtin(store, candidate)
-    allowance = None if builtin else allowance_of_file(store, candidate, ctx.source)
-    verdict = verify_candidate(ctx, candidate, builtin=builtin, allowance=allowance)
+    trust = delivered_trust(store, candidate, ctx.source)
+    verdict = verify_candidate(ctx, candidate, builtin=trust.builtin, allowance=trust.allowance)
     store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
     return JobResult(
         status="succeeded", message=_summary(verdict), kind="verify",

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from kernelstitch.agents.pipeline import (
     PipelineConfig,
-    allowance_of_file,
     builtin_torch_op_allowance,
-    remember_allowed_file,
+    delivered_trust,
+    remember_delivered,
     run_generate,
 )
 from kernelstitch.agents.verifier.assemble import Inputs, assemble
@@ -212,14 +212,15 @@ def test_an_adopted_file_keeps_its_allowance_only_while_it_and_its_reference_are
     reference, candidate = tmp_path / "conv.py", tmp_path / "model_new.py"
     shutil.copy(CONV, reference)
     candidate.write_text(HONEST)
-    assert allowance_of_file(store, candidate, reference) is None
-    remember_allowed_file(store, candidate, reference, CONV_ALLOWANCE)
-    assert allowance_of_file(store, candidate, reference) == CONV_ALLOWANCE
+    assert delivered_trust(store, candidate, reference).allowance is None
+    remember_delivered(store, candidate, reference, allowance=CONV_ALLOWANCE)
+    assert delivered_trust(store, candidate, reference).allowance == CONV_ALLOWANCE
+    assert not delivered_trust(store, candidate, reference).builtin
     candidate.write_text(HONEST + "\n# edited\n")
-    assert allowance_of_file(store, candidate, reference) is None
+    assert delivered_trust(store, candidate, reference).allowance is None
     candidate.write_text(HONEST)
     reference.write_text(CONV.read_text() + "\n# edited\n")
-    assert allowance_of_file(store, candidate, reference) is None
+    assert delivered_trust(store, candidate, reference).allowance is None
 
 
 # ---- the LLM path end to end (stub server, real Verifier on CPU) --------------------------------

@@ -71,7 +71,7 @@ def test_re_verifying_trusts_only_the_built_in_coders_unchanged_file(tmp_path):
     import shutil
     from pathlib import Path
 
-    from kernelstitch.agents.pipeline import written_by_builtin
+    from kernelstitch.agents.pipeline import delivered_trust
 
     from kernelstitch.core.runstore import RunStore
 
@@ -83,12 +83,12 @@ def test_re_verifying_trusts_only_the_built_in_coders_unchanged_file(tmp_path):
                              lambda e: None)
     candidate = Path(generated.candidate_path)
     store = RunStore(ws.runstore_path)
-    assert written_by_builtin(store, candidate)
+    assert delivered_trust(store, candidate, source).builtin
     first = run_verify(source, None, None, ws, PipelineConfig(), lambda e: None)
     codes = [r["code"] for r in first.verdict["reasons"]]
     assert "reuses_reference_op" not in codes  # its declared cuDNN conv counts
 
     candidate.write_text(candidate.read_text() + "\n# edited\n")
-    assert not written_by_builtin(store, candidate)
+    assert not delivered_trust(store, candidate, source).builtin
     edited = run_verify(source, None, None, ws, PipelineConfig(), lambda e: None)
     assert "reuses_reference_op" in [r["code"] for r in edited.verdict["reasons"]]

@@ -37,13 +37,11 @@ from typing import Any, TypeVar
 from kernelstitch.core.workspace import write_text_atomic
 
 SCHEMA_VERSION = 1
-# builtin_file: a file the built-in coder delivered, by content hash (agents/pipeline.py);
-# allowed_file: an adopted LLM file and the PyTorch ops it was allowed, by the hashes of the
-# file and its reference (agents/pipeline.py)
-RUN_KINDS = ("generate", "verify", "profile", "bench", "watch", "search", "builtin_file",
-             "allowed_file")
+# delivered_file: how the pipeline trusted a file it delivered (built-in, or an LLM file's
+# allowance), by the file's content hash (agents/pipeline.py)
+RUN_KINDS = ("generate", "verify", "profile", "bench", "watch", "search", "delivered_file")
 ARTIFACT_KINDS = ("plan", "candidate", "verdict", "profile", "report", "log", "prompt",
-                  "selection", "builtin_file", "allowed_file")
+                  "selection", "delivered_file")
 PENDING_DIR = "pending"
 MAX_TEXT_CHARS = 1_000_000  # a text artifact (a candidate file, a report)
 MAX_JSON_STRING_CHARS = 200_000  # one string inside a JSON artifact
