@@ -204,12 +204,12 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
         else:
             ctx.stage("verifying", f"timing the original (eager and CUDA-graph replay) and "
                                    f"{len(paths)} variants on the same inputs")
-            original, graphed, measured, profile = _time(gpu, built, budget_s)
+            original, graphed, measured, profile = _time(gpu, built, budget_s, profile=True)
             if clock() - started < time_budget_s * NEXT_ROUND_SHARE and _next_round(
                     ctx, built, profile, out_dir):
                 ctx.stage("verifying", f"round 2: timing the original and {len(paths)} "
                                        "variants again, with the profile's alternatives")
-                original, graphed, measured, _ = _time(gpu, built, budget_s)
+                original, graphed, measured, _ = _time(gpu, built, budget_s, profile=False)
             order = contenders(original, measured)
             reused = False
 
@@ -241,12 +241,13 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
     return SearchResult(selection, default_plan, None, last_verdict)
 
 
-def _time(gpu: TimingWorker, built: BuiltVariants, budget_s: float) -> tuple[
+def _time(gpu: TimingWorker, built: BuiltVariants, budget_s: float, profile: bool) -> tuple[
         Any, MeasuredVariant | None, list[MeasuredVariant], dict[str, Any] | None]:
     """One shared timing run of the original and every built variant: (original, graphed
-    original, the variants' rows, the fastest variant's kernel profile)."""
+    original, the variants' rows, the fastest variant's kernel profile when `profile`: only
+    round 1's feeds a next round)."""
     result = gpu.measure([{"name": n, "path": str(p)} for n, p in built.paths.items()],
-                         budget_s, profile=True)
+                         budget_s, profile=profile)
     measured = built.measured()
     for v in measured:
         timed = result["variants"].get(v.name, {})
@@ -269,8 +270,9 @@ def hot_reductions(plan: Plan, kernel_ms: dict[str, float],
         if step.technique != "fused_reduction" or not name or total <= 0:
             continue
         mine = {kernel: ms for kernel, ms in kernel_ms.items() if name in kernel}
-        if sum(mine.values()) / total >= share:
-            hot[step.id] = (sum(mine.values()) / total, sorted(mine))
+        fraction = sum(mine.values()) / total
+        if fraction >= share:
+            hot[step.id] = (fraction, sorted(mine))
     return hot
 
 

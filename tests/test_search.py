@@ -37,6 +37,7 @@ class FakeGpu:
         self.times, self.original, self.measured = times, original, 0
         self.original_graph, self.kernel_ms = original_graph, kernel_ms
         self.rounds: list[list[str]] = []
+        self.profiled: list[bool] = []
 
     def __call__(self, ctx):
         return self
@@ -54,6 +55,7 @@ class FakeGpu:
         self.measured += 1
         names = [v["name"] for v in variants]
         self.rounds.append(names)
+        self.profiled.append(profile)
         assert all(Path(v["path"]).is_file() for v in variants)
         timed = [n for n in names if n in self.times]
         fastest = min(timed, key=self.times.__getitem__) if timed else None
@@ -244,6 +246,7 @@ def test_the_profile_of_the_fastest_variant_drives_a_second_round(tmp_path):
     found = run_search(ctx, graph, out, FakeVerify({"*": accepted(2.0)}), store, 1,
                        worker=gpu)
     assert gpu.rounds == [["default", "graph"], ["default", "graph", "graph-nocluster"]]
+    assert gpu.profiled == [True, False]  # only round 1's profile feeds a next round
     selection = found.selection
     assert selection.winner == "graph-nocluster"
     assert not found.plan.steps[0].reduction_knobs.cluster  # the delivered plan has the knob
