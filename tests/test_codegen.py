@@ -96,6 +96,23 @@ def reduction_specs() -> list[ReductionSpec]:
             )
         )
         specs.append(ReductionSpec(f"red_sum_{dtype}", "sum", (TensorArg("x", dtype),), 0, True, "float32"))
+    # group_norm: a conv bias in the prologue and a per-channel affine inside each row (loaded per
+    # VEC values, not per row), an epilogue input; a mean over three consecutive dims
+    specs.append(
+        ReductionSpec(
+            "red_group_norm", "group_norm",
+            (TensorArg("x", "float32"), TensorArg("cb", "float32"), TensorArg("w", "float32"),
+             TensorArg("bb", "float32"), TensorArg("r", "float32")),
+            dim=1, keepdim=True, out_dtype="float32", weight="w", bias="bb", groups=8,
+            prologue=(E("add", ("x", "cb"), "p"),), prologue_out="p",
+            epilogue=(E("tanh", ("acc",), "t"), E("add", ("t", "r"), "o")), epilogue_out="o",
+            epilogue_inputs=("r",),
+        )
+    )
+    specs.append(ReductionSpec("red_group_norm_f16", "group_norm", (TensorArg("x", "float16"),), 1, True,
+                               "float16", groups=4))
+    specs.append(ReductionSpec("red_mean_dims", "mean", (TensorArg("x", "float32"),), 1, False, "float32",
+                               dim_count=3))
     return specs
 
 

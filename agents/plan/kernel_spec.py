@@ -72,7 +72,7 @@ class ElementwiseSpec:
 
 ReductionKind = Literal[
     "sum", "mean", "amax", "amin", "logsumexp",  # produce the reduced shape
-    "softmax", "log_softmax", "layer_norm",  # produce the input's shape
+    "softmax", "log_softmax", "layer_norm", "group_norm",  # produce the input's shape
 ]
 
 
@@ -84,9 +84,13 @@ class ReductionSpec:
 
     * `prologue` computes the reduced operand `prologue_out` from `inputs` (all broadcast to the
       shape of `inputs[0]`); empty prologue means `prologue_out == inputs[0].name`.
-    * `kind` reduces it along `dim` (normalised at run time; keepdim as given).
+    * `kind` reduces it along `dim` (normalised at run time; keepdim as given), or along the
+      `dim_count` consecutive dims from `dim` on, seen as one dim.
     * layer_norm normalises over the trailing `norm_ndim` dimensions (treated as R) with `eps`;
       `weight`/`bias` name TensorArgs in `inputs` (or None).
+    * group_norm normalises each of `groups` channel groups of an [N, C, *] tensor (rows of
+      C / groups * prod(*) values, `dim`/`keepdim` unused) with `eps`; `weight`/`bias` are
+      per-channel [C] vectors.
     * `epilogue` maps the reduction's result, named `"acc"`, elementwise to the stored output
       `epilogue_out`; epilogue tensor inputs (in `inputs` too) broadcast to the output shape.
     """
@@ -106,6 +110,8 @@ class ReductionSpec:
     eps: float = 1e-5
     weight: str | None = None
     bias: str | None = None
+    groups: int = 1  # group_norm only
+    dim_count: int = 1  # reduce kinds: the consecutive dims dim .. dim + dim_count - 1 as one R
 
 
 Activation = Literal["none", "relu", "gelu", "gelu_tanh"]
@@ -185,7 +191,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
                 "epilogue": [_op(o) for o in spec.epilogue], "epilogue_out": spec.epilogue_out,
                 "epilogue_inputs": list(spec.epilogue_inputs), "norm_ndim": spec.norm_ndim,
-                "eps": spec.eps, "weight": spec.weight, "bias": spec.bias}
+                "eps": spec.eps, "weight": spec.weight, "bias": spec.bias, "groups": spec.groups,
+                "dim_count": spec.dim_count}
     if isinstance(spec, GemmSpec):
         return {"type": "gemm", "name": spec.name, "x": _arg(spec.x), "weight": _arg(spec.weight),
                 "bias": _arg(spec.bias), "activation": spec.activation,
@@ -210,7 +217,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             epilogue_out=data.get("epilogue_out", "acc"),
             epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
             norm_ndim=int(data.get("norm_ndim", 1)), eps=float(data.get("eps", 1e-5)),
-            weight=data.get("weight"), bias=data.get("bias"))
+            weight=data.get("weight"), bias=data.get("bias"), groups=int(data.get("groups", 1)),
+            dim_count=int(data.get("dim_count", 1)))
     if kind == "gemm":
         return GemmSpec(
             name=data["name"], x=_arg_from(data["x"]), weight=_arg_from(data["weight"]),

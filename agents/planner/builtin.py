@@ -26,10 +26,14 @@ from kernelstitch.agents.planner.ops import (
     REDUCTION_KINDS,
     base_op,
     elementwise_flops,
+    norm_affine,
+    norm_eps,
+    norm_groups,
+    reduced_dims,
     torch_ops_for,
     translate_elementwise,
 )
-from kernelstitch.agents.planner.rewrites import apply_rewrites
+from kernelstitch.agents.planner.rewrites import apply_rewrites, conv_bias_adds
 
 CUDA_GRAPH_MAX_BYTES = 64 << 20  # below this a forward is launch-bound on an H100
 CUDA_GRAPH_MIN_LAUNCHES = 2
@@ -70,9 +74,13 @@ def nothing_to_fuse(steps: list[PlanStep]) -> str | None:
 
 
 def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
-    rewritten = apply_rewrites(graph)
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
+    rewritten = apply_rewrites(graph)
     sched = schedule(rewritten.graph, gemm_kernels=use_gemm)
+    lone = lone_bias_adds(sched)
+    if lone:  # nothing absorbs these bias adds: cuDNN adds the bias in its own pass instead
+        rewritten = apply_rewrites(graph, keep_conv_bias=frozenset(lone))
+        sched = schedule(rewritten.graph, gemm_kernels=use_gemm)
     builder = _StepBuilder(sched, rewritten.algebraic)
     steps = [builder.step(g, k) for k, g in enumerate(sched.groups, start=1)]
     notes = list(graph.notes) + rewritten.notes
@@ -96,6 +104,14 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
         notes=notes,
         graph_edits=[e.to_json() for e in rewritten.edits],
     ).bind(graph)
+
+
+def lone_bias_adds(sched: Schedule) -> list[str]:
+    """Convolutions whose split-off bias add (rewrites.conv_bias) ended up a kernel of its own:
+    an extra read and write of the conv output that the library call does not need."""
+    adds = conv_bias_adds(sched.graph)
+    return [adds[g.nodes[0]] for g in sched.groups
+            if g.kind == "elementwise" and len(g.nodes) == 1 and g.nodes[0] in adds]
 
 
 # ---- steps -----------------------------------------------------------------------------------
@@ -178,18 +194,22 @@ class _StepBuilder:
         else:
             pro_inputs = [src]
         weight = bias = None
-        norm_ndim, eps = 1, 1e-5
-        if kind == "layer_norm":
-            norm_ndim = len(anchor.arg(1, "normalized_shape"))
-            eps = float(anchor.arg(4, "eps", 1e-5))
-            w, b = anchor.arg(2, "weight"), anchor.arg(3, "bias")
+        norm_ndim, eps, groups, dim_count = 1, 1e-5, 1, 1
+        if kind in ("layer_norm", "group_norm"):
+            eps = norm_eps(anchor)
+            w, b = norm_affine(anchor)
             weight = w.node if isinstance(w, NodeRef) else None
             bias = b.node if isinstance(b, NodeRef) else None
             dim, keepdim = -1, True
+            if kind == "layer_norm":
+                norm_ndim = len(anchor.arg(1, "normalized_shape"))
+            else:
+                dim, groups = 1, int(norm_groups(anchor, self.node(src).meta.shape[1]))
         elif kind in ("softmax", "log_softmax"):
             dim, keepdim = int(anchor.arg(1, "dim")), True
         else:
-            dim = int(anchor.arg(1, "dim")[0])
+            dims = anchor.arg(1, "dim")
+            dim, dim_count = (dims[0], 1) if len(dims) == 1 else reduced_dims(dims, self.node(src).meta.rank)
             keepdim = bool(anchor.arg(2, "keepdim", False))
         epi_inputs = [i for i in self.external_inputs(g.epilogue) if i != g.anchor]
         affine = [v for v in (weight, bias) if v is not None and v not in pro_inputs]
@@ -202,11 +222,11 @@ class _StepBuilder:
             epilogue=tuple(self.ops(g.epilogue, {g.anchor: "acc"})),
             epilogue_out="acc" if not g.epilogue else g.epilogue[-1],
             epilogue_inputs=tuple(epi_inputs), norm_ndim=norm_ndim, eps=eps,
-            weight=weight, bias=bias)
+            weight=weight, bias=bias, groups=groups, dim_count=dim_count)
         in_numel = self.node(src).meta.numel
         moved = sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(self.node(g.final).meta)
         flops = in_numel * (elementwise_flops(list(spec.prologue)) + (5 if kind in (
-            "softmax", "log_softmax", "logsumexp", "layer_norm") else 1))
+            "softmax", "log_softmax", "logsumexp", "layer_norm", "group_norm") else 1))
         flops += self.node(g.final).meta.numel * elementwise_flops(list(spec.epilogue))
         parts = []
         if g.prologue:
@@ -214,7 +234,14 @@ class _StepBuilder:
         if g.epilogue:
             parts.append("epilogue " + ", ".join(base_op(self.node(n).op) for n in g.epilogue))
         fused = f" with {'; '.join(parts)}" if parts else ""
-        where = f"over the last {norm_ndim} dim(s)" if kind == "layer_norm" else f"over dim {dim}"
+        if kind == "layer_norm":
+            where = f"over the last {norm_ndim} dim(s)"
+        elif kind == "group_norm":
+            where = f"over {groups} channel groups"
+        elif dim_count > 1:
+            where = f"over dims {dim}..{dim + dim_count - 1}"
+        else:
+            where = f"over dim {dim}"
         return PlanStep(
             id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
             description=f"{kind} {where}{fused}", source_lines=self.lines(g.nodes),
@@ -259,7 +286,12 @@ class _StepBuilder:
         moved = sum(_nbytes(self.node(i).meta) for i in inputs) + sum(
             _nbytes(m) for m in node.outputs)
         flops = sum(m.numel for m in node.outputs if m is not None)
-        if technique == "library_call" and base_op(node.op).startswith("conv"):
+        if technique == "library_call" and base_op(node.op).startswith("conv_transpose"):
+            # each input value meets a [C_out / groups, k...] slice of the weight
+            wm = self.node(node.args[1].node).meta
+            flops = 2 * self.node(node.args[0].node).meta.numel * math.prod(wm.example_shape[1:])
+            what = f"{base_op(node.op)} through cuDNN (PyTorch)"
+        elif technique == "library_call" and base_op(node.op).startswith("conv"):
             wm = self.node(node.args[1].node).meta
             flops = 2 * node.meta.numel * math.prod(wm.example_shape[1:])
             what = f"{base_op(node.op)} through cuDNN (PyTorch)"

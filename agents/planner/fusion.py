@@ -26,6 +26,9 @@ from kernelstitch.agents.planner.ops import (
     GEMM_OPS,
     REDUCTION_KINDS,
     float_tensors,
+    norm_affine,
+    norm_groups,
+    reduced_dims,
     translate_elementwise,
 )
 
@@ -173,10 +176,13 @@ class _Scheduler:
             shape = node.arg(1, "normalized_shape")
             if not isinstance(shape, list) or not shape:
                 return "layer_norm without a static normalized_shape"
-            for k, key in ((2, "weight"), (3, "bias")):
-                v = node.arg(k, key)
+        if kind in ("layer_norm", "group_norm"):
+            for key, v in zip(("weight", "bias"), norm_affine(node)):
                 if v is not None and not isinstance(v, NodeRef):
-                    return f"layer_norm {key} is not a tensor"
+                    return f"{node.op.split('.')[1]} {key} is not a tensor"
+        if kind == "group_norm":
+            return self.group_norm_problem(node)
+        if kind == "layer_norm":
             return None
         if kind in ("softmax", "log_softmax"):
             dim = node.arg(1, "dim")
@@ -186,12 +192,30 @@ class _Scheduler:
                 return None  # out dtype from meta
             return None
         dims = node.arg(1, "dim")
-        if not isinstance(dims, list) or len(dims) != 1 or not isinstance(dims[0], int):
-            return "reduction over several dimensions (only one is compiled)"
+        if reduced_dims(dims, len(self.shape(node.args[0].node))) is None:
+            return "reduction over dimensions that are not consecutive (one [outer, R, inner] view)"
         if node.kwargs.get("dtype") is not None or (kind in ("sum", "mean") and
                                                     node.arg(3, "dtype") is not None):
             return "reduction with a dtype argument"
         return None
+
+    def group_norm_problem(self, node: Node) -> str | None:
+        shape = self.shape(node.args[0].node)
+        if len(shape) < 2 or not isinstance(shape[1], int):
+            return "normalisation of a tensor without a static channel dim"
+        if node.op == "aten.instance_norm.default":
+            if not node.arg(5, "use_input_stats", True):
+                return "instance_norm with running statistics (use_input_stats=False)"
+            if any(node.arg(k, key) is not None for k, key in ((3, "running_mean"), (4, "running_var"))):
+                return "instance_norm that updates running statistics"
+        groups = norm_groups(node, shape[1])
+        if not isinstance(groups, int) or groups < 1 or shape[1] % groups:
+            return f"group_norm with {groups!r} groups of {shape[1]} channels"
+        return None
+
+    def affine_refs(self, node: Node) -> set[str]:
+        """The weight / bias values of a normalisation (read by its kernel, not a prologue)."""
+        return {v.node for v in norm_affine(node) if isinstance(v, NodeRef)}
 
     def gemm_problem(self, node: Node) -> str | None:
         if not float_tensors(self.graph, node):
@@ -288,10 +312,7 @@ class _Scheduler:
         if self.shape(node.name) != out_shape or node.meta.dtype not in FLOAT_DTYPES:
             return False
         anchor = self.graph.node(g.anchor)
-        forbidden = set(self.prologue_inputs(g))
-        if REDUCTION_KINDS[anchor.op] == "layer_norm":
-            forbidden |= {v.node for v in (anchor.arg(2, "weight"), anchor.arg(3, "bias"))
-                          if isinstance(v, NodeRef)}
+        forbidden = set(self.prologue_inputs(g)) | self.affine_refs(anchor)
         for r in refs:
             if r == final:
                 continue
@@ -348,8 +369,7 @@ class _Scheduler:
         g = self.group_of.get(src)
         if g is not None and g.kind == "elementwise" and g.nodes[-1] == src:
             members = set(g.nodes) | {node.name}
-            affine = {v.node for v in (node.arg(2, "weight"), node.arg(3, "bias"))
-                      if isinstance(v, NodeRef)} if REDUCTION_KINDS[node.op] == "layer_norm" else set()
+            affine = self.affine_refs(node)
             full = self.shape(src)
             inputs = self._external_inputs(g.nodes)
             if (all(self.users_within(m, members) for m in g.nodes)

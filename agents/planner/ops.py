@@ -22,12 +22,21 @@ REDUCTION_KINDS = {
     "aten.softmax.int": "softmax", "aten._softmax.default": "softmax",
     "aten.log_softmax.int": "log_softmax", "aten._log_softmax.default": "log_softmax",
     "aten.layer_norm.default": "layer_norm",
+    # instance_norm with batch statistics is group_norm with one channel per group
+    "aten.group_norm.default": "group_norm", "aten.instance_norm.default": "group_norm",
+}
+# Where a normalisation keeps its affine weight / bias and eps among its arguments.
+_NORM_ARGS = {  # op -> ((weight index, key), (bias index, key), (eps index, key))
+    "aten.layer_norm.default": ((2, "weight"), (3, "bias"), (4, "eps")),
+    "aten.group_norm.default": ((2, "weight"), (3, "bias"), (4, "eps")),
+    "aten.instance_norm.default": ((1, "weight"), (2, "bias"), (7, "eps")),
 }
 GEMM_OPS = frozenset({"aten.linear.default", "aten.matmul.default", "aten.mm.default",
                       "aten.addmm.default"})
 CONV_OPS = frozenset({"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
                       "aten.convolution.default", "aten.conv2d.padding", "aten.conv1d.padding",
-                      "aten.conv3d.padding"})
+                      "aten.conv3d.padding", "aten.conv_transpose1d.default",
+                      "aten.conv_transpose2d.input", "aten.conv_transpose3d.input"})
 
 # The ATen ops torch.profiler shows for one PyTorch library call (the whole chain is declared).
 LIBRARY_CHAINS: dict[str, tuple[str, ...]] = {
@@ -37,13 +46,53 @@ LIBRARY_CHAINS: dict[str, tuple[str, ...]] = {
                "aten::cudnn_convolution"),
     "conv3d": ("aten::conv3d", "aten::convolution", "aten::_convolution",
                "aten::cudnn_convolution"),
-    "convolution": ("aten::convolution", "aten::_convolution", "aten::cudnn_convolution"),
+    "convolution": ("aten::convolution", "aten::_convolution", "aten::cudnn_convolution",
+                    "aten::cudnn_convolution_transpose"),
+    **{f"conv_transpose{d}d": (f"aten::conv_transpose{d}d", "aten::convolution", "aten::_convolution",
+                               "aten::cudnn_convolution_transpose") for d in (1, 2, 3)},
     "linear": ("aten::linear", "aten::addmm", "aten::matmul", "aten::mm", "aten::t"),
     "matmul": ("aten::matmul", "aten::mm", "aten::bmm", "aten::_unsafe_view"),
     "mm": ("aten::mm",),
     "addmm": ("aten::addmm",),
     "bmm": ("aten::bmm",),
 }
+
+
+def norm_affine(node: Node) -> tuple[Any, Any]:
+    """A normalisation's (weight, bias) arguments (NodeRef, None or something else); (None, None)
+    for other ops."""
+    where = _NORM_ARGS.get(node.op)
+    if where is None:
+        return None, None
+    (wk, wkey), (bk, bkey), _ = where
+    return node.arg(wk, wkey), node.arg(bk, bkey)
+
+
+def norm_eps(node: Node) -> float:
+    where = _NORM_ARGS.get(node.op)
+    return float(node.arg(where[2][0], where[2][1], 1e-5)) if where else 1e-5
+
+
+def norm_groups(node: Node, channels: Any) -> Any:
+    """group_norm's num_groups; instance_norm's is its channel count (one channel per group)."""
+    if node.op == "aten.instance_norm.default":
+        return channels
+    return node.arg(1, "num_groups")
+
+
+def reduced_dims(dims: Any, rank: int) -> tuple[int, int] | None:
+    """(first dim, count) when `dims` (ints, any sign) are consecutive dims of a rank-`rank`
+    tensor, which one [outer, R, inner] view reduces as one; None otherwise."""
+    if not isinstance(dims, list) or not dims or not all(isinstance(d, int) for d in dims):
+        return None
+    if rank == 0:
+        return (0, 1) if dims in ([0], [-1]) else None
+    norm = sorted({d + rank if d < 0 else d for d in dims})
+    if len(norm) != len(dims) or norm[0] < 0 or norm[-1] >= rank:
+        return None
+    if norm != list(range(norm[0], norm[0] + len(norm))):
+        return None
+    return norm[0], len(norm)
 
 
 def base_op(op: str) -> str:

@@ -6,8 +6,9 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   weights (N x K, once per call) and one fused multiply-reduce over x (M x K): exact in real
   arithmetic, only the fp32 summation order changes.
 * `conv_bias`: ``conv(x, W, b)`` == ``conv(x, W) + b.view(-1, 1, ...)``: the bias add moves out
-  of cuDNN into the elementwise epilogue kernel that follows the convolution anyway (one less
-  pass over the output).
+  of cuDNN into the elementwise epilogue or reduction prologue kernel that follows the
+  convolution anyway (one less pass over the output).  The planner keeps the bias in the library
+  call (`keep_conv_bias`) where no kernel follows to absorb the add.
 * `max_values`: ``torch.max(x, dim).values`` with the indices unused == ``amax(x, dim)``.
 * `inplace_ops`: ``y = x.relu_()`` (``add_``, ``mul_``, ``hardtanh_``, ``clamp_``, ...) ==
   ``y = x.relu()`` when x is a fresh value of this forward (no input, parameter, buffer,
@@ -57,11 +58,15 @@ class RewriteResult:
     notes: list[str] = field(default_factory=list)
 
 
-def apply_rewrites(graph: Graph) -> RewriteResult:
+def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -> RewriteResult:
+    """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call."""
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _constant_operands, _linear_sum, _conv_bias, _max_values,
                  _recompute_prologue):
-        edits, algebraic, notes = rule(result.graph)
+        if rule is _conv_bias:
+            edits, algebraic, notes = _conv_bias(result.graph, keep_conv_bias)
+        else:
+            edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
             result.edits += edits
@@ -223,10 +228,24 @@ def _linear_sum(graph: Graph):
     return edits, algebraic, notes
 
 
-def _conv_bias(graph: Graph):
+def conv_bias_adds(graph: Graph) -> dict[str, str]:
+    """The bias adds `conv_bias` made (or copies of them, e.g. recomputed in a prologue): add
+    node name -> the convolution it came from (`{conv}_nobias` + `{conv}_bias_view`)."""
+    found: dict[str, str] = {}
+    for n in graph.nodes:
+        if n.op != "aten.add.Tensor" or len(n.args) < 2 or not all(
+                isinstance(a, NodeRef) for a in n.args[:2]):
+            continue
+        a, b = n.args[0].node, n.args[1].node
+        if a.endswith("_nobias") and b == f"{a[:-len('_nobias')]}_bias_view":
+            found[n.name] = a[:-len("_nobias")]
+    return found
+
+
+def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
     edits: list[GraphEdit] = []
     for node in graph.nodes:
-        if node.op not in CONV_OPS or node.synthetic:
+        if node.op not in CONV_OPS or node.synthetic or node.name in keep:
             continue
         bias = node.arg(2, "bias")
         meta = node.meta

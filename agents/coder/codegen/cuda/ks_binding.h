@@ -122,7 +122,10 @@ static inline int ks_channels_last_operand(std::vector<at::Tensor*> ts, c10::Int
   return -1;
 }
 // Whether the row kernels can read this operand (offset within a row = base + col, or constant).
-static inline bool ks_row_affine(const KsOperand& d, int64_t R) {
+// `any_layout`: group_norm's row kernels, which read every layout but general strides
+// (ks_load_row_any).
+static inline bool ks_row_affine(const KsOperand& d, int64_t R, bool any_layout = false) {
+  if (any_layout) return d.mode != KS_STRIDED;
   switch (d.mode) {
     case KS_FULL: case KS_SCALAR: return true;
     case KS_ROW: return d.mod % R == 0;

@@ -181,6 +181,25 @@ __device__ __forceinline__ void ks_load_row(const T* __restrict__ p, const KsOpe
   }
 }
 
+// group_norm's row kernels also read operands that vary inside a row without being contiguous
+// there (a per-channel weight over rows of [C / G, S] values, a conv bias in the prologue): base
+// -1 marks them, loaded per VEC values from the linear index `row0 + col`.  A separate pair so
+// the other kinds' row kernels (under tight register caps) keep the one-load form.
+__device__ __forceinline__ int64_t ks_row_base_any(const KsOperand& d, int64_t row, int64_t R) {
+  switch (d.mode) {
+    case KS_FULL: return row * R;
+    case KS_SCALAR: return 0;
+    case KS_ROW: return d.mod % R == 0 ? ks_mod(row * R, d.mod) : -1;
+    default: return d.div % R == 0 ? ks_mod(ks_div(row * R, d.div), d.mod) : -1;
+  }
+}
+template <int VEC, typename T>
+__device__ __forceinline__ void ks_load_row_any(const T* __restrict__ p, const KsOperand& d, int64_t base, int64_t row0,
+                                                int64_t col, float (&v)[VEC]) {
+  if (base < 0) ks_load<VEC>(p, d, row0 + col, v);  // VEC > 1 only for ROW / CHANNEL: one vector or one channel
+  else ks_load_row<VEC>(p, d, base, col, v);
+}
+
 // ---- math (fp32, PyTorch's formulas) ----
 // Division by a normaliser known to lie in [1, 2^24] (a row length, a softmax sum, whose largest
 // term is exp(0) = 1): within 2 ulp, and inline, where IEEE `/` calls a slow-path subroutine

@@ -9,6 +9,7 @@ from kernelstitch.agents.coder.codegen.reduction.context import (
     COLUMN_TILE_KINDS,
     ROWS32_KINDS,
     Reduction,
+    row_any_layout,
 )
 from kernelstitch.agents.coder.codegen.templates import render
 
@@ -17,14 +18,23 @@ def binding(r: Reduction) -> str:
     spec, name, n = r.spec, r.name, len(r.spec.inputs)
     if spec.kind == "layer_norm":
         view = render("reduction/binding_view_layer_norm.cpp", name=name, norm_ndim=spec.norm_ndim)
+    elif spec.kind == "group_norm":
+        affine = [k for k in (r.roles.weight, r.roles.bias) if k is not None]
+        view = render(
+            "reduction/binding_view_group_norm.cpp", name=name, groups=spec.groups,
+            affine_views="\n".join(
+                f'  TORCH_CHECK(in_{k}.numel() == channels, "{name}: group_norm weight/bias of ", '
+                f'ks_str(in_{k}.numel()), " values for ", ks_str(channels), " channels");\n'
+                f"  in_{k} = in_{k}.reshape(affine_shape);" for k in affine))
     else:
         if r.normalizing:
             out_shape = "out_shape = x_sizes;"
         elif spec.keepdim:
-            out_shape = "out_shape = x_sizes; out_shape[dim] = 1;"
+            out_shape = "out_shape = x_sizes; for (int64_t k = dim; k < dim + count; ++k) out_shape[k] = 1;"
         else:
-            out_shape = "out_shape = x_sizes; out_shape.erase(out_shape.begin() + dim);"
-        view = render("reduction/binding_view_dim.cpp", name=name, dim=spec.dim, out_shape=out_shape)
+            out_shape = "out_shape = x_sizes; out_shape.erase(out_shape.begin() + dim, out_shape.begin() + dim + count);"
+        view = render("reduction/binding_view_dim.cpp", name=name, dim=spec.dim, count=spec.dim_count,
+                      out_shape=out_shape)
     cols_replan = ""
     if r.normalizing and spec.kind not in COLUMN_TILE_KINDS:  # no column-tile kernel to launch
         cols_replan = render("reduction/binding_cols_replan.cpp", nf=r.nf)
@@ -40,5 +50,6 @@ def binding(r: Reduction) -> str:
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
         shapes=", ".join("os" if k in r.roles.epilogue else "xs" for k in range(n)),
         row_read=", ".join(str(k) for k in r.row_operands()),
+        row_any="true" if row_any_layout(spec.kind) else "false",
         in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(n)),
     )

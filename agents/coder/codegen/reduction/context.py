@@ -13,7 +13,7 @@ from kernelstitch.agents.coder.codegen.expr import DeviceFunction, c_float, comp
 from kernelstitch.agents.coder.codegen.templates import render
 from kernelstitch.agents.plan.kernel_spec import ReductionSpec
 
-NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm"})
+NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm", "group_norm"})
 # Kinds with a column-tile kernel (a strided reduced dim).  layer_norm has none: it always reduces
 # trailing dims (inner == 1), and the binding sends any other plan to the tile path.
 COLUMN_TILE_KINDS = frozenset({"softmax", "log_softmax"})
@@ -23,7 +23,7 @@ ROWS32_KINDS = frozenset({"softmax", "log_softmax"})
 STATE = {
     "sum": "KsStateSum", "mean": "KsStateSum", "amax": "KsStateMax", "amin": "KsStateMin",
     "logsumexp": "KsStateLse", "softmax": "KsStateLse", "log_softmax": "KsStateLse",
-    "layer_norm": "KsStateWelford",
+    "layer_norm": "KsStateWelford", "group_norm": "KsStateWelford",
 }
 STATE_FLOATS = {"KsStateSum": 1, "KsStateMax": 1, "KsStateMin": 1, "KsStateLse": 2, "KsStateWelford": 3}
 ROW_OP = {"sum": "KsOpSum", "mean": "KsOpSum", "amax": "KsOpMax", "amin": "KsOpMin"}
@@ -41,7 +41,14 @@ NORMALIZE = {
     "softmax": "expf(x - s0) / s1",
     "log_softmax": "x - s0 - s1",
     "layer_norm": "(x - s0) * s1",
+    "group_norm": "(x - s0) * s1",
 }
+
+
+# group_norm is layer_norm over rows of channel groups: the same statistics and normalisation
+# (only its view of the tensor and its per-channel affine differ, in the binding).
+_STATS_KIND = {"group_norm": "layer_norm"}
+AFFINE_KINDS = frozenset({"layer_norm", "group_norm"})
 
 
 def finalize_stats(kind: str, eps: float) -> str:
@@ -50,7 +57,7 @@ def finalize_stats(kind: str, eps: float) -> str:
         "softmax": "const float s0 = st.m == -KS_INF ? 0.f : st.m, s1 = st.s;",
         "log_softmax": "const float s0 = st.m == -KS_INF ? 0.f : st.m, s1 = logf(st.s);",
         "layer_norm": f"const float s0 = st.mean, s1 = rsqrtf(ks_div_norm(st.m2, st.n) + {c_float(eps)});",
-    }[kind]
+    }[_STATS_KIND.get(kind, kind)]
 
 
 def cached_normalize(kind: str, val: str) -> str:
@@ -59,7 +66,7 @@ def cached_normalize(kind: str, val: str) -> str:
         "softmax": f"ks_div_norm({val}, s)",  # the cache holds exp(x - max) by then
         "log_softmax": f"{val} - ms - logs",
         "layer_norm": f"({val} - mean) * rstd",
-    }[kind]
+    }[_STATS_KIND.get(kind, kind)]
 
 
 @dataclass(frozen=True)
@@ -94,8 +101,12 @@ def roles_of(spec: ReductionSpec) -> Roles:
     for n in list(spec.epilogue_inputs) + [spec.weight, spec.bias]:
         if n is not None and n not in names:
             raise ValueError(f"{spec.name}: {n!r} is not one of the inputs {names}")
-    if (spec.weight or spec.bias) and spec.kind != "layer_norm":
-        raise ValueError(f"{spec.name}: weight/bias are only for layer_norm")
+    if (spec.weight or spec.bias) and spec.kind not in AFFINE_KINDS:
+        raise ValueError(f"{spec.name}: weight/bias are only for layer_norm and group_norm")
+    if spec.dim_count < 1 or (spec.dim_count > 1 and spec.kind in NORMALIZING):
+        raise ValueError(f"{spec.name}: dim_count {spec.dim_count} (only reduce kinds span several dims)")
+    if spec.kind == "group_norm" and spec.groups < 1:
+        raise ValueError(f"{spec.name}: group_norm needs groups >= 1, got {spec.groups}")
     special = set(spec.epilogue_inputs) | {spec.weight, spec.bias}
     prologue = tuple(k for k, n in enumerate(names) if n not in special)
     if not prologue or prologue[0] != 0:
@@ -121,9 +132,19 @@ def full_or_described_loads(ks: tuple[int, ...], prefix: str) -> str:
         f"else ks_load<VEC>(p{k}, d{k}, idx, {prefix}{k});" for k in ks)
 
 
-def row_loads(ks: tuple[int, ...], col: str, prefix: str = "a") -> str:
-    """Row-kernel loads of VEC elements at `col` of the current row (bases b{k} set per row)."""
+def row_loads(ks: tuple[int, ...], col: str, prefix: str = "a", any_layout: bool = False) -> str:
+    """Row-kernel loads of VEC elements at `col` of the current row (bases b{k} set per row);
+    `any_layout`: group_norm's loads of operands that vary inside a row (ks_load_row_any)."""
+    if any_layout:
+        return " ".join(f"float {prefix}{k}[VEC]; ks_load_row_any<VEC>(p{k}, d{k}, b{k}, row * R, {col}, {prefix}{k});"
+                        for k in ks)
     return " ".join(f"float {prefix}{k}[VEC]; ks_load_row<VEC>(p{k}, d{k}, b{k}, {col}, {prefix}{k});" for k in ks)
+
+
+def row_any_layout(kind: str) -> bool:
+    """Row kernels of this kind read operands of any layout but general strides: group_norm,
+    whose rows span channels (its affine and a conv bias in its prologue vary inside a row)."""
+    return kind == "group_norm"
 
 
 @dataclass(frozen=True)
@@ -182,7 +203,7 @@ class Reduction:
         row = width != "1"
 
         def load(k: int) -> str:
-            return row_loads((k,), index, "w") if row else loads((k,), width, index, "w")
+            return row_loads((k,), index, "w", row_any_layout(self.kind)) if row else loads((k,), width, index, "w")
 
         if self.roles.weight is not None:
             loaded.append(load(self.roles.weight))
@@ -246,7 +267,7 @@ def cached_stats(kind: str, cache: Cache, eps: float, exp: str = "expf") -> str:
     max, then sum of `exp` (softmax overwrites the cache with the exponentials); layer_norm: mean,
     then squared deviations (two-pass over the cache, not Welford)."""
     v = cache.val
-    if kind == "layer_norm":
+    if kind in AFFINE_KINDS:
         return render(
             "reduction/stats_layer_norm.cu", eps=c_float(eps),
             each_sum=cache.each(f"s += {v};"), sum=cache.allreduce("KsOpSum", "s"),

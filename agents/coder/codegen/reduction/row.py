@@ -17,6 +17,7 @@ from kernelstitch.agents.coder.codegen.reduction.context import (
     ReductionVariant,
     cached_normalize,
     cached_stats,
+    row_any_layout,
     row_cache,
     row_loads,
 )
@@ -26,10 +27,12 @@ VALID = "((j * TX + tx) * VEC < Ri)"  # cached slot j of this thread holds real 
 
 
 def kernel(r: Reduction, variant: ReductionVariant) -> str:
+    base = "ks_row_base_any" if row_any_layout(r.kind) else "ks_row_base"
     return render(
         "reduction/row.cu", name=r.name, params=r.params, out_t=r.out_t,
-        bases=" ".join(f"const int64_t b{k} = ks_row_base(d{k}, row, R);" for k in r.row_operands()),
-        loads=row_loads(r.roles.prologue, "col"), pro_call=r.pro_call("v[j][q]"), tail=_tail(r, variant),
+        bases=" ".join(f"const int64_t b{k} = {base}(d{k}, row, R);" for k in r.row_operands()),
+        loads=row_loads(r.roles.prologue, "col", any_layout=row_any_layout(r.kind)), pro_call=r.pro_call("v[j][q]"),
+        tail=_tail(r, variant),
     )
 
 
@@ -47,7 +50,7 @@ def _tail(r: Reduction, variant: ReductionVariant) -> str:
     w_loads, w_upd = r.affine("VEC", "col", "yv[q]", "q")
     return stats + render(
         "reduction/row_store.cu", valid=VALID, w_loads=w_loads, w_upd=w_upd,
-        e_loads=row_loads(r.roles.epilogue, "col", "e"), y=cached_normalize(r.kind, "v[j][q]"),
+        e_loads=row_loads(r.roles.epilogue, "col", "e", row_any_layout(r.kind)), y=cached_normalize(r.kind, "v[j][q]"),
         epi=r.epi_call("yv[q]", "q"),
     )
 

@@ -24,11 +24,12 @@ at::Tensor {{name}}({{cparams}}) {
   // 16-byte operands where the path reads them so: rows (R % vec) or the column kernels (inner).
   const int want = ((row_path() && R % {{vec}} == 0) || (plan.path == KS_PATH_COLS && inner % {{vec}} == 0)) ? {{vec}} : 1;
   int vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, want, descs);
-  // Row kernels read only row-affine layouts (full rows, row vectors, per-row values): try the
-  // scalar width (rows of any length), else take the tile path.
+  // Row kernels read only row-affine layouts (full rows, row vectors, per-row values; group_norm's
+  // any layout but general strides): try the scalar width (rows of any length), else take the
+  // tile path.
   const int row_read[] = {{{row_read}}};
   auto row_affine = [&]() {
-    for (int k : row_read) if (!ks_row_affine(descs[k], R)) return false;
+    for (int k : row_read) if (!ks_row_affine(descs[k], R, {{row_any}})) return false;
     return true;
   };
   if (row_path() && vec > 1 && !row_affine()) vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);

@@ -1,0 +1,12 @@
+  // group_norm: [N, C, S...] as N * G rows of C / G * prod(S) values (each channel group is
+  // contiguous); the per-channel weight / bias are read as [C, 1, ...] against the input's shape.
+  TORCH_CHECK(nd >= 2, "{{name}}: group_norm of a ", ks_str(nd), "-d tensor (expected [N, C, *])");
+  const int64_t channels = x_sizes[1];
+  TORCH_CHECK(channels % {{groups}} == 0, "{{name}}: ", ks_str(channels), " channels in {{groups}} groups");
+  outer = x_sizes[0] * {{groups}};
+  R = channels / {{groups}};
+  for (int64_t k = 2; k < nd; ++k) R *= x_sizes[k];
+  out_shape = x_sizes;
+  std::vector<int64_t> affine_shape(nd - 1, 1);
+  affine_shape[0] = channels;
+{{affine_views}}
