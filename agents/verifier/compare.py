@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 from kernelstitch.agents.verifier.poison import POISON_BYTE
-from kernelstitch.agents.verifier.tolerances import tolerance_for
+from kernelstitch.agents.verifier.tolerances import EXACT_FACTOR, tolerance_for
 
 
 @dataclass
@@ -252,3 +252,45 @@ def _host_leaf_failures(index: int, ref: torch.Tensor, cand: HostLeaf,
                         {"got": str(cand.dtype), "expected": str(ref.dtype)})]
     return [Failure("device_mismatch", f"{where} is on {cand.device}, expected "
                     f"{expected_device} (its values were not compared)")]
+
+
+def compare_with_exact(ref_leaves: list[Any], cand_leaves: list[Any],
+                       exact_leaves: list[Any]) -> tuple[list[Failure], list[dict[str, Any]]]:
+    """Second opinion for `wrong_output` failures (tolerances.py, cancellation): each floating
+    output against a float64 recomputation of the reference.  Passes when the candidate's
+    largest error from it is within EXACT_FACTOR x the reference's own, or within the usual
+    bound taken around the float64 values.  Returns (failures, per-output errors)."""
+    failures: list[Failure] = []
+    errors: list[dict[str, Any]] = []
+    for index, (ref, cand, exact) in enumerate(zip(ref_leaves, cand_leaves, exact_leaves)):
+        if not (isinstance(ref, torch.Tensor) and ref.is_floating_point()):
+            continue
+        exact64 = exact.to(device=cand.device, dtype=torch.float64).reshape(-1)
+        ref_err = _max_error(ref.reshape(-1), exact64)
+        cand_err = _max_error(cand.reshape(-1), exact64)
+        errors.append({"output": index, "reference_error": ref_err, "candidate_error": cand_err})
+        if cand_err <= EXACT_FACTOR * ref_err:
+            continue
+        if not _compare_values(f"output {index}", exact64.to(ref.dtype), cand.reshape(-1)):
+            continue
+        failures.append(Failure(
+            "wrong_output",
+            f"output {index}: max error {cand_err:.3g} from a float64 recomputation of the "
+            f"reference, more than {EXACT_FACTOR:g}x PyTorch's own ({ref_err:.3g})",
+            {"candidate_error": cand_err, "reference_error": ref_err, "factor": EXACT_FACTOR}))
+    return failures, errors
+
+
+def _max_error(values: torch.Tensor, exact64: torch.Tensor) -> float:
+    """max |values - exact| over finite exact positions (NaN where values are not finite)."""
+    worst = 0.0
+    for start in range(0, values.numel(), 1 << 24):
+        v = values[start:start + (1 << 24)].to(torch.float64)
+        e = exact64[start:start + (1 << 24)]
+        finite = torch.isfinite(e)
+        diff = torch.where(finite, (v - e).abs(), torch.zeros_like(e))
+        if not bool(torch.isfinite(diff).all()):
+            return float("nan")
+        if diff.numel():
+            worst = max(worst, float(diff.max()))
+    return worst

@@ -218,6 +218,11 @@ class Protection:
                 "writes_outside_sandbox", f"the candidate tried to write outside its private "
                 f"folder ({how}): {_listed(attempts)}", detail={"paths": attempts}))
         reasons += self._ledger_reasons(candidate_results)
+        exact = sum(1 for e in self.ledger or [] if e.get("float64") and not e.get("codes"))
+        if exact:
+            notes.append(f"{exact} comparison(s) passed only against a float64 recomputation of "
+                         "the reference: outputs near zero by cancellation, where the fp32 "
+                         "reference is itself rounding noise (tolerances.py)")
         if self.workspace.skipped:
             notes.append(f"{self.workspace.skipped} file(s) next to the reference were too "
                          "large or too many to watch")

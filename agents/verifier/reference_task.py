@@ -22,6 +22,7 @@ from kernelstitch.agents.verifier.compare import (
     Failure,
     OutputMeta,
     compare_outputs,
+    compare_with_exact,
     flatten_outputs,
 )
 from kernelstitch.agents.verifier.gpu_common import (
@@ -304,7 +305,8 @@ class _Judge:
             return reply
         finally:
             self.ledger.append({"case": case["id"], "error": bool(reply.get("error")),
-                                "codes": [f.get("code") for f in reply.get("failures") or []]})
+                                "codes": [f.get("code") for f in reply.get("failures") or []],
+                                "float64": "float64_errors" in reply})
             gc.collect()
             torch.cuda.empty_cache()
 
@@ -334,8 +336,28 @@ class _Judge:
         metas = [_meta(m) for m in case["output_meta"]]
         expected = str(torch.device("cuda", self.dev.index))
         failures = compare_outputs(reference, cand, metas, info, expected)
+        reply: dict[str, Any] = {}
+        if failures and all(f.code == "wrong_output" for f in failures):
+            exact = self._float64_reference(inputs)
+            if exact is not None:
+                failures, reply["float64_errors"] = compare_with_exact(reference, cand, exact)
         torch.cuda.synchronize(self.dev)  # done reading the candidate's memory before replying
-        return {"failures": [f.to_json() for f in failures]}
+        reply["failures"] = [f.to_json() for f in failures]
+        return reply
+
+    def _float64_reference(self, inputs: list[Any]) -> list[Any] | None:
+        """The case recomputed in float64 (a copy of the model and of the inputs), for
+        compare_with_exact; None when the model cannot run in float64 or memory is short."""
+        import copy
+
+        try:
+            model = copy.deepcopy(self.model).double()
+            wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                    for x in inputs]
+            with torch.no_grad():
+                return flatten_outputs(model(*wide))
+        except Exception:  # noqa: BLE001 - float64 unsupported by an op, or out of memory
+            return None
 
 
 def _meta(data: dict[str, Any] | None) -> OutputMeta | None:
