@@ -106,23 +106,27 @@ def get_init_inputs():
     return [4]
 '''
 
-# a long group (4 channels x 72 x 72 = 20736 values > the row kernels' 16384): the tile path
+# long groups (4 channels x 70 x 70 = 19600 values > the row kernels' 16384): the channel-span
+# kernels, with a conv bias in the prologue and a per-channel shift in the epilogue; the second
+# shape (4 x 62 x 62 = 15376) takes the row kernels
 LONG_GROUP_NORM = _HEADER + '''
 class Model(nn.Module):
-    def __init__(self, c, groups):
+    def __init__(self, cin, c, groups):
         super().__init__()
+        self.conv = nn.Conv2d(cin, c, 3)
         self.gn = nn.GroupNorm(groups, c)
+        self.shift = nn.Parameter(torch.randn(c, 1, 1))
 
     def forward(self, x):
-        return torch.relu(self.gn(x * 0.5))
+        return torch.relu(self.gn(self.conv(x))) + self.shift
 
-batch, c, groups, size = 2, 8, 2, 72
+batch, cin, c, groups, size = 2, 3, 8, 2, 72
 
 def get_inputs():
-    return [torch.randn(batch, c, size, size)]
+    return [torch.randn(batch, cin, size, size)]
 
 def get_init_inputs():
-    return [c, groups]
+    return [cin, c, groups]
 '''
 
 # fp16 storage (fp32 statistics), 16-byte loads: C / G * H * W = 4 * 16 * 16
@@ -241,6 +245,13 @@ def _techniques(plan) -> list[str]:
     return [s.technique for s in plan.steps]
 
 
+def test_long_group_norm_rows_fuse_the_conv_bias_and_the_shift(tmp_path):
+    plan = _plan(tmp_path, LONG_GROUP_NORM)
+    assert _techniques(plan) == ["library_call", "fused_reduction"]
+    spec = plan.steps[1].kernel_spec()
+    assert [o.op for o in spec.prologue] == ["add"] and [o.op for o in spec.epilogue] == ["relu", "add"]
+
+
 def test_group_norm_after_a_conv_is_one_reduction_with_the_bias_and_the_tail(tmp_path):
     plan = _plan(tmp_path, CONV_GROUP_NORM)
     assert _techniques(plan) == ["library_call", "fused_reduction"]
@@ -329,6 +340,9 @@ def test_group_norm_spec_survives_json_and_emits_its_view_and_any_layout_row_loa
     assert "outer = x_sizes[0] * 3;" in source.binding
     assert "affine_shape[0] = channels;" in source.binding
     assert "ks_load_row_any<VEC>(" in source.cuda and "= ks_row_base_any(" in source.cuda
+    # long rows: the channel-span kernels, planned by the binding
+    assert "gn_stats<<<" in source.cuda and "gn_apply<<<" in source.cuda
+    assert "plan.span = gn_span;" in source.binding
     # the other kinds keep the one-load row form
     softmax = emit(ReductionSpec("sm", "softmax", (TensorArg("x", "float32"),), -1, False, "float32"))
     assert "ks_load_row_any<VEC>(" not in softmax.cuda and "ks_load_row<VEC>(p" in softmax.cuda

@@ -46,7 +46,24 @@ struct KsRedPlan {
   int64_t r_per_split;
   int64_t workspace_floats;
   int row_values;       // row paths: values each thread caches (32, or 16 for normalising rows up to 4096)
+  int64_t span;         // group_norm on the tile path: values per channel span (0: the generic tile kernels)
 };
+
+// group_norm's channel-span kernels (reduction/gn_span.cu): a block per (row, share of the row's
+// `cg` spans), enough blocks to fill the SMs a few times over.
+#define KS_GN_MIN_SPAN 64  /* shorter channel spans keep the generic tile kernels (threads would idle) */
+struct KsGnSplit {
+  int64_t splits;     // blocks per row
+  int64_t per_block;  // spans each block reduces
+};
+[[maybe_unused]] static inline KsGnSplit ks_gn_split(int64_t outer, int64_t cg, int sms) {
+  const int64_t target = (int64_t)sms * 8;
+  int64_t splits = (target + outer - 1) / outer;
+  if (splits > cg) splits = cg;
+  if (splits < 1) splits = 1;
+  const int64_t per_block = (cg + splits - 1) / splits;
+  return {(cg + per_block - 1) / per_block, per_block};
+}
 
 // The current device's index into the per-device caches below (64 slots).
 [[maybe_unused]] static inline int ks_device_slot() {

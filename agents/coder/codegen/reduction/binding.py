@@ -51,5 +51,6 @@ def binding(r: Reduction) -> str:
         shapes=", ".join("os" if k in r.roles.epilogue else "xs" for k in range(n)),
         row_read=", ".join(str(k) for k in r.row_operands()),
         row_any="true" if row_any_layout(spec.kind) else "false",
+        span_plan=render("reduction/binding_gn_span.cpp") if spec.kind == "group_norm" else "",
         in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(n)),
     )

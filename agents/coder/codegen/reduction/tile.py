@@ -6,16 +6,37 @@ an apply kernel (statistics + one more read of the input).  Every plan can fall 
 
 from __future__ import annotations
 
-from kernelstitch.agents.coder.codegen.reduction.context import NORMALIZE, Reduction, loads
+from kernelstitch.agents.coder.codegen.reduction.context import (
+    NORMALIZE,
+    Reduction,
+    loads,
+    row_loads,
+)
 from kernelstitch.agents.coder.codegen.templates import render
 
 
 def kernels(r: Reduction) -> str:
-    """The tile kernel and the finalize kernel of R-split partial states."""
-    return render(
+    """The tile kernel and the finalize kernel of R-split partial states (and group_norm's
+    channel-span kernels)."""
+    tile = render(
         "reduction/tile.cu", name=r.name, params=r.params, out_t=r.out_t, state=r.state,
         loads1=loads(r.roles.prologue, "1", "idx"), pro_x=r.pro_call("x[u]"), final=r.final_block("col"),
     )
+    return tile + (_group_norm_spans(r) if r.kind == "group_norm" else "")
+
+
+def _group_norm_spans(r: Reduction) -> str:
+    """Long group_norm rows by channel spans: operand bases once per span (gn_span.cu)."""
+    def bases(ks: list[int]) -> str:
+        return " ".join(f"const int64_t b{k} = ks_row_base_any(d{k}, row, R);" for k in ks)
+
+    w_loads, w_upd = r.affine("VEC", "col", "y", "q")
+    return render(
+        "reduction/gn_span.cu", name=r.name, params=r.params, out_t=r.out_t,
+        bases_stats=bases(list(r.roles.prologue)), bases=bases(r.row_operands()),
+        loads=row_loads(r.roles.prologue, "col", any_layout=True), pro_x=r.pro_call("x"),
+        w_loads=w_loads, w_upd=w_upd, e_loads=row_loads(r.roles.epilogue, "col", "e", True),
+        epi=r.epi_call("y", "q"))
 
 
 def apply_kernel(r: Reduction) -> str:
@@ -33,4 +54,5 @@ def apply_kernel(r: Reduction) -> str:
 def launch(r: Reduction) -> str:
     """The launcher's last part: every plan that no other family took."""
     apply_launch = render("reduction/apply_launch.cu", name=r.name, args=r.args) if r.normalizing else ""
-    return render("reduction/tile_launch.cu", name=r.name, args=r.args, nf=r.nf, apply_launch=apply_launch)
+    spans = render("reduction/gn_span_launch.cu", name=r.name, args=r.args) if r.kind == "group_norm" else ""
+    return spans + render("reduction/tile_launch.cu", name=r.name, args=r.args, nf=r.nf, apply_launch=apply_launch)

@@ -45,7 +45,7 @@ at::Tensor {{name}}({{cparams}}) {
     if (tx <= 512) plan.threads_x = (int)(tx > 32 ? tx : 32);
     else plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {{nf}}, normalizing, rows32, true);
   }
-  at::Tensor workspace;
+{{span_plan}}  at::Tensor workspace;
   float* ws = nullptr;
   if (plan.workspace_floats > 0) {
     workspace = at::empty({plan.workspace_floats}, in_0.options().dtype(at::kFloat));

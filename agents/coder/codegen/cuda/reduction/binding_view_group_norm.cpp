@@ -7,6 +7,7 @@
   R = channels / {{groups}};
   for (int64_t k = 2; k < nd; ++k) R *= x_sizes[k];
   out_shape = x_sizes;
+  const int64_t gn_span = R / (channels / {{groups}});  // contiguous values per channel
   std::vector<int64_t> affine_shape(nd - 1, 1);
   affine_shape[0] = channels;
 {{affine_views}}

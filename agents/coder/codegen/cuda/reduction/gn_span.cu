@@ -1,0 +1,70 @@
+
+// group_norm rows too long for the row kernels: a row (one channel group of one sample) is C / G
+// channel spans of S contiguous values.  Operand bases are set once per span (ks_row_base_any
+// with the span as the "row"), so a per-channel weight, bias or conv bias costs one load per span
+// instead of the index division per element of the generic tile / apply kernels (on the H100
+// those divisions made level2/23's apply kernel compute-bound at 16% of DRAM bandwidth).
+__global__ void __launch_bounds__(256)
+{{name}}_gn_stats({{params}}, float* __restrict__ partials, const int64_t outer, const int64_t cg,
+                  const int64_t S, const int64_t spans_per_block) {
+  using State = KsStateWelford;
+  __shared__ float sm[State::NF][256];
+  constexpr int VEC = 1;
+  const int q = 0;
+  const int t = threadIdx.x;
+  const int64_t o = blockIdx.x;
+  const int64_t first = (int64_t)blockIdx.y * spans_per_block;
+  const int64_t last = first + spans_per_block < cg ? first + spans_per_block : cg;
+  State st = State::init();
+  for (int64_t c = first; c < last; ++c) {
+    const int64_t row = o * cg + c, R = S;
+    {{bases_stats}}
+#pragma unroll 4
+    for (int64_t col = t; col < S; col += blockDim.x) {
+      {{loads}}
+      float x; {{pro_x}}
+      st.push(x);
+    }
+  }
+  {
+    float f[State::NF]; st.save(f);
+#pragma unroll
+    for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
+  }
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (t < s) {
+      float f[State::NF];
+#pragma unroll
+      for (int k = 0; k < State::NF; ++k) f[k] = sm[k][t + s];
+      st.merge(State::load(f));
+      st.save(f);
+#pragma unroll
+      for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
+    }
+    __syncthreads();
+  }
+  if (t == 0) st.save(partials + ((int64_t)blockIdx.y * outer + o) * State::NF);
+}
+
+// y = affine(normalize(prologue(x))) then the epilogue, a block per span.
+__global__ void __launch_bounds__(256)
+{{name}}_gn_apply({{params}}, {{out_t}}* __restrict__ out, const float* __restrict__ stats,
+                  const int64_t spans, const int64_t cg, const int64_t S) {
+  constexpr int VEC = 1;
+  const int q = 0;
+  for (int64_t span = blockIdx.x; span < spans; span += gridDim.x) {
+    const int64_t row = span, R = S;
+    const int64_t o = ks_div(span, cg);
+    const float s0 = stats[2 * o], s1 = stats[2 * o + 1];
+    {{bases}}
+    for (int64_t col = threadIdx.x; col < S; col += blockDim.x) {
+      {{loads}}
+      float x; {{pro_x}}
+      float y = (x - s0) * s1;
+      {{w_loads}} {{w_upd}}
+      {{e_loads}} {{epi}}
+      out[row * R + col] = ks_from_float<{{out_t}}>(y);
+    }
+  }
+}
