@@ -286,14 +286,12 @@ class _StepBuilder:
         moved = sum(_nbytes(self.node(i).meta) for i in inputs) + sum(
             _nbytes(m) for m in node.outputs)
         flops = sum(m.numel for m in node.outputs if m is not None)
-        if technique == "library_call" and base_op(node.op).startswith("conv_transpose"):
-            # each input value meets a [C_out / groups, k...] slice of the weight
+        if technique == "library_call" and base_op(node.op).startswith("conv"):
+            # each output value (a transposed conv: each input value) meets a weight slice of
+            # [C_in / groups, k...] ([C_out / groups, k...])
             wm = self.node(node.args[1].node).meta
-            flops = 2 * self.node(node.args[0].node).meta.numel * math.prod(wm.example_shape[1:])
-            what = f"{base_op(node.op)} through cuDNN (PyTorch)"
-        elif technique == "library_call" and base_op(node.op).startswith("conv"):
-            wm = self.node(node.args[1].node).meta
-            flops = 2 * node.meta.numel * math.prod(wm.example_shape[1:])
+            per = self.node(node.args[0].node).meta if "transpose" in node.op else node.meta
+            flops = 2 * per.numel * math.prod(wm.example_shape[1:])
             what = f"{base_op(node.op)} through cuDNN (PyTorch)"
         elif technique == "library_call":
             flops = 2 * node.meta.numel * self.node(node.args[0].node).meta.example_shape[-1]

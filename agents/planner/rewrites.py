@@ -28,6 +28,7 @@ replacing or preceding captured ones); the plan records them so the coder sees t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from kernelstitch.agents.plan.graph import (
     Graph,
@@ -61,12 +62,9 @@ class RewriteResult:
 def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -> RewriteResult:
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call."""
     result = RewriteResult(graph)
-    for rule in (_inplace_ops, _constant_operands, _linear_sum, _conv_bias, _max_values,
-                 _recompute_prologue):
-        if rule is _conv_bias:
-            edits, algebraic, notes = _conv_bias(result.graph, keep_conv_bias)
-        else:
-            edits, algebraic, notes = rule(result.graph)
+    for rule in (_inplace_ops, _constant_operands, _linear_sum,
+                 partial(_conv_bias, keep=keep_conv_bias), _max_values, _recompute_prologue):
+        edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
             result.edits += edits

@@ -284,11 +284,8 @@ def compare_with_exact(ref_leaves: list[Any], cand_leaves: list[Any],
 def _max_error(values: torch.Tensor, exact64: torch.Tensor) -> float:
     """max |values - exact| over finite exact positions (NaN where values are not finite)."""
     worst = 0.0
-    for start in range(0, values.numel(), 1 << 24):
-        v = values[start:start + (1 << 24)].to(torch.float64)
-        e = exact64[start:start + (1 << 24)]
-        finite = torch.isfinite(e)
-        diff = torch.where(finite, (v - e).abs(), torch.zeros_like(e))
+    for _, e, v in _slices(exact64, values):
+        diff = torch.where(torch.isfinite(e), (v.to(torch.float64) - e).abs(), torch.zeros_like(e))
         if not bool(torch.isfinite(diff).all()):
             return float("nan")
         if diff.numel():

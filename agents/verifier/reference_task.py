@@ -10,6 +10,7 @@ compared here, on the GPU, against an output the reference computes for that che
 
 from __future__ import annotations
 
+import copy
 import gc
 import sys
 from pathlib import Path
@@ -348,8 +349,6 @@ class _Judge:
     def _float64_reference(self, inputs: list[Any]) -> list[Any] | None:
         """The case recomputed in float64 (a copy of the model and of the inputs), for
         compare_with_exact; None when the model cannot run in float64 or memory is short."""
-        import copy
-
         try:
             model = copy.deepcopy(self.model).double()
             wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x

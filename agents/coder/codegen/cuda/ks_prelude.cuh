@@ -356,6 +356,33 @@ struct KsStateWelford {
   __device__ __forceinline__ static KsStateWelford load(const float* p) { return {p[0], p[1], p[2]}; }
 };
 
+// Merges the online states of a block down to lane 0 through shared memory `sm`: thread `t`
+// holds lane `lane` of `lanes` (a power of two), lanes `stride` threads apart (the tile kernels:
+// threads along R; group_norm's span kernels: the whole block).  Every thread calls it: it
+// synchronises.
+template <typename State>
+__device__ __forceinline__ void ks_block_merge(State& st, float (&sm)[State::NF][256], int t, int lane, int lanes,
+                                               int stride) {
+  {
+    float f[State::NF]; st.save(f);
+#pragma unroll
+    for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
+  }
+  __syncthreads();
+  for (int s = lanes / 2; s > 0; s >>= 1) {
+    if (lane < s) {
+      float f[State::NF];
+#pragma unroll
+      for (int k = 0; k < State::NF; ++k) f[k] = sm[k][t + s * stride];
+      st.merge(State::load(f));
+      st.save(f);
+#pragma unroll
+      for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
+    }
+    __syncthreads();
+  }
+}
+
 // Resident blocks per SM for a kernel (launchers cache it in a static): grids are sized to fill
 // every SM exactly once with grid-stride loops, never more than the work needs.
 template <typename K>

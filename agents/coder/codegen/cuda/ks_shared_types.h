@@ -53,8 +53,10 @@ struct KsRedPlan {
 // `cg` spans), enough blocks to fill the SMs a few times over.
 #define KS_GN_MIN_SPAN 64  /* shorter channel spans keep the generic tile kernels (threads would idle) */
 struct KsGnSplit {
-  int64_t splits;     // blocks per row
-  int64_t per_block;  // spans each block reduces
+  int64_t splits;            // blocks per row
+  int64_t per_block;         // spans each block reduces
+  int64_t stats_offset;      // workspace: splits x rows Welford partials (3 floats), then the stats
+  int64_t workspace_floats;  // ... 2 floats per row
 };
 [[maybe_unused]] static inline KsGnSplit ks_gn_split(int64_t outer, int64_t cg, int sms) {
   const int64_t target = (int64_t)sms * 8;
@@ -62,7 +64,8 @@ struct KsGnSplit {
   if (splits > cg) splits = cg;
   if (splits < 1) splits = 1;
   const int64_t per_block = (cg + splits - 1) / splits;
-  return {(cg + per_block - 1) / per_block, per_block};
+  splits = (cg + per_block - 1) / per_block;
+  return {splits, per_block, splits * outer * 3, splits * outer * 3 + outer * 2};
 }
 
 // The current device's index into the per-device caches below (64 slots).

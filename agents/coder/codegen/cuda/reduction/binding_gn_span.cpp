@@ -1,6 +1,5 @@
   // Long group_norm rows: the channel-span kernels (gn_span.cu) instead of the generic tile path.
   if (plan.path == KS_PATH_TILE && gn_span >= KS_GN_MIN_SPAN) {
     plan.span = gn_span;
-    const KsGnSplit split = ks_gn_split(outer, R / gn_span, sms);
-    plan.workspace_floats = split.splits * outer * 3 + outer * 2;
+    plan.workspace_floats = ks_gn_split(outer, R / gn_span, sms).workspace_floats;
   }

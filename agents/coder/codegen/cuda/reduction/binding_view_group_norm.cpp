@@ -3,11 +3,11 @@
   TORCH_CHECK(nd >= 2, "{{name}}: group_norm of a ", ks_str(nd), "-d tensor (expected [N, C, *])");
   const int64_t channels = x_sizes[1];
   TORCH_CHECK(channels % {{groups}} == 0, "{{name}}: ", ks_str(channels), " channels in {{groups}} groups");
+  int64_t gn_span = 1;  // contiguous values per channel
+  for (int64_t k = 2; k < nd; ++k) gn_span *= x_sizes[k];
   outer = x_sizes[0] * {{groups}};
-  R = channels / {{groups}};
-  for (int64_t k = 2; k < nd; ++k) R *= x_sizes[k];
+  R = channels / {{groups}} * gn_span;
   out_shape = x_sizes;
-  const int64_t gn_span = R / (channels / {{groups}});  // contiguous values per channel
   std::vector<int64_t> affine_shape(nd - 1, 1);
   affine_shape[0] = channels;
 {{affine_views}}

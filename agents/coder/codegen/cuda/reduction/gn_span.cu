@@ -26,24 +26,7 @@ __global__ void __launch_bounds__(256)
       st.push(x);
     }
   }
-  {
-    float f[State::NF]; st.save(f);
-#pragma unroll
-    for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
-  }
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (t < s) {
-      float f[State::NF];
-#pragma unroll
-      for (int k = 0; k < State::NF; ++k) f[k] = sm[k][t + s];
-      st.merge(State::load(f));
-      st.save(f);
-#pragma unroll
-      for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
-    }
-    __syncthreads();
-  }
+  ks_block_merge(st, sm, t, t, blockDim.x, 1);
   if (t == 0) st.save(partials + ((int64_t)blockIdx.y * outer + o) * State::NF);
 }
 

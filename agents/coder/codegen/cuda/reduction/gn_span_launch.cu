@@ -2,7 +2,7 @@
     const int64_t cg = R / plan.span;
     const KsGnSplit split = ks_gn_split(outer, cg, ks_sm_count());
     float* partials = workspace;
-    float* stats = workspace + split.splits * outer * 3;
+    float* stats = workspace + split.stats_offset;
     {{name}}_gn_stats<<<dim3((unsigned)outer, (unsigned)split.splits), 256, 0, stream>>>(
         {{args}}, partials, outer, cg, plan.span, split.per_block);
     static const int fin_per_sm = ks_blocks_per_sm({{name}}_finalize, 256);

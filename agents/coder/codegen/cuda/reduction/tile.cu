@@ -35,25 +35,7 @@ __global__ void __launch_bounds__(256, 1)
       st.push(x[0]);
     }
   }
-  const int t = ty * TXI + tx;
-  {
-    float f[State::NF]; st.save(f);
-#pragma unroll
-    for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
-  }
-  __syncthreads();
-  for (int s = TYR / 2; s > 0; s >>= 1) {
-    if (ty < s) {
-      float f[State::NF];
-#pragma unroll
-      for (int k = 0; k < State::NF; ++k) f[k] = sm[k][t + s * TXI];
-      st.merge(State::load(f));
-      st.save(f);
-#pragma unroll
-      for (int k = 0; k < State::NF; ++k) sm[k][t] = f[k];
-    }
-    __syncthreads();
-  }
+  ks_block_merge(st, sm, ty * TXI + tx, ty, TYR, TXI);
   if (ty == 0 && i < inner) {
     const int64_t col = o * inner + i;
     if (gridDim.y == 1) {
