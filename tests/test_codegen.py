@@ -18,6 +18,7 @@ from kernelstitch.agents.coder.codegen import (
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
+    PoolSpec,
     ReductionSpec,
     TensorArg,
     build_extension_sources,
@@ -127,6 +128,26 @@ def elementwise_specs() -> list[ElementwiseSpec]:
         )
     )
     return specs
+
+
+def pool_specs() -> list[PoolSpec]:
+    """One spec per pooling kind and dtype, with every operand role: a full-size operand read at
+    every window tap, a per-channel plane operand, an epilogue operand."""
+    x, b, y, e = (TensorArg(n, "float32") for n in ("x", "b", "y", "e"))
+    return [
+        PoolSpec("pool_max3d", "max", (x, b, y, e), 3, "float32", kernel=(2, 3, 2), stride=(2, 2, 1),
+                 padding=(1, 1, 0), dilation=(1, 2, 1), ceil_mode=True,
+                 prologue=(E("add", ("x", "b"), "t1"), E("mul", ("t1", "y"), "t2"), E("relu", ("t2",), "t3")),
+                 prologue_out="t3", epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o",
+                 epilogue_inputs=("e",), plane_inputs=("b",)),
+        PoolSpec("pool_avg2d_f16", "avg", (TensorArg("x", "float16"),), 2, "float16", kernel=(3, 3),
+                 stride=(2, 2), padding=(1, 1), dilation=(1, 1), ceil_mode=True, count_include_pad=False,
+                 epilogue=(E("sigmoid", ("acc",), "s"),), epilogue_out="s"),
+        PoolSpec("pool_avg1d_div", "avg", (TensorArg("x", "float32"),), 1, "float32", kernel=(4,),
+                 stride=(3,), padding=(2,), dilation=(1,), divisor=3),
+        PoolSpec("pool_adaptive_bf16", "adaptive_avg", (TensorArg("x", "bfloat16"),), 2, "bfloat16",
+                 output_size=(5, 7)),
+    ]
 
 
 def gemm_specs() -> list[GemmSpec]:
@@ -279,7 +300,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -308,7 +329,7 @@ def _ptxas_report(text: str) -> dict[str, str]:
 def test_every_cuda_text_compiles_for_sm90a_without_spills():
     groups = [
         [emit(s).cuda for s in elementwise_specs() + gemm_specs()] + [emit(s).cuda for s in reduction_specs()[:5]],
-        [emit(s).cuda for s in reduction_specs()[5:]],
+        [emit(s).cuda for s in reduction_specs()[5:]] + [emit(s).cuda for s in pool_specs()],
     ]
     with tempfile.TemporaryDirectory() as tmp:
         def compile_group(k: int) -> subprocess.CompletedProcess:
@@ -326,7 +347,7 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
     spilling = {k: v for k, v in kernels.items() if v != "0 bytes spill stores, 0 bytes spill loads"}
     assert not spilling, spilling
     # every spec contributed kernels: elementwise x2, reductions >= 6, exact-GELU GEMMs x1
-    for spec in elementwise_specs() + reduction_specs():
+    for spec in elementwise_specs() + reduction_specs() + pool_specs():  # pool: NCHW and channels-last
         assert sum(spec.name + "_" in k for k in kernels) >= 2, spec.name
     assert len(kernels) >= 2 * len(elementwise_specs()) + 6 * len(reduction_specs()) + 3
 

@@ -189,8 +189,9 @@ class Program:
                 layout = "channels_last_3d" if volumetric else "channels_last"
                 args = f"{first}.contiguous(memory_format=torch.{layout}), {rest}"
             self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
-            # Fused kernels read a channels-last operand through 2-D tiles: 4-D only.
-            if channels_last and (volumetric or not self.read_only_by_elementwise(op_node.name)):
+            # Fused elementwise kernels read a channels-last operand through 2-D tiles (4-D
+            # only); pooling kernels slide their windows over it through its strides.
+            if channels_last and not self.reads_any_layout(op_node.name, volumetric):
                 self.emit(f"{local(op_node.name)} = {local(op_node.name)}.contiguous()  "
                           "# NHWC back to NCHW: read by more than fused elementwise kernels")
             for name, kind in (step.spec or {}).get("declare", {}).items():
@@ -201,15 +202,21 @@ class Program:
         meta = self.graph.node(name).meta if self.graph.has(name) else None
         return meta.rank if meta is not None else None
 
-    def read_only_by_elementwise(self, name: str) -> bool:
-        """Every reader of `name` is a fused elementwise step taking it as a kernel input (whose
-        binding reads a channels-last operand through tiles); not an output (`<output>` among
-        the users), view or other op."""
+    def reads_any_layout(self, name: str, volumetric: bool) -> bool:
+        """Every reader of `name` is a kernel step that reads a channels-last operand at full
+        speed: a fused elementwise step taking it as a kernel input (its binding reads 4-D
+        channels-last operands through tiles), or a pooling step whose windows slide over it
+        (its inputs[0]); not an output (`<output>` among the users), view or other op."""
         users = self.graph.users().get(name, [])
         steps = {n: s for s in self.plan.steps for n in s.nodes}
-        return bool(users) and all(
-            u in steps and steps[u].technique == "fused_elementwise" and name in steps[u].inputs
-            for u in users)
+
+        def fast(step) -> bool:
+            spec = step.spec or {}
+            if spec.get("type") == "pool":
+                return bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
+            return not volumetric and step.technique == "fused_elementwise" and name in step.inputs
+
+        return bool(users) and all(u in steps and fast(steps[u]) for u in users)
 
     def root(self, name: str) -> str:
         """Follow view ops back to the value whose memory they share."""

@@ -114,6 +114,47 @@ class ReductionSpec:
     dim_count: int = 1  # reduce kinds: the consecutive dims dim .. dim + dim_count - 1 as one R
 
 
+PoolKind = Literal["max", "avg", "adaptive_avg"]
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """Pooling over the trailing `nd` (1-3) spatial dims of an [N, C, *spatial] (or unbatched
+    [C, *spatial]) tensor, one output per window, with fused elementwise prologue and epilogue.
+
+    * `prologue` computes the pooled value `prologue_out` from `inputs` (broadcast to the
+      input's shape) at every position a window reads; `inputs[0]` is the full-size tensor the
+      windows slide over (read through its strides, NCHW or channels-last); `plane_inputs` are
+      prologue inputs constant over the spatial dims (a conv bias), read once per window.
+    * max/avg: torch's `kernel`, `stride`, `padding`, `dilation` (max only), `ceil_mode`,
+      `count_include_pad` and `divisor` (avg's divisor_override, 0 = none), one value per
+      spatial dim; adaptive_avg: `output_size` per spatial dim (torch's window bounds).
+    * `epilogue` maps the pooled value `"acc"` to the stored `epilogue_out`; epilogue tensor
+      inputs (`epilogue_inputs`, in `inputs` too) broadcast to the output shape.
+    The output has the input's memory format (channels-last in, channels-last out), as torch's.
+    """
+
+    name: str
+    kind: PoolKind
+    inputs: tuple[TensorArg, ...]
+    nd: int
+    out_dtype: DType
+    kernel: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    padding: tuple[int, ...] = ()
+    dilation: tuple[int, ...] = ()
+    ceil_mode: bool = False
+    count_include_pad: bool = True
+    divisor: int = 0
+    output_size: tuple[int, ...] = ()
+    prologue: tuple[ElementwiseOp, ...] = ()
+    prologue_out: str = ""
+    epilogue: tuple[ElementwiseOp, ...] = ()
+    epilogue_out: str = "acc"
+    epilogue_inputs: tuple[str, ...] = ()
+    plane_inputs: tuple[str, ...] = ()
+
+
 Activation = Literal["none", "relu", "gelu", "gelu_tanh"]
 
 
@@ -157,7 +198,7 @@ class GemmSpec:
 # ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
-Spec = ElementwiseSpec | ReductionSpec | GemmSpec
+Spec = ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -193,6 +234,18 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "epilogue_inputs": list(spec.epilogue_inputs), "norm_ndim": spec.norm_ndim,
                 "eps": spec.eps, "weight": spec.weight, "bias": spec.bias, "groups": spec.groups,
                 "dim_count": spec.dim_count}
+    if isinstance(spec, PoolSpec):
+        return {"type": "pool", "name": spec.name, "kind": spec.kind,
+                "inputs": [_arg(t) for t in spec.inputs], "nd": spec.nd,
+                "out_dtype": spec.out_dtype, "kernel": list(spec.kernel),
+                "stride": list(spec.stride), "padding": list(spec.padding),
+                "dilation": list(spec.dilation), "ceil_mode": spec.ceil_mode,
+                "count_include_pad": spec.count_include_pad, "divisor": spec.divisor,
+                "output_size": list(spec.output_size),
+                "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
+                "epilogue": [_op(o) for o in spec.epilogue], "epilogue_out": spec.epilogue_out,
+                "epilogue_inputs": list(spec.epilogue_inputs),
+                "plane_inputs": list(spec.plane_inputs)}
     if isinstance(spec, GemmSpec):
         return {"type": "gemm", "name": spec.name, "x": _arg(spec.x), "weight": _arg(spec.weight),
                 "bias": _arg(spec.bias), "activation": spec.activation,
@@ -219,6 +272,21 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             norm_ndim=int(data.get("norm_ndim", 1)), eps=float(data.get("eps", 1e-5)),
             weight=data.get("weight"), bias=data.get("bias"), groups=int(data.get("groups", 1)),
             dim_count=int(data.get("dim_count", 1)))
+    if kind == "pool":
+        ints = lambda key: tuple(int(v) for v in data.get(key, []))  # noqa: E731
+        return PoolSpec(
+            name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
+            nd=int(data["nd"]), out_dtype=data["out_dtype"], kernel=ints("kernel"),
+            stride=ints("stride"), padding=ints("padding"), dilation=ints("dilation"),
+            ceil_mode=bool(data.get("ceil_mode", False)),
+            count_include_pad=bool(data.get("count_include_pad", True)),
+            divisor=int(data.get("divisor", 0)), output_size=ints("output_size"),
+            prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
+            prologue_out=data.get("prologue_out", ""),
+            epilogue=tuple(_op_from(o) for o in data.get("epilogue", [])),
+            epilogue_out=data.get("epilogue_out", "acc"),
+            epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
+            plane_inputs=tuple(data.get("plane_inputs", [])))
     if kind == "gemm":
         return GemmSpec(
             name=data["name"], x=_arg_from(data["x"]), weight=_arg_from(data["weight"]),

@@ -16,6 +16,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
+    PoolSpec,
     ReductionSpec,
     TensorArg,
     spec_to_json,
@@ -29,6 +30,7 @@ from kernelstitch.agents.planner.ops import (
     norm_affine,
     norm_eps,
     norm_groups,
+    pool_params,
     reduced_dims,
     torch_ops_for,
     translate_elementwise,
@@ -160,7 +162,7 @@ class _StepBuilder:
     def step(self, g: Group, index: int) -> PlanStep:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
-                 "gemm": self.gemm}.get(g.kind, self.torch_call)
+                 "pool": self.pool, "gemm": self.gemm}.get(g.kind, self.torch_call)
         return build(g, sid)
 
     def elementwise(self, g: Group, sid: str) -> PlanStep:
@@ -181,18 +183,66 @@ class _StepBuilder:
             estimated_bytes=moved, estimated_flops=numel * elementwise_flops(ops),
             inputs=inputs, outputs=list(g.outputs))
 
+    def prologue_inputs(self, g: Group) -> list[str]:
+        """What a reduction or pooling group's prologue reads, a full-size tensor first (the
+        anchor's input itself without a prologue)."""
+        src = self.node(g.anchor).args[0].node
+        if not g.prologue:
+            return [src]
+        pro_inputs = self.external_inputs(g.prologue)
+        full = tuple(self.node(src).meta.shape)
+        first = next(i for i in pro_inputs if tuple(self.node(i).meta.shape) == full)
+        pro_inputs.remove(first)
+        return [first] + pro_inputs
+
+    def fused_parts(self, g: Group) -> str:
+        parts = []
+        if g.prologue:
+            parts.append("prologue " + ", ".join(base_op(self.node(n).op) for n in g.prologue))
+        if g.epilogue:
+            parts.append("epilogue " + ", ".join(base_op(self.node(n).op) for n in g.epilogue))
+        return f" with {'; '.join(parts)}" if parts else ""
+
+    def pool(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        src = anchor.args[0].node
+        src_meta = self.node(src).meta
+        params = pool_params(anchor, src_meta.rank)
+        nd = params["nd"]
+        pro_inputs = self.prologue_inputs(g)
+
+        def plane(name: str) -> bool:  # constant over the spatial dims: read once per window
+            shape = tuple(self.node(name).meta.shape)
+            return all(d == 1 for d in shape[-nd:]) if len(shape) >= nd else True
+
+        planes = [i for i in pro_inputs[1:] if plane(i)]
+        epi_inputs = [i for i in self.external_inputs(g.epilogue) if i != g.anchor]
+        inputs = pro_inputs + [i for i in epi_inputs if i not in pro_inputs]
+        out = self.node(g.final).meta
+        spec = PoolSpec(
+            name=f"ks_{sid}_{params['kind']}_pool{nd}d", inputs=tuple(self.tensor_arg(i) for i in inputs),
+            out_dtype=out.dtype, prologue=tuple(self.ops(g.prologue)),
+            prologue_out=src if g.prologue else "",
+            epilogue=tuple(self.ops(g.epilogue, {g.anchor: "acc"})),
+            epilogue_out="acc" if not g.epilogue else g.epilogue[-1],
+            epilogue_inputs=tuple(epi_inputs), plane_inputs=tuple(planes), **params)
+        moved = sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(out)
+        window = math.prod(spec.kernel) if spec.kernel else max(1, src_meta.numel // max(1, anchor.meta.numel))
+        flops = anchor.meta.numel * window * (elementwise_flops(list(spec.prologue)) + 1)
+        flops += out.numel * elementwise_flops(list(spec.epilogue))
+        what = (f"adaptive avg pooling to {list(spec.output_size)}" if spec.kind == "adaptive_avg"
+                else f"{spec.kind} pooling, window {list(spec.kernel)} stride {list(spec.stride)}")
+        return PlanStep(
+            id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
+            description=f"{what}{self.fused_parts(g)}", source_lines=self.lines(g.nodes),
+            spec=spec_to_json(spec), estimated_bytes=moved, estimated_flops=flops,
+            inputs=inputs, outputs=[g.final])
+
     def reduction(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)
         kind = REDUCTION_KINDS[anchor.op]
         src = anchor.args[0].node
-        if g.prologue:
-            pro_inputs = self.external_inputs(g.prologue)
-            full = tuple(self.node(src).meta.shape)
-            first = next(i for i in pro_inputs if tuple(self.node(i).meta.shape) == full)
-            pro_inputs.remove(first)
-            pro_inputs.insert(0, first)
-        else:
-            pro_inputs = [src]
+        pro_inputs = self.prologue_inputs(g)
         weight = bias = None
         norm_ndim, eps, groups, dim_count = 1, 1e-5, 1, 1
         if kind in ("layer_norm", "group_norm"):
@@ -228,12 +278,7 @@ class _StepBuilder:
         flops = in_numel * (elementwise_flops(list(spec.prologue)) + (5 if kind in (
             "softmax", "log_softmax", "logsumexp", "layer_norm", "group_norm") else 1))
         flops += self.node(g.final).meta.numel * elementwise_flops(list(spec.epilogue))
-        parts = []
-        if g.prologue:
-            parts.append("prologue " + ", ".join(base_op(self.node(n).op) for n in g.prologue))
-        if g.epilogue:
-            parts.append("epilogue " + ", ".join(base_op(self.node(n).op) for n in g.epilogue))
-        fused = f" with {'; '.join(parts)}" if parts else ""
+        fused = self.fused_parts(g)
         if kind == "layer_norm":
             where = f"over the last {norm_ndim} dim(s)"
         elif kind == "group_norm":

@@ -5,6 +5,8 @@ each node join the group of a producer when the result is still one kernel.
   every value read outside the group becomes an extra output (materialised once);
 * reduction groups: an elementwise producer group whose only consumer is the reduction becomes
   its prologue, elementwise consumers of the result its epilogue;
+* pool groups: the same around a max / avg / adaptive-avg pooling (the prologue runs on every
+  value a window reads);
 * GEMM groups: a bias add and a ReLU / tanh-GELU that cuBLASLt's epilogue computes exactly;
 * library / fallback nodes are groups of their own; view and size ops belong to no group (the
   wrapper runs them in PyTorch, between kernels).
@@ -24,15 +26,17 @@ from kernelstitch.agents.planner.ops import (
     CONV_OPS,
     FLOAT_DTYPES,
     GEMM_OPS,
+    POOL_OPS,
     REDUCTION_KINDS,
     float_tensors,
     norm_affine,
     norm_groups,
+    pool_params,
     reduced_dims,
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "gemm", "library", "fallback"]
+GroupKind = Literal["elementwise", "reduction", "pool", "gemm", "library", "fallback"]
 Shape = tuple
 
 
@@ -151,6 +155,12 @@ class _Scheduler:
                 return "reduction"
             self.fallback_reasons[node.name] = reason
             return "fallback"
+        if node.op in POOL_OPS:
+            reason = self.pool_problem(node)
+            if reason is None:
+                return "pool"
+            self.fallback_reasons[node.name] = reason
+            return "fallback"
         if node.op in GEMM_OPS:
             reason = self.gemm_problem(node)
             if reason is None:
@@ -213,6 +223,15 @@ class _Scheduler:
             return f"group_norm with {groups!r} groups of {shape[1]} channels"
         return None
 
+    def pool_problem(self, node: Node) -> str | None:
+        if not float_tensors(self.graph, node):
+            return "non-floating-point tensors"
+        if not isinstance(node.args[0], NodeRef):
+            return "pooled value is not a tensor"
+        shape = self.shape(node.args[0].node)
+        params = pool_params(node, len(shape))
+        return params if isinstance(params, str) else None
+
     def affine_refs(self, node: Node) -> set[str]:
         """The weight / bias values of a normalisation (read by its kernel, not a prologue)."""
         return {v.node for v in norm_affine(node) if isinstance(v, NodeRef)}
@@ -246,8 +265,8 @@ class _Scheduler:
                 continue
             if kind == "elementwise":
                 self.place_elementwise(node)
-            elif kind == "reduction":
-                self.place_reduction(node)
+            elif kind in ("reduction", "pool"):
+                self.place_reduction(node, kind)
             elif kind == "gemm":
                 self.new_group("gemm", [node.name], node.name)
             else:
@@ -263,7 +282,7 @@ class _Scheduler:
             if g is not None and g not in producers:
                 producers.append(g)
         for g in producers:
-            if g.kind == "reduction" and self.can_epilogue(g, node):
+            if g.kind in ("reduction", "pool") and self.can_epilogue(g, node):
                 g.epilogue.append(node.name)
                 g.nodes.append(node.name)
                 self.group_of[node.name] = g
@@ -364,7 +383,8 @@ class _Scheduler:
         self.group_of[node.name] = g
         return True
 
-    def place_reduction(self, node: Node) -> None:
+    def place_reduction(self, node: Node, kind: GroupKind = "reduction") -> None:
+        """A reduction (or pooling: `kind`) node, with its elementwise producer as prologue."""
         src = node.args[0].node
         g = self.group_of.get(src)
         if g is not None and g.kind == "elementwise" and g.nodes[-1] == src:
@@ -377,13 +397,13 @@ class _Scheduler:
                     and any(self.shape(i) == full for i in inputs)
                     and not (affine & set(inputs))
                     and not self.creates_cycle(members)):
-                g.kind = "reduction"
+                g.kind = kind
                 g.prologue = list(g.nodes)
                 g.nodes.append(node.name)
                 g.anchor = node.name
                 self.group_of[node.name] = g
                 return
-        self.new_group("reduction", [node.name], node.name)
+        self.new_group(kind, [node.name], node.name)
 
     def _external_inputs(self, nodes: list[str]) -> list[str]:
         inside = set(nodes)

@@ -14,7 +14,7 @@ FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
 ELEMENT_SIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
                 "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8}
 
-NodeClass = Literal["host", "elementwise", "reduction", "gemm", "library", "fallback"]
+NodeClass = Literal["host", "elementwise", "reduction", "pool", "gemm", "library", "fallback"]
 
 REDUCTION_KINDS = {
     "aten.sum.dim_IntList": "sum", "aten.mean.dim": "mean", "aten.amax.default": "amax",
@@ -30,6 +30,12 @@ _NORM_ARGS = {  # op -> ((weight index, key), (bias index, key), (eps index, key
     "aten.layer_norm.default": ((2, "weight"), (3, "bias"), (4, "eps")),
     "aten.group_norm.default": ((2, "weight"), (3, "bias"), (4, "eps")),
     "aten.instance_norm.default": ((1, "weight"), (2, "bias"), (7, "eps")),
+}
+# Pooling over 1-3 trailing spatial dims: op -> (PoolSpec kind, spatial dims).
+POOL_OPS: dict[str, tuple[str, int]] = {
+    **{f"aten.max_pool{d}d.default": ("max", d) for d in (1, 2, 3)},
+    **{f"aten.avg_pool{d}d.default": ("avg", d) for d in (1, 2, 3)},
+    **{f"aten.adaptive_avg_pool{d}d.default": ("adaptive_avg", d) for d in (1, 2, 3)},
 }
 GEMM_OPS = frozenset({"aten.linear.default", "aten.matmul.default", "aten.mm.default",
                       "aten.addmm.default"})
@@ -93,6 +99,54 @@ def reduced_dims(dims: Any, rank: int) -> tuple[int, int] | None:
     if norm != list(range(norm[0], norm[0] + len(norm))):
         return None
     return norm[0], len(norm)
+
+
+def _per_dim(value: Any, nd: int, default: list[int]) -> list[int] | None:
+    """A pooling argument (an int, or a list of 1 or nd ints; empty: `default`) as nd ints."""
+    if value is None or value == []:
+        value = default
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return None
+    if len(value) == 1:
+        value = value * nd
+    return list(value) if len(value) == nd else None
+
+
+def pool_params(node: Node, rank: int) -> dict[str, Any] | str:
+    """A pooling op's PoolSpec fields (kind, nd, kernel, stride, ...) from its arguments, or why
+    the built-in kernel cannot compute it."""
+    kind, nd = POOL_OPS[node.op]
+    if rank not in (nd + 1, nd + 2):
+        return f"{base_op(node.op)} of a {rank}-d tensor"
+    if kind == "adaptive_avg":
+        size = _per_dim(node.arg(1, "output_size"), nd, [])
+        if size is None or min(size) < 1:
+            return "adaptive pooling to a size that is not a static list of ints"
+        return {"kind": kind, "nd": nd, "output_size": tuple(size)}
+    kernel = _per_dim(node.arg(1, "kernel_size"), nd, [])
+    if kernel is None:
+        return "pooling window that is not a static list of ints"
+    stride = _per_dim(node.arg(2, "stride"), nd, kernel)
+    padding = _per_dim(node.arg(3, "padding", 0), nd, [0])
+    if kind == "max":
+        dilation = _per_dim(node.arg(4, "dilation", 1), nd, [1])
+        ceil_mode = node.arg(5, "ceil_mode", False)
+        count_include_pad, divisor = True, 0
+    else:
+        dilation = [1] * nd
+        ceil_mode = node.arg(4, "ceil_mode", False)
+        count_include_pad = node.arg(5, "count_include_pad", True)
+        divisor = node.arg(6, "divisor_override") if nd > 1 else None
+    if stride is None or padding is None or dilation is None or not isinstance(ceil_mode, bool) \
+            or not isinstance(count_include_pad, bool) or not (divisor is None or isinstance(divisor, int)):
+        return "pooling parameters that are not static ints"
+    if min(kernel) < 1 or min(stride) < 1 or min(dilation) < 1 or min(padding) < 0 or (divisor or 0) < 0:
+        return "pooling parameters out of range"
+    return {"kind": kind, "nd": nd, "kernel": tuple(kernel), "stride": tuple(stride),
+            "padding": tuple(padding), "dilation": tuple(dilation), "ceil_mode": ceil_mode,
+            "count_include_pad": count_include_pad, "divisor": divisor or 0}
 
 
 def base_op(op: str) -> str:

@@ -10,6 +10,10 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   convolution anyway (one less pass over the output).  The planner keeps the bias in the library
   call (`keep_conv_bias`) where no kernel follows to absorb the add.
 * `max_values`: ``torch.max(x, dim).values`` with the indices unused == ``amax(x, dim)``.
+* `global_avg_pool`: ``adaptive_avg_poolNd(x, 1)`` == ``x.mean(spatial dims, keepdim=True)``:
+  one window covering every spatial position is the mean over them (torch's window bounds
+  [0, in) for an output size of 1), and the reduction kernels read a long plane with every
+  thread of a block instead of one thread per window.
 * `inplace_ops`: ``y = x.relu_()`` (``add_``, ``mul_``, ``hardtanh_``, ``clamp_``, ...) ==
   ``y = x.relu()`` when x is a fresh value of this forward (no input, parameter, buffer,
   constant, view or alias of one) and nothing but the in-place op reads x: the old value is
@@ -42,6 +46,7 @@ from kernelstitch.agents.plan.graph import (
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
 from kernelstitch.agents.planner.ops import (
     CONV_OPS,
+    POOL_OPS,
     REDUCTION_KINDS,
     float_tensors,
     translate_elementwise,
@@ -63,7 +68,8 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call."""
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _constant_operands, _linear_sum,
-                 partial(_conv_bias, keep=keep_conv_bias), _max_values, _recompute_prologue):
+                 partial(_conv_bias, keep=keep_conv_bias), _max_values, _global_avg_pool,
+                 _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -291,6 +297,23 @@ def _max_values(graph: Graph):
                                         (node.args[0], [dim], keepdim), {}, item.outputs,
                                         line=item.line, module_path=item.module_path,
                                         module_type=item.module_type, synthetic=True)))
+    return edits, set(), []
+
+
+def _global_avg_pool(graph: Graph):
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        pool = POOL_OPS.get(node.op)
+        if pool is None or pool[0] != "adaptive_avg" or not isinstance(node.args[0], NodeRef):
+            continue
+        src = graph.node(node.args[0].node).meta
+        nd = pool[1]
+        size = node.arg(1, "output_size")
+        if src is None or src.rank not in (nd + 1, nd + 2) or size not in ([1] * nd, 1, [1]):
+            continue
+        dims = list(range(src.rank - nd, src.rank))
+        edits.append(GraphEdit(renamed(node, op="aten.mean.dim", args=(node.args[0], dims, True),
+                                       kwargs={}, synthetic=True)))
     return edits, set(), []
 
 

@@ -7,7 +7,7 @@ the sources of one `torch.utils.cpp_extension.load_inline` call (pass `EXTRA_CUD
 
 The CUDA and C++ are files under cuda/ (headers at the top, one folder per emitter), filled by
 `templates.render`; the Python modules decide what fills them: `elementwise.py`, `reduction/`
-(one module per kernel family), `cluster_cols.py`, `gemm.py`, and `expr.py` (op lists -> fp32
+(one module per kernel family), `cluster_cols.py`, `gemm.py`, `pool.py`, and `expr.py` (op lists -> fp32
 CUDA statements).
 """
 
@@ -23,18 +23,20 @@ from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops, op_expression
 from kernelstitch.agents.coder.codegen.gemm import emit_gemm
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.pool import emit_pool
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.plan.kernel_spec import (
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
+    PoolSpec,
     ReductionKnobs,
     ReductionSpec,
     TensorArg,
 )
 
 
-def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec,
+def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec,
          knobs: ReductionKnobs | None = None) -> KernelSource:
     """Dispatches on the spec type; a reduction's `knobs` (the plan's, when the search varies
     them) choose among the emitter's designs."""
@@ -47,6 +49,8 @@ def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec,
             row_exp="__expf" if knobs.fast_exp else "expf", cluster=knobs.cluster))
     if isinstance(spec, GemmSpec):
         return emit_gemm(spec)
+    if isinstance(spec, PoolSpec):
+        return emit_pool(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
@@ -60,6 +64,7 @@ __all__ = [
     "ElementwiseSpec",
     "GemmSpec",
     "KernelSource",
+    "PoolSpec",
     "ReductionSpec",
     "TensorArg",
     "build_extension_sources",
@@ -68,6 +73,7 @@ __all__ = [
     "emit",
     "emit_elementwise",
     "emit_gemm",
+    "emit_pool",
     "emit_reduction",
     "op_expression",
 ]

@@ -383,6 +383,28 @@ __device__ __forceinline__ void ks_block_merge(State& st, float (&sm)[State::NF]
   }
 }
 
+// One spatial dim of a pooling window (torch's bounds): positions lo, lo + step, ... < hi, and
+// the count avg_pool divides by with count_include_pad (the window clipped to the padded input).
+// KIND: 0 max (dilated), 1 avg, 2 adaptive avg.
+struct KsPoolWin { int64_t lo, hi, step, padded; };
+template <int KIND>
+__device__ __forceinline__ KsPoolWin ks_pool_window(int64_t o, int64_t in, int64_t out, int64_t k, int64_t s,
+                                                    int64_t p, int64_t dil) {
+  if constexpr (KIND == 2) {
+    const int64_t lo = ks_div(o * in, out), hi = ks_div((o + 1) * in + out - 1, out);
+    return {lo, hi, 1, hi - lo};
+  } else if constexpr (KIND == 1) {
+    const int64_t start = o * s - p;
+    const int64_t end = start + k < in + p ? start + k : in + p;
+    return {start > 0 ? start : 0, end < in ? end : in, 1, end - start};
+  } else {
+    int64_t start = o * s - p;
+    const int64_t end = start + (k - 1) * dil + 1;
+    while (start < 0) start += dil;  // first tap inside the input (padding never exceeds k / 2)
+    return {start, end < in ? end : in, dil, 0};
+  }
+}
+
 // Resident blocks per SM for a kernel (launchers cache it in a static): grids are sized to fill
 // every SM exactly once with grid-stride loops, never more than the work needs.
 template <typename K>

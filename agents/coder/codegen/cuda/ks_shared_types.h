@@ -68,6 +68,17 @@ struct KsGnSplit {
   return {splits, per_block, splits * outer * 3, splits * outer * 3 + outer * 2};
 }
 
+// A pooling kernel's geometry (pool/kernel.cu), filled by its binding: 1-D and 2-D pooling are
+// 3-D pooling with leading spatial dims of size 1 (window 1, stride 1, no padding).
+struct KsPoolGeom {
+  int64_t N, C;
+  int64_t in[3], out[3];        // spatial sizes (d, h, w)
+  int64_t k[3], s[3], p[3], dil[3];
+  int64_t xs[5];                // strides of the source (inputs[0]): n, c, d, h, w
+  int64_t divisor;              // avg: divisor_override (0: none)
+  int count_include_pad;        // avg
+};
+
 // The current device's index into the per-device caches below (64 slots).
 [[maybe_unused]] static inline int ks_device_slot() {
   int dev = 0;

@@ -1,0 +1,59 @@
+
+// ---- binding {{name}}: {{kind}} pooling over {{nd}} spatial dim(s) ----
+at::Tensor {{name}}({{cparams}}) {
+  TORCH_CHECK(in_0.is_cuda(), "{{name}}: expected CUDA tensors");
+  const at::Device device = in_0.device();
+  {{checks}}
+  const int64_t nd = {{nd}}, rank = in_0.dim();
+  TORCH_CHECK(rank == nd + 1 || rank == nd + 2, "{{name}}: expected a ", ks_str(nd + 1), "-d or ",
+              ks_str(nd + 2), "-d input, got sizes ", ks_str(in_0.sizes()));
+  const int64_t batched = rank == nd + 2 ? 1 : 0;
+  const int64_t kernel[] = {{{kernel}}}, stride[] = {{{stride}}}, padding[] = {{{padding}}},
+                dilation[] = {{{dilation}}}, output_size[] = {{{output_size}}};
+  (void)kernel; (void)stride; (void)padding; (void)dilation; (void)output_size;
+  KsPoolGeom g{};
+  g.N = batched ? in_0.size(0) : 1;
+  g.C = in_0.size(batched);
+  g.xs[0] = batched ? in_0.stride(0) : 0;
+  g.xs[1] = in_0.stride(batched);
+  std::vector<int64_t> out_shape(in_0.sizes().begin(), in_0.sizes().begin() + batched + 1);
+  for (int64_t k = 0; k < 3; ++k) {
+    const int64_t j = k - (3 - nd);  // index into the spatial dims (negative: a padding dim)
+    if (j < 0) {
+      g.in[k] = g.out[k] = g.k[k] = g.s[k] = g.dil[k] = 1;
+      g.p[k] = 0;
+      g.xs[2 + k] = 0;
+      continue;
+    }
+    const int64_t in = in_0.size(batched + 1 + j);
+    g.in[k] = in;
+    g.xs[2 + k] = in_0.stride(batched + 1 + j);
+{{geometry}}
+    TORCH_CHECK(g.out[k] >= 1, "{{name}}: pooling output size ", ks_str(g.out[k]), " < 1 for input sizes ",
+                ks_str(in_0.sizes()));
+    out_shape.push_back(g.out[k]);
+  }
+  g.divisor = {{divisor}};
+  g.count_include_pad = {{count_include_pad}};
+  // Channels-last in, channels-last out (torch's pooling keeps the memory format): the kernel
+  // walks the output in memory order, so a warp reads one position's consecutive channels.
+  const auto cl_format = rank == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+  const bool cl = batched && (rank == 4 || rank == 5) && g.C > 1 && !in_0.is_contiguous() &&
+                  in_0.is_contiguous(cl_format);
+  const c10::cuda::CUDAGuard guard(device);
+  at::Tensor out = at::empty(out_shape, in_0.options().dtype({{out_dtype}})
+                                            .memory_format(cl ? cl_format : at::MemoryFormat::Contiguous));
+  if (out.numel() == 0) return out;
+  const int64_t per_sample = out.numel() / g.N;
+  TORCH_CHECK(per_sample < (1LL << 31) - (int64_t)ks_sm_count() * 2048 * 2, "{{name}}: ", ks_str(per_sample),
+              " outputs per sample (the kernel indexes a sample's outputs with 32 bits)");
+  KsOperand descs[{{n}}];
+  const c10::IntArrayRef xs = in_0.sizes(), os(out_shape);
+  (void)xs; (void)os;
+  ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
+  const void* ins[{{n}}] = {{{in_ptrs}}};
+  {{name}}_launch(ins, descs, out.data_ptr(), g, cl ? 1 : 0, per_sample,
+      c10::cuda::getCurrentCUDAStream(device.index()).stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}

@@ -1,0 +1,69 @@
+#include "../ks_prelude.cuh"
+
+// ---- pooling kernel {{name}}: {{kind}} pooling over {{nd}} spatial dim(s) ----
+// One thread per output value, in the output's memory order (CL: channels-last, so a warp reads
+// 32 channels of one position: coalesced in both layouts).  Every value a window reads goes
+// through the fused prologue; the pooled value through the epilogue.
+{{pro_fn}}
+{{epi_fn}}
+template <int KIND, bool CL>
+__global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out_t}}* __restrict__ out,
+                                                             const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  // Samples along y, each sample's outputs (< 2^31, checked by the binding) along x: 32-bit
+  // index math (64-bit division subroutines made ptxas spill).
+  for (int64_t r = blockIdx.y; r < g.N; r += gridDim.y)
+  for (uint32_t q0 = blockIdx.x * blockDim.x + threadIdx.x; q0 < (uint32_t)per_sample; q0 += gridDim.x * blockDim.x) {
+    const int64_t o = r * per_sample + q0;
+    uint32_t q = q0;
+    int64_t c = 0;
+    if constexpr (CL) { c = q % (uint32_t)g.C; q /= (uint32_t)g.C; }
+    const int64_t ow = q % (uint32_t)g.out[2]; q /= (uint32_t)g.out[2];
+    const int64_t oh = q % (uint32_t)g.out[1]; q /= (uint32_t)g.out[1];
+    const int64_t od = q % (uint32_t)g.out[0]; q /= (uint32_t)g.out[0];
+    if constexpr (!CL) c = q;
+    const int64_t plane = r * g.C + c;
+    (void)plane; (void)in_plane;
+    {{plane_loads}}
+    const KsPoolWin wd = ks_pool_window<KIND>(od, g.in[0], g.out[0], g.k[0], g.s[0], g.p[0], g.dil[0]);
+    const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
+    const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
+    const auto* __restrict__ base = p0 + r * g.xs[0] + c * g.xs[1];
+    float acc = KIND == 0 ? -INFINITY : 0.f;
+    for (int64_t id = wd.lo; id < wd.hi; id += wd.step) {
+      for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step) {
+        for (int64_t iw = ww.lo; iw < ww.hi; iw += ww.step) {
+          const float a0 = ks_ld(base + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
+          {{spatial_loads}}
+          float v;
+          {{name}}_pro({{pro_args}}, v);
+          if constexpr (KIND == 0) acc = ks_max(acc, v); else acc += v;
+        }
+      }
+    }
+    if constexpr (KIND != 0) {
+      const int64_t taps = (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo);
+      const int64_t divide = g.divisor ? g.divisor
+          : (KIND == 1 && g.count_include_pad) ? wd.padded * wh.padded * ww.padded : taps;
+      acc = taps > 0 ? __fdividef(acc, (float)divide) : 0.f;
+    }
+    {{epi_loads}}
+    {{name}}_epi({{epi_args}});
+    out[o] = ks_from_float<{{out_t}}>(acc);
+  }
+}
+
+{{launcher_sig}} {
+  if (g.N <= 0 || per_sample <= 0) return;
+#define KS_POOL_LAUNCH(K, L) do { \
+    static const int per_sm = ks_blocks_per_sm({{name}}_kernel<K, L>, {{threads}}); \
+    const int64_t full = (int64_t)per_sm * ks_sm_count(); \
+    const int64_t bx = ks_grid(per_sm, ks_cdiv(per_sample, {{threads}})); \
+    int64_t by = full / bx > 1 ? full / bx : 1; \
+    if (by > g.N) by = g.N; \
+    if (by > 65535) by = 65535; \
+    {{name}}_kernel<K, L><<<dim3((unsigned)bx, (unsigned)by), {{threads}}, 0, stream>>>({{kernel_args}}, \
+        static_cast<{{out_t}}*>(out), g, per_sample); } while (0)
+  if (cl) KS_POOL_LAUNCH({{kind_id}}, true); else KS_POOL_LAUNCH({{kind_id}}, false);
+#undef KS_POOL_LAUNCH
+}

@@ -1,0 +1,136 @@
+"""Pooling emitter: max / avg / adaptive-avg pooling over 1-3 spatial dims with the elementwise
+ops before it (prologue, applied to every value a window reads) and after it (epilogue) in the
+same kernel, so the tensor the windows slide over is read once and only the pooled result is
+written (cuda/pool/).
+
+Python decides the fragments: which operands are read per window tap (full-size, through their
+descriptors at the input's logical index), once per window (`plane_inputs`: constant over the
+spatial dims, such as a conv bias) or once per output (epilogue inputs); the binding computes
+torch's output sizes and window bounds at run time, so one kernel serves every input shape.
+"""
+
+from __future__ import annotations
+
+from kernelstitch.agents.coder.codegen.common import CUDA_TYPE, TORCH_DTYPE, check_identifier
+from kernelstitch.agents.coder.codegen.expr import compile_ops
+from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.templates import render
+from kernelstitch.agents.plan.kernel_spec import PoolSpec
+
+THREADS = 256
+KIND_ID = {"max": 0, "avg": 1, "adaptive_avg": 2}
+
+
+def _check(spec: PoolSpec) -> tuple[list[int], list[int], list[int]]:
+    """(tap operands, plane operands, epilogue operands): indices into `spec.inputs`, tap
+    operands starting with 0 (the tensor the windows slide over)."""
+    name = spec.name
+    if spec.kind not in KIND_ID:
+        raise ValueError(f"{name}: unknown pooling kind {spec.kind!r}")
+    if spec.nd not in (1, 2, 3):
+        raise ValueError(f"{name}: pooling over {spec.nd} spatial dims (1 to 3)")
+    names = [t.name for t in spec.inputs]
+    if not names:
+        raise ValueError(f"{name}: pooling needs an input")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{name}: duplicate input names {names}")
+    for n in spec.epilogue_inputs + spec.plane_inputs:
+        if n not in names:
+            raise ValueError(f"{name}: {n!r} is not one of the inputs {names}")
+    if names[0] in spec.epilogue_inputs or names[0] in spec.plane_inputs:
+        raise ValueError(f"{name}: inputs[0] must be the tensor the windows slide over")
+    if spec.kind == "adaptive_avg":
+        if len(spec.output_size) != spec.nd or min(spec.output_size) < 1:
+            raise ValueError(f"{name}: adaptive pooling needs {spec.nd} output sizes >= 1")
+    else:
+        fields = {"kernel": spec.kernel, "stride": spec.stride, "padding": spec.padding,
+                  "dilation": spec.dilation}
+        for key, values in fields.items():
+            if len(values) != spec.nd:
+                raise ValueError(f"{name}: {key} needs {spec.nd} values, got {list(values)}")
+        if min(spec.kernel) < 1 or min(spec.stride) < 1 or min(spec.dilation) < 1 or min(spec.padding) < 0:
+            raise ValueError(f"{name}: kernel, stride, dilation must be >= 1 and padding >= 0")
+        if spec.kind == "avg" and max(spec.dilation) != 1:
+            raise ValueError(f"{name}: avg pooling has no dilation")
+    if spec.divisor < 0:
+        raise ValueError(f"{name}: divisor {spec.divisor} < 0")
+    epilogue = [names.index(n) for n in spec.epilogue_inputs]
+    plane = [names.index(n) for n in spec.plane_inputs]
+    taps = [k for k in range(len(names)) if k not in epilogue and k not in plane]
+    return taps, plane, epilogue
+
+
+def _geometry(spec: PoolSpec) -> str:
+    """The binding's per-dim output size and window parameters (torch's pooling_output_shape)."""
+    if spec.kind == "adaptive_avg":
+        return "\n".join([
+            "    g.out[k] = output_size[j];",
+            "    g.k[k] = g.s[k] = g.dil[k] = 1;",
+            "    g.p[k] = 0;"])
+    return "\n".join([
+        "    g.k[k] = kernel[j]; g.s[k] = stride[j]; g.p[k] = padding[j]; g.dil[k] = dilation[j];",
+        f'    TORCH_CHECK(2 * g.p[k] <= g.k[k], "{spec.name}: padding should be at most half of the kernel size");',
+        f"    const int64_t span = in + 2 * g.p[k] - g.dil[k] * (g.k[k] - 1) - 1 + ({int(spec.ceil_mode)} ? g.s[k] - 1 : 0);",
+        "    g.out[k] = (span >= 0 ? span / g.s[k] : -((-span + g.s[k] - 1) / g.s[k])) + 1;",
+        f"    if ({int(spec.ceil_mode)} && (g.out[k] - 1) * g.s[k] >= in + g.p[k]) --g.out[k];  // last window starts inside"])
+
+
+def _ints(values: tuple[int, ...], nd: int, fill: int) -> str:
+    return ", ".join(str(v) for v in (values or (fill,) * nd))
+
+
+def emit_pool(spec: PoolSpec) -> KernelSource:
+    name = check_identifier(spec.name)
+    taps, plane, epilogue = _check(spec)
+    names = [t.name for t in spec.inputs]
+    pro_out = spec.prologue_out or (spec.prologue[-1].out if spec.prologue else names[0])
+    pro_inputs = sorted(taps + plane)
+    pro = compile_ops(f"{name}_pro", tuple(names[k] for k in pro_inputs), spec.prologue, (pro_out,))
+    epi = compile_ops(f"{name}_epi", ("acc",) + tuple(names[k] for k in epilogue), spec.epilogue,
+                      (spec.epilogue_out,))
+    out_t = CUDA_TYPE[spec.out_dtype]
+    params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
+                       for k, t in enumerate(spec.inputs))
+    kernel_args = ", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]"
+                            for k, t in enumerate(spec.inputs))
+    # operand k's value at the input's logical (contiguous NC...) index of the current tap
+    tap_index = "((plane * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw"
+    spatial_loads = " ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, {tap_index}));"
+                             for k in taps if k != 0)
+    plane_loads = " ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, plane * in_plane));"
+                           for k in plane)
+    out_index = "((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow"
+    epi_loads = " ".join(f"const float e{k} = ks_ld(p{k} + ks_offset(d{k}, {out_index}));" for k in epilogue)
+    launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
+                    f"const KsPoolGeom& g, int cl, int64_t per_sample, cudaStream_t stream)")
+    cuda = render(
+        "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
+        threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
+        pro_args=", ".join(f"a{k}" for k in pro_inputs),
+        epi_loads=epi_loads, epi_args=", ".join(["acc"] + [f"e{k}" for k in epilogue] + ["acc"]),
+        launcher_sig=launcher_sig, kernel_args=kernel_args, kind_id=KIND_ID[spec.kind])
+    n = len(spec.inputs)
+    binding = render(
+        "pool/binding.cpp", name=name, kind=spec.kind, nd=spec.nd, n=n,
+        cparams=", ".join(f"at::Tensor in_{k}" for k in range(n)),
+        checks="\n  ".join(
+            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
+            for k, t in enumerate(spec.inputs)),
+        kernel=_ints(spec.kernel, spec.nd, 1), stride=_ints(spec.stride, spec.nd, 1),
+        padding=_ints(spec.padding, spec.nd, 0), dilation=_ints(spec.dilation, spec.nd, 1),
+        output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),
+        divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
+        out_dtype=TORCH_DTYPE[spec.out_dtype],
+        ptrs=", ".join(f"&in_{k}" for k in range(n)),
+        shapes=", ".join("os" if k in epilogue else "xs" for k in range(n)),
+        in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(n)))
+    return KernelSource(
+        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
+        python_args=tuple(names),
+        notes=(
+            f"{spec.kind} pooling over {spec.nd} spatial dim(s): one thread per output in the output's "
+            "memory order (channels-last stays channels-last), window bounds as torch's",
+            "prologue applied to every value a window reads, epilogue to the pooled value: the input "
+            "is read once, only the pooled tensor is written",
+        ),
+    )

@@ -1,0 +1,267 @@
+"""Issue 22 (pooling): max / avg / adaptive-avg pooling over 1-3 spatial dims planned as fused
+kernels with the elementwise ops around them, global adaptive average pooling as a mean
+reduction, and the pooling spec's JSON and validation.  Plans and emitted sources on the CPU;
+tests/test_pool_gpu.py runs the kernels and these modules on a GPU against PyTorch."""
+
+from __future__ import annotations
+
+import pytest
+from kernelstitch.agents.coder.codegen import emit
+from kernelstitch.agents.coder.builtin import code_builtin
+from kernelstitch.agents.plan.graph import Node, NodeRef
+from kernelstitch.agents.plan.kernel_spec import PoolSpec, TensorArg, spec_from_json, spec_to_json
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+from kernelstitch.agents.planner.ops import pool_params
+from test_codegen import pool_specs
+from test_norms import _HEADER, write
+
+# conv -> (bias) - v -> hardswish -> max_pool2d -> mish (level2/35's program)
+CONV_MAX_POOL = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3)
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x):
+        x = F.hardswish(self.conv(x) - 0.5)
+        return F.mish(self.pool(x))
+
+batch, cin, cout, height, width = 2, 3, 8, 19, 23
+
+def get_inputs():
+    return [torch.randn(batch, cin, height, width)]
+
+def get_init_inputs():
+    return [cin, cout]
+'''
+
+# conv3d -> * s -> avg_pool3d (ceil mode, padding, not counting the padding) -> + per-channel
+# bias (level2/50's program, with torch's harder options)
+CONV3D_AVG_POOL = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv3d(cin, cout, 3)
+        self.bias = nn.Parameter(torch.randn(cout, 1, 1, 1))
+
+    def forward(self, x):
+        x = F.avg_pool3d(self.conv(x) * 0.5, 3, stride=2, padding=1, ceil_mode=True,
+                         count_include_pad=False)
+        return x + self.bias
+
+batch, cin, cout, size = 2, 2, 4, 11
+
+def get_inputs():
+    return [torch.randn(batch, cin, size, size + 1, size + 2)]
+
+def get_init_inputs():
+    return [cin, cout]
+'''
+
+# dilated, padded 1-D max pooling of a GEMM's output (level2/55's shape of program) and an
+# avg_pool1d with the default stride
+LINEAR_POOL1D = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, fin, fout):
+        super().__init__()
+        self.fc = nn.Linear(fin, fout)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(x)).unsqueeze(1)
+        a = F.max_pool1d(h, 3, stride=2, padding=1, dilation=2)
+        b = F.avg_pool1d(h, 4)
+        return a.squeeze(1), b.squeeze(1) * 2.0
+
+batch, fin, fout = 3, 16, 37
+
+def get_inputs():
+    return [torch.randn(batch, fin)]
+
+def get_init_inputs():
+    return [fin, fout]
+'''
+
+# adaptive pooling: to a grid that does not divide the input (windows overlap), and to 1 x 1
+# (a mean over the spatial dims)
+ADAPTIVE = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        a = F.adaptive_avg_pool2d(torch.tanh(x), (5, 3))
+        b = F.adaptive_avg_pool2d(x, 1) + 1.0
+        return a, b
+
+batch, c, h, w = 2, 6, 13, 11
+
+def get_inputs():
+    return [torch.randn(batch, c, h, w)]
+
+def get_init_inputs():
+    return []
+'''
+
+# fp16, unbatched input ([C, H, W]), overlapping windows
+HALF_UNBATCHED = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.sigmoid(F.max_pool2d(x * 2.0, 3, stride=1, padding=1))
+
+c, h, w = 5, 9, 10
+
+def get_inputs():
+    return [torch.randn(c, h, w).half()]
+
+def get_init_inputs():
+    return []
+'''
+
+# the indices of a max pooling are not computed by the built-in kernel: PyTorch keeps it
+WITH_INDICES = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        values, indices = F.max_pool2d(x, 2, return_indices=True)
+        return values + 1.0, indices
+
+def get_inputs():
+    return [torch.randn(2, 3, 8, 8)]
+
+def get_init_inputs():
+    return []
+'''
+
+CASES = {
+    "conv_max_pool": (CONV_MAX_POOL, {"height": 16, "width": 16}),
+    "conv3d_avg_pool": (CONV3D_AVG_POOL, {"size": 8}),
+    "linear_pool1d": (LINEAR_POOL1D, {"batch": 5}),
+    "adaptive": (ADAPTIVE, {"h": 20, "w": 7}),
+    "half_unbatched": (HALF_UNBATCHED, {"h": 16, "w": 3}),
+}
+
+
+def _plan(tmp_path, source):
+    return plan_builtin(capture(write(tmp_path, source)))
+
+
+def _pool_steps(plan) -> list[PoolSpec]:
+    return [s.kernel_spec() for s in plan.steps if (s.spec or {}).get("type") == "pool"]
+
+
+# ---------------------------------------------------------------- specs
+
+
+@pytest.mark.parametrize("spec", pool_specs(), ids=lambda s: s.name)
+def test_pool_spec_round_trips_through_json(spec):
+    assert spec_from_json(spec_to_json(spec)) == spec
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"nd": 4}, "spatial dims"),
+    ({"stride": (2,)}, "stride needs 3 values"),
+    ({"kind": "avg", "dilation": (1, 2, 1)}, "no dilation"),
+    ({"plane_inputs": ("x",)}, "inputs\\[0\\]"),
+    ({"epilogue_inputs": ("nope",)}, "not one of the inputs"),
+    ({"kind": "adaptive_avg", "output_size": (2, 2)}, "3 output sizes"),
+    ({"kind": "median"}, "unknown pooling kind"),
+])
+def test_emitter_rejects_inconsistent_specs(change, message):
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match=message):
+        emit(replace(pool_specs()[0], **change))
+
+
+def test_emitted_kernel_reads_plane_operands_once_per_window_and_taps_through_descriptors():
+    spec = pool_specs()[0]  # inputs x (taps), b (plane), y (taps), e (epilogue)
+    cuda = emit(spec).cuda
+    loop = cuda[cuda.index("for (int64_t id"):cuda.index("if constexpr (KIND != 0)")]
+    before = cuda[cuda.index("const int64_t plane ="):cuda.index("for (int64_t id")]
+    assert "ks_offset(d1, plane * in_plane)" in before and "d1" not in loop  # bias: once per window
+    assert "ks_offset(d2, ((plane * g.in[0] + id)" in loop  # full-size y: every tap
+    assert "ks_offset(d3, ((plane * g.out[0] + od)" in cuda  # epilogue operand at the output index
+    binding = emit(spec).binding
+    assert "ChannelsLast3d" in binding and "{2, 3, 2}" in binding and "--g.out[k]" in binding
+
+
+# ---------------------------------------------------------------- pool_params
+
+
+def _node(op: str, *args, **kwargs) -> Node:
+    return Node("p", op, (NodeRef("x"),) + args, kwargs)
+
+
+def test_pool_params_follow_torch_defaults():
+    p = pool_params(_node("aten.max_pool2d.default", [3]), 4)
+    assert (p["kernel"], p["stride"], p["padding"], p["dilation"]) == ((3, 3), (3, 3), (0, 0), (1, 1))
+    p = pool_params(_node("aten.avg_pool3d.default", [2, 2, 2], [], 1, True, False, 5), 5)
+    assert p["stride"] == (2, 2, 2) and p["padding"] == (1, 1, 1) and p["ceil_mode"]
+    assert not p["count_include_pad"] and p["divisor"] == 5
+    p = pool_params(_node("aten.adaptive_avg_pool1d.default", [7]), 3)
+    assert p == {"kind": "adaptive_avg", "nd": 1, "output_size": (7,)}
+    assert "4-d" in pool_params(_node("aten.max_pool1d.default", [2]), 4)
+    assert "static" in pool_params(_node("aten.max_pool2d.default", [NodeRef("k"), 2]), 4)
+
+
+# ---------------------------------------------------------------- plans
+
+
+def test_conv_bias_and_activations_fuse_into_the_max_pool(tmp_path):
+    plan = _plan(tmp_path, CONV_MAX_POOL)
+    assert [s.technique for s in plan.steps] == ["library_call", "fused_reduction"]
+    (spec,) = _pool_steps(plan)
+    assert spec.kind == "max" and spec.nd == 2 and spec.kernel == (2, 2) and spec.stride == (2, 2)
+    assert [o.op for o in spec.prologue] == ["add", "sub", "hardswish"]  # conv bias, - 0.5, hardswish
+    assert [o.op for o in spec.epilogue] == ["mish"]
+    assert len(spec.plane_inputs) == 1 and spec.plane_inputs[0] != spec.inputs[0].name  # the bias view
+    assert "max pooling" in plan.steps[1].description and "prologue" in plan.steps[1].description
+
+
+def test_avg_pool3d_options_and_per_channel_epilogue(tmp_path):
+    plan = _plan(tmp_path, CONV3D_AVG_POOL)
+    assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+    (spec,) = _pool_steps(plan)
+    assert (spec.kind, spec.kernel, spec.stride, spec.padding) == ("avg", (3, 3, 3), (2, 2, 2), (1, 1, 1))
+    assert spec.ceil_mode and not spec.count_include_pad
+    assert [o.op for o in spec.prologue] == ["add", "mul"] and [o.op for o in spec.epilogue] == ["add"]
+    assert len(spec.epilogue_inputs) == 1
+
+
+def test_global_adaptive_avg_pool_becomes_a_mean_reduction(tmp_path):
+    plan = _plan(tmp_path, ADAPTIVE)
+    specs = [s.kernel_spec() for s in plan.steps]
+    pools = [s for s in specs if isinstance(s, PoolSpec)]
+    assert [(p.kind, p.output_size) for p in pools] == [("adaptive_avg", (5, 3))]
+    assert [o.op for o in pools[0].prologue] == ["tanh"]
+    means = [s for s in specs if getattr(s, "kind", "") == "mean"]
+    assert len(means) == 1 and (means[0].dim, means[0].dim_count, means[0].keepdim) == (2, 2, True)
+    assert [o.op for o in means[0].epilogue] == ["add"]
+
+
+def test_pool1d_of_a_linear_and_unbatched_half_pooling_plan_without_fallback(tmp_path):
+    for source in (LINEAR_POOL1D, HALF_UNBATCHED):
+        plan = _plan(tmp_path, source)
+        assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+    (spec,) = _pool_steps(_plan(tmp_path, HALF_UNBATCHED))
+    assert spec.inputs[0].dtype == "float16" and spec.out_dtype == "float16"
+
+
+def test_max_pool_with_indices_stays_in_pytorch_with_a_reason(tmp_path):
+    plan = _plan(tmp_path, WITH_INDICES)
+    assert "pytorch_fallback" in [s.technique for s in plan.steps]
+    assert any("max_pool2d_with_indices" in n for n in plan.notes)
+
+
+def test_channels_last_conv_output_goes_to_the_pool_without_a_copy(tmp_path):
+    path = write(tmp_path, CONV_MAX_POOL)
+    plan = plan_builtin(capture(path))
+    assert plan.steps[0].channels_last  # a 2-D conv runs NHWC
+    candidate = code_builtin(plan, path, tmp_path / "model_new.py")
+    forward = candidate.source[candidate.source.index("def _compute"):]
+    assert "channels_last" in forward
+    assert ".contiguous()  # NHWC back to NCHW" not in forward  # the pool reads NHWC itself

@@ -1,0 +1,180 @@
+"""Pooling on a GPU: the emitted kernels against torch's pooling over a grid of window options,
+dtypes, odd shapes and both memory formats (one load_inline); the modules of tests/test_pool.py
+generated and compared with their references at two shapes; KernelBench's pooling problems
+generated and verified end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelstitch.agents.coder.codegen import (  # noqa: E402
+    EXTRA_CFLAGS,
+    EXTRA_CUDA_CFLAGS,
+    EXTRA_LDFLAGS,
+    PoolSpec,
+    TensorArg,
+    build_extension_sources,
+    emit,
+)
+from kernelstitch.agents.verifier import VerifyOptions, verify  # noqa: E402
+from kernelstitch.agents.verifier.declaration import CandidateOrigin  # noqa: E402
+from test_codegen import pool_specs  # noqa: E402
+from test_compiler_gpu import compare, generate  # noqa: E402
+from test_norms import write  # noqa: E402
+from test_norms_gpu import KERNELBENCH, QUICK  # noqa: E402
+from test_pool import CASES  # noqa: E402
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+F = torch.nn.functional
+TORCH_DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (2e-3, 2e-3), torch.bfloat16: (1.6e-2, 1e-2)}
+
+# (kind, nd, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor, dtype)
+GRID = [
+    ("max", 1, 3, 2, 1, 2, False, True, 0, "float32"),
+    ("max", 2, 2, 2, 0, 1, False, True, 0, "float32"),
+    ("max", 2, 3, 2, 1, 1, True, True, 0, "float16"),
+    ("max", 2, 3, 1, 1, 2, False, True, 0, "bfloat16"),
+    ("max", 3, 2, 2, 0, 1, False, True, 0, "float32"),
+    ("max", 3, 3, 2, 1, 1, True, True, 0, "float16"),
+    ("avg", 1, 4, 3, 2, 1, True, False, 0, "float32"),
+    ("avg", 2, 3, 2, 1, 1, True, True, 0, "float32"),
+    ("avg", 2, 3, 2, 1, 1, True, False, 0, "float16"),
+    ("avg", 2, 2, 2, 0, 1, False, True, 3, "float32"),
+    ("avg", 3, 2, 2, 0, 1, False, True, 0, "bfloat16"),
+    ("avg", 3, 3, 2, 1, 1, True, False, 0, "float32"),
+]
+ADAPTIVE = [(1, (7,), "float32"), (2, (5, 3), "float32"), (2, (4, 4), "float16"), (3, (2, 3, 4), "float32")]
+SHAPES = {1: (3, 6, 29), 2: (2, 5, 17, 23), 3: (2, 4, 9, 11, 13)}
+
+
+def _grid_spec(k: int, case) -> PoolSpec:
+    kind, nd, kernel, stride, pad, dil, ceil, cip, div, dtype = case
+    return PoolSpec(f"pool_grid{k}", kind, (TensorArg("x", dtype),), nd, dtype, kernel=(kernel,) * nd,
+                    stride=(stride,) * nd, padding=(pad,) * nd, dilation=(dil,) * nd, ceil_mode=ceil,
+                    count_include_pad=cip, divisor=div)
+
+
+def _adaptive_spec(k: int, case) -> PoolSpec:
+    nd, size, dtype = case
+    return PoolSpec(f"pool_adaptive{k}", "adaptive_avg", (TensorArg("x", dtype),), nd, dtype, output_size=size)
+
+
+def _reference(case, x):
+    kind, nd, kernel, stride, pad, dil, ceil, cip, div, _ = case
+    if kind == "max":
+        fn = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[nd - 1]
+        return fn(x, kernel, stride, pad, dil, ceil_mode=ceil)
+    if nd == 1:
+        return F.avg_pool1d(x, kernel, stride, pad, ceil_mode=ceil, count_include_pad=cip)
+    fn = F.avg_pool2d if nd == 2 else F.avg_pool3d
+    return fn(x, kernel, stride, pad, ceil_mode=ceil, count_include_pad=cip, divisor_override=div or None)
+
+
+@pytest.fixture(scope="module")
+def ext():
+    from torch.utils.cpp_extension import load_inline
+
+    specs = ([_grid_spec(k, c) for k, c in enumerate(GRID)] + [_adaptive_spec(k, c) for k, c in enumerate(ADAPTIVE)]
+             + pool_specs())
+    cpp, cuda, names = build_extension_sources([emit(s) for s in specs])
+    return load_inline(
+        name="ks_pool_gpu_tests", cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
+        extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
+        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+
+
+def _layouts(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    out = [("contiguous", x)]
+    if x.dim() == 4:
+        out.append(("channels_last", x.contiguous(memory_format=torch.channels_last)))
+    if x.dim() == 5:
+        out.append(("channels_last_3d", x.contiguous(memory_format=torch.channels_last_3d)))
+    out.append(("unbatched" if x.dim() > 3 else "strided", x[0] if x.dim() > 3 else x[:, :, ::2]))
+    return out
+
+
+def _check(got: torch.Tensor, want: torch.Tensor, label: str) -> None:
+    assert got.shape == want.shape, (label, got.shape, want.shape)
+    assert got.is_contiguous(memory_format=torch.channels_last) == want.is_contiguous(
+        memory_format=torch.channels_last) or got.dim() != 4, label  # torch keeps the format
+    rtol, atol = TOL[want.dtype]
+    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol, msg=label)
+
+
+@pytest.mark.parametrize("k", range(len(GRID)))
+def test_pooling_matches_torch_over_layouts(ext, k):
+    case = GRID[k]
+    torch.manual_seed(k)
+    x = torch.randn(*SHAPES[case[1]], device="cuda", dtype=TORCH_DT[case[-1]])
+    if case[0] == "max":
+        x.view(-1)[::97] = float("nan")  # NaN propagates through a max window
+    for label, view in _layouts(x):
+        _check(getattr(ext, f"pool_grid{k}")(view), _reference(case, view), f"{case} {label}")
+
+
+@pytest.mark.parametrize("k", range(len(ADAPTIVE)))
+def test_adaptive_pooling_matches_torch(ext, k):
+    nd, size, dtype = ADAPTIVE[k]
+    x = torch.randn(*SHAPES[nd], device="cuda", dtype=TORCH_DT[dtype])
+    fn = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[nd - 1]
+    for label, view in _layouts(x):
+        _check(getattr(ext, f"pool_adaptive{k}")(view), fn(view, size), f"{ADAPTIVE[k]} {label}")
+
+
+def test_prologue_plane_and_epilogue_operands(ext):
+    """pool_specs()[0]: relu((x + b) * y) max-pooled (ceil mode, padded, dilated in h), + e."""
+    x = torch.randn(2, 3, 7, 10, 9, device="cuda")
+    b = torch.randn(3, 1, 1, 1, device="cuda")
+    y = torch.randn(7, 10, 9, device="cuda")
+    want = F.max_pool3d(torch.relu((x + b) * y), (2, 3, 2), (2, 2, 1), (1, 1, 0), (1, 2, 1), ceil_mode=True)
+    e = torch.randn(want.shape[-1], device="cuda")
+    for label, view in _layouts(x)[:2]:
+        got = ext.pool_max3d(view, b, y, e)
+        _check(got, want + e, label)
+
+
+def test_bad_windows_raise_clear_errors(ext):
+    with pytest.raises(RuntimeError, match="output size"):
+        ext.pool_grid4(torch.randn(1, 1, 1, 1, 1, device="cuda"))  # 2x2x2 window over 1x1x1
+    with pytest.raises(RuntimeError, match="expected a 4-d or 5-d input"):
+        ext.pool_grid4(torch.randn(4, 4, device="cuda"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
+    source, other = CASES[name]
+    path = write(tmp_path, source)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = compare((path, None), generate((path, None), out, None), None, other)
+    print(name, json.dumps(result))
+
+
+@pytest.mark.parametrize("problem", [
+    "level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish.py", "level2/50_ConvTranspose3d_Scaling_AvgPool_BiasAdd_Scaling.py",
+    "level2/6_Conv3d_Softmax_MaxPool_MaxPool.py", "level2/67_Conv2d_GELU_GlobalAvgPool.py"])
+def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
+    if KERNELBENCH is None:
+        pytest.skip("no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")
+    path = KERNELBENCH / problem
+    candidate = generate((path, None), tmp_path, None)
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert "pytorch_fallback" not in [s["technique"] for s in plan["steps"]]
+    verdict = verify(path, candidate, options=QUICK, origin=CandidateOrigin.BUILTIN)
+    out = os.environ.get("KS_VERDICT_DIR")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / f"{path.stem}.json").write_text(json.dumps(verdict.to_json(), indent=1))
+    print(problem, verdict.status, [(r.code, r.detail) for r in verdict.reasons])
+    assert verdict.status == "accepted", verdict.reasons
