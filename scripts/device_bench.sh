@@ -47,7 +47,7 @@ echo "bench: $problems $*, ${left} s for the bench, --time-limit $per_problem pe
 # still writes the report.  --foreground: to the harness only, once (without it `timeout` also
 # signals the process group, a second SIGINT); the harness stops its workers itself.
 timeout --foreground -s INT -k "$grace" "$left" kernelstitch bench "$problems" --out "$OUT/bench" \
-    --build-jobs 14 --time-limit "$per_problem" "$@" >"$OUT/bench/console.log" 2>&1
+    --workspace "$PWD" --build-jobs 14 --time-limit "$per_problem" "$@" >"$OUT/bench/console.log" 2>&1
 status=$?
 case $status in
     0|1) echo "bench exit status $status (finished: 0 all accepted, 1 some not)";;

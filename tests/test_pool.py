@@ -184,7 +184,7 @@ def test_emitted_kernel_reads_plane_operands_once_per_window_and_taps_through_de
     before = cuda[cuda.index("const int64_t plane ="):cuda.index("for (int64_t id")]
     assert "ks_offset(d1, plane * in_plane)" in before and "d1" not in loop  # bias: once per window
     assert "ks_offset(d2, ((plane * g.in[0] + id)" in loop  # full-size y: every tap
-    assert "ks_offset(d3, ((plane * g.out[0] + od)" in cuda  # epilogue operand at the output index
+    assert "ks_offset(d3, o)" in cuda  # epilogue operand at the (contiguous) output index
     binding = emit(spec).binding
     assert "ChannelsLast3d" in binding and "{2, 3, 2}" in binding and "--g.out[k]" in binding
 

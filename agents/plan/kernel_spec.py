@@ -131,7 +131,7 @@ class PoolSpec:
       spatial dim; adaptive_avg: `output_size` per spatial dim (torch's window bounds).
     * `epilogue` maps the pooled value `"acc"` to the stored `epilogue_out`; epilogue tensor
       inputs (`epilogue_inputs`, in `inputs` too) broadcast to the output shape.
-    The output has the input's memory format (channels-last in, channels-last out), as torch's.
+    The output is contiguous whatever the input's memory format.
     """
 
     name: str

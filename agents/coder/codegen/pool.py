@@ -99,8 +99,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
                              for k in taps if k != 0)
     plane_loads = " ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, plane * in_plane));"
                            for k in plane)
-    out_index = "((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow"
-    epi_loads = " ".join(f"const float e{k} = ks_ld(p{k} + ks_offset(d{k}, {out_index}));" for k in epilogue)
+    epi_loads = " ".join(f"const float e{k} = ks_ld(p{k} + ks_offset(d{k}, o));" for k in epilogue)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     f"const KsPoolGeom& g, int cl, int64_t per_sample, cudaStream_t stream)")
     cuda = render(
@@ -128,8 +127,8 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
         python_args=tuple(names),
         notes=(
-            f"{spec.kind} pooling over {spec.nd} spatial dim(s): one thread per output in the output's "
-            "memory order (channels-last stays channels-last), window bounds as torch's",
+            f"{spec.kind} pooling over {spec.nd} spatial dim(s): one thread per output in the input's "
+            "memory order (NCHW or channels-last), a contiguous output, window bounds as torch's",
             "prologue applied to every value a window reads, epilogue to the pooled value: the input "
             "is read once, only the pooled tensor is written",
         ),

@@ -1,9 +1,11 @@
 #include "../ks_prelude.cuh"
 
 // ---- pooling kernel {{name}}: {{kind}} pooling over {{nd}} spatial dim(s) ----
-// One thread per output value, in the output's memory order (CL: channels-last, so a warp reads
-// 32 channels of one position: coalesced in both layouts).  Every value a window reads goes
-// through the fused prologue; the pooled value through the epilogue.
+// One thread per output value, in the input's memory order (CL: channels-last, so a warp reads
+// 32 channels of one position: coalesced in both layouts); the output is contiguous either way
+// (a channels-last input is our own layout choice, never the caller's: the verifier compares
+// with the reference's contiguous output).  Every value a window reads goes through the fused
+// prologue; the pooled value through the epilogue.
 {{pro_fn}}
 {{epi_fn}}
 template <int KIND, bool CL>
@@ -14,7 +16,6 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out
   // index math (64-bit division subroutines made ptxas spill).
   for (int64_t r = blockIdx.y; r < g.N; r += gridDim.y)
   for (uint32_t q0 = blockIdx.x * blockDim.x + threadIdx.x; q0 < (uint32_t)per_sample; q0 += gridDim.x * blockDim.x) {
-    const int64_t o = r * per_sample + q0;
     uint32_t q = q0;
     int64_t c = 0;
     if constexpr (CL) { c = q % (uint32_t)g.C; q /= (uint32_t)g.C; }
@@ -47,6 +48,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out
           : (KIND == 1 && g.count_include_pad) ? wd.padded * wh.padded * ww.padded : taps;
       acc = taps > 0 ? __fdividef(acc, (float)divide) : 0.f;
     }
+    const int64_t o = ((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow;  // contiguous
     {{epi_loads}}
     {{name}}_epi({{epi_args}});
     out[o] = ks_from_float<{{out_t}}>(acc);
