@@ -136,12 +136,79 @@ def get_init_inputs():
     return []
 '''
 
+# torch.max / torch.min along a dim, values only (export keeps an unread getitem of the indices):
+# amax / amin reductions with their neighbours (level2/98's and level2/32's programs)
+MIN_MAX_VALUES = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        a = torch.max(torch.relu(x) * 2.0, dim=1).values
+        b = torch.min(x, dim=-1, keepdim=True)[0] + 1.0
+        return a, b
+
+batch, c, w = 3, 7, 33
+
+def get_inputs():
+    return [torch.randn(batch, c, w)]
+
+def get_init_inputs():
+    return []
+'''
+
+# the indices are read: PyTorch keeps the op
+MAX_WITH_INDICES_READ = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        values, indices = torch.max(x, dim=1)
+        return values * 2.0, indices
+
+def get_inputs():
+    return [torch.randn(4, 5)]
+
+def get_init_inputs():
+    return []
+'''
+
+# batch_norm with running statistics (a module put in eval mode by its constructor, and the
+# functional form): elementwise, fused with the conv bias before and the activation after
+EVAL_BATCH_NORM = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3)
+        self.bn = nn.BatchNorm2d(cout)
+        self.register_buffer("mean2", torch.randn(cout))
+        self.register_buffer("var2", torch.rand(cout) + 0.5)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-1, 1)
+        self.eval()
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv(x)))
+        return F.batch_norm(y, self.mean2, self.var2, None, None, False, 0.1, 1e-3) * 0.5
+
+batch, cin, cout, size = 2, 3, 6, 12
+
+def get_inputs():
+    return [torch.randn(batch, cin, size, size)]
+
+def get_init_inputs():
+    return [cin, cout]
+'''
+
 CASES = {
     "conv_max_pool": (CONV_MAX_POOL, {"height": 16, "width": 16}),
     "conv3d_avg_pool": (CONV3D_AVG_POOL, {"size": 8}),
     "linear_pool1d": (LINEAR_POOL1D, {"batch": 5}),
     "adaptive": (ADAPTIVE, {"h": 20, "w": 7}),
     "half_unbatched": (HALF_UNBATCHED, {"h": 16, "w": 3}),
+    "min_max_values": (MIN_MAX_VALUES, {"batch": 2, "w": 64}),
+    "eval_batch_norm": (EVAL_BATCH_NORM, {"size": 9}),
 }
 
 
@@ -265,3 +332,32 @@ def test_channels_last_conv_output_goes_to_the_pool_without_a_copy(tmp_path):
     forward = candidate.source[candidate.source.index("def _compute"):]
     assert "channels_last" in forward
     assert ".contiguous()  # NHWC back to NCHW" not in forward  # the pool reads NHWC itself
+
+
+def test_max_and_min_values_along_a_dim_are_amax_and_amin_reductions(tmp_path):
+    plan = _plan(tmp_path, MIN_MAX_VALUES)
+    assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+    specs = [s.kernel_spec() for s in plan.steps]
+    kinds = sorted((s.kind, s.dim, s.keepdim) for s in specs if getattr(s, "kind", "") in ("amax", "amin"))
+    assert kinds == [("amax", 1, False), ("amin", -1, True)]
+    amax = next(s for s in specs if getattr(s, "kind", "") == "amax")
+    assert [o.op for o in amax.prologue] == ["relu", "mul"]
+
+
+def test_max_along_a_dim_whose_indices_are_read_stays_in_pytorch(tmp_path):
+    plan = _plan(tmp_path, MAX_WITH_INDICES_READ)
+    assert any("aten.max.dim" in n for n in plan.notes)
+
+
+def test_eval_batch_norm_is_one_elementwise_kernel_with_the_conv_bias_and_relu(tmp_path):
+    plan = _plan(tmp_path, EVAL_BATCH_NORM)
+    assert [s.technique for s in plan.steps] == ["library_call", "fused_elementwise"]
+    ops = [o.op for o in plan.steps[1].kernel_spec().ops]
+    assert ops.count("rsqrt") == 2 and "relu" in ops and ops[0] == "add"  # conv bias first
+    assert sum("batch_norm in eval mode" in n for n in plan.notes) == 2
+
+
+def test_training_batch_norm_stays_in_pytorch(tmp_path):
+    source = EVAL_BATCH_NORM.replace("        self.eval()\n", "")
+    plan = _plan(tmp_path, source)
+    assert "pytorch_fallback" in [s.technique for s in plan.steps]

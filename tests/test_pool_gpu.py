@@ -163,7 +163,8 @@ def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
 
 @pytest.mark.parametrize("problem", [
     "level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish.py", "level2/50_ConvTranspose3d_Scaling_AvgPool_BiasAdd_Scaling.py",
-    "level2/6_Conv3d_Softmax_MaxPool_MaxPool.py", "level2/67_Conv2d_GELU_GlobalAvgPool.py"])
+    "level2/6_Conv3d_Softmax_MaxPool_MaxPool.py", "level2/67_Conv2d_GELU_GlobalAvgPool.py",
+    "level2/98_Matmul_AvgPool_GELU_Scale_Max.py", "level2/32_Conv2d_Scaling_Min.py"])
 def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
     if KERNELBENCH is None:
         pytest.skip("no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")

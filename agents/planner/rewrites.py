@@ -9,7 +9,12 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   of cuDNN into the elementwise epilogue or reduction prologue kernel that follows the
   convolution anyway (one less pass over the output).  The planner keeps the bias in the library
   call (`keep_conv_bias`) where no kernel follows to absorb the add.
-* `max_values`: ``torch.max(x, dim).values`` with the indices unused == ``amax(x, dim)``.
+* `max_values`: ``torch.max(x, dim).values`` with the indices unused (nothing reads export's
+  getitem of them) == ``amax(x, dim)``; ``torch.min`` likewise ``amin``.
+* `eval_batch_norm`: ``batch_norm(x, w, b, mean, var, training=False)`` == ``(x - mean) *
+  rsqrt(var + eps) * w + b`` with per-channel views: elementwise, so it fuses with the conv's
+  bias add before it and the activations after it (PyTorch's eval kernel computes the same
+  expression; only the rounding of 1/sqrt differs).
 * `global_avg_pool`: ``adaptive_avg_poolNd(x, 1)`` == ``x.mean(spatial dims, keepdim=True)``:
   one window covering every spatial position is the mean over them (torch's window bounds
   [0, in) for an output size of 1), and the reduction kernels read a long plane with every
@@ -68,7 +73,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call."""
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _constant_operands, _linear_sum,
-                 partial(_conv_bias, keep=keep_conv_bias), _max_values, _global_avg_pool,
+                 partial(_conv_bias, keep=keep_conv_bias), _eval_batch_norm, _max_values, _global_avg_pool,
                  _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
@@ -279,21 +284,85 @@ def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
     return edits, set(), []
 
 
+_VALUES_OF = {"aten.max.dim": "aten.amax.default", "aten.min.dim": "aten.amin.default"}
+
+
+def _eval_batch_norm(graph: Graph):
+    """batch_norm with running statistics (eval mode: training=False) as elementwise ops over
+    per-channel views: ``(x - mean) * rsqrt(var + eps) * weight + bias``, which fuse with the
+    conv / GEMM epilogue before and the ops after (training mode, which reduces the batch and
+    updates the running statistics, stays PyTorch)."""
+    edits: list[GraphEdit] = []
+    notes: list[str] = []
+    for node in graph.nodes:
+        if node.op != "aten.batch_norm.default" or node.arg(5, "training", True) is not False:
+            continue
+        x, weight, bias = node.args[0], node.arg(1, "weight"), node.arg(2, "bias")
+        mean, var = node.arg(3, "running_mean"), node.arg(4, "running_var")
+        eps = node.arg(7, "eps", 1e-5)
+        meta = node.meta
+        refs = [r for r in (x, mean, var) if isinstance(r, NodeRef)]
+        if (len(refs) != 3 or meta is None or meta.rank < 2 or not isinstance(eps, (int, float))
+                or any(v is not None and not isinstance(v, NodeRef) for v in (weight, bias))):
+            continue
+        metas = [graph.node(r.node).meta for r in (mean, var) + tuple(
+            v for v in (weight, bias) if v is not None)]
+        if any(m is None or m.rank != 1 or m.dtype != meta.dtype for m in metas):
+            continue
+        n = node.name
+        common = {"line": node.line, "module_path": node.module_path,
+                  "module_type": node.module_type, "synthetic": True}
+        spatial = meta.rank - 2
+        c_meta = metas[0]
+        vec = TensorMeta((c_meta.shape[0],) + (1,) * spatial, (c_meta.example_shape[0],) + (1,) * spatial,
+                         meta.dtype)
+        new: list[Node] = []
+
+        def channel(ref: NodeRef, label: str) -> NodeRef:
+            if not spatial:
+                return ref
+            new.append(Node(f"{n}_{label}_view", "aten.view.default", (ref, [-1] + [1] * spatial), {},
+                            (vec,), **common))
+            return NodeRef(new[-1].name)
+
+        def op(label: str, aten: str, args: tuple, out: TensorMeta) -> NodeRef:
+            new.append(Node(f"{n}_{label}", aten, args, {}, (out,), **common))
+            return NodeRef(new[-1].name)
+
+        m, v = channel(mean, "mean"), channel(var, "var")
+        rstd = op("rstd", "aten.rsqrt.default", (op("var_eps", "aten.add.Tensor", (v, float(eps)), vec),), vec)
+        y = op("normed", "aten.mul.Tensor", (op("centered", "aten.sub.Tensor", (x, m), meta), rstd), meta)
+        if weight is not None:
+            y = op("scaled", "aten.mul.Tensor", (y, channel(weight, "weight")), meta)
+        if bias is not None:
+            y = op("shifted", "aten.add.Tensor", (y, channel(bias, "bias")), meta)
+        new[-1] = renamed(new[-1], name=n)  # the last op defines the batch_norm's value
+        edits += [GraphEdit(k, before=n) for k in new[:-1]] + [GraphEdit(new[-1])]
+        notes.append(f"line {node.line or '?'}: batch_norm in eval mode (running statistics) is "
+                     "(x - mean) * rsqrt(var + eps) * weight + bias, fused with its neighbours")
+    return edits, set(), notes
+
+
 def _max_values(graph: Graph):
     users = graph.users()
     edits: list[GraphEdit] = []
     for node in graph.nodes:
-        if node.op != "aten.max.dim":
+        if node.op not in _VALUES_OF:
             continue
         readers = users.get(node.name, [])
         items = [graph.node(r) for r in readers if r != "<output>"]
-        if len(items) != len(readers) or not items or any(
-                i.op != "getitem" or i.args[1] != 0 for i in items):
+        if len(items) != len(readers) or any(i.op != "getitem" for i in items):
+            continue
+        # export keeps a getitem for the indices even when nothing reads them
+        if any(i.args[1] != 0 and users.get(i.name) for i in items):
+            continue
+        values = [i for i in items if i.args[1] == 0]
+        if not values:
             continue
         dim = node.arg(1, "dim")
         keepdim = bool(node.arg(2, "keepdim", False))
-        for item in items:
-            edits.append(GraphEdit(Node(item.name, "aten.amax.default",
+        for item in values:
+            edits.append(GraphEdit(Node(item.name, _VALUES_OF[node.op],
                                         (node.args[0], [dim], keepdim), {}, item.outputs,
                                         line=item.line, module_path=item.module_path,
                                         module_type=item.module_type, synthetic=True)))
