@@ -31,20 +31,19 @@ KERNELBENCH = next((p for p in (Path(os.environ.get("KS_KERNELBENCH", "/nonexist
 QUICK = VerifyOptions(seeds=2, shape_variants=1, timing=False, compare_compile=False, timeout_s=300)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
-    source, other = CASES[name]
+def module_matches_reference(source: str, other: dict, tmp_path: Path) -> None:
+    """Generate `source`'s module with the built-in compiler and compare it with its reference
+    at the captured shape and at the `other` constants (compare asserts)."""
     path = write(tmp_path, source)
     out = tmp_path / "out"
     out.mkdir()
     result = compare((path, None), generate((path, None), out, None), None, other)
-    print(name, json.dumps(result))
+    print(path.name, json.dumps(result))
 
 
-@pytest.mark.parametrize("problem", [
-    "level2/23_Conv3d_GroupNorm_Mean.py", "level2/30_Gemm_GroupNorm_Hardtanh.py",
-    "level2/17_Conv2d_InstanceNorm_Divide.py", "level2/61_ConvTranspose3d_ReLU_GroupNorm.py"])
-def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
+def kernelbench_problem_verifies(problem: str, tmp_path: Path) -> None:
+    """Generate a KernelBench problem with no PyTorch fallback step in its plan and verify it
+    end to end (the verdict is kept under $KS_VERDICT_DIR when set)."""
     if KERNELBENCH is None:
         pytest.skip("no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")
     path = KERNELBENCH / problem
@@ -58,3 +57,15 @@ def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
         (Path(out) / f"{path.stem}.json").write_text(json.dumps(verdict.to_json(), indent=1))
     print(problem, verdict.status, [(r.code, r.detail) for r in verdict.reasons])
     assert verdict.status == "accepted", verdict.reasons
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
+    module_matches_reference(*CASES[name], tmp_path)
+
+
+@pytest.mark.parametrize("problem", [
+    "level2/23_Conv3d_GroupNorm_Mean.py", "level2/30_Gemm_GroupNorm_Hardtanh.py",
+    "level2/17_Conv2d_InstanceNorm_Divide.py", "level2/61_ConvTranspose3d_ReLU_GroupNorm.py"])
+def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
+    kernelbench_problem_verifies(problem, tmp_path)

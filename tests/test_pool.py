@@ -6,10 +6,10 @@ tests/test_pool_gpu.py runs the kernels and these modules on a GPU against PyTor
 from __future__ import annotations
 
 import pytest
-from kernelstitch.agents.coder.codegen import emit
 from kernelstitch.agents.coder.builtin import code_builtin
+from kernelstitch.agents.coder.codegen import emit
 from kernelstitch.agents.plan.graph import Node, NodeRef
-from kernelstitch.agents.plan.kernel_spec import PoolSpec, TensorArg, spec_from_json, spec_to_json
+from kernelstitch.agents.plan.kernel_spec import PoolSpec, spec_from_json, spec_to_json
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.ops import pool_params

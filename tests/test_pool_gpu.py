@@ -5,10 +5,6 @@ generated and verified end to end."""
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -22,12 +18,8 @@ from kernelstitch.agents.coder.codegen import (  # noqa: E402
     build_extension_sources,
     emit,
 )
-from kernelstitch.agents.verifier import VerifyOptions, verify  # noqa: E402
-from kernelstitch.agents.verifier.declaration import CandidateOrigin  # noqa: E402
 from test_codegen import pool_specs  # noqa: E402
-from test_compiler_gpu import compare, generate  # noqa: E402
-from test_norms import write  # noqa: E402
-from test_norms_gpu import KERNELBENCH, QUICK  # noqa: E402
+from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
 from test_pool import CASES  # noqa: E402
 
 pytestmark = [
@@ -153,12 +145,7 @@ def test_bad_windows_raise_clear_errors(ext):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
-    source, other = CASES[name]
-    path = write(tmp_path, source)
-    out = tmp_path / "out"
-    out.mkdir()
-    result = compare((path, None), generate((path, None), out, None), None, other)
-    print(name, json.dumps(result))
+    module_matches_reference(*CASES[name], tmp_path)
 
 
 @pytest.mark.parametrize("problem", [
@@ -166,16 +153,4 @@ def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
     "level2/6_Conv3d_Softmax_MaxPool_MaxPool.py", "level2/67_Conv2d_GELU_GlobalAvgPool.py",
     "level2/98_Matmul_AvgPool_GELU_Scale_Max.py", "level2/32_Conv2d_Scaling_Min.py"])
 def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
-    if KERNELBENCH is None:
-        pytest.skip("no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")
-    path = KERNELBENCH / problem
-    candidate = generate((path, None), tmp_path, None)
-    plan = json.loads((tmp_path / "plan.json").read_text())
-    assert "pytorch_fallback" not in [s["technique"] for s in plan["steps"]]
-    verdict = verify(path, candidate, options=QUICK, origin=CandidateOrigin.BUILTIN)
-    out = os.environ.get("KS_VERDICT_DIR")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / f"{path.stem}.json").write_text(json.dumps(verdict.to_json(), indent=1))
-    print(problem, verdict.status, [(r.code, r.detail) for r in verdict.reasons])
-    assert verdict.status == "accepted", verdict.reasons
+    kernelbench_problem_verifies(problem, tmp_path)

@@ -284,9 +284,6 @@ def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
     return edits, set(), []
 
 
-_VALUES_OF = {"aten.max.dim": "aten.amax.default", "aten.min.dim": "aten.amin.default"}
-
-
 def _eval_batch_norm(graph: Graph):
     """batch_norm with running statistics (eval mode: training=False) as elementwise ops over
     per-channel views: ``(x - mean) * rsqrt(var + eps) * weight + bias``, which fuse with the
@@ -297,50 +294,58 @@ def _eval_batch_norm(graph: Graph):
     for node in graph.nodes:
         if node.op != "aten.batch_norm.default" or node.arg(5, "training", True) is not False:
             continue
-        x, weight, bias = node.args[0], node.arg(1, "weight"), node.arg(2, "bias")
-        mean, var = node.arg(3, "running_mean"), node.arg(4, "running_var")
-        eps = node.arg(7, "eps", 1e-5)
-        meta = node.meta
-        refs = [r for r in (x, mean, var) if isinstance(r, NodeRef)]
-        if (len(refs) != 3 or meta is None or meta.rank < 2 or not isinstance(eps, (int, float))
-                or any(v is not None and not isinstance(v, NodeRef) for v in (weight, bias))):
-            continue
-        metas = [graph.node(r.node).meta for r in (mean, var) + tuple(
-            v for v in (weight, bias) if v is not None)]
-        if any(m is None or m.rank != 1 or m.dtype != meta.dtype for m in metas):
-            continue
-        n = node.name
-        common = {"line": node.line, "module_path": node.module_path,
-                  "module_type": node.module_type, "synthetic": True}
-        spatial = meta.rank - 2
-        c_meta = metas[0]
-        vec = TensorMeta((c_meta.shape[0],) + (1,) * spatial, (c_meta.example_shape[0],) + (1,) * spatial,
-                         meta.dtype)
-        new: list[Node] = []
-
-        def channel(ref: NodeRef, label: str) -> NodeRef:
-            if not spatial:
-                return ref
-            new.append(Node(f"{n}_{label}_view", "aten.view.default", (ref, [-1] + [1] * spatial), {},
-                            (vec,), **common))
-            return NodeRef(new[-1].name)
-
-        def op(label: str, aten: str, args: tuple, out: TensorMeta) -> NodeRef:
-            new.append(Node(f"{n}_{label}", aten, args, {}, (out,), **common))
-            return NodeRef(new[-1].name)
-
-        m, v = channel(mean, "mean"), channel(var, "var")
-        rstd = op("rstd", "aten.rsqrt.default", (op("var_eps", "aten.add.Tensor", (v, float(eps)), vec),), vec)
-        y = op("normed", "aten.mul.Tensor", (op("centered", "aten.sub.Tensor", (x, m), meta), rstd), meta)
-        if weight is not None:
-            y = op("scaled", "aten.mul.Tensor", (y, channel(weight, "weight")), meta)
-        if bias is not None:
-            y = op("shifted", "aten.add.Tensor", (y, channel(bias, "bias")), meta)
-        new[-1] = renamed(new[-1], name=n)  # the last op defines the batch_norm's value
-        edits += [GraphEdit(k, before=n) for k in new[:-1]] + [GraphEdit(new[-1])]
-        notes.append(f"line {node.line or '?'}: batch_norm in eval mode (running statistics) is "
-                     "(x - mean) * rsqrt(var + eps) * weight + bias, fused with its neighbours")
+        new = _batch_norm_as_elementwise(graph, node)
+        if new:
+            edits += [GraphEdit(k, before=node.name) for k in new[:-1]] + [GraphEdit(new[-1])]
+            notes.append(f"line {node.line or '?'}: batch_norm in eval mode (running statistics) is "
+                         "(x - mean) * rsqrt(var + eps) * weight + bias, fused with its neighbours")
     return edits, set(), notes
+
+
+def _batch_norm_as_elementwise(graph: Graph, node: Node) -> list[Node] | None:
+    """The nodes computing an eval-mode batch_norm, the last one named as `node` (None when an
+    operand is not a tensor of the input's dtype)."""
+    x, weight, bias = node.args[0], node.arg(1, "weight"), node.arg(2, "bias")
+    mean, var = node.arg(3, "running_mean"), node.arg(4, "running_var")
+    eps = node.arg(7, "eps", 1e-5)
+    meta = node.meta
+    if (not all(isinstance(r, NodeRef) for r in (x, mean, var)) or meta is None or meta.rank < 2
+            or not isinstance(eps, (int, float))
+            or any(v is not None and not isinstance(v, NodeRef) for v in (weight, bias))):
+        return None
+    metas = [graph.node(r.node).meta for r in (mean, var, weight, bias) if r is not None]
+    if any(m is None or m.rank != 1 or m.dtype != meta.dtype for m in metas):
+        return None
+    common = {"line": node.line, "module_path": node.module_path,
+              "module_type": node.module_type, "synthetic": True}
+    spatial = meta.rank - 2
+    vec = TensorMeta((metas[0].shape[0],) + (1,) * spatial,
+                     (metas[0].example_shape[0],) + (1,) * spatial, meta.dtype)
+    new: list[Node] = []
+
+    def channel(ref: NodeRef, label: str) -> NodeRef:  # [C] -> [C, 1, ...] against x
+        if not spatial:
+            return ref
+        new.append(Node(f"{node.name}_{label}_view", "aten.view.default",
+                        (ref, [-1] + [1] * spatial), {}, (vec,), **common))
+        return NodeRef(new[-1].name)
+
+    def op(label: str, aten: str, args: tuple, out: TensorMeta) -> NodeRef:
+        new.append(Node(f"{node.name}_{label}", aten, args, {}, (out,), **common))
+        return NodeRef(new[-1].name)
+
+    m, v = channel(mean, "mean"), channel(var, "var")
+    rstd = op("rstd", "aten.rsqrt.default", (op("var_eps", "aten.add.Tensor", (v, float(eps)), vec),), vec)
+    y = op("normed", "aten.mul.Tensor", (op("centered", "aten.sub.Tensor", (x, m), meta), rstd), meta)
+    if weight is not None:
+        y = op("scaled", "aten.mul.Tensor", (y, channel(weight, "weight")), meta)
+    if bias is not None:
+        op("shifted", "aten.add.Tensor", (y, channel(bias, "bias")), meta)
+    new[-1] = renamed(new[-1], name=node.name)  # the last op defines the batch_norm's value
+    return new
+
+
+_VALUES_OF = {"aten.max.dim": "aten.amax.default", "aten.min.dim": "aten.amin.default"}
 
 
 def _max_values(graph: Graph):
