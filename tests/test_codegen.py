@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from kernelstitch.agents.coder.codegen import (
     BINDING_PRELUDE,
+    BatchStatsSpec,
     CUDA_PRELUDE,
     ElementwiseOp,
     ElementwiseSpec,
@@ -147,6 +148,18 @@ def pool_specs() -> list[PoolSpec]:
                  stride=(3,), padding=(2,), dilation=(1,), divisor=3),
         PoolSpec("pool_adaptive_bf16", "adaptive_avg", (TensorArg("x", "bfloat16"),), 2, "bfloat16",
                  output_size=(5, 7)),
+    ]
+
+
+def batch_stats_specs() -> list[BatchStatsSpec]:
+    """Training-mode batch_norm statistics: every operand role (a full-size operand read per
+    value, a per-channel one, the running statistics), and a bare fp16 one."""
+    x, b, y, rm, rv = (TensorArg(n, "float32") for n in ("x", "b", "y", "rm", "rv"))
+    return [
+        BatchStatsSpec("bstats_full", (x, b, y, rm, rv), 1e-5, 0.1,
+                       (E("add", ("x", "b"), "t"), E("mul", ("t", "y"), "u"), E("relu", ("u",), "w")), "w",
+                       ("b",), "rm", "rv"),
+        BatchStatsSpec("bstats_half", (TensorArg("x", "float16"),), 1e-3, 0.0),
     ]
 
 
@@ -300,7 +313,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -329,7 +342,7 @@ def _ptxas_report(text: str) -> dict[str, str]:
 def test_every_cuda_text_compiles_for_sm90a_without_spills():
     groups = [
         [emit(s).cuda for s in elementwise_specs() + gemm_specs()] + [emit(s).cuda for s in reduction_specs()[:5]],
-        [emit(s).cuda for s in reduction_specs()[5:]] + [emit(s).cuda for s in pool_specs()],
+        [emit(s).cuda for s in reduction_specs()[5:]] + [emit(s).cuda for s in pool_specs() + batch_stats_specs()],
     ]
     with tempfile.TemporaryDirectory() as tmp:
         def compile_group(k: int) -> subprocess.CompletedProcess:
@@ -347,7 +360,7 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
     spilling = {k: v for k, v in kernels.items() if v != "0 bytes spill stores, 0 bytes spill loads"}
     assert not spilling, spilling
     # every spec contributed kernels: elementwise x2, reductions >= 6, exact-GELU GEMMs x1
-    for spec in elementwise_specs() + reduction_specs() + pool_specs():  # pool: NCHW and channels-last
+    for spec in elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs():
         assert sum(spec.name + "_" in k for k in kernels) >= 2, spec.name
     assert len(kernels) >= 2 * len(elementwise_specs()) + 6 * len(reduction_specs()) + 3
 

@@ -20,7 +20,7 @@ from kernelstitch.agents.coder.codegen.common import BLOCK_SCALAR_VALUES
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.coder.codegen.templates import TemplateError, render, substitute
 from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionSpec, TensorArg
-from test_codegen import elementwise_specs, gemm_specs, pool_specs, reduction_specs
+from test_codegen import batch_stats_specs, elementwise_specs, gemm_specs, pool_specs, reduction_specs
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "agents" / "coder" / "codegen" / "cuda"
@@ -28,7 +28,7 @@ CUDA_DIR = ROOT / "agents" / "coder" / "codegen" / "cuda"
 
 def all_specs() -> list:
     """The test specs, plus what they leave out: a GEMM without exact GELU, with and without bias."""
-    return elementwise_specs() + reduction_specs() + pool_specs() + gemm_specs() + [
+    return elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + gemm_specs() + [
         GemmSpec("g_plain", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32"),
         GemmSpec("g_gelu_nobias", TensorArg("x", "float16"), TensorArg("w", "float16"), None, "gelu", "float16"),
     ]

@@ -171,36 +171,6 @@ def get_init_inputs():
     return []
 '''
 
-# batch_norm with running statistics (a module put in eval mode by its constructor, and the
-# functional form): elementwise, fused with the conv bias before and the activation after
-EVAL_BATCH_NORM = _HEADER + '''
-class Model(nn.Module):
-    def __init__(self, cin, cout):
-        super().__init__()
-        self.conv = nn.Conv2d(cin, cout, 3)
-        self.bn = nn.BatchNorm2d(cout)
-        self.register_buffer("mean2", torch.randn(cout))
-        self.register_buffer("var2", torch.rand(cout) + 0.5)
-        with torch.no_grad():
-            self.bn.running_mean.uniform_(-1, 1)
-            self.bn.running_var.uniform_(0.5, 2)
-            self.bn.weight.uniform_(0.5, 1.5)
-            self.bn.bias.uniform_(-1, 1)
-        self.eval()
-
-    def forward(self, x):
-        y = torch.relu(self.bn(self.conv(x)))
-        return F.batch_norm(y, self.mean2, self.var2, None, None, False, 0.1, 1e-3) * 0.5
-
-batch, cin, cout, size = 2, 3, 6, 12
-
-def get_inputs():
-    return [torch.randn(batch, cin, size, size)]
-
-def get_init_inputs():
-    return [cin, cout]
-'''
-
 CASES = {
     "conv_max_pool": (CONV_MAX_POOL, {"height": 16, "width": 16}),
     "conv3d_avg_pool": (CONV3D_AVG_POOL, {"size": 8}),
@@ -208,7 +178,6 @@ CASES = {
     "adaptive": (ADAPTIVE, {"h": 20, "w": 7}),
     "half_unbatched": (HALF_UNBATCHED, {"h": 16, "w": 3}),
     "min_max_values": (MIN_MAX_VALUES, {"batch": 2, "w": 64}),
-    "eval_batch_norm": (EVAL_BATCH_NORM, {"size": 9}),
 }
 
 
@@ -347,17 +316,3 @@ def test_max_and_min_values_along_a_dim_are_amax_and_amin_reductions(tmp_path):
 def test_max_along_a_dim_whose_indices_are_read_stays_in_pytorch(tmp_path):
     plan = _plan(tmp_path, MAX_WITH_INDICES_READ)
     assert any("aten.max.dim" in n for n in plan.notes)
-
-
-def test_eval_batch_norm_is_one_elementwise_kernel_with_the_conv_bias_and_relu(tmp_path):
-    plan = _plan(tmp_path, EVAL_BATCH_NORM)
-    assert [s.technique for s in plan.steps] == ["library_call", "fused_elementwise"]
-    ops = [o.op for o in plan.steps[1].kernel_spec().ops]
-    assert ops.count("rsqrt") == 2 and "relu" in ops and ops[0] == "add"  # conv bias first
-    assert sum("batch_norm in eval mode" in n for n in plan.notes) == 2
-
-
-def test_training_batch_norm_stays_in_pytorch(tmp_path):
-    source = EVAL_BATCH_NORM.replace("        self.eval()\n", "")
-    plan = _plan(tmp_path, source)
-    assert "pytorch_fallback" in [s.technique for s in plan.steps]

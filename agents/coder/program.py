@@ -205,14 +205,14 @@ class Program:
     def reads_any_layout(self, name: str, volumetric: bool) -> bool:
         """Every reader of `name` is a kernel step that reads a channels-last operand at full
         speed: a fused elementwise step taking it as a kernel input (its binding reads 4-D
-        channels-last operands through tiles), or a pooling step whose windows slide over it
-        (its inputs[0]); not an output (`<output>` among the users), view or other op."""
+        channels-last operands through tiles), or a pooling or batch-statistics step whose
+        inputs[0] it is (read through its strides); not an output (`<output>` among the users), view or other op."""
         users = self.graph.users().get(name, [])
         steps = {n: s for s in self.plan.steps for n in s.nodes}
 
         def fast(step) -> bool:
             spec = step.spec or {}
-            if spec.get("type") == "pool":
+            if spec.get("type") in ("pool", "batch_stats"):  # windows / statistics over its strides
                 return bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
             return not volumetric and step.technique == "fused_elementwise" and name in step.inputs
 

@@ -155,6 +155,28 @@ class PoolSpec:
     plane_inputs: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class BatchStatsSpec:
+    """Training-mode batch_norm's statistics: for each channel (dim 1) of an [N, C, *] tensor,
+    the mean and 1 / sqrt(biased variance + eps) over every other dim, stored as an fp32
+    [2, C] tensor (row 0 the means, row 1 the inverse deviations), with a fused elementwise
+    prologue as a reduction's: `inputs[0]` is the full-size tensor, read through its strides;
+    `channel_inputs` are prologue inputs constant over all dims but the channel (a conv bias),
+    read once per thread.  When `running_mean` / `running_var` name inputs, the kernel updates
+    them in place as torch does (`(1 - momentum) * old + momentum * new`, the variance unbiased).
+    Normalising with the statistics is elementwise work for the kernels that follow."""
+
+    name: str
+    inputs: tuple[TensorArg, ...]
+    eps: float = 1e-5
+    momentum: float = 0.1
+    prologue: tuple[ElementwiseOp, ...] = ()
+    prologue_out: str = ""
+    channel_inputs: tuple[str, ...] = ()
+    running_mean: str | None = None
+    running_var: str | None = None
+
+
 Activation = Literal["none", "relu", "gelu", "gelu_tanh"]
 
 
@@ -198,7 +220,7 @@ class GemmSpec:
 # ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
-Spec = ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec
+Spec = ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -246,6 +268,12 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "epilogue": [_op(o) for o in spec.epilogue], "epilogue_out": spec.epilogue_out,
                 "epilogue_inputs": list(spec.epilogue_inputs),
                 "plane_inputs": list(spec.plane_inputs)}
+    if isinstance(spec, BatchStatsSpec):
+        return {"type": "batch_stats", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
+                "eps": spec.eps, "momentum": spec.momentum,
+                "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
+                "channel_inputs": list(spec.channel_inputs), "running_mean": spec.running_mean,
+                "running_var": spec.running_var}
     if isinstance(spec, GemmSpec):
         return {"type": "gemm", "name": spec.name, "x": _arg(spec.x), "weight": _arg(spec.weight),
                 "bias": _arg(spec.bias), "activation": spec.activation,
@@ -287,6 +315,14 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             epilogue_out=data.get("epilogue_out", "acc"),
             epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
             plane_inputs=tuple(data.get("plane_inputs", [])))
+    if kind == "batch_stats":
+        return BatchStatsSpec(
+            name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
+            eps=float(data.get("eps", 1e-5)), momentum=float(data.get("momentum", 0.1)),
+            prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
+            prologue_out=data.get("prologue_out", ""),
+            channel_inputs=tuple(data.get("channel_inputs", [])),
+            running_mean=data.get("running_mean"), running_var=data.get("running_var"))
     if kind == "gemm":
         return GemmSpec(
             name=data["name"], x=_arg_from(data["x"]), weight=_arg_from(data["weight"]),

@@ -13,6 +13,7 @@ import math
 from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, PlanStep, human_bytes
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.kernel_spec import (
+    BatchStatsSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -162,7 +163,7 @@ class _StepBuilder:
     def step(self, g: Group, index: int) -> PlanStep:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
-                 "pool": self.pool, "gemm": self.gemm}.get(g.kind, self.torch_call)
+                 "pool": self.pool, "batch_stats": self.batch_stats, "gemm": self.gemm}.get(g.kind, self.torch_call)
         return build(g, sid)
 
     def elementwise(self, g: Group, sid: str) -> PlanStep:
@@ -236,6 +237,35 @@ class _StepBuilder:
             id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
             description=f"{what}{self.fused_parts(g)}", source_lines=self.lines(g.nodes),
             spec=spec_to_json(spec), estimated_bytes=moved, estimated_flops=flops,
+            inputs=inputs, outputs=[g.final])
+
+    def batch_stats(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        pro_inputs = self.prologue_inputs(g)
+        rank = self.node(anchor.args[0].node).meta.rank
+
+        def per_channel(name: str) -> bool:  # constant over every dim but dim 1
+            shape = (1,) * (rank - len(self.node(name).meta.shape)) + tuple(self.node(name).meta.shape)
+            return all(d == 1 for k, d in enumerate(shape) if k != 1)
+
+        running = [r.node for r in anchor.args[1:3] if isinstance(r, NodeRef)]
+        if any(r in pro_inputs for r in running):
+            raise ValueError(f"{anchor.name}: a running statistic is also read by the prologue")
+        inputs = pro_inputs + running
+        spec = BatchStatsSpec(
+            name=f"ks_{sid}_batch_stats", inputs=tuple(self.tensor_arg(i) for i in inputs),
+            eps=float(anchor.kwargs["eps"]), momentum=float(anchor.kwargs["momentum"]),
+            prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "",
+            channel_inputs=tuple(i for i in pro_inputs[1:] if per_channel(i)),
+            running_mean=running[0] if running else None, running_var=running[1] if running else None)
+        src = self.node(anchor.args[0].node).meta
+        return PlanStep(
+            id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
+            description="batch_norm statistics per channel (training mode; updates the running "
+                        f"statistics){self.fused_parts(g)}",
+            source_lines=self.lines(g.nodes), spec=spec_to_json(spec),
+            estimated_bytes=sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
+            estimated_flops=src.numel * (elementwise_flops(list(spec.prologue)) + 4),
             inputs=inputs, outputs=[g.final])
 
     def reduction(self, g: Group, sid: str) -> PlanStep:

@@ -6,7 +6,8 @@ each node join the group of a producer when the result is still one kernel.
 * reduction groups: an elementwise producer group whose only consumer is the reduction becomes
   its prologue, elementwise consumers of the result its epilogue;
 * pool groups: the same around a max / avg / adaptive-avg pooling (the prologue runs on every
-  value a window reads);
+  value a window reads), and batch_stats groups around training-mode batch_norm's statistics
+  (no epilogue: the normalisation is elementwise work for the ops after it);
 * GEMM groups: a bias add and a ReLU / tanh-GELU that cuBLASLt's epilogue computes exactly;
 * library / fallback nodes are groups of their own; view and size ops belong to no group (the
   wrapper runs them in PyTorch, between kernels).
@@ -23,6 +24,7 @@ from typing import Literal
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
 from kernelstitch.agents.planner.ops import (
+    BATCH_STATS_OP,
     CONV_OPS,
     FLOAT_DTYPES,
     GEMM_OPS,
@@ -36,7 +38,7 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "pool", "gemm", "library", "fallback"]
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "gemm", "library", "fallback"]
 Shape = tuple
 
 
@@ -155,6 +157,11 @@ class _Scheduler:
                 return "reduction"
             self.fallback_reasons[node.name] = reason
             return "fallback"
+        if node.op == BATCH_STATS_OP:
+            if float_tensors(self.graph, node) and isinstance(node.args[0], NodeRef):
+                return "batch_stats"
+            self.fallback_reasons[node.name] = "non-floating-point tensors"
+            return "fallback"
         if node.op in POOL_OPS:
             reason = self.pool_problem(node)
             if reason is None:
@@ -265,7 +272,7 @@ class _Scheduler:
                 continue
             if kind == "elementwise":
                 self.place_elementwise(node)
-            elif kind in ("reduction", "pool"):
+            elif kind in ("reduction", "pool", "batch_stats"):
                 self.place_reduction(node, kind)
             elif kind == "gemm":
                 self.new_group("gemm", [node.name], node.name)

@@ -37,6 +37,11 @@ POOL_OPS: dict[str, tuple[str, int]] = {
     **{f"aten.avg_pool{d}d.default": ("avg", d) for d in (1, 2, 3)},
     **{f"aten.adaptive_avg_pool{d}d.default": ("adaptive_avg", d) for d in (1, 2, 3)},
 }
+# Training-mode batch_norm's statistics (a planner rewrite's node, computed by a kernel of ours):
+# (x, running_mean | None, running_var | None) -> fp32 [2, C] (mean, rstd), kwargs eps, momentum.
+BATCH_STATS_OP = "kernelstitch.batch_norm_stats"
+# Ops whose first argument a kernel of ours reads through an elementwise prologue.
+PROLOGUE_ANCHORS = frozenset(REDUCTION_KINDS) | frozenset(POOL_OPS) | {BATCH_STATS_OP}
 GEMM_OPS = frozenset({"aten.linear.default", "aten.matmul.default", "aten.mm.default",
                       "aten.addmm.default"})
 CONV_OPS = frozenset({"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
@@ -176,8 +181,8 @@ _UNARY_SAME = {
     "neg", "abs", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
     "silu", "mish", "selu", "hardswish", "hardsigmoid", "square",
 }
-_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum",
-           "minimum": "minimum"}
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "multiply": "mul", "div": "div",
+           "maximum": "maximum", "minimum": "minimum"}
 
 
 def _scalar(value: Any) -> float | None:
@@ -231,7 +236,7 @@ def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
     if name in ("min", "max") and overload == "other":  # torch.min(x, y): elementwise
         b = operands[1] if len(operands) > 1 else None
         return None if b is None else [op("minimum" if name == "min" else "maximum", a, b)]
-    if name in ("mul", "maximum", "minimum") and overload in ("Tensor", "Scalar", "default"):
+    if name in ("mul", "multiply", "maximum", "minimum") and overload in ("Tensor", "Scalar", "default"):
         b = operands[1] if len(operands) > 1 else None
         return None if b is None else [op(_BINARY[name], a, b)]
     if name == "div" and overload in ("Tensor", "Scalar"):

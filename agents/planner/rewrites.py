@@ -11,10 +11,12 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   call (`keep_conv_bias`) where no kernel follows to absorb the add.
 * `max_values`: ``torch.max(x, dim).values`` with the indices unused (nothing reads export's
   getitem of them) == ``amax(x, dim)``; ``torch.min`` likewise ``amin``.
-* `eval_batch_norm`: ``batch_norm(x, w, b, mean, var, training=False)`` == ``(x - mean) *
-  rsqrt(var + eps) * w + b`` with per-channel views: elementwise, so it fuses with the conv's
-  bias add before it and the activations after it (PyTorch's eval kernel computes the same
-  expression; only the rounding of 1/sqrt differs).
+* `batch_norm`: ``batch_norm(x, w, b, mean, var, training)`` == ``(x - m) * r * w + b`` with
+  per-channel views of m and r: in eval mode the running mean and ``rsqrt(var + eps)``, in
+  training mode row 0 and 1 of a statistics kernel's [2, C] result (batch mean, ``rsqrt(biased
+  var + eps)``; the kernel updates the running statistics as torch does).  Elementwise, so the
+  normalisation fuses with the conv's bias add before it and the activations after it; the
+  statistics kernel recomputes the ops before it in its prologue (`recompute_prologue`).
 * `global_avg_pool`: ``adaptive_avg_poolNd(x, 1)`` == ``x.mean(spatial dims, keepdim=True)``:
   one window covering every spatial position is the mean over them (torch's window bounds
   [0, in) for an output size of 1), and the reduction kernels read a long plane with every
@@ -50,9 +52,10 @@ from kernelstitch.agents.plan.graph import (
 )
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
 from kernelstitch.agents.planner.ops import (
+    BATCH_STATS_OP,
     CONV_OPS,
     POOL_OPS,
-    REDUCTION_KINDS,
+    PROLOGUE_ANCHORS,
     float_tensors,
     translate_elementwise,
 )
@@ -73,7 +76,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call."""
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _constant_operands, _linear_sum,
-                 partial(_conv_bias, keep=keep_conv_bias), _eval_batch_norm, _max_values, _global_avg_pool,
+                 partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
                  _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
@@ -284,34 +287,42 @@ def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
     return edits, set(), []
 
 
-def _eval_batch_norm(graph: Graph):
-    """batch_norm with running statistics (eval mode: training=False) as elementwise ops over
-    per-channel views: ``(x - mean) * rsqrt(var + eps) * weight + bias``, which fuse with the
-    conv / GEMM epilogue before and the ops after (training mode, which reduces the batch and
-    updates the running statistics, stays PyTorch)."""
+def _batch_norm(graph: Graph):
+    """batch_norm as a statistics kernel (training mode) or the running statistics (eval mode),
+    then elementwise ops over per-channel views: ``(x - mean) * rstd * weight + bias``, which
+    fuse with the conv / GEMM epilogue before and the ops after."""
     edits: list[GraphEdit] = []
     notes: list[str] = []
     for node in graph.nodes:
-        if node.op != "aten.batch_norm.default" or node.arg(5, "training", True) is not False:
+        if node.op != "aten.batch_norm.default":
             continue
-        new = _batch_norm_as_elementwise(graph, node)
+        new = _batch_norm_nodes(graph, node)
         if new:
             edits += [GraphEdit(k, before=node.name) for k in new[:-1]] + [GraphEdit(new[-1])]
-            notes.append(f"line {node.line or '?'}: batch_norm in eval mode (running statistics) is "
-                         "(x - mean) * rsqrt(var + eps) * weight + bias, fused with its neighbours")
+            how = ("a statistics kernel (batch mean and variance per channel; it updates the "
+                   "running statistics)" if _training(node) else "the running statistics (eval mode)")
+            notes.append(f"line {node.line or '?'}: batch_norm normalises with {how}, then "
+                         "(x - mean) * rstd * weight + bias fuses with its neighbours")
     return edits, set(), notes
 
 
-def _batch_norm_as_elementwise(graph: Graph, node: Node) -> list[Node] | None:
-    """The nodes computing an eval-mode batch_norm, the last one named as `node` (None when an
-    operand is not a tensor of the input's dtype)."""
+def _training(node: Node) -> bool:
+    return node.arg(5, "training", True) is not False
+
+
+def _batch_norm_nodes(graph: Graph, node: Node) -> list[Node] | None:
+    """The nodes computing a batch_norm, the last one named as `node` (None when an operand is
+    not a tensor of the input's dtype, or training mode's kernel does not apply: momentum None,
+    not float32)."""
     x, weight, bias = node.args[0], node.arg(1, "weight"), node.arg(2, "bias")
     mean, var = node.arg(3, "running_mean"), node.arg(4, "running_var")
-    eps = node.arg(7, "eps", 1e-5)
+    eps, momentum, training = node.arg(7, "eps", 1e-5), node.arg(6, "momentum", 0.1), _training(node)
     meta = node.meta
-    if (not all(isinstance(r, NodeRef) for r in (x, mean, var)) or meta is None or meta.rank < 2
-            or not isinstance(eps, (int, float))
-            or any(v is not None and not isinstance(v, NodeRef) for v in (weight, bias))):
+    stats_ok = (mean is None and var is None) or all(isinstance(r, NodeRef) for r in (mean, var))
+    if (not isinstance(x, NodeRef) or meta is None or meta.rank < 2 or not isinstance(eps, (int, float))
+            or any(v is not None and not isinstance(v, NodeRef) for v in (weight, bias))
+            or not (stats_ok if training else isinstance(mean, NodeRef) and isinstance(var, NodeRef))
+            or (training and (not isinstance(momentum, (int, float)) or meta.dtype != "float32"))):
         return None
     metas = [graph.node(r.node).meta for r in (mean, var, weight, bias) if r is not None]
     if any(m is None or m.rank != 1 or m.dtype != meta.dtype for m in metas):
@@ -319,8 +330,9 @@ def _batch_norm_as_elementwise(graph: Graph, node: Node) -> list[Node] | None:
     common = {"line": node.line, "module_path": node.module_path,
               "module_type": node.module_type, "synthetic": True}
     spatial = meta.rank - 2
-    vec = TensorMeta((metas[0].shape[0],) + (1,) * spatial,
-                     (metas[0].example_shape[0],) + (1,) * spatial, meta.dtype)
+    channels, example = meta.shape[1], meta.example_shape[1]
+    row = TensorMeta((channels,), (example,), meta.dtype)
+    vec = TensorMeta((channels,) + (1,) * spatial, (example,) + (1,) * spatial, meta.dtype)
     new: list[Node] = []
 
     def channel(ref: NodeRef, label: str) -> NodeRef:  # [C] -> [C, 1, ...] against x
@@ -330,12 +342,18 @@ def _batch_norm_as_elementwise(graph: Graph, node: Node) -> list[Node] | None:
                         (ref, [-1] + [1] * spatial), {}, (vec,), **common))
         return NodeRef(new[-1].name)
 
-    def op(label: str, aten: str, args: tuple, out: TensorMeta) -> NodeRef:
-        new.append(Node(f"{node.name}_{label}", aten, args, {}, (out,), **common))
+    def op(label: str, aten: str, args: tuple, out: TensorMeta, kwargs: dict | None = None) -> NodeRef:
+        new.append(Node(f"{node.name}_{label}", aten, args, kwargs or {}, (out,), **common))
         return NodeRef(new[-1].name)
 
-    m, v = channel(mean, "mean"), channel(var, "var")
-    rstd = op("rstd", "aten.rsqrt.default", (op("var_eps", "aten.add.Tensor", (v, float(eps)), vec),), vec)
+    if training:
+        stats = op("stats", BATCH_STATS_OP, (x, mean, var), TensorMeta((2, channels), (2, example), "float32"),
+                   {"eps": float(eps), "momentum": float(momentum)})
+        m = channel(op("mean", "aten.select.int", (stats, 0, 0), row), "mean")
+        rstd = channel(op("rstd", "aten.select.int", (stats, 0, 1), row), "rstd")
+    else:
+        m, v = channel(mean, "mean"), channel(var, "var")
+        rstd = op("rstd", "aten.rsqrt.default", (op("var_eps", "aten.add.Tensor", (v, float(eps)), vec),), vec)
     y = op("normed", "aten.mul.Tensor", (op("centered", "aten.sub.Tensor", (x, m), meta), rstd), meta)
     if weight is not None:
         y = op("scaled", "aten.mul.Tensor", (y, channel(weight, "weight")), meta)
@@ -401,7 +419,7 @@ def _recompute_prologue(graph: Graph):
     edits: list[GraphEdit] = []
     notes: list[str] = []
     for node in graph.nodes:
-        if node.op not in REDUCTION_KINDS or not isinstance(node.args[0], NodeRef):
+        if node.op not in PROLOGUE_ANCHORS or not isinstance(node.args[0], NodeRef):
             continue
         src = graph.node(node.args[0].node)
         if not _is_elementwise(graph, src):

@@ -7,10 +7,11 @@ the sources of one `torch.utils.cpp_extension.load_inline` call (pass `EXTRA_CUD
 
 The CUDA and C++ are files under cuda/ (headers at the top, one folder per emitter), filled by
 `templates.render`; the Python modules decide what fills them: `elementwise.py`, `reduction/`
-(one module per kernel family), `cluster_cols.py`, `gemm.py`, `pool.py`, and `expr.py` (op lists -> fp32
+(one module per kernel family), `cluster_cols.py`, `gemm.py`, `pool.py`, `batch_stats.py`, and `expr.py` (op lists -> fp32
 CUDA statements).
 """
 
+from kernelstitch.agents.coder.codegen.batch_stats import emit_batch_stats
 from kernelstitch.agents.coder.codegen.common import (
     BINDING_PRELUDE,
     CUDA_PRELUDE,
@@ -26,6 +27,7 @@ from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.pool import emit_pool
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.plan.kernel_spec import (
+    BatchStatsSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -36,7 +38,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 
 
-def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec,
+def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec,
          knobs: ReductionKnobs | None = None) -> KernelSource:
     """Dispatches on the spec type; a reduction's `knobs` (the plan's, when the search varies
     them) choose among the emitter's designs."""
@@ -51,10 +53,13 @@ def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec,
         return emit_gemm(spec)
     if isinstance(spec, PoolSpec):
         return emit_pool(spec)
+    if isinstance(spec, BatchStatsSpec):
+        return emit_batch_stats(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
 __all__ = [
+    "BatchStatsSpec",
     "BINDING_PRELUDE",
     "CUDA_PRELUDE",
     "EXTRA_CFLAGS",
@@ -71,6 +76,7 @@ __all__ = [
     "c_float",
     "compile_ops",
     "emit",
+    "emit_batch_stats",
     "emit_elementwise",
     "emit_gemm",
     "emit_pool",

@@ -79,6 +79,14 @@ struct KsPoolGeom {
   int count_include_pad;        // avg
 };
 
+// Training-mode batch_norm statistics (batch_stats/kernel.cu): the source seen as [N, C, S], each
+// channel's M = N * S values split into `parts` of `per_part` values.
+struct KsBnGeom {
+  int64_t N, C, S, M;
+  int64_t sN, sC, sS;  // the source's strides along n, c and the collapsed spatial dims
+  int64_t parts, per_part;
+};
+
 // The current device's index into the per-device caches below (64 slots).
 [[maybe_unused]] static inline int ks_device_slot() {
   int dev = 0;

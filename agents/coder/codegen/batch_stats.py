@@ -1,0 +1,87 @@
+"""Training-mode batch_norm statistics emitter (cuda/batch_stats/): per channel, the mean and
+inverse deviation over the batch and spatial dims, with the elementwise ops before the
+batch_norm (a conv's bias, activations) fused as a prologue, and the running statistics
+updated in place.  Normalising with them is a plain elementwise kernel (the planner writes it
+as elementwise ops over per-channel views), so the ops after the batch_norm fuse there.
+
+Two kernels: Welford partials per (channel, part of the batch) with the block laid along the
+channel's contiguous values (NCHW) or across 32 channels (channel stride 1: [N, C] or
+channels-last), then one block per channel merging its parts.
+"""
+
+from __future__ import annotations
+
+from kernelstitch.agents.coder.codegen.common import CUDA_TYPE, TORCH_DTYPE, check_identifier
+from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops
+from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.templates import render
+from kernelstitch.agents.plan.kernel_spec import BatchStatsSpec
+
+
+def _roles(spec: BatchStatsSpec) -> tuple[list[int], list[int], list[int]]:
+    """(tap operands, channel operands, running statistics): indices into `spec.inputs`."""
+    names = [t.name for t in spec.inputs]
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"{spec.name}: inputs must be distinct and non-empty, got {names}")
+    running = [n for n in (spec.running_mean, spec.running_var) if n is not None]
+    for n in list(spec.channel_inputs) + running:
+        if n not in names:
+            raise ValueError(f"{spec.name}: {n!r} is not one of the inputs {names}")
+    if (spec.running_mean is None) != (spec.running_var is None):
+        raise ValueError(f"{spec.name}: running_mean and running_var come together")
+    if names[0] in spec.channel_inputs or names[0] in running:
+        raise ValueError(f"{spec.name}: inputs[0] must be the normalised tensor")
+    if running and names[-2:] != running:
+        raise ValueError(f"{spec.name}: the running statistics must be the last two inputs")
+    if any(spec.inputs[names.index(n)].dtype != "float32" for n in running):
+        raise ValueError(f"{spec.name}: running statistics must be float32")
+    if not 0.0 <= spec.momentum <= 1.0 or spec.eps < 0:
+        raise ValueError(f"{spec.name}: momentum {spec.momentum} / eps {spec.eps} out of range")
+    channel = [names.index(n) for n in spec.channel_inputs]
+    taps = [k for k in range(len(names) - len(running)) if k not in channel]
+    return taps, channel, [names.index(n) for n in running]
+
+
+def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
+    name = check_identifier(spec.name)
+    taps, channel, running = _roles(spec)
+    names = [t.name for t in spec.inputs]
+    operands = sorted(taps + channel)  # what the prologue reads, in `inputs` order
+    pro_out = spec.prologue_out or (spec.prologue[-1].out if spec.prologue else names[0])
+    pro = compile_ops(f"{name}_pro", tuple(names[k] for k in operands), spec.prologue, (pro_out,))
+    params = ", ".join(f"const {CUDA_TYPE[spec.inputs[k].dtype]}* __restrict__ p{k}, "
+                       f"const __grid_constant__ KsOperand d{k}" for k in operands)
+    kernel_args = ", ".join(f"static_cast<const {CUDA_TYPE[spec.inputs[k].dtype]}*>(ins[{k}]), descs[{k}]"
+                            for k in operands)
+    launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, float* ws, float* stats, "
+                    "float* running_mean, float* running_var, const KsBnGeom& g, int rows, float eps, "
+                    "float momentum, cudaStream_t stream)")
+    cuda = render(
+        "batch_stats/kernel.cu", name=name, pro_fn=pro.source, params=params, kernel_args=kernel_args,
+        channel_loads=" ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, c * g.S));" for k in channel),
+        tap_loads=" ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, li));" for k in taps if k != 0),
+        pro_args=", ".join(f"a{k}" for k in operands), launcher_sig=launcher_sig)
+    n = len(operands)
+    rm, rv = (f"in_{running[0]}", f"in_{running[1]}") if running else (None, None)
+    running_checks = "\n  ".join(
+        f'TORCH_CHECK({t}.numel() == g.C && {t}.is_contiguous(), "{name}: running statistics of ", '
+        f'ks_str({t}.numel()), " values for ", ks_str(g.C), " channels");' for t in (rm, rv) if t)
+    binding = render(
+        "batch_stats/binding.cpp", name=name, n=n,
+        cparams=", ".join(f"at::Tensor in_{k}" for k in range(len(names))),
+        checks="\n  ".join(
+            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
+            for k, t in enumerate(spec.inputs)),
+        running_checks=running_checks,
+        ptrs=", ".join(f"&in_{k}" for k in operands), shapes=", ".join("xs" for _ in operands),
+        in_ptrs="".join(f", in_{k}.data_ptr()" for k in operands[1:]),
+        running_ptrs=f"{rm}.data_ptr<float>(), {rv}.data_ptr<float>()" if rm else "nullptr, nullptr",
+        eps=c_float(spec.eps), momentum=c_float(spec.momentum))
+    return KernelSource(
+        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";", python_args=tuple(names),
+        notes=(
+            "batch_norm statistics: Welford partials per (channel, part of the batch), merged per channel; "
+            "the running statistics updated in place (unbiased variance)",
+            "blocks along a channel's contiguous values (NCHW) or across 32 channels (channel stride 1)",
+        ),
+    )

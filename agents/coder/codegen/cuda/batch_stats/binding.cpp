@@ -1,0 +1,49 @@
+
+// ---- binding {{name}}: batch_norm statistics (training mode) ----
+at::Tensor {{name}}({{cparams}}) {
+  TORCH_CHECK(in_0.is_cuda(), "{{name}}: expected CUDA tensors");
+  const at::Device device = in_0.device();
+  {{checks}}
+  TORCH_CHECK(in_0.dim() >= 2, "{{name}}: batch_norm of a tensor with fewer than 2 dims, sizes ", ks_str(in_0.sizes()));
+  const int64_t rank = in_0.dim();
+  KsBnGeom g{};
+  g.N = in_0.size(0);
+  g.C = in_0.size(1);
+  g.S = 1;
+  for (int64_t k = 2; k < rank; ++k) g.S *= in_0.size(k);
+  g.M = g.N * g.S;
+  TORCH_CHECK(g.M > 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
+              ks_str(in_0.sizes()));
+  {{running_checks}}
+  // The spatial dims must collapse into one stride (contiguous or channels-last do); else a copy.
+  at::Tensor x = in_0;
+  int64_t expect = rank > 2 ? x.stride(rank - 1) : 1;
+  for (int64_t k = rank - 1; k >= 2; --k) {
+    if (x.size(k) != 1 && x.stride(k) != expect) { x = x.contiguous(); break; }
+    expect *= x.size(k);
+  }
+  g.sN = x.stride(0);
+  g.sC = x.stride(1);
+  g.sS = rank > 2 ? x.stride(rank - 1) : 1;
+  const int rows = g.C > 1 && g.sC == 1 ? 1 : 0;  // [N, C] or channels-last: threads along C
+  const int sms = ks_sm_count();
+  const int64_t channel_blocks = rows ? ks_cdiv(g.C, 32) : g.C;
+  const int64_t min_part = rows ? 8 * 16 : 256 * 8;  // >= 16 values per thread
+  int64_t parts = ks_cdiv((int64_t)sms * 8, channel_blocks);
+  if (parts > ks_cdiv(g.M, min_part)) parts = ks_cdiv(g.M, min_part);
+  if (parts > 65535) parts = 65535;
+  if (parts < 1) parts = 1;
+  g.per_part = ks_cdiv(g.M, parts);
+  g.parts = ks_cdiv(g.M, g.per_part);
+  const c10::cuda::CUDAGuard guard(device);
+  at::Tensor stats = at::empty({2, g.C}, in_0.options().dtype(at::kFloat));
+  at::Tensor ws = at::empty({g.C * g.parts * 3}, in_0.options().dtype(at::kFloat));
+  KsOperand descs[{{n}}];
+  const c10::IntArrayRef xs = in_0.sizes();
+  ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
+  const void* ins[{{n}}] = {x.data_ptr(){{in_ptrs}}};
+  {{name}}_launch(ins, descs, ws.data_ptr<float>(), stats.data_ptr<float>(), {{running_ptrs}}, g, rows, {{eps}}, {{momentum}},
+      c10::cuda::getCurrentCUDAStream(device.index()).stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return stats;
+}

@@ -1,0 +1,62 @@
+#include "../ks_prelude.cuh"
+
+// ---- batch_norm statistics {{name}} ----
+{{pro_fn}}
+// Phase 1.  PLANE (a channel's values contiguous within each (n, c) plane: NCHW): a block per
+// (channel, part of its N * S values), threads along the values.  ROWS (channel stride 1: [N, C]
+// or channels-last): a block per (32 channels, part), threads along the channels (coalesced) x 8
+// along the values.  Each block leaves one Welford state per channel: ws[(c * parts + part) * 3].
+template <bool ROWS>
+__global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __restrict__ ws, const KsBnGeom g) {
+  __shared__ float sm[3][256];
+  const int t = threadIdx.x;
+  const int64_t e0 = (int64_t)blockIdx.y * g.per_part;
+  const int64_t e1 = e0 + g.per_part < g.M ? e0 + g.per_part : g.M;
+  const int64_t c = ROWS ? (int64_t)blockIdx.x * 32 + (t & 31) : (int64_t)blockIdx.x;
+  const int64_t first = ROWS ? e0 + (t >> 5) : e0 + t, step = ROWS ? 8 : 256;
+  KsStateWelford st = KsStateWelford::init();
+  if (c < g.C) {
+    {{channel_loads}}
+    for (int64_t e = first; e < e1; e += step) {
+      const int64_t n = ks_div(e, g.S), s = e - n * g.S;
+      const int64_t li = (n * g.C + c) * g.S + s;  // the logical (contiguous) index
+      (void)li;
+      const float a0 = ks_ld(p0 + n * g.sN + c * g.sC + s * g.sS);
+      {{tap_loads}}
+      float v;
+      {{name}}_pro({{pro_args}}, v);
+      st.push(v);
+    }
+  }
+  if (ROWS) ks_block_merge(st, sm, t, t >> 5, 8, 32);
+  else ks_block_merge(st, sm, t, t, 256, 1);
+  if ((ROWS ? (t >> 5) : t) == 0 && c < g.C) st.save(ws + (c * g.parts + blockIdx.y) * 3);
+}
+
+// Phase 2: a block per channel merges its parts; the statistics, and the running statistics
+// updated in place as torch does (the unbiased variance).
+__global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict__ ws, float* __restrict__ stats,
+                                                         float* __restrict__ running_mean, float* __restrict__ running_var,
+                                                         const KsBnGeom g, const float eps, const float momentum) {
+  __shared__ float sm[3][256];
+  const int t = threadIdx.x;
+  const int64_t c = blockIdx.x;
+  KsStateWelford st = KsStateWelford::init();
+  for (int64_t p = t; p < g.parts; p += 256) st.merge(KsStateWelford::load(ws + (c * g.parts + p) * 3));
+  ks_block_merge(st, sm, t, t, 256, 1);
+  if (t == 0) {
+    const float var = st.m2 / st.n;  // n = M >= 2 (the binding checks)
+    stats[c] = st.mean;
+    stats[g.C + c] = rsqrtf(var + eps);
+    if (running_mean) running_mean[c] = (1.f - momentum) * running_mean[c] + momentum * st.mean;
+    if (running_var) running_var[c] = (1.f - momentum) * running_var[c] + momentum * (st.m2 / (st.n - 1.f));
+  }
+}
+
+{{launcher_sig}} {
+  if (g.C <= 0) return;
+  const dim3 grid((unsigned)(rows ? ks_cdiv(g.C, 32) : g.C), (unsigned)g.parts);
+  if (rows) {{name}}_partial<true><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+  else {{name}}_partial<false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+  {{name}}_finalize<<<(unsigned)g.C, 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps, momentum);
+}

@@ -1,0 +1,211 @@
+"""Issue 22 (batch_norm): training mode as a statistics kernel (per-channel batch mean and
+variance with the ops before it as a prologue, the running statistics updated in place) and an
+elementwise normalisation fused with the ops after it; eval mode as elementwise ops over the
+running statistics.  Plans, specs and emitted sources on the CPU; tests/test_batch_norm_gpu.py
+runs them on a GPU against PyTorch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from kernelstitch.agents.coder.builtin import code_builtin
+from kernelstitch.agents.coder.codegen import emit
+from kernelstitch.agents.plan.kernel_spec import BatchStatsSpec, spec_from_json, spec_to_json
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+from test_codegen import batch_stats_specs
+from test_norms import _HEADER, write
+
+# conv -> BatchNorm2d (training) -> relu (level2/73's program); channels-last conv output
+CONV_BATCH_NORM = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3)
+        self.bn = nn.BatchNorm2d(cout, momentum=0.2)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x))) * 2.0
+
+batch, cin, cout, height, width = 4, 3, 8, 13, 17
+
+def get_inputs():
+    return [torch.randn(batch, cin, height, width)]
+
+def get_init_inputs():
+    return [cin, cout]
+'''
+
+# Linear -> * s -> BatchNorm1d (level2/39): [N, C], the channel-stride-1 kernel
+LINEAR_BATCH_NORM = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, fin, fout):
+        super().__init__()
+        self.fc = nn.Linear(fin, fout)
+        self.bn = nn.BatchNorm1d(fout, eps=1e-3)
+
+    def forward(self, x):
+        return self.bn(self.fc(x) * 0.5)
+
+batch, fin, fout = 37, 16, 45
+
+def get_inputs():
+    return [torch.randn(batch, fin)]
+
+def get_init_inputs():
+    return [fin, fout]
+'''
+
+# conv3d -> BatchNorm3d without affine or running statistics -> tanh (NCDHW planes)
+CONV3D_BATCH_NORM = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv3d(cin, cout, 3)
+        self.bn = nn.BatchNorm3d(cout, affine=False, track_running_stats=False)
+
+    def forward(self, x):
+        return torch.tanh(self.bn(self.conv(x)))
+
+batch, cin, cout, size = 2, 2, 5, 9
+
+def get_inputs():
+    return [torch.randn(batch, cin, size, size + 1, size + 2)]
+
+def get_init_inputs():
+    return [cin, cout]
+'''
+
+# fp16 storage: the statistics kernel takes float32 only, PyTorch keeps it
+HALF_BATCH_NORM = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(c).half()
+
+    def forward(self, x):
+        return self.bn(x)
+
+def get_inputs():
+    return [torch.randn(2, 4, 5, 5).half()]
+
+def get_init_inputs():
+    return [4]
+'''
+
+# batch_norm with running statistics (a module put in eval mode by its constructor, and the
+# functional form): elementwise, fused with the conv bias before and the activation after
+EVAL_BATCH_NORM = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3)
+        self.bn = nn.BatchNorm2d(cout)
+        self.register_buffer("mean2", torch.randn(cout))
+        self.register_buffer("var2", torch.rand(cout) + 0.5)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-1, 1)
+        self.eval()
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv(x)))
+        return F.batch_norm(y, self.mean2, self.var2, None, None, False, 0.1, 1e-3) * 0.5
+
+batch, cin, cout, size = 2, 3, 6, 12
+
+def get_inputs():
+    return [torch.randn(batch, cin, size, size)]
+
+def get_init_inputs():
+    return [cin, cout]
+'''
+
+CASES = {
+    "conv_batch_norm": (CONV_BATCH_NORM, {"height": 9, "width": 8}),
+    "linear_batch_norm": (LINEAR_BATCH_NORM, {"batch": 3}),
+    "conv3d_batch_norm": (CONV3D_BATCH_NORM, {"size": 6}),
+    "eval_batch_norm": (EVAL_BATCH_NORM, {"size": 9}),
+}
+
+
+def _plan(tmp_path, source):
+    return plan_builtin(capture(write(tmp_path, source)))
+
+
+@pytest.mark.parametrize("spec", batch_stats_specs(), ids=lambda s: s.name)
+def test_batch_stats_spec_round_trips_through_json(spec):
+    assert spec_from_json(spec_to_json(spec)) == spec
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"running_var": None}, "come together"),
+    ({"channel_inputs": ("x",)}, "inputs\\[0\\]"),
+    ({"channel_inputs": ("nope",)}, "not one of the inputs"),
+    ({"momentum": 1.5}, "out of range"),
+])
+def test_emitter_rejects_inconsistent_specs(change, message):
+    with pytest.raises(ValueError, match=message):
+        emit(replace(batch_stats_specs()[0], **change))
+
+
+def test_emitted_source_reads_channel_operands_once_and_updates_running_stats():
+    kernel = emit(batch_stats_specs()[0])  # x (taps), b (channel), y (taps), rm, rv
+    loop = kernel.cuda[kernel.cuda.index("for (int64_t e = first"):kernel.cuda.index("ks_block_merge(st, sm, t, t >> 5")]
+    assert "ks_offset(d1, c * g.S)" in kernel.cuda and "d1" not in loop
+    assert "ks_offset(d2, li)" in loop
+    assert "running_var[c] = (1.f - momentum)" in kernel.cuda
+    assert "in_3.data_ptr<float>(), in_4.data_ptr<float>()" in kernel.binding
+    assert kernel.python_args == ("x", "b", "y", "rm", "rv")
+
+
+def test_training_batch_norm_is_a_statistics_kernel_and_a_fused_normalisation(tmp_path):
+    plan = _plan(tmp_path, CONV_BATCH_NORM)
+    assert [s.technique for s in plan.steps] == ["library_call", "fused_reduction", "fused_elementwise"]
+    stats = plan.steps[1].kernel_spec()
+    assert isinstance(stats, BatchStatsSpec) and stats.momentum == 0.2 and stats.eps == 1e-5
+    assert [o.op for o in stats.prologue] == ["add"] and len(stats.channel_inputs) == 1  # the conv bias
+    assert stats.running_mean and stats.running_var and stats.inputs[-1].name == stats.running_var
+    ops = [o.op for o in plan.steps[2].kernel_spec().ops]
+    assert ops == ["add", "sub", "mul", "mul", "add", "relu", "mul"]  # bias, normalise, affine, relu, * 2
+    assert any("statistics kernel" in n for n in plan.notes)
+
+
+def test_batch_norm_1d_and_3d_without_running_stats_plan_without_fallback(tmp_path):
+    for source in (LINEAR_BATCH_NORM, CONV3D_BATCH_NORM):
+        plan = _plan(tmp_path, source)
+        assert "pytorch_fallback" not in [s.technique for s in plan.steps], source
+    stats = next(s.kernel_spec() for s in _plan(tmp_path, CONV3D_BATCH_NORM).steps
+                 if (s.spec or {}).get("type") == "batch_stats")
+    assert stats.running_mean is None and stats.running_var is None
+
+
+def test_half_precision_training_batch_norm_stays_in_pytorch(tmp_path):
+    plan = _plan(tmp_path, HALF_BATCH_NORM)
+    assert "pytorch_fallback" in [s.technique for s in plan.steps]
+
+
+def test_channels_last_conv_output_goes_to_the_statistics_without_a_copy(tmp_path):
+    path = write(tmp_path, CONV_BATCH_NORM)
+    plan = plan_builtin(capture(path))
+    candidate = code_builtin(plan, path, tmp_path / "model_new.py")
+    forward = candidate.source[candidate.source.index("def _compute"):]
+    assert "channels_last" in forward and "NHWC back to NCHW" not in forward
+
+
+def test_eval_batch_norm_is_one_elementwise_kernel_with_the_conv_bias_and_relu(tmp_path):
+    plan = _plan(tmp_path, EVAL_BATCH_NORM)
+    assert [s.technique for s in plan.steps] == ["library_call", "fused_elementwise"]
+    ops = [o.op for o in plan.steps[1].kernel_spec().ops]
+    assert ops.count("rsqrt") == 2 and "relu" in ops and ops[0] == "add"  # conv bias first
+    assert sum("running statistics (eval mode)" in n for n in plan.notes) == 2
+
+
+def test_training_and_eval_batch_norm_in_one_module(tmp_path):
+    source = EVAL_BATCH_NORM.replace("        self.eval()\n", "")
+    plan = _plan(tmp_path, source)
+    assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+    assert sum("statistics kernel" in n for n in plan.notes) == 1

@@ -1,0 +1,120 @@
+"""batch_norm on a GPU: the statistics kernel against torch (means, inverse deviations and the
+running statistics it updates) over layouts and odd shapes; the modules of
+tests/test_batch_norm.py generated and compared with their references at two shapes, running
+statistics included; KernelBench's batch_norm problems generated and verified end to end."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelstitch.agents.coder.codegen import (  # noqa: E402
+    EXTRA_CFLAGS,
+    EXTRA_CUDA_CFLAGS,
+    EXTRA_LDFLAGS,
+    BatchStatsSpec,
+    TensorArg,
+    build_extension_sources,
+    emit,
+)
+from test_batch_norm import CASES, CONV_BATCH_NORM  # noqa: E402
+from test_codegen import batch_stats_specs  # noqa: E402
+from test_compiler_gpu import generate, import_candidate  # noqa: E402
+from test_norms import write  # noqa: E402
+from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+F = torch.nn.functional
+PLAIN = BatchStatsSpec("bstats_plain", (TensorArg("x", "float32"), TensorArg("rm", "float32"),
+                                        TensorArg("rv", "float32")), 1e-5, 0.3, running_mean="rm",
+                       running_var="rv")
+SHAPES = [(8, 16, 33, 35), (3, 7, 5, 6, 7), (257, 45), (1, 3, 2), (64, 32, 1, 1)]
+
+
+@pytest.fixture(scope="module")
+def ext():
+    from torch.utils.cpp_extension import load_inline
+
+    cpp, cuda, names = build_extension_sources([emit(s) for s in batch_stats_specs() + [PLAIN]])
+    return load_inline(
+        name="ks_batch_norm_gpu_tests", cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
+        extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
+        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+
+
+def _layouts(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    out = [("contiguous", x)]
+    if x.dim() == 4:
+        out.append(("channels_last", x.contiguous(memory_format=torch.channels_last)))
+    if x.dim() == 5:
+        out.append(("channels_last_3d", x.contiguous(memory_format=torch.channels_last_3d)))
+    out.append(("strided", x[..., ::2] if x.shape[-1] > 2 else x.transpose(0, 1).contiguous().transpose(0, 1)))
+    return out
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_statistics_and_running_stats_match_torch(ext, shape):
+    torch.manual_seed(len(shape))
+    base = torch.randn(*shape, device="cuda") * 3 + 5  # an offset mean: variance by cancellation would show
+    for label, x in _layouts(base):
+        dims = [0] + list(range(2, x.dim()))
+        rm, rv = torch.randn(x.shape[1], device="cuda"), torch.rand(x.shape[1], device="cuda") + 0.5
+        want_rm, want_rv = rm.clone(), rv.clone()
+        F.batch_norm(x, want_rm, want_rv, training=True, momentum=0.3, eps=1e-5)
+        stats = ext.bstats_plain(x, rm, rv)
+        mean, var = x.mean(dims), x.var(dims, unbiased=False)
+        torch.testing.assert_close(stats[0], mean, rtol=1e-5, atol=1e-5, msg=lambda m: f"{label}: {m}")
+        torch.testing.assert_close(stats[1], torch.rsqrt(var + 1e-5), rtol=1e-4, atol=1e-5,
+                                   msg=lambda m: f"{label}: {m}")
+        torch.testing.assert_close(rm, want_rm, rtol=1e-5, atol=1e-5, msg=lambda m: f"{label} running_mean: {m}")
+        torch.testing.assert_close(rv, want_rv, rtol=1e-4, atol=1e-5, msg=lambda m: f"{label} running_var: {m}")
+
+
+def test_prologue_with_channel_and_full_operands(ext):
+    x = torch.randn(4, 6, 9, 11, device="cuda")
+    b, y = torch.randn(6, 1, 1, device="cuda"), torch.randn(9, 11, device="cuda")
+    rm, rv = torch.zeros(6, device="cuda"), torch.ones(6, device="cuda")
+    v = torch.relu((x + b) * y)
+    stats = ext.bstats_full(x, b, y, rm, rv)
+    torch.testing.assert_close(stats[0], v.mean([0, 2, 3]), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(stats[1], torch.rsqrt(v.var([0, 2, 3], unbiased=False) + 1e-5), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(rv, 0.9 + 0.1 * v.var([0, 2, 3], unbiased=True), rtol=1e-5, atol=1e-6)
+
+
+def test_one_value_per_channel_is_refused_like_torch(ext):
+    with pytest.raises(RuntimeError, match="more than 1 value per channel"):
+        ext.bstats_plain(torch.randn(1, 4, device="cuda"), torch.zeros(4, device="cuda"), torch.ones(4, device="cuda"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
+    module_matches_reference(*CASES[name], tmp_path)
+
+
+def test_generated_module_updates_the_running_statistics_as_the_original(tmp_path):
+    from kernelstitch.core.problem import load_problem
+
+    path = write(tmp_path, CONV_BATCH_NORM)
+    problem = load_problem(path, None)
+    torch.manual_seed(0)
+    reference = problem.module_class(*problem.get_init_inputs()).cuda()
+    new = import_candidate(generate((path, None), tmp_path, None)).ModelNew(*problem.get_init_inputs()).cuda()
+    new.load_state_dict(reference.state_dict())
+    for _ in range(3):
+        x = torch.randn(4, 3, 13, 17, device="cuda")
+        with torch.no_grad():
+            torch.testing.assert_close(new(x), reference(x), rtol=1e-4, atol=1e-4)
+    for key in ("bn.running_mean", "bn.running_var"):
+        torch.testing.assert_close(new.state_dict()[key], reference.state_dict()[key], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("problem", [
+    "level2/73_Conv2d_BatchNorm_Scaling.py", "level2/39_Gemm_Scale_BatchNorm.py",
+    "level2/72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool.py", "level2/52_Conv2d_Activation_BatchNorm.py"])
+def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
+    kernelbench_problem_verifies(problem, tmp_path)
