@@ -68,11 +68,11 @@ def test_statistics_and_running_stats_match_torch(ext, shape):
         F.batch_norm(x, want_rm, want_rv, training=True, momentum=0.3, eps=1e-5)
         stats = ext.bstats_plain(x, rm, rv)
         mean, var = x.mean(dims), x.var(dims, unbiased=False)
-        torch.testing.assert_close(stats[0], mean, rtol=1e-5, atol=1e-5, msg=lambda m: f"{label}: {m}")
+        torch.testing.assert_close(stats[0], mean, rtol=1e-5, atol=1e-5, msg=lambda m, label=label: f"{label}: {m}")
         torch.testing.assert_close(stats[1], torch.rsqrt(var + 1e-5), rtol=1e-4, atol=1e-5,
-                                   msg=lambda m: f"{label}: {m}")
-        torch.testing.assert_close(rm, want_rm, rtol=1e-5, atol=1e-5, msg=lambda m: f"{label} running_mean: {m}")
-        torch.testing.assert_close(rv, want_rv, rtol=1e-4, atol=1e-5, msg=lambda m: f"{label} running_var: {m}")
+                                   msg=lambda m, label=label: f"{label}: {m}")
+        torch.testing.assert_close(rm, want_rm, rtol=1e-5, atol=1e-5, msg=lambda m, label=label: f"{label} running_mean: {m}")
+        torch.testing.assert_close(rv, want_rv, rtol=1e-4, atol=1e-5, msg=lambda m, label=label: f"{label} running_var: {m}")
 
 
 def test_prologue_with_channel_and_full_operands(ext):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from kernelstitch.agents.coder.codegen import (
     BINDING_PRELUDE,
-    BatchStatsSpec,
     CUDA_PRELUDE,
+    BatchStatsSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,

@@ -20,7 +20,13 @@ from kernelstitch.agents.coder.codegen.common import BLOCK_SCALAR_VALUES
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.coder.codegen.templates import TemplateError, render, substitute
 from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionSpec, TensorArg
-from test_codegen import batch_stats_specs, elementwise_specs, gemm_specs, pool_specs, reduction_specs
+from test_codegen import (
+    batch_stats_specs,
+    elementwise_specs,
+    gemm_specs,
+    pool_specs,
+    reduction_specs,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_DIR = ROOT / "agents" / "coder" / "codegen" / "cuda"
