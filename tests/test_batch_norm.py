@@ -209,3 +209,13 @@ def test_training_and_eval_batch_norm_in_one_module(tmp_path):
     plan = _plan(tmp_path, source)
     assert "pytorch_fallback" not in [s.technique for s in plan.steps]
     assert sum("statistics kernel" in n for n in plan.notes) == 1
+
+
+def test_running_stat_updates_keep_cuda_graphs_off_in_every_variant(tmp_path):
+    from kernelstitch.agents.planner.variants import propose_variants
+
+    graph = capture(write(tmp_path, CONV_BATCH_NORM))
+    plan = plan_builtin(graph)
+    assert not plan.host.cuda_graph and any("module buffers" in r for r in plan.host.reasons)
+    variants = propose_variants(graph, limit=8)
+    assert len(variants) > 1 and not any(v.plan.host.cuda_graph for v in variants)
