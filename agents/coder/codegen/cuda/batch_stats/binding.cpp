@@ -31,7 +31,7 @@ at::Tensor {{name}}({{cparams}}) {
   const int64_t min_part = rows ? 8 * 16 : 256 * 8;  // >= 16 values per thread
   int64_t parts = ks_cdiv((int64_t)sms * 8, channel_blocks);
   if (parts > ks_cdiv(g.M, min_part)) parts = ks_cdiv(g.M, min_part);
-  if (parts > 65535) parts = 65535;
+  if (parts > 4096) parts = 4096;  // the finalize thread of a channel merges them all
   if (parts < 1) parts = 1;
   g.per_part = ks_cdiv(g.M, parts);
   g.parts = ks_cdiv(g.M, g.per_part);

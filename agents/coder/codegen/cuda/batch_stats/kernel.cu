@@ -33,24 +33,21 @@ __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __res
   if ((ROWS ? (t >> 5) : t) == 0 && c < g.C) st.save(ws + (c * g.parts + blockIdx.y) * 3);
 }
 
-// Phase 2: a block per channel merges its parts; the statistics, and the running statistics
-// updated in place as torch does (the unbiased variance).
+// Phase 2: a thread per channel merges its parts (a block per channel idled 255 threads and
+// launched C blocks: thousands for a BatchNorm1d after a GEMM); the statistics, and the running
+// statistics updated in place as torch does (the unbiased variance).
 __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict__ ws, float* __restrict__ stats,
                                                          float* __restrict__ running_mean, float* __restrict__ running_var,
                                                          const KsBnGeom g, const float eps, const float momentum) {
-  __shared__ float sm[3][256];
-  const int t = threadIdx.x;
-  const int64_t c = blockIdx.x;
+  const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= g.C) return;
   KsStateWelford st = KsStateWelford::init();
-  for (int64_t p = t; p < g.parts; p += 256) st.merge(KsStateWelford::load(ws + (c * g.parts + p) * 3));
-  ks_block_merge(st, sm, t, t, 256, 1);
-  if (t == 0) {
-    const float var = st.m2 / st.n;  // n = M >= 2 (the binding checks)
-    stats[c] = st.mean;
-    stats[g.C + c] = rsqrtf(var + eps);
-    if (running_mean) running_mean[c] = (1.f - momentum) * running_mean[c] + momentum * st.mean;
-    if (running_var) running_var[c] = (1.f - momentum) * running_var[c] + momentum * (st.m2 / (st.n - 1.f));
-  }
+  for (int64_t p = 0; p < g.parts; ++p) st.merge(KsStateWelford::load(ws + (c * g.parts + p) * 3));
+  const float var = st.m2 / st.n;  // n = M >= 2 (the binding checks)
+  stats[c] = st.mean;
+  stats[g.C + c] = rsqrtf(var + eps);
+  if (running_mean) running_mean[c] = (1.f - momentum) * running_mean[c] + momentum * st.mean;
+  if (running_var) running_var[c] = (1.f - momentum) * running_var[c] + momentum * (st.m2 / (st.n - 1.f));
 }
 
 {{launcher_sig}} {
@@ -58,5 +55,5 @@ __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict
   const dim3 grid((unsigned)(rows ? ks_cdiv(g.C, 32) : g.C), (unsigned)g.parts);
   if (rows) {{name}}_partial<true><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
   else {{name}}_partial<false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
-  {{name}}_finalize<<<(unsigned)g.C, 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps, momentum);
+  {{name}}_finalize<<<(unsigned)ks_cdiv(g.C, 256), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps, momentum);
 }
