@@ -219,3 +219,18 @@ def test_running_stat_updates_keep_cuda_graphs_off_in_every_variant(tmp_path):
     assert not plan.host.cuda_graph and any("module buffers" in r for r in plan.host.reasons)
     variants = propose_variants(graph, limit=8)
     assert len(variants) > 1 and not any(v.plan.host.cuda_graph for v in variants)
+
+
+def test_running_statistics_read_elsewhere_keep_the_batch_norm_in_pytorch(tmp_path):
+    """The statistics kernel updates the running statistics in place: a kernel after it that
+    read them (here the normalisation recomputing ``conv - running_mean``) would see new values."""
+    source = CONV_BATCH_NORM.replace("return torch.relu(self.bn(self.conv(x))) * 2.0",
+                                     "return self.bn(self.conv(x) - self.bn.running_mean.view(1, -1, 1, 1))")
+    plan = _plan(tmp_path, source)
+    assert not any((s.spec or {}).get("type") == "batch_stats" for s in plan.steps)
+    assert "pytorch_fallback" in [s.technique for s in plan.steps]
+
+
+def test_momentum_torch_accepts_but_the_kernel_does_not_stays_in_pytorch(tmp_path):
+    plan = _plan(tmp_path, CONV_BATCH_NORM.replace("momentum=0.2", "momentum=1.5"))
+    assert "pytorch_fallback" in [s.technique for s in plan.steps]

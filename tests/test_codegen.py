@@ -365,6 +365,38 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
     assert len(kernels) >= 2 * len(elementwise_specs()) + 6 * len(reduction_specs()) + 3
 
 
+def _cuda_include() -> Path | None:
+    nvcc = shutil.which("nvcc")
+    candidates = [Path(nvcc).resolve().parent.parent / "include"] if nvcc else []
+    candidates.append(Path("/usr/local/cuda/include"))
+    return next((c for c in candidates if (c / "cuda_runtime_api.h").is_file()), None)
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(_cuda_include() is None, reason="needs the CUDA headers (cuda_runtime_api.h)")
+def test_every_binding_parses_against_the_installed_torch_headers(tmp_path):
+    """The bindings (C++ against ATen and c10/cuda) checked by g++ on a CPU machine: the CPU
+    torch wheel ships c10/cuda's headers but not the one CMake generates, stubbed here.  GEMM
+    bindings include cublasLt.h, which a CUDA toolkit without cuBLAS lacks: they are left out."""
+    import sysconfig
+
+    torch = pytest.importorskip("torch")
+    stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
+    stub.mkdir(parents=True)
+    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs()
+    cpp, _, _ = build_extension_sources([emit(s) for s in specs])
+    path = tmp_path / "bindings.cpp"
+    path.write_text(cpp)
+    root = Path(torch.__file__).parent / "include"
+    cmd = ["g++", "-std=c++17", "-fsyntax-only", f"-I{tmp_path / 'stub'}", f"-I{root}",
+           f"-I{root / 'torch' / 'csrc' / 'api' / 'include'}", f"-I{sysconfig.get_paths()['include']}",
+           f"-I{_cuda_include()}", str(path)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert result.returncode == 0 and not errors, "\n".join(errors[:20]) or result.stderr[-3000:]
+
+
 # The host plan (ks_plan_reduction, in codegen/cuda/ks_shared_types.h) compiled and run on this machine: which
 # reduction path and block shape each [outer, R, inner] view gets on a given device.
 H100 = (132, 227 * 1024)  # SMs, opt-in shared memory per block

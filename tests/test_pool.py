@@ -316,3 +316,25 @@ def test_max_and_min_values_along_a_dim_are_amax_and_amin_reductions(tmp_path):
 def test_max_along_a_dim_whose_indices_are_read_stays_in_pytorch(tmp_path):
     plan = _plan(tmp_path, MAX_WITH_INDICES_READ)
     assert any("aten.max.dim" in n for n in plan.notes)
+
+
+def test_an_operand_shorter_than_the_spatial_dims_is_read_at_every_tap(tmp_path):
+    """w of shape [W] varies along the last spatial dim: not a plane operand (read once per
+    window, it would be w[0] for every window)."""
+    source = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        return F.avg_pool2d(x * self.w, 2)
+
+def get_inputs():
+    return [torch.randn(2, 3, 6, 8)]
+
+def get_init_inputs():
+    return []
+'''
+    (spec,) = _pool_steps(_plan(tmp_path, source))
+    assert spec.plane_inputs == () and len(spec.inputs) == 2

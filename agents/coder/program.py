@@ -204,9 +204,10 @@ class Program:
 
     def reads_any_layout(self, name: str, volumetric: bool) -> bool:
         """Every reader of `name` is a kernel step that reads a channels-last operand at full
-        speed: a fused elementwise step taking it as a kernel input (its binding reads 4-D
-        channels-last operands through tiles), or a pooling or batch-statistics step whose
-        inputs[0] it is (read through its strides); not an output (`<output>` among the users), view or other op."""
+        speed: a fused elementwise step taking it as a kernel input, when 4-D (`volumetric`
+        False: its binding reads 4-D channels-last operands through tiles), or a pooling or
+        batch-statistics step whose inputs[0] it is (read through its strides, any rank); not an
+        output (`<output>` among the users), view or other op."""
         users = self.graph.users().get(name, [])
         steps = {n: s for s in self.plan.steps for n in s.nodes}
 

@@ -184,7 +184,7 @@ class _StepBuilder:
             estimated_bytes=moved, estimated_flops=numel * elementwise_flops(ops),
             inputs=inputs, outputs=list(g.outputs))
 
-    def prologue_inputs(self, g: Group) -> list[str]:
+    def ordered_prologue_inputs(self, g: Group) -> list[str]:
         """What a reduction or pooling group's prologue reads, a full-size tensor first (the
         anchor's input itself without a prologue)."""
         src = self.node(g.anchor).args[0].node
@@ -210,11 +210,12 @@ class _StepBuilder:
         src_meta = self.node(src).meta
         params = pool_params(anchor, src_meta.rank)
         nd = params["nd"]
-        pro_inputs = self.prologue_inputs(g)
+        pro_inputs = self.ordered_prologue_inputs(g)
 
         def plane(name: str) -> bool:  # constant over the spatial dims: read once per window
             shape = tuple(self.node(name).meta.shape)
-            return all(d == 1 for d in shape[-nd:]) if len(shape) >= nd else True
+            shape = (1,) * (src_meta.rank - len(shape)) + shape  # broadcast against the source
+            return all(d == 1 for d in shape[-nd:])
 
         planes = [i for i in pro_inputs[1:] if plane(i)]
         epi_inputs = [i for i in self.external_inputs(g.epilogue) if i != g.anchor]
@@ -241,7 +242,7 @@ class _StepBuilder:
 
     def batch_stats(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)
-        pro_inputs = self.prologue_inputs(g)
+        pro_inputs = self.ordered_prologue_inputs(g)
         rank = self.node(anchor.args[0].node).meta.rank
 
         def per_channel(name: str) -> bool:  # constant over every dim but dim 1
@@ -272,7 +273,7 @@ class _StepBuilder:
         anchor = self.node(g.anchor)
         kind = REDUCTION_KINDS[anchor.op]
         src = anchor.args[0].node
-        pro_inputs = self.prologue_inputs(g)
+        pro_inputs = self.ordered_prologue_inputs(g)
         weight = bias = None
         norm_ndim, eps, groups, dim_count = 1, 1e-5, 1, 1
         if kind in ("layer_norm", "group_norm"):

@@ -240,7 +240,10 @@ class _Scheduler:
         return params if isinstance(params, str) else None
 
     def affine_refs(self, node: Node) -> set[str]:
-        """The weight / bias values of a normalisation (read by its kernel, not a prologue)."""
+        """The weight / bias values of a normalisation, the running statistics of a batch_norm
+        statistics node (read by its kernel, not a prologue)."""
+        if node.op == BATCH_STATS_OP:
+            return {v.node for v in node.args[1:3] if isinstance(v, NodeRef)}
         return {v.node for v in norm_affine(node) if isinstance(v, NodeRef)}
 
     def gemm_problem(self, node: Node) -> str | None:

@@ -14,7 +14,7 @@ FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
 ELEMENT_SIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
                 "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8}
 
-NodeClass = Literal["host", "elementwise", "reduction", "pool", "gemm", "library", "fallback"]
+NodeClass = Literal["host", "elementwise", "reduction", "pool", "batch_stats", "gemm", "library", "fallback"]
 
 REDUCTION_KINDS = {
     "aten.sum.dim_IntList": "sum", "aten.mean.dim": "mean", "aten.amax.default": "amax",

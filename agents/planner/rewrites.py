@@ -322,11 +322,15 @@ def _batch_norm_nodes(graph: Graph, node: Node) -> list[Node] | None:
     if (not isinstance(x, NodeRef) or meta is None or meta.rank < 2 or not isinstance(eps, (int, float))
             or any(v is not None and not isinstance(v, NodeRef) for v in (weight, bias))
             or not (stats_ok if training else isinstance(mean, NodeRef) and isinstance(var, NodeRef))
-            or (training and (not isinstance(momentum, (int, float)) or meta.dtype != "float32"))):
+            or (training and (not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1
+                              or eps < 0 or meta.dtype != "float32"))):
         return None
     metas = [graph.node(r.node).meta for r in (mean, var, weight, bias) if r is not None]
     if any(m is None or m.rank != 1 or m.dtype != meta.dtype for m in metas):
         return None
+    if training and mean is not None and any(
+            graph.users().get(r.node, []) != [node.name] for r in (mean, var)):
+        return None  # a kernel after the statistics kernel would read the updated buffer
     common = {"line": node.line, "module_path": node.module_path,
               "module_type": node.module_type, "synthetic": True}
     spatial = meta.rank - 2

@@ -400,7 +400,7 @@ __device__ __forceinline__ KsPoolWin ks_pool_window(int64_t o, int64_t in, int64
   } else {
     int64_t start = o * s - p;
     const int64_t end = start + (k - 1) * dil + 1;
-    while (start < 0) start += dil;  // first tap inside the input (padding never exceeds k / 2)
+    while (start < 0) start += dil;  // the first tap inside the input
     return {start, end < in ? end : in, dil, 0};
   }
 }

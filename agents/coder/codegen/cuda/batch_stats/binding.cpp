@@ -12,19 +12,29 @@ at::Tensor {{name}}({{cparams}}) {
   g.S = 1;
   for (int64_t k = 2; k < rank; ++k) g.S *= in_0.size(k);
   g.M = g.N * g.S;
-  TORCH_CHECK(g.M > 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
+  TORCH_CHECK(g.M != 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
               ks_str(in_0.sizes()));
   {{running_checks}}
-  // The spatial dims must collapse into one stride (contiguous or channels-last do); else a copy.
+  // The spatial dims must collapse into one stride (contiguous or channels-last do; dims of size 1
+  // carry any stride and are skipped); else a contiguous copy.
+  auto spatial_stride = [&](const at::Tensor& t, int64_t& stride) {
+    stride = 1;
+    int64_t expect = -1;
+    for (int64_t k = rank - 1; k >= 2; --k) {
+      if (t.size(k) == 1) continue;
+      if (expect < 0) stride = expect = t.stride(k);
+      else if (t.stride(k) != expect) return false;
+      expect *= t.size(k);
+    }
+    return true;
+  };
   at::Tensor x = in_0;
-  int64_t expect = rank > 2 ? x.stride(rank - 1) : 1;
-  for (int64_t k = rank - 1; k >= 2; --k) {
-    if (x.size(k) != 1 && x.stride(k) != expect) { x = x.contiguous(); break; }
-    expect *= x.size(k);
+  if (!spatial_stride(x, g.sS)) {
+    x = in_0.contiguous();
+    spatial_stride(x, g.sS);
   }
   g.sN = x.stride(0);
   g.sC = x.stride(1);
-  g.sS = rank > 2 ? x.stride(rank - 1) : 1;
   const int rows = g.C > 1 && g.sC == 1 ? 1 : 0;  // [N, C] or channels-last: threads along C
   const int sms = ks_sm_count();
   const int64_t channel_blocks = rows ? ks_cdiv(g.C, 32) : g.C;
@@ -36,6 +46,7 @@ at::Tensor {{name}}({{cparams}}) {
   g.per_part = ks_cdiv(g.M, parts);
   g.parts = ks_cdiv(g.M, g.per_part);
   const c10::cuda::CUDAGuard guard(device);
+  if (g.M == 0) return at::zeros({2, g.C}, in_0.options().dtype(at::kFloat));  // an empty batch: nothing to update
   at::Tensor stats = at::empty({2, g.C}, in_0.options().dtype(at::kFloat));
   at::Tensor ws = at::empty({g.C * g.parts * 3}, in_0.options().dtype(at::kFloat));
   KsOperand descs[{{n}}];

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out
       const int64_t taps = (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo);
       const int64_t divide = g.divisor ? g.divisor
           : (KIND == 1 && g.count_include_pad) ? wd.padded * wh.padded * ww.padded : taps;
-      acc = taps > 0 ? __fdividef(acc, (float)divide) : 0.f;
+      acc = taps > 0 ? acc / (float)divide : 0.f;  // IEEE division, as torch's
     }
     const int64_t o = ((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow;  // contiguous
     {{epi_loads}}
