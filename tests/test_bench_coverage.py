@@ -41,10 +41,9 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.pool = nn.MaxPool2d(2)
 
     def forward(self, x):
-        return self.pool(x * 2.0)
+        return torch.cumsum(x * 2.0, dim=1)  # a scan: no built-in kernel
 
 def get_inputs():
     return [torch.rand(2, 4, 16, 16)]
@@ -75,7 +74,7 @@ def _folder(root: Path) -> Path:
     (root / "level1").mkdir(parents=True)
     (root / "level2").mkdir()
     (root / "level1" / "1_Fusable.py").write_text(FUSABLE)
-    (root / "level1" / "2_Pool.py").write_text(FALLBACK)
+    (root / "level1" / "2_Scan.py").write_text(FALLBACK)
     (root / "level2" / "1_Raises.py").write_text(RAISES)
     return root
 
@@ -92,13 +91,13 @@ def results(bench: Path) -> list[ProblemCoverage]:
 
 def test_per_problem(results):
     by_name = {r.name: r for r in results}
-    assert [r.name for r in results] == ["level1/1_Fusable", "level1/2_Pool", "level2/1_Raises"]
+    assert [r.name for r in results] == ["level1/1_Fusable", "level1/2_Scan", "level2/1_Raises"]
     fusable = by_name["level1/1_Fusable"]
     assert fusable.status == "planned" and fusable.fallbacks == [] and fusable.steps >= 1
-    pool = by_name["level1/2_Pool"]
+    pool = by_name["level1/2_Scan"]
     assert pool.status == "planned"
-    assert [f["op"] for f in pool.fallbacks] == ["max_pool2d"]
-    assert pool.fallbacks[0]["aten"].startswith("aten.max_pool2d")
+    assert [f["op"] for f in pool.fallbacks] == ["cumsum"]
+    assert pool.fallbacks[0]["aten"].startswith("aten.cumsum")
     raises = by_name["level2/1_Raises"]
     assert raises.status == "capture_failed"
     assert raises.error["stage"] == "capture" and raises.error["kind"] == "exception"
@@ -112,15 +111,15 @@ def test_summary_counts_and_grouping(results):
     one, two, total = summary["1"], summary["2"], summary["all"]
     assert (one["problems"], one["planned"], one["capture_failed"], one["with_fallback"]) \
         == (2, 2, 0, 1)
-    assert one["fallback_ops"] == [{"op": "max_pool2d", "steps": 1, "problems": 1,
-                                    "examples": ["level1/2_Pool"]}]
+    assert one["fallback_ops"] == [{"op": "cumsum", "steps": 1, "problems": 1,
+                                    "examples": ["level1/2_Scan"]}]
     assert (two["problems"], two["planned"], two["capture_failed"]) == (1, 0, 1)
     assert two["capture_failures"] == [{"cause": "ValueError: boom at capture", "problems": 1,
                                         "names": ["level2/1_Raises"]}]
     assert (total["problems"], total["planned"], total["capture_failed"],
             total["with_fallback"], total["fallback_steps"]) == (3, 2, 1, 1, 1)
     text = render_markdown(summary)
-    assert "| `max_pool2d` | 1 / 1 |  | 1 / 1 |" in text
+    assert "| `cumsum` | 1 / 1 |  | 1 / 1 |" in text
     assert "| level 2 | ValueError: boom at capture | 1 | 1_Raises |" in text
 
 
@@ -140,9 +139,9 @@ def test_cli_writes_outputs(bench: Path, tmp_path: Path):
                                       "2", "--out", str(out), "--markdown", str(md)])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
-    assert [p["name"] for p in report["problems"]] == ["level1/1_Fusable", "level1/2_Pool"]
+    assert [p["name"] for p in report["problems"]] == ["level1/1_Fusable", "level1/2_Scan"]
     assert report["summary"]["1"]["with_fallback"] == 1
-    assert "| `max_pool2d` | 1 / 1 |" in md.read_text()
+    assert "| `cumsum` | 1 / 1 |" in md.read_text()
 
 
 def test_cli_bad_folder(tmp_path: Path):
