@@ -10,16 +10,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kernelstitch.agents.coder.codegen import (  # noqa: E402
-    EXTRA_CFLAGS,
-    EXTRA_CUDA_CFLAGS,
-    EXTRA_LDFLAGS,
     BatchStatsSpec,
     TensorArg,
-    build_extension_sources,
-    emit,
 )
 from test_batch_norm import CASES, CONV_BATCH_NORM  # noqa: E402
 from test_codegen import batch_stats_specs  # noqa: E402
+from test_codegen_gpu import load_kernels  # noqa: E402
 from test_compiler_gpu import generate, import_candidate  # noqa: E402
 from test_norms import write  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
@@ -38,13 +34,7 @@ SHAPES = [(8, 16, 33, 35), (3, 7, 5, 6, 7), (257, 45), (1, 3, 2), (64, 32, 1, 1)
 
 @pytest.fixture(scope="module")
 def ext():
-    from torch.utils.cpp_extension import load_inline
-
-    cpp, cuda, names = build_extension_sources([emit(s) for s in batch_stats_specs() + [PLAIN]])
-    return load_inline(
-        name="ks_batch_norm_gpu_tests", cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
-        extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernels("ks_batch_norm_gpu_tests", batch_stats_specs() + [PLAIN])
 
 
 def _layouts(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:

@@ -122,16 +122,21 @@ def _specs():
     return specs
 
 
-@pytest.fixture(scope="module")
-def ext():
+def load_kernels(name: str, specs: list):
+    """Every spec's kernel in ONE load_inline extension called `name`."""
     from torch.utils.cpp_extension import load_inline
 
-    cpp, cuda, names = build_extension_sources([emit(s) for s in _specs()])
+    cpp, cuda, names = build_extension_sources([emit(s) for s in specs])
     return load_inline(
-        name="ks_codegen_gpu_tests", cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
+        name=name, cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
         extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
         extra_ldflags=list(EXTRA_LDFLAGS), verbose=False,
     )
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return load_kernels("ks_codegen_gpu_tests", _specs())
 
 
 def poisoned(fn, *args):

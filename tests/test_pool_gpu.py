@@ -10,15 +10,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kernelstitch.agents.coder.codegen import (  # noqa: E402
-    EXTRA_CFLAGS,
-    EXTRA_CUDA_CFLAGS,
-    EXTRA_LDFLAGS,
     PoolSpec,
     TensorArg,
-    build_extension_sources,
-    emit,
 )
 from test_codegen import pool_specs  # noqa: E402
+from test_codegen_gpu import load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
 from test_pool import CASES  # noqa: E402
 
@@ -75,15 +71,9 @@ def _reference(case, x):
 
 @pytest.fixture(scope="module")
 def ext():
-    from torch.utils.cpp_extension import load_inline
-
     specs = ([_grid_spec(k, c) for k, c in enumerate(GRID)] + [_adaptive_spec(k, c) for k, c in enumerate(ADAPTIVE)]
              + pool_specs())
-    cpp, cuda, names = build_extension_sources([emit(s) for s in specs])
-    return load_inline(
-        name="ks_pool_gpu_tests", cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
-        extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernels("ks_pool_gpu_tests", specs)
 
 
 def _layouts(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
