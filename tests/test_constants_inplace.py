@@ -256,3 +256,51 @@ def test_inplace_ops_whose_old_value_is_observed_stay_in_place(tmp_path):
             if s.technique == "pytorch_fallback"]
     assert kept == ["aten.relu_.default", "aten.relu_.default"]
     assert not any("in-place" in n for n in plan.notes)
+
+
+# A constructor that reads tensor values (Swin's drop-path rates, level3/29 and 30): it cannot
+# run on the meta device, so capture builds it on the CPU and drops the storage.
+ITEM_IN_CONSTRUCTOR = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, depth):
+        super().__init__()
+        rates = [x.item() for x in torch.linspace(0, 0.5, depth)]
+        self.scales = nn.Parameter(torch.tensor(rates))
+        self.fc = nn.Linear(depth, depth)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x) * self.scales)
+
+def get_inputs():
+    return [torch.randn(4, 3)]
+
+def get_init_inputs():
+    return [3]
+'''
+
+
+def test_a_constructor_calling_item_is_built_on_the_cpu_and_captured(tmp_path):
+    path = tmp_path / "item.py"
+    path.write_text(ITEM_IN_CONSTRUCTOR)
+    graph = capture(path)
+    params = {n.placeholder.target for n in graph.placeholders() if n.placeholder.kind == "parameter"}
+    assert params == {"scales", "fc.weight", "fc.bias"}
+    plan = plan_builtin(graph)
+    assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+
+
+_KERNELBENCH = next((p for p in (Path(__file__).resolve().parents[1].parent / "shared" / "kernelbench",
+                                 Path(__file__).resolve().parents[1] / ".kb" / "kernelbench") if p.is_dir()), None)
+
+
+@pytest.mark.skipif(_KERNELBENCH is None, reason="no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")
+@pytest.mark.parametrize("problem", ["level3/19_MobileNetV1.py", "level3/29_SwinMLP.py"])
+def test_level3_problems_that_failed_capture_now_plan(problem):
+    """19: the dynamic export fails and the static retry failed too on the same tensors (their
+    symbolic sizes stayed attached): it now retries on fresh inputs.  29: .item() in the
+    constructor."""
+    plan = plan_builtin(capture(_KERNELBENCH / problem))
+    assert len(plan.steps) > 10

@@ -31,7 +31,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import _disable_current_modes
 
-from kernelstitch.core.problem import ProblemError, load_problem
+from kernelstitch.core.problem import LoadedProblem, ProblemError, load_problem
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
@@ -59,8 +59,8 @@ def capture(path: str | Path, module: str | None = None,
     for name, value in (constants or {}).items():
         setattr(problem.namespace, name, value)
     try:
+        model = _build_module(problem)
         with torch.device("meta"):
-            model = problem.build()
             inputs = problem.inputs()
     except ProblemError as exc:
         raise GraphCaptureError(str(exc), _user_line(exc, path)) from exc
@@ -69,8 +69,23 @@ def capture(path: str | Path, module: str | None = None,
 
     recorder = _ConstantRecorder()
     with recorder:
-        exported, dynamic, notes = _export(model, inputs, path, problem.info.name)
+        exported, dynamic, notes = _export(model, inputs, path, problem.info.name, problem)
     return _convert(exported, path, problem.info.name, dynamic, notes, recorder)
+
+
+def _build_module(problem: LoadedProblem) -> Any:
+    """The module on the meta device (no memory, no initialisation work).  A constructor that
+    reads tensor values (`[x.item() for x in torch.linspace(0, rate, depth)]`, Swin's drop-path
+    rates) cannot run there: it is built on the CPU and its storage then dropped (`.to("meta")`),
+    which keeps every parameter's shape and dtype."""
+    try:
+        with torch.device("meta"):
+            return problem.build()
+    except ProblemError as exc:
+        if "meta tensors" not in str(exc):
+            raise
+    model = problem.build()
+    return model.to("meta") if isinstance(model, torch.nn.Module) else model
 
 
 # Factories building a tensor from Python data: in forward, torch.export lifts their result as
@@ -107,8 +122,10 @@ class _ConstantRecorder(TorchFunctionMode):
         return next((cpu for made, cpu in self.made if made is tensor), None)
 
 
-def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str):
-    """Export with dynamic sizes (one candidate for every shape); static sizes as a fallback."""
+def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str, problem: LoadedProblem):
+    """Export with dynamic sizes (one candidate for every shape); static sizes as a fallback, on
+    fresh inputs: a failed dynamic export leaves its symbolic sizes attached to the tensors it
+    traced (level3/19's static export then failed on the same sympy inequality)."""
     dynamic_shapes = tuple(
         {d: Dim.AUTO for d in range(x.dim())} if isinstance(x, torch.Tensor) else None
         for x in inputs
@@ -118,6 +135,8 @@ def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str):
                                    strict=False), True, []
     except Exception as dynamic_exc:  # noqa: BLE001 - any export failure: retry static
         first = dynamic_exc
+    with torch.device("meta"):
+        inputs = problem.inputs()
     try:
         exported = torch.export.export(model, tuple(inputs), strict=False)
     except Exception as exc:
