@@ -184,6 +184,19 @@ class _StepBuilder:
             estimated_bytes=moved, estimated_flops=numel * elementwise_flops(ops),
             inputs=inputs, outputs=list(g.outputs))
 
+    def shape_against(self, name: str, rank: int) -> tuple:
+        """`name`'s shape broadcast (leading 1s) against a rank-`rank` tensor."""
+        shape = tuple(self.node(name).meta.shape)
+        return (1,) * (rank - len(shape)) + shape
+
+    def fused_step(self, g: Group, sid: str, spec: ReductionSpec | PoolSpec | BatchStatsSpec,
+                   description: str, moved: int, flops: int, inputs: list[str]) -> PlanStep:
+        """The PlanStep of a reduction, pooling or batch-statistics group."""
+        return PlanStep(
+            id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
+            description=description, source_lines=self.lines(g.nodes), spec=spec_to_json(spec),
+            estimated_bytes=moved, estimated_flops=flops, inputs=inputs, outputs=[g.final])
+
     def ordered_prologue_inputs(self, g: Group) -> list[str]:
         """What a reduction or pooling group's prologue reads, a full-size tensor first (the
         anchor's input itself without a prologue)."""
@@ -212,12 +225,8 @@ class _StepBuilder:
         nd = params["nd"]
         pro_inputs = self.ordered_prologue_inputs(g)
 
-        def plane(name: str) -> bool:  # constant over the spatial dims: read once per window
-            shape = tuple(self.node(name).meta.shape)
-            shape = (1,) * (src_meta.rank - len(shape)) + shape  # broadcast against the source
-            return all(d == 1 for d in shape[-nd:])
-
-        planes = [i for i in pro_inputs[1:] if plane(i)]
+        # constant over the spatial dims: read once per window
+        planes = [i for i in pro_inputs[1:] if all(d == 1 for d in self.shape_against(i, src_meta.rank)[-nd:])]
         epi_inputs = [i for i in self.external_inputs(g.epilogue) if i != g.anchor]
         inputs = pro_inputs + [i for i in epi_inputs if i not in pro_inputs]
         out = self.node(g.final).meta
@@ -234,20 +243,15 @@ class _StepBuilder:
         flops += out.numel * elementwise_flops(list(spec.epilogue))
         what = (f"adaptive avg pooling to {list(spec.output_size)}" if spec.kind == "adaptive_avg"
                 else f"{spec.kind} pooling, window {list(spec.kernel)} stride {list(spec.stride)}")
-        return PlanStep(
-            id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
-            description=f"{what}{self.fused_parts(g)}", source_lines=self.lines(g.nodes),
-            spec=spec_to_json(spec), estimated_bytes=moved, estimated_flops=flops,
-            inputs=inputs, outputs=[g.final])
+        return self.fused_step(g, sid, spec, f"{what}{self.fused_parts(g)}", moved, flops, inputs)
 
     def batch_stats(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)
         pro_inputs = self.ordered_prologue_inputs(g)
-        rank = self.node(anchor.args[0].node).meta.rank
+        src = self.node(anchor.args[0].node).meta
 
         def per_channel(name: str) -> bool:  # constant over every dim but dim 1
-            shape = (1,) * (rank - len(self.node(name).meta.shape)) + tuple(self.node(name).meta.shape)
-            return all(d == 1 for k, d in enumerate(shape) if k != 1)
+            return all(d == 1 for k, d in enumerate(self.shape_against(name, src.rank)) if k != 1)
 
         running = [r.node for r in anchor.args[1:3] if isinstance(r, NodeRef)]
         if any(r in pro_inputs for r in running):
@@ -259,15 +263,11 @@ class _StepBuilder:
             prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "",
             channel_inputs=tuple(i for i in pro_inputs[1:] if per_channel(i)),
             running_mean=running[0] if running else None, running_var=running[1] if running else None)
-        src = self.node(anchor.args[0].node).meta
-        return PlanStep(
-            id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
-            description="batch_norm statistics per channel (training mode; updates the running "
-                        f"statistics){self.fused_parts(g)}",
-            source_lines=self.lines(g.nodes), spec=spec_to_json(spec),
-            estimated_bytes=sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
-            estimated_flops=src.numel * (elementwise_flops(list(spec.prologue)) + 4),
-            inputs=inputs, outputs=[g.final])
+        return self.fused_step(
+            g, sid, spec, "batch_norm statistics per channel (training mode; updates the running "
+                          f"statistics){self.fused_parts(g)}",
+            sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
+            src.numel * (elementwise_flops(list(spec.prologue)) + 4), inputs)
 
     def reduction(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)
@@ -318,11 +318,7 @@ class _StepBuilder:
             where = f"over dims {dim}..{dim + dim_count - 1}"
         else:
             where = f"over dim {dim}"
-        return PlanStep(
-            id=sid, technique=self.technique(g, "fused_reduction"), nodes=list(g.nodes),
-            description=f"{kind} {where}{fused}", source_lines=self.lines(g.nodes),
-            spec=spec_to_json(spec), estimated_bytes=moved, estimated_flops=flops,
-            inputs=inputs, outputs=[g.final])
+        return self.fused_step(g, sid, spec, f"{kind} {where}{fused}", moved, flops, inputs)
 
     def gemm(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)

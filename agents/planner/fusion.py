@@ -152,22 +152,11 @@ class _Scheduler:
         if is_host(node):
             return "host"
         if node.op in REDUCTION_KINDS:
-            reason = self.reduction_problem(node)
-            if reason is None:
-                return "reduction"
-            self.fallback_reasons[node.name] = reason
-            return "fallback"
+            return self.compiled_or_fallback(node, "reduction", self.reduction_problem(node))
         if node.op == BATCH_STATS_OP:
-            if float_tensors(self.graph, node) and isinstance(node.args[0], NodeRef):
-                return "batch_stats"
-            self.fallback_reasons[node.name] = "non-floating-point tensors"
-            return "fallback"
+            return self.compiled_or_fallback(node, "batch_stats", self.operand_problem(node, "normalised value"))
         if node.op in POOL_OPS:
-            reason = self.pool_problem(node)
-            if reason is None:
-                return "pool"
-            self.fallback_reasons[node.name] = reason
-            return "fallback"
+            return self.compiled_or_fallback(node, "pool", self.pool_problem(node))
         if node.op in GEMM_OPS:
             reason = self.gemm_problem(node)
             if reason is None:
@@ -176,19 +165,31 @@ class _Scheduler:
         if node.op in CONV_OPS or node.op == "aten.bmm.default":
             return "library"
         if translate_elementwise(node) is not None:
-            if float_tensors(self.graph, node):
-                return "elementwise"
-            self.fallback_reasons[node.name] = "non-floating-point tensors"
-            return "fallback"
+            floating = float_tensors(self.graph, node)
+            return self.compiled_or_fallback(node, "elementwise", None if floating else "non-floating-point tensors")
         self.fallback_reasons[node.name] = f"no built-in kernel for {node.op}"
         return "fallback"
 
-    def reduction_problem(self, node: Node) -> str | None:
+    def compiled_or_fallback(self, node: Node, kind: str, reason: str | None) -> str:
+        """`kind` when nothing stops our kernel (`reason` None), else a fallback with the reason."""
+        if reason is None:
+            return kind
+        self.fallback_reasons[node.name] = reason
+        return "fallback"
+
+    def operand_problem(self, node: Node, what: str) -> str | None:
+        """Why a kernel of ours cannot read the node's tensors (the first one is `what`)."""
         if not float_tensors(self.graph, node):
             return "non-floating-point tensors"
-        kind = REDUCTION_KINDS[node.op]
         if not isinstance(node.args[0], NodeRef):
-            return "reduced value is not a tensor"
+            return f"{what} is not a tensor"
+        return None
+
+    def reduction_problem(self, node: Node) -> str | None:
+        problem = self.operand_problem(node, "reduced value")
+        if problem:
+            return problem
+        kind = REDUCTION_KINDS[node.op]
         if kind == "layer_norm":
             shape = node.arg(1, "normalized_shape")
             if not isinstance(shape, list) or not shape:
@@ -231,10 +232,9 @@ class _Scheduler:
         return None
 
     def pool_problem(self, node: Node) -> str | None:
-        if not float_tensors(self.graph, node):
-            return "non-floating-point tensors"
-        if not isinstance(node.args[0], NodeRef):
-            return "pooled value is not a tensor"
+        problem = self.operand_problem(node, "pooled value")
+        if problem:
+            return problem
         shape = self.shape(node.args[0].node)
         params = pool_params(node, len(shape))
         return params if isinstance(params, str) else None

@@ -57,6 +57,7 @@ from kernelstitch.agents.planner.ops import (
     POOL_OPS,
     PROLOGUE_ANCHORS,
     float_tensors,
+    pool_params,
     translate_elementwise,
 )
 
@@ -240,6 +241,14 @@ def _linear_sum(graph: Graph):
     return edits, algebraic, notes
 
 
+def _channel_view(name: str, ref: NodeRef, meta: TensorMeta, spatial: int, common: dict) -> Node:
+    """A per-channel vector `ref` ([C], `meta`) viewed as [C, 1, ...] to broadcast against an
+    [N, C, *spatial] tensor."""
+    return Node(name, "aten.view.default", (ref, [-1] + [1] * spatial), {},
+                (TensorMeta((meta.shape[0],) + (1,) * spatial, (meta.example_shape[0],) + (1,) * spatial,
+                            meta.dtype),), **common)
+
+
 def conv_bias_adds(graph: Graph) -> dict[str, str]:
     """The bias adds `conv_bias` made (or copies of them, e.g. recomputed in a prologue): add
     node name -> the convolution it came from (`{conv}_nobias` + `{conv}_bias_view`)."""
@@ -277,10 +286,7 @@ def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
         else:
             kwargs["bias"] = None
         conv = Node(f"{c}_nobias", node.op, tuple(args), kwargs, node.outputs, **common)
-        view_shape = (b_meta.shape[0],) + (1,) * spatial
-        view_example = (b_meta.example_shape[0],) + (1,) * spatial
-        bview = Node(f"{c}_bias_view", "aten.view.default", (bias, [-1] + [1] * spatial), {},
-                     (TensorMeta(view_shape, view_example, b_meta.dtype),), **common)
+        bview = _channel_view(f"{c}_bias_view", bias, b_meta, spatial, common)
         add = Node(c, "aten.add.Tensor", (NodeRef(conv.name), NodeRef(bview.name)), {},
                    node.outputs, **common)
         edits += [GraphEdit(conv, before=c), GraphEdit(bview, before=c), GraphEdit(add)]
@@ -293,10 +299,11 @@ def _batch_norm(graph: Graph):
     fuse with the conv / GEMM epilogue before and the ops after."""
     edits: list[GraphEdit] = []
     notes: list[str] = []
+    users = graph.users()
     for node in graph.nodes:
         if node.op != "aten.batch_norm.default":
             continue
-        new = _batch_norm_nodes(graph, node)
+        new = _batch_norm_nodes(graph, users, node)
         if new:
             edits += [GraphEdit(k, before=node.name) for k in new[:-1]] + [GraphEdit(new[-1])]
             how = ("a statistics kernel (batch mean and variance per channel; it updates the "
@@ -310,7 +317,7 @@ def _training(node: Node) -> bool:
     return node.arg(5, "training", True) is not False
 
 
-def _batch_norm_nodes(graph: Graph, node: Node) -> list[Node] | None:
+def _batch_norm_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> list[Node] | None:
     """The nodes computing a batch_norm, the last one named as `node` (None when an operand is
     not a tensor of the input's dtype, or training mode's kernel does not apply: momentum None,
     not float32)."""
@@ -329,7 +336,7 @@ def _batch_norm_nodes(graph: Graph, node: Node) -> list[Node] | None:
     if any(m is None or m.rank != 1 or m.dtype != meta.dtype for m in metas):
         return None
     if training and mean is not None and any(
-            graph.users().get(r.node, []) != [node.name] for r in (mean, var)):
+            users.get(r.node, []) != [node.name] for r in (mean, var)):
         return None  # a kernel after the statistics kernel would read the updated buffer
     common = {"line": node.line, "module_path": node.module_path,
               "module_type": node.module_type, "synthetic": True}
@@ -342,8 +349,7 @@ def _batch_norm_nodes(graph: Graph, node: Node) -> list[Node] | None:
     def channel(ref: NodeRef, label: str) -> NodeRef:  # [C] -> [C, 1, ...] against x
         if not spatial:
             return ref
-        new.append(Node(f"{node.name}_{label}_view", "aten.view.default",
-                        (ref, [-1] + [1] * spatial), {}, (vec,), **common))
+        new.append(_channel_view(f"{node.name}_{label}_view", ref, row, spatial, common))
         return NodeRef(new[-1].name)
 
     def op(label: str, aten: str, args: tuple, out: TensorMeta, kwargs: dict | None = None) -> NodeRef:
@@ -399,15 +405,13 @@ def _max_values(graph: Graph):
 def _global_avg_pool(graph: Graph):
     edits: list[GraphEdit] = []
     for node in graph.nodes:
-        pool = POOL_OPS.get(node.op)
-        if pool is None or pool[0] != "adaptive_avg" or not isinstance(node.args[0], NodeRef):
+        if POOL_OPS.get(node.op, ("",))[0] != "adaptive_avg" or not isinstance(node.args[0], NodeRef):
             continue
         src = graph.node(node.args[0].node).meta
-        nd = pool[1]
-        size = node.arg(1, "output_size")
-        if src is None or src.rank not in (nd + 1, nd + 2) or size not in ([1] * nd, 1, [1]):
+        params = pool_params(node, src.rank) if src is not None else "no shape"
+        if isinstance(params, str) or params["output_size"] != (1,) * params["nd"]:
             continue
-        dims = list(range(src.rank - nd, src.rank))
+        dims = list(range(src.rank - params["nd"], src.rank))
         edits.append(GraphEdit(renamed(node, op="aten.mean.dim", args=(node.args[0], dims, True),
                                        kwargs={}, synthetic=True)))
     return edits, set(), []

@@ -11,7 +11,12 @@ channels-last), then one thread per channel merging its parts.
 
 from __future__ import annotations
 
-from kernelstitch.agents.coder.codegen.common import CUDA_TYPE, TORCH_DTYPE, check_identifier
+from kernelstitch.agents.coder.codegen.common import (
+    CUDA_TYPE,
+    TORCH_DTYPE,
+    check_identifier,
+    check_inputs,
+)
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
@@ -21,16 +26,10 @@ from kernelstitch.agents.plan.kernel_spec import BatchStatsSpec
 def _roles(spec: BatchStatsSpec) -> tuple[list[int], list[int], list[int]]:
     """(tap operands, channel operands, running statistics): indices into `spec.inputs`."""
     names = [t.name for t in spec.inputs]
-    if not names or len(set(names)) != len(names):
-        raise ValueError(f"{spec.name}: inputs must be distinct and non-empty, got {names}")
     running = [n for n in (spec.running_mean, spec.running_var) if n is not None]
-    for n in list(spec.channel_inputs) + running:
-        if n not in names:
-            raise ValueError(f"{spec.name}: {n!r} is not one of the inputs {names}")
+    check_inputs(spec.name, names, list(spec.channel_inputs) + running, "the normalised tensor")
     if (spec.running_mean is None) != (spec.running_var is None):
         raise ValueError(f"{spec.name}: running_mean and running_var come together")
-    if names[0] in spec.channel_inputs or names[0] in running:
-        raise ValueError(f"{spec.name}: inputs[0] must be the normalised tensor")
     if running and names[-2:] != running:
         raise ValueError(f"{spec.name}: the running statistics must be the last two inputs")
     if any(spec.inputs[names.index(n)].dtype != "float32" for n in running):

@@ -38,6 +38,22 @@ def check_identifier(name: str) -> str:
     return name
 
 
+def check_inputs(kernel: str, names: list[str], special: list[str | None], first: str) -> None:
+    """A spec's input names: at least one, distinct; every name of `special` (the operands with a
+    role other than the main tensor's; None: the role is unused) among them; inputs[0] the main
+    tensor (`first` says what it must be), none of `special`.  ValueError otherwise."""
+    if not names:
+        raise ValueError(f"{kernel}: a kernel needs at least one input")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{kernel}: duplicate input names {names}")
+    used = [n for n in special if n is not None]
+    for n in used:
+        if n not in names:
+            raise ValueError(f"{kernel}: {n!r} is not one of the inputs {names}")
+    if names[0] in used:
+        raise ValueError(f"{kernel}: inputs[0] must be {first}")
+
+
 def vector_width(dtypes: list[DType] | tuple[DType, ...]) -> int:
     """Elements per 16-byte access: set by the narrowest storage type so every operand moves whole
     16-byte chunks (an fp32 operand in a kernel with fp16 operands moves two float4s per step)."""

@@ -11,7 +11,12 @@ torch's output sizes and window bounds at run time, so one kernel serves every i
 
 from __future__ import annotations
 
-from kernelstitch.agents.coder.codegen.common import CUDA_TYPE, TORCH_DTYPE, check_identifier
+from kernelstitch.agents.coder.codegen.common import (
+    CUDA_TYPE,
+    TORCH_DTYPE,
+    check_identifier,
+    check_inputs,
+)
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
@@ -30,15 +35,8 @@ def _check(spec: PoolSpec) -> tuple[list[int], list[int], list[int]]:
     if spec.nd not in (1, 2, 3):
         raise ValueError(f"{name}: pooling over {spec.nd} spatial dims (1 to 3)")
     names = [t.name for t in spec.inputs]
-    if not names:
-        raise ValueError(f"{name}: pooling needs an input")
-    if len(set(names)) != len(names):
-        raise ValueError(f"{name}: duplicate input names {names}")
-    for n in spec.epilogue_inputs + spec.plane_inputs:
-        if n not in names:
-            raise ValueError(f"{name}: {n!r} is not one of the inputs {names}")
-    if names[0] in spec.epilogue_inputs or names[0] in spec.plane_inputs:
-        raise ValueError(f"{name}: inputs[0] must be the tensor the windows slide over")
+    check_inputs(name, names, list(spec.epilogue_inputs + spec.plane_inputs),
+                 "the tensor the windows slide over")
     if spec.kind == "adaptive_avg":
         if len(spec.output_size) != spec.nd or min(spec.output_size) < 1:
             raise ValueError(f"{name}: adaptive pooling needs {spec.nd} output sizes >= 1")

@@ -8,7 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernelstitch.agents.coder.codegen.common import CUDA_TYPE, check_identifier, vector_width
+from kernelstitch.agents.coder.codegen.common import (
+    CUDA_TYPE,
+    check_identifier,
+    vector_width,
+)
 from kernelstitch.agents.coder.codegen.expr import DeviceFunction, c_float, compile_ops
 from kernelstitch.agents.coder.codegen.templates import render
 from kernelstitch.agents.plan.kernel_spec import ReductionSpec
