@@ -246,7 +246,8 @@ REF = {
 
 
 @pytest.mark.parametrize("kind", list(REF))
-@pytest.mark.parametrize("shape", [(333, 777), (64, 4096), (3, 100_000), (2, 5, 1000), (129, 24)])
+@pytest.mark.parametrize("shape", [(333, 777), (64, 4096), (3, 100_000), (2, 5, 1000), (129, 24),
+                                   (3001, 1), (4099, 17), (1025, 64), (333, 200), (65, 512)])
 def test_reduce_last_dim_with_prologue_epilogue(ext, kind, shape):
     x, s, e = rnd(*shape), rnd(shape[-1]), rnd(*shape[:-1])
     got = poisoned(getattr(ext, f"t_{kind}"), x, s, e)
@@ -254,14 +255,16 @@ def test_reduce_last_dim_with_prologue_epilogue(ext, kind, shape):
 
 
 @pytest.mark.parametrize("kind", list(REF))
-@pytest.mark.parametrize("shape", [(8, 300, 33), (2, 50_000, 3), (1, 7, 4096), (16, 64, 8, 8)])
+@pytest.mark.parametrize("shape", [(8, 300, 33), (2, 50_000, 3), (1, 7, 4096), (16, 64, 8, 8), (4, 16, 5000),
+                                   (2, 3, 70_000)])
 def test_reduce_inner_dim(ext, kind, shape):
     x = rnd(*shape)
     check(poisoned(getattr(ext, f"t_{kind}_d1"), x), REF[kind](x, 1, True), rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
-@pytest.mark.parametrize("shape", [(4096, 1000), (513, 1024), (64, 8192), (7, 12_345), (4, 50_000), (1000, 4)])
+@pytest.mark.parametrize("shape", [(4096, 1000), (513, 1024), (64, 8192), (7, 12_345), (4, 50_000), (1000, 4),
+                                   (4099, 17), (1025, 64), (333, 200), (65, 512), (3001, 1)])
 def test_softmax_rows(ext, kind, shape):
     x, b = rnd(*shape), rnd(shape[-1])
     ref = getattr(torch, kind)((x + b) * 0.5, -1)
@@ -287,10 +290,13 @@ def _kernels_run(fn, *args) -> set[str]:
 # [outer, R, inner] -> the kernel the plan must take on an H100 (132 SMs, 227 KB of shared memory
 # per block): thread-block clusters when the column tiles apply, inner is a multiple of 4 (16-byte
 # fp32 loads) and R fits 8 CTAs of 256 rows; else shared-memory column tiles when the [R, 16]
-# fp32 tile fits and there are >= 132 of them; else the tile kernels.
+# fp32 tile fits and there are >= 132 of them; else the tile kernels.  R <= 16 with inner >= 32:
+# a thread per column, its values in registers (colreg), whatever the other paths offer.
 STRIDED_SOFTMAX = [((8, 300, 600), "cluster"), ((32, 1024, 160), "cluster"), ((64, 1500, 100), "cluster"),
                    ((40, 2000, 200), "cluster"), ((300, 20, 17), "cols"), ((40, 3000, 64), "cols"),
-                   ((40, 4000, 48), "tile"), ((4, 64, 256), "tile"), ((2, 256, 4096), "cluster")]
+                   ((40, 4000, 48), "tile"), ((2, 256, 4096), "cluster"), ((4, 64, 256), "tile"),
+                   ((8, 16, 1000), "colreg"), ((3, 9, 4097), "colreg"), ((5, 16, 32), "colreg"),
+                   ((7, 65, 301), "cols")]
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
@@ -335,7 +341,7 @@ def test_softmax_strided_dim_fp16_prologue_epilogue(ext):
 
 
 @pytest.mark.parametrize("d", list(TORCH_DT))
-@pytest.mark.parametrize("shape", [(512, 768), (1000, 1023), (33, 4096), (8, 20_000)])
+@pytest.mark.parametrize("shape", [(512, 768), (1000, 1023), (33, 4096), (8, 20_000), (4099, 64), (100, 200)])
 def test_softmax_and_layer_norm_dtypes(ext, d, shape):
     dt = TORCH_DT[d]
     x = rnd(*shape, dtype=dt)

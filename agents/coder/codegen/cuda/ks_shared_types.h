@@ -9,6 +9,10 @@
 #define KS_ROW32_MIN_THREADS 256  /* normalising block rows cache 32 values where that takes >= this many threads */
 #define KS_COLS_WIDTH 16  /* inner columns per column-tile block: [R, 16] tiles, several blocks per SM */
 #define KS_COLS_STATIC_SMEM 8576  /* the column-tile kernel's static shared memory: part[64][33], res[32] */
+#define KS_ROW_SUB_MAX 512  /* rows up to this long: a group of <= 32 lanes per row, 16 values per lane */
+#define KS_COLREG_MAX_R 16  /* softmax kinds along a strided dim this short: a thread per column, in registers
+                              (H200: R = 16 beat the clusters 3x; R = 64 lost 2.7x to them: 64-bit operand
+                              index math per value and 102 registers) */
 
 // How an operand maps the linear index i of the iteration space (contiguous, row-major) to an
 // element offset.  Chosen at run time by the binding from the operand's expanded strides.
@@ -35,7 +39,9 @@ enum KsRedPath : int {
   KS_PATH_ROW_WARP = 0,    // inner == 1, R <= 1024: a warp per row, <= 32 values per lane
   KS_PATH_ROW_BLOCK = 1,   // inner == 1, R <= KS_ROW_CAP: a block (<= 512 threads) per row, <= 32 values per thread
   KS_PATH_TILE = 2,        // anything else: (inner x R-slice) tiles, R split across blocks if needed
-  KS_PATH_COLS = 3         // normalising kinds, inner >= 16: a block keeps an [R, 16] tile in shared memory
+  KS_PATH_COLS = 3,        // normalising kinds, inner >= 16: a block keeps an [R, 16] tile in shared memory
+  KS_PATH_ROW_SUB = 4,     // inner == 1, R <= KS_ROW_SUB_MAX: threads_x lanes per row, 32 / threads_x rows a warp
+  KS_PATH_COLREG = 5       // softmax kinds, R <= KS_COLREG_MAX_R, inner >= 32: a thread per column, in registers
 };
 
 struct KsRedPlan {
@@ -136,6 +142,17 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
   KsRedPlan p{};
   p.splits = 1;
   p.r_per_split = R;
+  // Short rows: a warp per row leaves most lanes idle and keeps few bytes in flight (ncu-style
+  // evidence: layer_norm rows of 64 ran at ~10% of DRAM bandwidth on the H200).  A group of
+  // pow2(R / 16) lanes per row, 16 values per lane, several rows per warp.
+  if (inner == 1 && R <= KS_ROW_SUB_MAX && !force_tile) {
+    int64_t lanes = ks_pow2_ceil(ks_cdiv(R, 16));
+    p.path = KS_PATH_ROW_SUB;
+    p.threads_x = (int)(lanes < 1 ? 1 : lanes);
+    p.threads_y = 8;
+    p.row_values = 16;
+    return p;
+  }
   if (inner == 1 && R <= KS_ROW_CAP && !force_tile) {
     // Each thread fills its 32 cached values: the most bytes in flight per allocated register.
     // Normalising block rows: 32 values on 256 threads (R in (4096, 8192]) under a 64-register
@@ -168,6 +185,12 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
   p.path = KS_PATH_TILE;
   int64_t txi = inner == 1 ? 1 : (inner >= 32 ? 32 : ks_pow2_ceil(inner));
   int64_t tyr = 256 / txi;
+  // Each thread should keep the tile kernel's 8 loads in flight along R: for short R, move
+  // threads from R to inner (keeping 256 a block) instead of merging 2-value partial states.
+  while (tyr > 1 && R < tyr * 8 && txi < 256 && txi * 2 <= ks_pow2_ceil(inner)) {
+    tyr /= 2;
+    txi *= 2;
+  }
   // Short reductions: give the threads to inner instead of idling along R.
   while (tyr > 1 && tyr / 2 >= R) {
     tyr /= 2;

@@ -1,5 +1,6 @@
-"""Column-tile kernels: softmax kinds along a strided dim (ks_plan_reduction's KS_PATH_COLS).
-Thread-block clusters first (cluster_cols.py: sm_90+, 16-byte operands, R within 8 CTAs), then a
+"""Column kernels: softmax kinds along a strided dim.  Short R (<= KS_COLREG_MAX_R, inner >= 32;
+the binding's KS_PATH_COLREG): a thread per column holding its values in registers
+(cuda/reduction/colreg.cu).  Otherwise (ks_plan_reduction's KS_PATH_COLS) thread-block clusters first (cluster_cols.py: sm_90+, 16-byte operands, R within 8 CTAs), then a
 block per [R, 16] tile kept in shared memory (cuda/reduction/cols.cu).  Either reads the input
 once and writes once, where the tile path reads it twice."""
 
@@ -12,6 +13,7 @@ from kernelstitch.agents.coder.codegen.cluster_cols import (
 )
 from kernelstitch.agents.coder.codegen.reduction.context import (
     COLS_CACHE,
+    Cache,
     COLUMN_TILE_KINDS,
     Reduction,
     ReductionVariant,
@@ -24,11 +26,12 @@ from kernelstitch.agents.coder.codegen.templates import render
 
 
 def kernel(r: Reduction, variant: ReductionVariant) -> str:
-    """The cluster kernel (when `variant.cluster`) and the shared-memory column tiles; "" for kinds
-    without them (COLUMN_TILE_KINDS: softmax kinds, no affine weight/bias to apply)."""
+    """The cluster kernel (when `variant.cluster`), the shared-memory column tiles and the
+    register columns of short R; "" for kinds without them (COLUMN_TILE_KINDS: softmax kinds, no
+    affine weight/bias to apply)."""
     if r.kind not in COLUMN_TILE_KINDS:
         return ""
-    text = render(
+    text = _colreg_kernel(r) + render(
         "reduction/cols.cu", name=r.name, params=r.params, out_t=r.out_t,
         loads1=loads(r.roles.prologue, "1", "idx"), pro_x=r.pro_call("xs[u]"),
         stats=cached_stats(r.kind, COLS_CACHE, r.spec.eps), y=cached_normalize(r.kind, COLS_CACHE.val),
@@ -44,11 +47,29 @@ def kernel(r: Reduction, variant: ReductionVariant) -> str:
     ) + text
 
 
+# Register columns: thread-private values, so the "all-reduce" is the value itself.
+COLREG_CACHE = Cache(
+    each=lambda body: f"#pragma unroll\n    for (int r = 0; r < MAXR; ++r) if (r < Ri) {{ {body} }}",
+    val="v[r]",
+    allreduce=lambda op, x: x,
+)
+
+
+def _colreg_kernel(r: Reduction) -> str:
+    return render(
+        "reduction/colreg.cu", name=r.name, params=r.params, out_t=r.out_t,
+        loads1=loads(r.roles.prologue, "1", "idx"), pro_x=r.pro_call("v[r]"),
+        stats=cached_stats(r.kind, COLREG_CACHE, r.spec.eps), y=cached_normalize(r.kind, COLREG_CACHE.val),
+        e_loads=loads(r.roles.epilogue, "1", "idx", "e"), epi=r.epi_call("y", "0"),
+    )
+
+
 def launch(r: Reduction, variant: ReductionVariant) -> str:
     """Launcher code for KS_PATH_COLS plans ("" for kinds without column tiles)."""
     if r.kind not in COLUMN_TILE_KINDS:
         return ""
-    text = render("reduction/cols_launch.cu", name=r.name, args=r.args)
+    text = (render("reduction/colreg_launch.cu", name=r.name, args=r.args) + "\n"
+            + render("reduction/cols_launch.cu", name=r.name, args=r.args))
     if not variant.cluster:
         return text
     shape = cluster_shape(r.vec)

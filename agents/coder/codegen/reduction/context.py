@@ -255,7 +255,7 @@ def row_cache(valid: str) -> Cache:
     return Cache(
         each=lambda body: render("reduction/each_row.cu", valid=valid, body=body),
         val="v[j][q]",
-        allreduce=lambda op, x: f"ks_row_allreduce<{op}, WARP>({x}, smem)",
+        allreduce=lambda op, x: f"ks_row_allreduce<{op}, WARP>({x}, smem, lanes)",
     )
 
 

@@ -23,7 +23,9 @@ from kernelstitch.agents.coder.codegen.reduction.context import (
 )
 from kernelstitch.agents.coder.codegen.templates import render
 
-VALID = "((j * TX + tx) * VEC < Ri)"  # cached slot j of this thread holds real columns
+# Cached slot j of this thread holds real columns of a real row (a lane group past the last row
+# recomputes it, to keep its warp's shuffles converged, and stores nothing).
+VALID = "(row_ok && (j * TX + tx) * VEC < Ri)"
 
 
 def kernel(r: Reduction, variant: ReductionVariant) -> str:
@@ -59,7 +61,10 @@ def launches(r: Reduction) -> str:
     """Launcher code: the first instantiation whose plan test matches launches."""
     # (path, vec, values each thread caches, min blocks per SM and block-size bound for
     # __launch_bounds__, plan test)
-    variants = [("KS_PATH_ROW_WARP", v, 32, 1, 256, "") for v in sorted({1, r.vec})]
+    # Sub-warp rows: 16 values a lane under a 128-register cap (ptxas spilled softmax and
+    # multi-operand layer_norm rows under 64).
+    variants = [("KS_PATH_ROW_SUB", v, 16, 2, 256, "") for v in sorted({1, r.vec})]
+    variants += [("KS_PATH_ROW_WARP", v, 32, 1, 256, "") for v in sorted({1, r.vec})]
     variants.append(("KS_PATH_ROW_BLOCK", 1, BLOCK_SCALAR_VALUES, 1, 512, ""))
     if r.vec > 1:
         if r.kind in ROWS32_KINDS:  # 32 values under a 64-register cap, 4 rows per SM
@@ -73,8 +78,15 @@ def launches(r: Reduction) -> str:
             "reduction/row_launch.cu", path=path, v=v, name=r.name, maxv=max(1, values // v),
             warp="true" if warp else "false", minb=minb, maxt=maxt, test=test, args=r.args,
             threads="256" if warp else "plan.threads_x", bx="32" if warp else "plan.threads_x",
-            by="8" if warp else "1", rows_per_block="8" if warp else "1",
+            by="8" if warp else "1", rows_per_block=_ROWS_PER_BLOCK[path],
+            lanes=_LANES[path],
         )
         for path, v, values, minb, maxt, test in variants
-        for warp in [path == "KS_PATH_ROW_WARP"]
+        for warp in [path in ("KS_PATH_ROW_WARP", "KS_PATH_ROW_SUB")]
     )
+
+
+# Warp paths launch (32, 8) blocks: 8 warps of 32 / lanes rows each.
+_LANES = {"KS_PATH_ROW_SUB": "plan.threads_x", "KS_PATH_ROW_WARP": "32", "KS_PATH_ROW_BLOCK": "1"}
+_ROWS_PER_BLOCK = {"KS_PATH_ROW_SUB": "8 * (32 / plan.threads_x)", "KS_PATH_ROW_WARP": "8",
+                   "KS_PATH_ROW_BLOCK": "1"}

@@ -20,7 +20,7 @@ at::Tensor {{name}}({{cparams}}) {
   const c10::IntArrayRef xs(x_sizes), os(out_shape);
   (void)os;
   KsOperand descs[{{n}}];
-  auto row_path = [&]() { return plan.path == KS_PATH_ROW_WARP || plan.path == KS_PATH_ROW_BLOCK; };
+  auto row_path = [&]() { return plan.path == KS_PATH_ROW_WARP || plan.path == KS_PATH_ROW_BLOCK || plan.path == KS_PATH_ROW_SUB; };
   // 16-byte operands where the path reads them so: rows (R % vec) or the column kernels (inner).
   const int want = ((row_path() && R % {{vec}} == 0) || (plan.path == KS_PATH_COLS && inner % {{vec}} == 0)) ? {{vec}} : 1;
   int vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, want, descs);

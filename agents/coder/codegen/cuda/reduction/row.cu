@@ -8,14 +8,20 @@
 // of 0.449 ms with the 16-value kernel (bench/results/2026-11-24-h100/RUN.md).
 template <int VEC, int MAXV, bool WARP, int MINB, int MAXT>
 __global__ void __launch_bounds__(MAXT, MINB)
-{{name}}_row({{params}}, {{out_t}}* __restrict__ out, const int64_t outer, const int64_t R) {
+{{name}}_row({{params}}, {{out_t}}* __restrict__ out, const int64_t outer, const int64_t R, const int lanes) {
   __shared__ float smem[33];
-  const int tx = threadIdx.x;
-  const int TX = WARP ? 32 : blockDim.x;
+  // WARP: `lanes` threads (a power of two <= 32) per row, 32 / lanes rows a warp; else a block.
+  const int tx = WARP ? (int)threadIdx.x & (lanes - 1) : (int)threadIdx.x;
+  const int TX = WARP ? lanes : blockDim.x;
   const int Ri = (int)R;
-  const int64_t row_step = WARP ? (int64_t)gridDim.x * blockDim.y : (int64_t)gridDim.x;
-  for (int64_t row = WARP ? (int64_t)blockIdx.x * blockDim.y + threadIdx.y : (int64_t)blockIdx.x;
-       row < outer; row += row_step) {
+  const int rows_per_warp = WARP ? 32 / lanes : 1;
+  const int64_t row_step = WARP ? (int64_t)gridDim.x * blockDim.y * rows_per_warp : (int64_t)gridDim.x;
+  for (int64_t first = WARP ? ((int64_t)blockIdx.x * blockDim.y + threadIdx.y) * rows_per_warp : (int64_t)blockIdx.x;
+       first < outer; first += row_step) {  // warp-uniform: every lane reaches the shuffles
+    // A lane group past the last row recomputes the last row and stores nothing.
+    const int64_t row_raw = first + (WARP ? (int)threadIdx.x / lanes : 0);
+    const bool row_ok = row_raw < outer;
+    const int64_t row = row_ok ? row_raw : outer - 1;
     {{bases}}
     float v[MAXV][VEC];
 #pragma unroll
@@ -30,4 +36,3 @@ __global__ void __launch_bounds__(MAXT, MINB)
 {{tail}}
   }
 }
-

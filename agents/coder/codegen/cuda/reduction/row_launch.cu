@@ -5,6 +5,6 @@
     if (per_sm == 0) per_sm = ks_blocks_per_sm(kernel, {{threads}});
     const dim3 block({{bx}}, {{by}});
     const int64_t blocks = ks_grid(per_sm, ks_cdiv(outer, {{rows_per_block}}));
-    kernel<<<(unsigned)blocks, block, 0, stream>>>({{args}}, o, outer, R);
+    kernel<<<(unsigned)blocks, block, 0, stream>>>({{args}}, o, outer, R, {{lanes}});
     return;
   }

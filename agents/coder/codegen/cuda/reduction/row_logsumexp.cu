@@ -1,5 +1,5 @@
 
-    if (tx == 0) {
+    if (tx == 0 && row_ok) {
       const float acc = ms + logf(s);
       {{store}}
     }

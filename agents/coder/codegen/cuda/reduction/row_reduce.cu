@@ -5,8 +5,8 @@
 #pragma unroll
       for (int q = 0; q < VEC; ++q) r = {{op}}::apply(r, v[j][q]);
     }
-    r = ks_row_allreduce<{{op}}, WARP>(r, smem);
-    if (tx == 0) {
+    r = ks_row_allreduce<{{op}}, WARP>(r, smem, lanes);
+    if (tx == 0 && row_ok) {
       const float acc = {{fin}};
       {{store}}
     }
