@@ -64,7 +64,6 @@ def _total_ms(fn, inputs, calls: int) -> float:
 
 def breakdown(path: Path, calls: int, top: int) -> dict:
     import torch
-
     from kernelstitch.agents.coder.builtin import write_candidate
     from kernelstitch.agents.inprocess import generate_builtin
 

@@ -13,8 +13,8 @@ from kernelstitch.agents.coder.codegen.cluster_cols import (
 )
 from kernelstitch.agents.coder.codegen.reduction.context import (
     COLS_CACHE,
-    Cache,
     COLUMN_TILE_KINDS,
+    Cache,
     Reduction,
     ReductionVariant,
     cached_normalize,
