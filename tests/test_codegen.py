@@ -415,7 +415,13 @@ _PLAN_CASES = [  # outer, R, inner, device, normalising, force_tile -> path, thr
     ((16384, 8192, 1, H100, "layer_norm", False), ("row_block", 512, 1, 16)),  # no rows32 kernel
     ((16384, 8192, 1, H100, False, False), ("row_block", 256, 1, 32)),  # reduce kinds: 32
     ((1024, 16384, 1, H100, True, False), ("row_block", 512, 1, 32)),  # longer rows: 32
-    ((1000, 512, 1, H100, True, False), ("row_warp", 32, 8, 32)),  # a warp per row
+    ((1000, 1000, 1, H100, True, False), ("row_warp", 32, 8, 32)),  # a warp per row
+    ((1000, 512, 1, H100, True, False), ("row_sub", 32, 8, 16)),  # <= 512: lane groups, 16 values a lane
+    ((100_000, 64, 1, H100, "layer_norm", False), ("row_sub", 4, 8, 16)),  # 8 rows a warp
+    ((100_000, 17, 1, H100, False, False), ("row_sub", 2, 8, 16)),
+    ((100_000, 1, 1, H100, False, False), ("row_sub", 1, 8, 16)),  # a thread per row
+    ((16, 16, 131_072, H100, False, False), ("tile", 128, 2, 0)),  # short R: threads to inner, 8 loads each
+    ((16, 3, 4096, H100, False, False), ("tile", 256, 1, 0)),
     ((32, 300, 4096, H100, True, False), ("cols", 16, 16, 0)),  # strided softmax: column tiles
     ((32, 1024, 4096, H100, True, False), ("cols", 16, 32, 0)),  # [1024, 16] fp32: 64 KB
     ((32, 3400, 4096, H100, True, False), ("cols", 16, 64, 0)),  # 212.5 KB + static: fits
@@ -425,7 +431,7 @@ _PLAN_CASES = [  # outer, R, inner, device, normalising, force_tile -> path, thr
     ((32, 300, 4096, H100, False, False), ("tile", 32, 8, 0)),  # strided sums: tile kernel
     ((1, 300, 64, H100, True, False), ("tile", 32, 8, 0)),  # 4 tiles cannot fill 132 SMs
 ]
-_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols"}
+_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols", 4: "row_sub"}
 
 
 @pytest.mark.nvcc
