@@ -430,8 +430,11 @@ _PLAN_CASES = [  # outer, R, inner, device, normalising, force_tile -> path, thr
     ((32, 300, 4096, H100, True, True), ("tile", 32, 8, 0)),  # kinds without column tiles
     ((32, 300, 4096, H100, False, False), ("tile", 32, 8, 0)),  # strided sums: tile kernel
     ((1, 300, 64, H100, True, False), ("tile", 32, 8, 0)),  # 4 tiles cannot fill 132 SMs
+    ((8, 16, 1000, H100, True, False), ("colreg", 256, 1, 0)),  # R <= 16: a thread per column
+    ((8, 17, 1000, H100, True, False), ("cols", 16, 8, 0)),
+    ((8, 16, 1000, H100, True, True), ("tile", 128, 2, 0)),  # kinds without column kernels
 ]
-_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols", 4: "row_sub"}
+_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols", 4: "row_sub", 5: "colreg"}
 
 
 @pytest.mark.nvcc

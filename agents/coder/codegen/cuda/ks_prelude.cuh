@@ -240,10 +240,12 @@ struct KsOpMin {
   __device__ __forceinline__ static float identity() { return KS_INF; }
 };
 
-template <class Op, int WIDTH = 32>
-__device__ __forceinline__ float ks_warp_allreduce(float v) {
+// All-reduce over aligned groups of `width` lanes (a power of two <= 32; xor offsets below it stay
+// inside the group).  The default, a whole warp, unrolls once inlined with the constant.
+template <class Op>
+__device__ __forceinline__ float ks_warp_allreduce(float v, int width = 32) {
 #pragma unroll
-  for (int m = WIDTH / 2; m > 0; m >>= 1) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, m));
+  for (int m = width / 2; m > 0; m >>= 1) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, m));
   return v;
 }
 
@@ -263,16 +265,12 @@ __device__ __forceinline__ float ks_block_allreduce(float v, float* smem) {
   return smem[32];
 }
 
-// All-reduce over the threads of one row: `lanes` aligned lanes of a warp (WARP; a power of
-// two <= 32: xor offsets below it stay inside the group) or the whole 1-D block.
+// All-reduce over the threads of one row: `lanes` aligned lanes of a warp (WARP) or the whole
+// 1-D block.
 template <class Op, bool WARP>
 __device__ __forceinline__ float ks_row_allreduce(float v, float* smem, int lanes = 32) {
-  if constexpr (WARP) {
-    for (int m = lanes >> 1; m > 0; m >>= 1) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, m));
-    return v;
-  } else {
-    return ks_block_allreduce<Op>(v, smem);
-  }
+  if constexpr (WARP) return ks_warp_allreduce<Op>(v, lanes);
+  else return ks_block_allreduce<Op>(v, smem);
 }
 
 // All-reduce down the columns of a (TX, TY) block (TX <= 32, TY <= 64, TX * TY a multiple of 32):

@@ -41,7 +41,7 @@ enum KsRedPath : int {
   KS_PATH_TILE = 2,        // anything else: (inner x R-slice) tiles, R split across blocks if needed
   KS_PATH_COLS = 3,        // normalising kinds, inner >= 16: a block keeps an [R, 16] tile in shared memory
   KS_PATH_ROW_SUB = 4,     // inner == 1, R <= KS_ROW_SUB_MAX: threads_x lanes per row, 32 / threads_x rows a warp
-  KS_PATH_COLREG = 5       // softmax kinds, R <= KS_COLREG_MAX_R, inner >= 32: a thread per column, in registers
+  KS_PATH_COLREG = 5       // normalising kinds, R <= KS_COLREG_MAX_R, inner >= 32: a thread per column, in registers
 };
 
 struct KsRedPlan {
@@ -170,6 +170,14 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
       p.threads_y = R <= 1024 ? 8 : 1;
       return p;
     }
+  }
+  // Normalising along a short strided dim: a thread per column with its values in registers
+  // (reduction/colreg.cu) beats the column tiles and the clusters, whatever they would offer.
+  if (normalizing && !force_tile && inner >= 32 && R <= KS_COLREG_MAX_R) {
+    p.path = KS_PATH_COLREG;
+    p.threads_x = 256;
+    p.threads_y = 1;
+    return p;
   }
   // Normalising along a strided dim: the column tile path reads once and writes once (the tile
   // path reads twice), when its [R, KS_COLS_WIDTH] fp32 tile fits in shared memory and the tiles

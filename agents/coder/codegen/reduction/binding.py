@@ -36,10 +36,8 @@ def binding(r: Reduction) -> str:
         view = render("reduction/binding_view_dim.cpp", name=name, dim=spec.dim, count=spec.dim_count,
                       out_shape=out_shape)
     cols_replan = ""
-    if r.normalizing and spec.kind not in COLUMN_TILE_KINDS:  # no column-tile kernel to launch
+    if r.normalizing and spec.kind not in COLUMN_TILE_KINDS:  # no column kernel to launch
         cols_replan = render("reduction/binding_cols_replan.cpp", nf=r.nf)
-    elif spec.kind in COLUMN_TILE_KINDS:
-        cols_replan = render("reduction/binding_colreg_plan.cpp")
     return render(
         "reduction/binding.cpp", name=name, kind=spec.kind, n=n, nf=r.nf, vec=r.vec, view=view,
         cols_replan=cols_replan, out_dtype=TORCH_DTYPE[spec.out_dtype],

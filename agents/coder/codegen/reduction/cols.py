@@ -1,8 +1,9 @@
-"""Column kernels: softmax kinds along a strided dim.  Short R (<= KS_COLREG_MAX_R, inner >= 32;
-the binding's KS_PATH_COLREG): a thread per column holding its values in registers
-(cuda/reduction/colreg.cu).  Otherwise (ks_plan_reduction's KS_PATH_COLS) thread-block clusters first (cluster_cols.py: sm_90+, 16-byte operands, R within 8 CTAs), then a
-block per [R, 16] tile kept in shared memory (cuda/reduction/cols.cu).  Either reads the input
-once and writes once, where the tile path reads it twice."""
+"""Column kernels: softmax kinds along a strided dim.  Short R (ks_plan_reduction's
+KS_PATH_COLREG: R <= KS_COLREG_MAX_R, inner >= 32): a thread per column holding its values in
+registers (cuda/reduction/colreg.cu).  Otherwise (KS_PATH_COLS) thread-block clusters first
+(cluster_cols.py: sm_90+, 16-byte operands, R within 8 CTAs), then a block per [R, 16] tile kept
+in shared memory (cuda/reduction/cols.cu).  Each reads the input once and writes once, where the
+tile path reads it twice."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def _colreg_kernel(r: Reduction) -> str:
 
 
 def launch(r: Reduction, variant: ReductionVariant) -> str:
-    """Launcher code for KS_PATH_COLS plans ("" for kinds without column tiles)."""
+    """Launcher code for KS_PATH_COLREG and KS_PATH_COLS plans ("" for kinds without column
+    kernels)."""
     if r.kind not in COLUMN_TILE_KINDS:
         return ""
     text = (render("reduction/colreg_launch.cu", name=r.name, args=r.args) + "\n"

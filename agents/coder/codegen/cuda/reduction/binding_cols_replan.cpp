@@ -1,2 +1,2 @@
 
-  if (plan.path == KS_PATH_COLS) plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {{nf}}, normalizing, rows32, true);
+  if (plan.path == KS_PATH_COLS || plan.path == KS_PATH_COLREG) plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {{nf}}, normalizing, rows32, true);

@@ -1,5 +1,5 @@
 
-// Softmax kinds along a strided dim with a short R (<= KS_COLREG_MAX_R, see the binding): a
+// Softmax kinds along a strided dim with a short R (<= KS_COLREG_MAX_R, ks_plan_reduction): a
 // thread per (outer, inner) column keeps its R values in registers: one read and one write of
 // global memory, no shared memory, no barrier.  Consecutive threads own consecutive inner
 // columns, so every load and store of a warp is coalesced.  (The [R, 16] column tiles and the
