@@ -5,27 +5,18 @@ plan (default variant), for a few KernelBench problems, on a GPU machine.
 
 It trusts the problem files (it runs them in this process): use it on KernelBench, not on
 untrusted code.  Timings are torch.profiler kernel times averaged over the profiled calls; the
-totals are CUDA-event times of whole calls (the same CudaTimer as the verifier).
+totals are CUDA-event times of `--calls` back-to-back calls, per call (core.cuda_timing's
+CudaTimer, the verifier's timer).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import tempfile
 import traceback
 from collections import defaultdict
 from pathlib import Path
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _kernel_table(fn, inputs, calls: int) -> dict[str, float]:
@@ -50,16 +41,11 @@ def _kernel_table(fn, inputs, calls: int) -> dict[str, float]:
 def _total_ms(fn, inputs, calls: int) -> float:
     import torch
 
+    from kernelstitch.core.cuda_timing import CudaTimer
+
     with torch.no_grad():
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         fn(*inputs)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(calls):
-            fn(*inputs)
-        end.record()
-        torch.cuda.synchronize()
-    return start.elapsed_time(end) / calls
+        return CudaTimer().span(fn, *inputs, repeat=calls).gpu_ms
 
 
 def breakdown(path: Path, calls: int, top: int) -> dict:
@@ -67,17 +53,17 @@ def breakdown(path: Path, calls: int, top: int) -> dict:
     from kernelstitch.agents.coder.builtin import write_candidate
     from kernelstitch.agents.inprocess import generate_builtin
 
-    problem = _load(path, f"ks_problem_{abs(hash(path))}")
-    init = problem.get_init_inputs() if hasattr(problem, "get_init_inputs") else []
+    from kernelstitch.core.problem import import_file, load_problem
+
+    problem = load_problem(path)
     torch.manual_seed(0)
-    model = problem.Model(*init).cuda()
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    model = problem.build().cuda()
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.inputs()]
     out_dir = Path(tempfile.mkdtemp(prefix="ks_breakdown_"))
     candidate = generate_builtin(path, output_path=out_dir / "model_new.py")
     write_candidate(candidate, out_dir)
-    new_module = _load(out_dir / "model_new.py", f"ks_new_{abs(hash(path))}")
     torch.manual_seed(0)
-    ours = new_module.ModelNew(*init).cuda()
+    ours = import_file(out_dir / "model_new.py", "ks_breakdown").ModelNew(*problem.get_init_inputs()).cuda()
     compiled = torch.compile(model)
     result = {"problem": path.stem, "plan": [s.technique + ":" + s.description[:70]
                                              for s in candidate.plan.steps]}
