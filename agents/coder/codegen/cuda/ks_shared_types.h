@@ -142,9 +142,9 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
   KsRedPlan p{};
   p.splits = 1;
   p.r_per_split = R;
-  // Short rows: a warp per row leaves most lanes idle and keeps few bytes in flight (ncu-style
-  // evidence: layer_norm rows of 64 ran at ~10% of DRAM bandwidth on the H200).  A group of
-  // pow2(R / 16) lanes per row, 16 values per lane, several rows per warp.
+  // Short rows: a warp per row leaves most lanes idle and keeps few bytes in flight (torch.profiler
+  // on the H200: layer_norm rows of 64 took 4.3 ms for 2.1 GB of traffic, ~12% of the 4.2 TB/s measured).
+  // A group of pow2(R / 16) lanes per row, 16 values per lane, several rows per warp.
   if (inner == 1 && R <= KS_ROW_SUB_MAX && !force_tile) {
     int64_t lanes = ks_pow2_ceil(ks_cdiv(R, 16));
     p.path = KS_PATH_ROW_SUB;
