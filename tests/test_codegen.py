@@ -420,21 +420,26 @@ _PLAN_CASES = [  # outer, R, inner, device, normalising, force_tile -> path, thr
     ((100_000, 64, 1, H100, "layer_norm", False), ("row_sub", 4, 8, 16)),  # 8 rows a warp
     ((100_000, 17, 1, H100, False, False), ("row_sub", 2, 8, 16)),
     ((100_000, 1, 1, H100, False, False), ("row_sub", 1, 8, 16)),  # a thread per row
-    ((16, 16, 131_072, H100, False, False), ("tile", 128, 2, 0)),  # short R: threads to inner, 8 loads each
-    ((16, 3, 4096, H100, False, False), ("tile", 256, 1, 0)),
-    ((32, 300, 4096, H100, True, False), ("cols", 16, 16, 0)),  # strided softmax: column tiles
-    ((32, 1024, 4096, H100, True, False), ("cols", 16, 32, 0)),  # [1024, 16] fp32: 64 KB
-    ((32, 3400, 4096, H100, True, False), ("cols", 16, 64, 0)),  # 212.5 KB + static: fits
-    ((32, 3500, 4096, H100, True, False), ("tile", 32, 8, 0)),  # 218.75 KB + static: does not
-    ((32, 1024, 4096, SMALL_SMEM, True, False), ("tile", 32, 8, 0)),  # 48 KB devices
+    ((16, 16, 131_072, H100, False, False), ("colloop", 256, 1, 0)),  # strided, columns fill the GPU: a thread each
+    ((1, 16, 32_768, H100, False, False), ("tile", 128, 2, 0)),  # too few columns: short R gives threads to inner
+    ((16, 3, 4096, H100, False, False), ("tile", 256, 1, 0)),  # 65536 columns < 132 x 512
+    ((16, 3, 8192, H100, False, False), ("colloop", 256, 1, 0)),
+    ((16, 5000, 8192, H100, False, False), ("tile", 32, 8, 0)),  # R > KS_COLLOOP_MAX_R
+    ((16, 64, 8192, H100, "layer_norm", True), ("tile", 32, 8, 0)),  # affine kinds replan with force_tile
+    ((32, 300, 4096, H100, True, False), ("colloop", 256, 1, 0)),  # strided softmax over many columns
+    ((8, 300, 4096, H100, True, False), ("cols", 16, 16, 0)),  # fewer columns: column tiles
+    ((8, 1024, 4096, H100, True, False), ("cols", 16, 32, 0)),  # [1024, 16] fp32: 64 KB
+    ((8, 3400, 4096, H100, True, False), ("cols", 16, 64, 0)),  # 212.5 KB + static: fits
+    ((8, 3500, 4096, H100, True, False), ("tile", 32, 8, 0)),  # 218.75 KB + static: does not
+    ((8, 1024, 4096, SMALL_SMEM, True, False), ("tile", 32, 8, 0)),  # 48 KB devices
     ((32, 300, 4096, H100, True, True), ("tile", 32, 8, 0)),  # kinds without column tiles
-    ((32, 300, 4096, H100, False, False), ("tile", 32, 8, 0)),  # strided sums: tile kernel
+    ((8, 300, 4096, H100, False, False), ("tile", 32, 8, 0)),  # strided sums over few columns: tile kernel
     ((1, 300, 64, H100, True, False), ("tile", 32, 8, 0)),  # 4 tiles cannot fill 132 SMs
     ((8, 16, 1000, H100, True, False), ("colreg", 256, 1, 0)),  # R <= 16: a thread per column
     ((8, 17, 1000, H100, True, False), ("cols", 16, 8, 0)),
     ((8, 16, 1000, H100, True, True), ("tile", 128, 2, 0)),  # kinds without column kernels
 ]
-_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols", 4: "row_sub", 5: "colreg"}
+_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols", 4: "row_sub", 5: "colreg", 6: "colloop"}
 
 
 @pytest.mark.nvcc
@@ -499,3 +504,43 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
            f"-I{sysconfig.get_paths()['include']}"] + [f"-I{p}" for p in include_paths()] + [str(tmp_path / "bindings.cpp")]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert res.returncode == 0, res.stderr[-4000:]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_fastdiv_matches_integer_division(tmp_path):
+    """ks_fastdiv.h's multiply-shift division (the operand descriptors' per-element offsets)
+    equals integer division for every divisor class: 1, powers of two and their neighbours,
+    the large divisors near 2^32, and random pairs over the whole 32-bit numerator range."""
+    from kernelstitch.agents.coder.codegen.templates import source
+
+    (tmp_path / "fd.cpp").write_text(source("ks_fastdiv.h") + r"""
+#include <cstdio>
+#include <random>
+int main() {
+  std::mt19937_64 rng(7);
+  long long bad = 0, checked = 0;
+  auto check = [&](uint64_t d, uint32_t n) {
+    const KsFastDiv f = ks_fastdiv_make((int64_t)d);
+    if (f.m == 0 || ks_fastdiv_apply(n, f) != (uint32_t)(n / d)) ++bad;
+    ++checked;
+  };
+  for (int s = 0; s < 32; ++s)
+    for (int64_t dd = -1; dd <= 1; ++dd) {
+      const int64_t d = ((int64_t)1 << s) + dd;
+      if (d < 1) continue;
+      for (uint32_t n : {0u, 1u, (uint32_t)d - 1u, (uint32_t)d, 0xffffffffu, 0xfffffffeu}) check(d, n);
+      for (int k = 0; k < 2000; ++k) check(d, (uint32_t)rng());
+    }
+  for (uint64_t d : {3ull, 7ull, 16641ull, 123039ull, 0xfffffffeull, 0xffffffffull})
+    for (int k = 0; k < 20000; ++k) check(d, (uint32_t)rng());
+  for (int k = 0; k < 2000000; ++k) check(1 + rng() % 0xffffffffull, (uint32_t)rng());
+  for (int k = 0; k < 200000; ++k) check(1 + rng() % 5000, (uint32_t)rng());
+  const bool out_of_range = ks_fastdiv_make(0).m == 0 && ks_fastdiv_make((int64_t)1 << 32).m == 0;
+  printf("%lld %lld %d\n", bad, checked, out_of_range ? 1 : 0);
+}
+""")
+    subprocess.run(["g++", "-O2", "-std=c++17", "-o", str(tmp_path / "fd"), str(tmp_path / "fd.cpp")],
+                   check=True, capture_output=True, timeout=120)
+    bad, checked, out_of_range = subprocess.run([str(tmp_path / "fd")], check=True, capture_output=True, text=True,
+                                                timeout=60).stdout.split()
+    assert (bad, out_of_range) == ("0", "1") and int(checked) > 2_000_000

@@ -102,6 +102,16 @@ def _specs():
             f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=-1, keepdim=False,
             out_dtype="float32", prologue=(E("add", ("x", "b"), "p"), E("mul", ("p", 0.5), "q")), prologue_out="q"))
         specs.append(ReductionSpec(f"t_{kind}_d1", kind, (TensorArg("x", "float32"),), dim=1, keepdim=False, out_dtype="float32"))
+    # strided dims with a per-channel operand (a conv bias) in the prologue and one in the epilogue
+    specs.append(ReductionSpec(
+        "t_softmax_d1_chan", "softmax", (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=1,
+        keepdim=False, out_dtype="float32", prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+        epilogue=(E("sigmoid", ("acc",), "o"),), epilogue_out="o"))
+    specs.append(ReductionSpec(
+        "t_logsumexp_d1_chan", "logsumexp", (TensorArg("x", "float32"), TensorArg("b", "float32"),
+                                             TensorArg("e", "float32")),
+        dim=1, keepdim=False, out_dtype="float32", prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+        epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
     specs.append(ReductionSpec(
         "t_softmax_d1_f16", "softmax", (TensorArg("x", "float16"), TensorArg("e", "float16")), dim=1, keepdim=False,
         out_dtype="float16", prologue=(E("mul", ("x", 0.5), "p"),), prologue_out="p",
@@ -308,6 +318,46 @@ def test_softmax_strided_dim_column_tiles(ext, kind, shape, path):
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         kernels = _kernels_run(fn, x)
         assert any(f"t_{kind}_d1_{path}" in k for k in kernels), kernels
+
+
+# A strided dim with >= 132 x 512 (outer, inner) columns, inner >= 32 and R <= 4096: a thread per
+# column walks R (colloop), every kind but the affine ones; R off a multiple of its 8-value chunks.
+COLLOOP = [(16, 16, 8192), (3, 13, 30_001), (1, 300, 70_000), (128, 37, 1000), (2, 1, 40_000)]
+
+
+@pytest.mark.parametrize("kind", list(REF) + ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", COLLOOP, ids=[str(s) for s in COLLOOP])
+def test_strided_dim_column_loop(ext, kind, shape):
+    x = rnd(*shape)
+    fn = getattr(ext, f"t_{kind}_d1")
+    want = getattr(torch, kind)(x, 1) if kind in ("softmax", "log_softmax") else REF[kind](x, 1, True)
+    check(poisoned(fn, x), want, rtol=1e-4, atol=1e-5)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert any(f"t_{kind}_d1_colloop" in k for k in _kernels_run(fn, x))
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 16_641), (4, 24, 30_001), (8, 128, 1000)])
+def test_strided_dim_with_channel_operands(ext, shape):
+    """Per-channel operands (a conv bias of shape [C, 1]) read through their descriptors' fast
+    division, on the column loop (the first two) and the column tiles."""
+    x, b = rnd(*shape), rnd(shape[1], 1)
+    e = rnd(shape[0], shape[2])
+    check(poisoned(ext.t_softmax_d1_chan, x, b), torch.sigmoid(torch.softmax(x + b, 1)), rtol=1e-4, atol=1e-5)
+    check(poisoned(ext.t_logsumexp_d1_chan, x, b, e), torch.logsumexp(x + b, 1) + e, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax", "logsumexp", "amax"])
+def test_strided_dim_column_loop_nan_and_inf(ext, kind):
+    """The 8-value chunks keep PyTorch's special values: NaN poisons its column, an all -inf
+    column is NaN (softmax) or -inf (logsumexp), +inf gives logsumexp +inf."""
+    x = rnd(8, 20, 10_000)
+    x[0, 5, 3] = float("nan")
+    x[1, :, 7] = float("-inf")
+    x[2, 4, 9] = float("-inf")
+    x[3, 11, 11] = float("inf")
+    fn = getattr(ext, f"t_{kind}_d1")
+    want = getattr(torch, kind)(x, 1) if kind in ("softmax", "log_softmax") else REF[kind](x, 1, True)
+    torch.testing.assert_close(poisoned(fn, x), want, rtol=1e-4, atol=1e-5, equal_nan=True)
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])

@@ -72,6 +72,8 @@ static inline bool ks_describe(at::Tensor& t, c10::IntArrayRef shape, int vec, K
     for (int k = nz_at + 1; k < r; ++k) div *= sizes[k];
     d.div = div;
     d.mod = sizes[nz_at];
+    d.fdiv = ks_fastdiv_make(div);
+    d.fmod = ks_fastdiv_make(d.mod);
     if (div == 1 && d.mod % vec == 0 && (vec == 1 || ks_aligned16(t.data_ptr()))) d.mode = KS_ROW;
     else if (div % vec == 0) d.mode = KS_CHANNEL;
     else { d.mode = KS_DIVMOD; return vec == 1; }  // per-element div/mod: scalar kernel only
@@ -84,7 +86,11 @@ static inline bool ks_describe(at::Tensor& t, c10::IntArrayRef shape, int vec, K
   }
   d.mode = KS_STRIDED;
   d.rank = r;
-  for (int k = 0; k < r; ++k) { d.size[k] = sizes[k]; d.stride[k] = strides[k]; }
+  for (int k = 0; k < r; ++k) {
+    d.size[k] = sizes[k];
+    d.stride[k] = strides[k];
+    d.fsize[k] = ks_fastdiv_make(sizes[k]);
+  }
   return vec == 1;  // general strides: scalar kernel only (see ks_load)
 }
 

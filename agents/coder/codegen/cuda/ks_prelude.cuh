@@ -113,18 +113,25 @@ __device__ __forceinline__ int64_t ks_mod(int64_t a, int64_t b) {
   return a - ks_div_slow(a, b) * b;
 }
 
+// a / b and a % b through the divisor's multiply-shift form when it is set and a < 2^32.
+__device__ __forceinline__ int64_t ks_div_by(int64_t a, int64_t b, KsFastDiv f) {
+  if (f.m != 0u && ((uint64_t)a >> 32) == 0) return (int64_t)ks_fastdiv_apply((uint32_t)a, f);
+  return ks_div(a, b);
+}
+__device__ __forceinline__ int64_t ks_mod_by(int64_t a, int64_t b, KsFastDiv f) { return a - ks_div_by(a, b, f) * b; }
+
 __device__ __forceinline__ int64_t ks_offset(const KsOperand& d, int64_t i) {
   switch (d.mode) {
     case KS_FULL: return i;
     case KS_SCALAR: return 0;
-    case KS_ROW: return ks_mod(i, d.mod);
+    case KS_ROW: return ks_mod_by(i, d.mod, d.fmod);
     case KS_CHANNEL:
-    case KS_DIVMOD: return ks_mod(ks_div(i, d.div), d.mod);
+    case KS_DIVMOD: return ks_mod_by(ks_div_by(i, d.div, d.fdiv), d.mod, d.fmod);
     default: {
       int64_t off = 0;
       for (int k = d.rank - 1; k >= 0; --k) {
         const int64_t s = d.size[k];
-        const int64_t q = ks_div(i, s);
+        const int64_t q = ks_div_by(i, s, d.fsize[k]);
         off += (i - q * s) * d.stride[k];
         i = q;
       }
@@ -146,10 +153,10 @@ __device__ __forceinline__ void ks_load(const T* __restrict__ p, const KsOperand
       // the switch stays well-defined without a code path of its own.
       case KS_FULL:
       default: ks_ld_vec<VEC>(p + i, v); break;
-      case KS_ROW: ks_ld_vec<VEC>(p + ks_mod(i, d.mod), v); break;
+      case KS_ROW: ks_ld_vec<VEC>(p + ks_mod_by(i, d.mod, d.fmod), v); break;
       case KS_SCALAR:
       case KS_CHANNEL: {
-        const float x = ks_ld(p + (d.mode == KS_SCALAR ? 0 : ks_mod(ks_div(i, d.div), d.mod)));
+        const float x = ks_ld(p + (d.mode == KS_SCALAR ? 0 : ks_mod_by(ks_div_by(i, d.div, d.fdiv), d.mod, d.fmod)));
 #pragma unroll
         for (int k = 0; k < VEC; ++k) v[k] = x;
         break;
@@ -336,6 +343,27 @@ struct KsStateLse {
   __device__ __forceinline__ void save(float* p) const { p[0] = m; p[1] = s; }
   __device__ __forceinline__ static KsStateLse load(const float* p) { return {p[0], p[1]}; }
 };
+// N values pushed at once (the column-loop kernel's 8 loads in flight).  logsumexp / softmax:
+// one max over the chunk, then one rescale of the running sum: N + 1 exponentials where N
+// pushes take up to 2N, and no data-dependent branch per value.
+template <typename State, int N>
+__device__ __forceinline__ void ks_push_n(State& st, const float (&x)[N]) {
+#pragma unroll
+  for (int u = 0; u < N; ++u) st.push(x[u]);
+}
+template <int N>
+__device__ __forceinline__ void ks_push_n(KsStateLse& st, const float (&x)[N]) {
+  float mx = st.m;
+#pragma unroll
+  for (int u = 0; u < N; ++u) mx = ks_max(mx, x[u]);  // NaN-propagating, like push
+  if (mx == -KS_INF) return;  // every value so far -inf: the sum stays 0
+  // Equal values count exp(0) = 1 without subtracting: +inf - +inf would make a NaN (push's rule).
+  float s = st.m == -KS_INF ? 0.f : (st.m == mx ? st.s : st.s * expf(st.m - mx));
+#pragma unroll
+  for (int u = 0; u < N; ++u) s += x[u] == mx ? 1.f : expf(x[u] - mx);  // exp(-inf) = 0
+  st.m = mx;
+  st.s = s;
+}
 // Welford mean / M2 with Chan's merge: layer_norm statistics in fp32 without cancellation.
 struct KsStateWelford {
   static constexpr int NF = 3;

@@ -2,6 +2,7 @@
 #define KS_SHARED_TYPES_H
 #include <stdint.h>
 #include <cuda_runtime_api.h>
+#include "ks_fastdiv.h"
 
 #define KS_MAX_RANK 6
 #define KS_ROW_CAP 16384   /* longest row the register-cached row kernels take */
@@ -13,6 +14,8 @@
 #define KS_COLREG_MAX_R 16  /* softmax kinds along a strided dim this short: a thread per column, in registers
                               (H200: R = 16 beat the clusters 3x; R = 64 lost 2.7x to them: 64-bit operand
                               index math per value and 102 registers) */
+#define KS_COLLOOP_MAX_R 4096  /* strided reductions up to this long may take a thread per column */
+#define KS_COLLOOP_MIN_COLS_PER_SM 512  /* ... when there are this many columns per SM: 16 KB of loads in flight an SM */
 
 // How an operand maps the linear index i of the iteration space (contiguous, row-major) to an
 // element offset.  Chosen at run time by the binding from the operand's expanded strides.
@@ -32,6 +35,11 @@ struct KsOperand {
   int64_t mod;
   int64_t size[KS_MAX_RANK];
   int64_t stride[KS_MAX_RANK];
+  // Multiply-shift forms of div, mod and size[] (ks_fastdiv.h), set by ks_describe: the offsets
+  // of broadcast operands divided per element (H200: 32-bit divisions held an elementwise kernel
+  // with per-channel operands at ~10% of DRAM bandwidth).
+  KsFastDiv fdiv, fmod;
+  KsFastDiv fsize[KS_MAX_RANK];
 };
 
 // Reduction strategy, chosen on the host from the [outer, R, inner] view.
@@ -41,7 +49,8 @@ enum KsRedPath : int {
   KS_PATH_TILE = 2,        // anything else: (inner x R-slice) tiles, R split across blocks if needed
   KS_PATH_COLS = 3,        // normalising kinds, inner >= 16: a block keeps an [R, 16] tile in shared memory
   KS_PATH_ROW_SUB = 4,     // inner == 1, R <= KS_ROW_SUB_MAX: threads_x lanes per row, 32 / threads_x rows a warp
-  KS_PATH_COLREG = 5       // normalising kinds, R <= KS_COLREG_MAX_R, inner >= 32: a thread per column, in registers
+  KS_PATH_COLREG = 5,      // normalising kinds, R <= KS_COLREG_MAX_R, inner >= 32: a thread per column, in registers
+  KS_PATH_COLLOOP = 6      // inner >= 32, R <= KS_COLLOOP_MAX_R, columns fill the GPU: a thread per column walks R
 };
 
 struct KsRedPlan {
@@ -175,6 +184,15 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
   // (reduction/colreg.cu) beats the column tiles and the clusters, whatever they would offer.
   if (normalizing && !force_tile && inner >= 32 && R <= KS_COLREG_MAX_R) {
     p.path = KS_PATH_COLREG;
+    p.threads_x = 256;
+    p.threads_y = 1;
+    return p;
+  }
+  // A strided dim with columns enough to fill the GPU: a thread per column walks R with 8 loads
+  // in flight (reduction/colloop.cu), at full occupancy; softmax kinds read the column twice.
+  // The tile and column-tile paths ran 2-5x slower than torch.compile's fused kernels there.
+  if (!force_tile && inner >= 32 && R <= KS_COLLOOP_MAX_R && outer * inner >= (int64_t)sms * KS_COLLOOP_MIN_COLS_PER_SM) {
+    p.path = KS_PATH_COLLOOP;
     p.threads_x = 256;
     p.threads_y = 1;
     return p;

@@ -5,8 +5,9 @@ One launcher per spec holds every kernel family; `ks_plan_reduction` (ks_shared_
 with the binding) picks the path at run time:
 
 * `row.py`: inner == 1, R <= 16K: the row in registers, a warp or a block per row.
-* `cols.py`: softmax kinds along a strided dim: thread-block clusters (`cluster_cols.py`), else
-  [R, 16] tiles in shared memory.
+* `colloop.py`: a strided dim with columns enough to fill the GPU: a thread per column walks R.
+* `cols.py`: softmax kinds along a strided dim: registers for short R, thread-block clusters
+  (`cluster_cols.py`), else [R, 16] tiles in shared memory.
 * `tile.py`: everything else (and every fallback): coalesced along inner, online states, R split
   across blocks when needed, then finalize and (normalising kinds) apply kernels.
 * `binding.py`: the host side; `context.py`: what the families share.
@@ -15,7 +16,7 @@ with the binding) picks the path at run time:
 from __future__ import annotations
 
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
-from kernelstitch.agents.coder.codegen.reduction import cols, row, tile
+from kernelstitch.agents.coder.codegen.reduction import colloop, cols, row, tile
 from kernelstitch.agents.coder.codegen.reduction.binding import binding
 from kernelstitch.agents.coder.codegen.reduction.context import (
     COLUMN_TILE_KINDS,
@@ -40,9 +41,10 @@ def emit_reduction(spec: ReductionSpec, variant: ReductionVariant = ReductionVar
     )
     cuda = render(
         "reduction/kernel.cu", name=name, kind=spec.kind, pro=r.pro.source, epi=r.epi.source,
-        row_kernel=row.kernel(r, variant), cols_kernel=cols.kernel(r, variant), tile_kernel=tile.kernels(r),
-        apply_kernel=tile.apply_kernel(r), launcher_sig=launcher_sig, out_t=r.out_t,
-        row_launch=row.launches(r), cols_launch=cols.launch(r, variant), tile_launch=tile.launch(r),
+        row_kernel=row.kernel(r, variant), cols_kernel=cols.kernel(r, variant), colloop_kernel=colloop.kernel(r),
+        tile_kernel=tile.kernels(r), apply_kernel=tile.apply_kernel(r), launcher_sig=launcher_sig, out_t=r.out_t,
+        row_launch=row.launches(r), cols_launch=cols.launch(r, variant), colloop_launch=colloop.launch(r),
+        tile_launch=tile.launch(r),
     )
     return KernelSource(
         function=name,

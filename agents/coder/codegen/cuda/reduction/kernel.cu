@@ -6,12 +6,14 @@
 {{epi}}
 {{row_kernel}}
 {{cols_kernel}}
+{{colloop_kernel}}
 {{tile_kernel}}
 {{apply_kernel}}
 {{launcher_sig}} {
   {{out_t}}* o = static_cast<{{out_t}}*>(out);
   if (outer <= 0 || inner <= 0) return;
 {{row_launch}}
+{{colloop_launch}}
 {{cols_launch}}
 {{tile_launch}}
 }
