@@ -139,4 +139,16 @@ static inline bool ks_row_affine(const KsOperand& d, int64_t R, bool any_layout 
     default: return false;
   }
 }
+// Whether the column-loop kernel can read this operand as base + r * step along a column of the
+// [outer, R, inner] view (ks_col_step): full tensors, scalars, values per (outer, inner) column,
+// and per-channel vectors over the reduced dim itself (a conv bias when the channels are reduced).
+static inline bool ks_col_affine(const KsOperand& d, int64_t R, int64_t inner) {
+  switch (d.mode) {
+    case KS_FULL: case KS_SCALAR: return true;
+    case KS_ROW: return inner % d.mod == 0;  // i % mod: fixed within a column
+    case KS_CHANNEL: case KS_DIVMOD:
+      return (d.div == inner && d.mod == R) || d.div % (R * inner) == 0;  // r, or fixed within a column
+    default: return false;
+  }
+}
 #endif  // KS_BINDING_PRELUDE_H

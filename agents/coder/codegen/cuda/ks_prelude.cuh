@@ -140,6 +140,15 @@ __device__ __forceinline__ int64_t ks_offset(const KsOperand& d, int64_t i) {
   }
 }
 
+// The step of an operand's offset per step of r along a column of the [outer, R, inner] view, for
+// the operands ks_col_affine accepts (host-checked): full tensors inner, a vector over the reduced
+// dim 1, values fixed within a column 0.
+__device__ __forceinline__ int64_t ks_col_step(const KsOperand& d, int64_t inner) {
+  if (d.mode == KS_FULL) return inner;
+  if ((d.mode == KS_CHANNEL || d.mode == KS_DIVMOD) && d.div == inner) return 1;
+  return 0;
+}
+
 // VEC elements starting at linear index i (a multiple of VEC) of an operand, as fp32.
 template <int VEC, typename T>
 __device__ __forceinline__ void ks_load(const T* __restrict__ p, const KsOperand& d, int64_t i, float (&v)[VEC]) {
@@ -346,21 +355,22 @@ struct KsStateLse {
 // N values pushed at once (the column-loop kernel's 8 loads in flight).  logsumexp / softmax:
 // one max over the chunk, then one rescale of the running sum: N + 1 exponentials where N
 // pushes take up to 2N, and no data-dependent branch per value.
-template <typename State, int N>
+// FAST: __expf (the column loop, as the strided clusters: ~2 ulp, no slow path).
+template <bool FAST, typename State, int N>
 __device__ __forceinline__ void ks_push_n(State& st, const float (&x)[N]) {
 #pragma unroll
   for (int u = 0; u < N; ++u) st.push(x[u]);
 }
-template <int N>
+template <bool FAST, int N>
 __device__ __forceinline__ void ks_push_n(KsStateLse& st, const float (&x)[N]) {
   float mx = st.m;
 #pragma unroll
   for (int u = 0; u < N; ++u) mx = ks_max(mx, x[u]);  // NaN-propagating, like push
   if (mx == -KS_INF) return;  // every value so far -inf: the sum stays 0
   // Equal values count exp(0) = 1 without subtracting: +inf - +inf would make a NaN (push's rule).
-  float s = st.m == -KS_INF ? 0.f : (st.m == mx ? st.s : st.s * expf(st.m - mx));
+  float s = st.m == -KS_INF ? 0.f : (st.m == mx ? st.s : st.s * (FAST ? __expf(st.m - mx) : expf(st.m - mx)));
 #pragma unroll
-  for (int u = 0; u < N; ++u) s += x[u] == mx ? 1.f : expf(x[u] - mx);  // exp(-inf) = 0
+  for (int u = 0; u < N; ++u) s += x[u] == mx ? 1.f : (FAST ? __expf(x[u] - mx) : expf(x[u] - mx));  // exp(-inf) = 0
   st.m = mx;
   st.s = s;
 }

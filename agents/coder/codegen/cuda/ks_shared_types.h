@@ -62,6 +62,7 @@ struct KsRedPlan {
   int64_t workspace_floats;
   int row_values;       // row paths: values each thread caches (32, or 16 for normalising rows up to 4096)
   int64_t span;         // group_norm on the tile path: values per channel span (0: the generic tile kernels)
+  int col_affine;       // colloop: every operand's offset is base + r * step within a column (ks_col_affine)
 };
 
 // group_norm's channel-span kernels (reduction/gn_span.cu): a block per (row, share of the row's

@@ -10,15 +10,27 @@ from kernelstitch.agents.coder.codegen.reduction.context import (
     AFFINE_KINDS,
     Reduction,
     finalize_stats,
-    loads,
 )
 from kernelstitch.agents.coder.codegen.templates import render
 
-# y from x[u] and the statistics of finalize_stats (plus `inv`, softmax's 1 / sum).
+# y from x[u] and the statistics of finalize_stats (plus `inv`, softmax's 1 / sum); fast exp as the
+# chunked sums (ks_push_n<true>).
 _NORMALIZE = {
-    "softmax": "expf(x[u] - s0) * inv",
+    "softmax": "__expf(x[u] - s0) * inv",
     "log_softmax": "x[u] - s0 - s1",
 }
+
+
+def _bases(ks: list[int]) -> str:
+    """Per column: each operand's offset at r = 0 and its step per r (used when AFFINE)."""
+    return " ".join(f"const int64_t cb{k} = AFFINE ? ks_offset(d{k}, base) : 0, cs{k} = AFFINE ? ks_col_step(d{k}, inner) : 0; "
+                    f"(void)cb{k}; (void)cs{k};" for k in ks)
+
+
+def _loads(ks: tuple[int, ...], prefix: str) -> str:
+    """One value of each operand at r = rr (flat index idx): column base + rr * step when AFFINE."""
+    return " ".join(f"float {prefix}{k}[1]; if constexpr (AFFINE) {prefix}{k}[0] = ks_ld(p{k} + (cb{k} + rr * cs{k})); "
+                    f"else ks_load<1>(p{k}, d{k}, idx, {prefix}{k});" for k in ks)
 
 
 def has_colloop(kind: str) -> bool:
@@ -28,17 +40,18 @@ def has_colloop(kind: str) -> bool:
 def kernel(r: Reduction) -> str:
     if not has_colloop(r.kind):
         return ""
-    pro_loads, pro_x = loads(r.roles.prologue, "1", "idx"), r.pro_call("x[u]")
+    pro_loads, pro_x = _loads(r.roles.prologue, "a"), r.pro_call("x[u]")
     if r.normalizing:
         inv = " const float inv = 1.f / s1; (void)inv;" if r.kind == "softmax" else ""
         finish = render(
             "reduction/colloop_normalize.cu", stats=finalize_stats(r.kind, r.spec.eps) + inv,
             loads1=pro_loads, pro_x=pro_x, y=_NORMALIZE[r.kind],
-            e_loads=loads(r.roles.epilogue, "1", "idx", "e"), epi=r.epi_call("y", "0"), out_t=r.out_t)
+            e_loads=_loads(r.roles.epilogue, "e"), epi=r.epi_call("y", "0"), out_t=r.out_t)
     else:
         finish = "    " + r.final_block("c")
+    column_read = list(r.roles.prologue) + (list(r.roles.epilogue) if r.normalizing else [])
     return render("reduction/colloop.cu", name=r.name, params=r.params, out_t=r.out_t, state=r.state,
-                  loads1=pro_loads, pro_x=pro_x, finish=finish)
+                  bases=_bases(column_read), loads1=pro_loads, pro_x=pro_x, finish=finish)
 
 
 def launch(r: Reduction) -> str:

@@ -45,6 +45,12 @@ at::Tensor {{name}}({{cparams}}) {
     if (tx <= 512) plan.threads_x = (int)(tx > 32 ? tx : 32);
     else plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {{nf}}, normalizing, rows32, true);
   }
+  // The column loop's per-column bases: whether every operand it reads per value allows them.
+  const int col_read[] = {{{col_read}}};
+  if (plan.path == KS_PATH_COLLOOP) {
+    plan.col_affine = 1;
+    for (int k : col_read) if (!ks_col_affine(descs[k], R, inner)) plan.col_affine = 0;
+  }
 {{span_plan}}  at::Tensor workspace;
   float* ws = nullptr;
   if (plan.workspace_floats > 0) {

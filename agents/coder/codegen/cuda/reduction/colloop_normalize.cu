@@ -4,7 +4,8 @@
 #pragma unroll
       for (int u = 0; u < 8; ++u) {
         if (r0 + u < R) {
-          const int64_t idx = base + (r0 + u) * inner;
+          const int64_t rr = r0 + u, idx = base + rr * inner;
+          (void)idx; (void)rr;
           {{loads1}}
           const int q = 0; {{pro_x}}
         }
@@ -12,7 +13,8 @@
 #pragma unroll
       for (int u = 0; u < 8; ++u) {
         if (r0 + u < R) {
-          const int64_t idx = base + (r0 + u) * inner;
+          const int64_t rr = r0 + u, idx = base + rr * inner;
+          (void)idx; (void)rr;
           const int q = 0; (void)q;
           float y = {{y}};
           {{e_loads}} {{epi}}
