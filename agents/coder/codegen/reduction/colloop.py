@@ -13,12 +13,14 @@ from kernelstitch.agents.coder.codegen.reduction.context import (
 )
 from kernelstitch.agents.coder.codegen.templates import render
 
-# y from x[u] and the statistics of finalize_stats (plus `inv`, softmax's 1 / sum); fast exp as the
-# chunked sums (ks_push_n<true>).
+# y from x[u] and the statistics of finalize_stats, plus `poison` (NaN when the column holds +inf:
+# PyTorch's exp(inf - inf) makes the whole column NaN, where the chunked sum counted it as 1) and
+# `inv`, softmax's 1 / sum; fast exp as the chunked sums (ks_push_n<true>).
 _NORMALIZE = {
     "softmax": "__expf(x[u] - s0) * inv",
-    "log_softmax": "x[u] - s0 - s1",
+    "log_softmax": "x[u] - s0 - s1 + poison",
 }
+_POISON = " const float poison = st.m == KS_INF ? __int_as_float(0x7fffffff) : 0.f;"
 
 
 def _bases(ks: list[int]) -> str:
@@ -42,9 +44,9 @@ def kernel(r: Reduction) -> str:
         return ""
     pro_loads, pro_x = _loads(r.roles.prologue, "a"), r.pro_call("x[u]")
     if r.normalizing:
-        inv = " const float inv = 1.f / s1; (void)inv;" if r.kind == "softmax" else ""
+        inv = " const float inv = 1.f / s1 + poison; (void)inv;" if r.kind == "softmax" else ""
         finish = render(
-            "reduction/colloop_normalize.cu", stats=finalize_stats(r.kind, r.spec.eps) + inv,
+            "reduction/colloop_normalize.cu", stats=finalize_stats(r.kind, r.spec.eps) + _POISON + inv,
             loads1=pro_loads, pro_x=pro_x, y=_NORMALIZE[r.kind],
             e_loads=_loads(r.roles.epilogue, "e"), epi=r.epi_call("y", "0"), out_t=r.out_t)
     else:
