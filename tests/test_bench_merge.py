@@ -50,6 +50,16 @@ def test_a_later_run_wins_and_the_summary_covers_every_problem(tmp_path):
     assert "kernelstitch bench --only 1,2" in text and "kernelstitch bench --only 2,10" in text
 
 
+def test_a_later_cancelled_outcome_keeps_the_earlier_result(tmp_path):
+    first = results(tmp_path / "a", "full run", [problem("level2/23_G", "accepted", 2.0, 1.0, 1.5)])
+    second = results(tmp_path / "b", "partial rerun", [problem("level2/23_G", "cancelled", 2.0, 1.0, 1.5),
+                                                       problem("level2/24_H", "cancelled", 2.0, 1.0, 1.5)])
+    summary, _ = merge_results([first, second], tmp_path / "out")
+    assert summary["by_status"] == {"accepted": 1, "cancelled": 1}
+    merged = {p["problem"]: p["status"] for p in json.loads((tmp_path / "out" / "results.json").read_text())["problems"]}
+    assert merged == {"level2/23_G": "accepted", "level2/24_H": "cancelled"}
+
+
 def test_the_cli_says_what_is_wrong_with_a_file(tmp_path):
     bad = tmp_path / "results.json"
     bad.write_text("{}")

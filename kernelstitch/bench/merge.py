@@ -3,7 +3,7 @@
 A GPU lease is shorter than a whole level, so a level is measured in samples; this joins their
 results.json files into one table and one summary.  Nothing is re-measured: each problem keeps
 the numbers, environment and code of the run it came from (a later file wins for a problem in
-several), and the report lists every source with its command.
+several, unless the later one was cancelled), and the report lists every source with its command.
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ def merge_results(paths: list[Path], out_dir: Path) -> tuple[dict[str, Any], lis
         env = data.get("environment") or env
         sources.append(MergeSource(path, str(data.get("command", "")), len(outcomes)))
         for outcome in outcomes:
+            # A problem a later call cancelled (its limit, not the problem's) keeps the result
+            # an earlier call finished: cancelled outcomes are never stored by the bench either.
+            earlier = by_problem.get(outcome.problem)
+            if outcome.status == "cancelled" and earlier is not None and earlier.status != "cancelled":
+                continue
             by_problem[outcome.problem] = outcome
     outcomes = sorted(by_problem.values(), key=lambda o: (str(o.level or ""), _number(o.problem)))
     summary = summarise(outcomes)
