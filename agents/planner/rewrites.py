@@ -30,6 +30,12 @@ replacing or preceding captured ones); the plan records them so the coder sees t
 * `constant_operands`: an elementwise op reading a 0-d tensor constant (``torch.min(x,
   torch.tensor(0.5))``) reads the number instead, a constant of its fused kernel: a 0-d tensor
   takes part in type promotion like a Python scalar, so the result is the same.
+* `clone_alias`: ``y = x.clone()`` (or ``x.detach()``, ``x.clone().detach()``) read by fused ops
+  == reading x itself, when x is a fresh value of this forward (no input, parameter, buffer,
+  constant or view of one), the graph holds no in-place op (nothing can write x or y after
+  the copy, so the two hold equal values for their whole lives) and neither y nor x is an output
+  (two outputs sharing memory would be observable).  The copy split KernelBench's
+  ``original_x = x.clone().detach()`` chains into two kernels and a memcpy.
 * `recompute_prologue`: when a reduction's input is an elementwise value that something else
   also reads (RMSNorm's ``h = x + r`` feeds both ``h.pow(2).mean()`` and ``h * rms``), the
   reduction gets its own copy of the elementwise chain (recomputed from the chain's inputs in
@@ -76,7 +82,7 @@ class RewriteResult:
 def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -> RewriteResult:
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call."""
     result = RewriteResult(graph)
-    for rule in (_inplace_ops, _constant_operands, _linear_sum,
+    for rule in (_inplace_ops, _clone_alias, _constant_operands, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
                  _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
@@ -146,6 +152,52 @@ def _inplace_ops(graph: Graph):
         notes.append(f"{sum(done.values())} in-place op(s) planned out of place ({counts}): each "
                      "overwrites a value of this forward that nothing else reads")
     return edits, set(), notes
+
+
+_COPY_OPS = frozenset({"aten.clone.default", "aten.detach.default", "aten.alias.default"})
+
+
+def _clone_alias(graph: Graph):
+    if any(_inplace_base(n.op) is not None or n.op.endswith(".out") for n in graph.nodes):
+        return [], set(), []
+    outputs = {ref for value in graph.outputs for ref in _refs(value)}
+    source: dict[str, str] = {}  # copy node -> the fresh value it copies
+    for node in graph.nodes:
+        if node.op not in _COPY_OPS or not node.args or not isinstance(node.args[0], NodeRef):
+            continue
+        if node.kwargs.get("memory_format") is not None or node.name in outputs:
+            continue
+        origin = source.get(node.args[0].node, node.args[0].node)  # through clone().detach()
+        made = graph.node(origin)
+        if made.is_placeholder or is_host(made) or made.op in _OTHER_VIEWS or origin in outputs:
+            continue
+        source[node.name] = origin
+    if not source:
+        return [], set(), []
+
+    def swap(value):
+        if isinstance(value, NodeRef):
+            return NodeRef(source.get(value.node, value.node))
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(swap(v) for v in value)
+        return value
+
+    edits = [GraphEdit(renamed(node, args=tuple(swap(a) for a in node.args),
+                               kwargs={k: swap(v) for k, v in node.kwargs.items()}, synthetic=True))
+             for node in graph.nodes if node.name not in source and any(r in source for r in node.refs())]
+    note = (f"{len(source)} copy op(s) (clone / detach) read as the value they copy: it is fresh, nothing "
+            "writes either afterwards, and neither is an output")
+    return edits, set(), [note] if edits else []
+
+
+def _refs(value) -> list[str]:
+    if isinstance(value, NodeRef):
+        return [value.node]
+    if isinstance(value, list | tuple):
+        return [r for v in value for r in _refs(v)]
+    return []
 
 
 def _constant_operands(graph: Graph):
