@@ -65,6 +65,7 @@ class KernelStitchServer(LanguageServer):
         self._roots: dict[str, Path] = {}
         self._loaded: set[tuple[str, str]] = set()  # (source, module) read from the run store
         self._scanning: dict[str, str] = {}  # uri -> text a background scan is parsing
+        self._published: dict[str, tuple[int | None, str]] = {}  # uri -> (version, text hash) pushed last
         self.config_ready = asyncio.Event()  # set once the first settings pull has answered
 
     # -- documents ------------------------------------------------------------------------------
@@ -99,9 +100,11 @@ class KernelStitchServer(LanguageServer):
         current = self.text_of(uri)
         if current != text or self.index.get(uri) is None:
             return  # edited again (a newer scan is scheduled) or closed
-        before = self.index.get(uri)
         doc = self.scan_document(uri, scan)
-        if doc is not None and doc is not before:
+        # Publish whenever the client has not been sent this text's diagnostics: a request that
+        # arrived inside the debounce window scanned the text already (so `doc` is not new), but
+        # it published nothing (issue 25: pushed diagnostics went stale).
+        if doc is not None and self._published.get(uri) != (doc.version, doc.text_hash):
             self.publish(uri)
 
     def current_enough(self, uri: str, rng: lsp.Range) -> DocumentScan | None:
@@ -222,10 +225,12 @@ class KernelStitchServer(LanguageServer):
     def publish(self, uri: str) -> None:
         if self.pull_diagnostics:
             return  # the client asks (textDocument/diagnostic); refresh() tells it when
+        found = self.diagnostics_for(uri)  # scans the current text first
         doc = self.index.get(uri)
+        if doc is not None:
+            self._published[uri] = (doc.version, doc.text_hash)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=uri, diagnostics=self.diagnostics_for(uri),
-            version=doc.version if doc else None))
+            uri=uri, diagnostics=found, version=doc.version if doc else None))
 
     def publish_candidate(self, candidate: str, entry: ModuleResults) -> None:
         """Verification diagnostics on a generated file, open or not (push clients show both)."""
@@ -571,6 +576,7 @@ def build_server() -> KernelStitchServer:
         uri = params.text_document.uri
         ls.rescans.cancel(uri)
         ls._scanning.pop(uri, None)
+        ls._published.pop(uri, None)
         ls.index.remove(uri)
         if not ls.pull_diagnostics:
             ls.text_document_publish_diagnostics(

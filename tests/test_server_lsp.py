@@ -107,6 +107,25 @@ async def test_add_example_inputs_scaffold_is_valid_python(client, tmp_path):
     assert "def get_inputs_Other():" in applied and "get_init_inputs_Other" not in applied
 
 
+async def test_pushed_diagnostics_follow_an_edit_answered_inside_the_debounce(client, tmp_path):
+    """Issue 25: a request inside the 150 ms debounce scans the new text at once; the delayed
+    re-scan then found nothing new and published nothing, leaving the old diagnostics up."""
+    path = tmp_path / "blocks.py"
+    path.write_text(NO_INPUTS_SOURCE)
+    uri = open_document(client, path)
+
+    def hinted() -> set[str]:
+        return {d.data["module"] for d in client.diagnostics.get(uri, []) if d.code == "no-example-inputs"}
+
+    await wait_for(lambda: hinted() == {"Block", "Other"})
+    without_other = NO_INPUTS_SOURCE[:NO_INPUTS_SOURCE.index("class Other")]
+    for version, text in enumerate([without_other, NO_INPUTS_SOURCE, without_other], start=2):
+        replace_text(client, uri, text, version)
+        await hover_text(client, uri, 4)  # answered before the debounce fires: scans the new text
+        want = {"Block"} if text == without_other else {"Block", "Other"}
+        await wait_for(lambda want=want: hinted() == want, timeout=1.0)
+
+
 async def test_generate_progress_result_and_documents(client, tmp_path):
     uri = open_document(client, write_source(tmp_path, "delay=0.05 steps=3 speedup=1.75 "
                                                        "verdict=accepted"))
