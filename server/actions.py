@@ -256,4 +256,4 @@ def action_data(action: lsp.CodeAction) -> dict[str, Any]:
 
 
 def _utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2

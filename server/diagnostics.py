@@ -42,7 +42,7 @@ def line_range(lines: Sequence[str], line: int | None) -> lsp.Range:
 
 
 def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def missing_inputs(doc: DocumentScan) -> list[lsp.Diagnostic]:

@@ -38,7 +38,7 @@ class DocumentScan:
 
 def module_fingerprint(lines: tuple[str, ...] | list[str], info: ModuleInfo) -> str:
     body = "\n".join(lines[info.line - 1 : info.end_line])
-    return hashlib.sha1(f"{info.line}\n{body}".encode()).hexdigest()
+    return hashlib.sha1(f"{info.line}\n{body}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _hash(text: str) -> str:

@@ -126,6 +126,23 @@ async def test_pushed_diagnostics_follow_an_edit_answered_inside_the_debounce(cl
         await wait_for(lambda want=want: hinted() == want, timeout=1.0)
 
 
+async def test_text_python_cannot_parse_keeps_the_server_answering(client, tmp_path):
+    """Issue 25: a lone UTF-16 surrogate and nesting past the parser's limits made scan_source
+    raise (no actions, hover or diagnostics for the file); now they are a parse error like any."""
+    cases = {"surrogate.py": SOURCE.format(options="delay=0.05") + "\nname = '\ud800'\n",
+             "deep.py": "x = " + "-" * 100_000 + "1\n",
+             "parens.py": "x = " + "(" * 5000 + ")" * 5000 + "\n"}
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        uri = open_document(client, path, text)
+        await code_actions(client, uri, MODEL_LINE)  # answered (the test times out otherwise)
+        await hover_text(client, uri, MODEL_LINE)
+    # The surrogate is scanned as U+FFFD: the module is found and its actions offered.
+    uri = (tmp_path / "surrogate.py").as_uri()
+    assert titles(await code_actions(client, uri, MODEL_LINE))[:1] == ["Generate CUDA implementation"]
+
+
 async def test_generate_progress_result_and_documents(client, tmp_path):
     uri = open_document(client, write_source(tmp_path, "delay=0.05 steps=3 speedup=1.75 "
                                                        "verdict=accepted"))

@@ -145,6 +145,21 @@ def scan_source(text: str) -> SourceScan:
         tree = ast.parse(text)
     except SyntaxError as exc:
         return _scan_of_syntax_error(exc)
+    except UnicodeEncodeError:  # a lone UTF-16 surrogate (an editor may send any code unit)
+        # Scan the text with each one replaced by U+FFFD: one code unit for one, so lines and
+        # columns stay where the editor has them (Python itself would refuse the file).
+        clean = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return scan_source(clean) if clean != text else SourceScan(
+            error=SourceError(message="the text cannot be encoded as UTF-8", line=1, column=0))
+    except (MemoryError, RecursionError):  # nesting deeper than the parser's stack
+        return SourceScan(error=SourceError(message="nested too deeply for Python's parser", line=1, column=0))
+    try:
+        return _scan_of_tree(tree)
+    except RecursionError:  # walking a tree deeper than the interpreter's recursion limit
+        return SourceScan(error=SourceError(message="nested too deeply to scan", line=1, column=0))
+
+
+def _scan_of_tree(tree: ast.Module) -> SourceScan:
     functions = {
         n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
