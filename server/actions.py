@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelstitch.server.diagnostics import NO_INPUTS_CODE
 from kernelstitch.server.discovery import DocumentScan
+from kernelstitch.server.files import read_source
 from kernelstitch.server.scaffold import build_scaffold
 from lsprotocol import types as lsp
 
@@ -196,7 +197,7 @@ def candidate_facts(path: Path) -> CandidateFacts | None:
 
 def _read_facts(path: Path) -> CandidateFacts | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
         tree = ast.parse(text)
     except (OSError, SyntaxError, ValueError):
         return None

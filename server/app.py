@@ -16,6 +16,7 @@ from kernelstitch.server import actions, diagnostics, hover, layout, progress
 from kernelstitch.server.config import SECTION, ServerConfig
 from kernelstitch.server.debounce import Debouncer
 from kernelstitch.server.discovery import DocumentIndex, DocumentScan, module_fingerprint
+from kernelstitch.server.files import read_source
 from kernelstitch.server.jobs import AlreadyActive, Job, JobManager, JobSpec
 from kernelstitch.server.persisted import latest_runs, profile_of_run
 from kernelstitch.server.results import (
@@ -79,8 +80,12 @@ class KernelStitchServer(LanguageServer):
     def text_of(self, uri: str) -> str | None:
         """The editor's text of a document (the file on disk when it is not open)."""
         try:
-            return self.workspace.get_text_document(uri).source
-        except (OSError, ValueError):  # unreadable, not UTF-8 (UnicodeDecodeError), bad URI
+            document = self.workspace.text_documents.get(uri)
+            if document is not None:  # open in the editor: its text, not the file's
+                return document.source
+            path = _path(uri)
+            return read_source(path) if path is not None else None
+        except (OSError, ValueError):  # unreadable, not a regular file, not UTF-8, bad URI
             return None
 
     def rescan_later(self, uri: str) -> None:
@@ -204,7 +209,7 @@ class KernelStitchServer(LanguageServer):
             return
         source, module = found
         try:
-            info = scan_source(source.read_text(encoding="utf-8")).module(module)
+            info = scan_source(read_source(source)).module(module)
         except (OSError, ValueError):
             return
         if info is not None:
@@ -241,7 +246,7 @@ class KernelStitchServer(LanguageServer):
             self.publish(uri)
         elif not self.pull_diagnostics:
             try:
-                lines = Path(candidate).read_text(encoding="utf-8").splitlines()
+                lines = read_source(candidate).splitlines()
             except OSError:
                 lines = []
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
@@ -312,8 +317,8 @@ class KernelStitchServer(LanguageServer):
                 return f"{path.name}: cannot tell which module it was generated for"
             candidate, path, module = path, Path(entry.source_path), entry.module
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
+            text = read_source(path)
+        except (OSError, ValueError) as exc:
             return f"cannot read {path}: {exc.strerror or exc}"
         scan = scan_source(text)
         if scan.error is not None:
@@ -338,9 +343,9 @@ class KernelStitchServer(LanguageServer):
         if doc is None:
             return
         try:
-            disk = source.read_text(encoding="utf-8")
+            disk = read_source(source)
             current = self.workspace.get_text_document(uri).source
-        except (OSError, KeyError):
+        except (OSError, KeyError, ValueError):
             return
         if disk != current:
             self.tell(f"{source.name} has unsaved changes: the job uses the saved file.",
@@ -510,8 +515,8 @@ def _path(uri: str) -> Path | None:
 def _disk_fingerprint(path: Path, module: str) -> str | None:
     """Fingerprint of the module as saved: the job reads the file from disk."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+        text = read_source(path)
+    except (OSError, ValueError):
         return None
     info = scan_source(text).module(module)
     return module_fingerprint(tuple(text.splitlines()), info) if info else None

@@ -428,3 +428,20 @@ async def test_results_survive_a_restart(tmp_path):
     finally:
         await third.shutdown_session()
         await second.stop()
+
+
+async def test_uris_of_fifos_and_devices_are_refused_not_read(client, tmp_path):
+    """Issue 25: a FIFO's URI froze the server in open(); /dev/zero was read until memory ran out.
+    Requests on them are answered (nothing to offer) and the server keeps working."""
+    import os
+
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    for uri in (fifo.as_uri(), "file:///dev/zero"):
+        assert await code_actions(client, uri, 0) == []
+        await hover_text(client, uri, 0)
+        for command in ("kernelstitch.generate", "kernelstitch.verify", "kernelstitch.addExampleInputs"):
+            result = await asyncio.wait_for(execute(client, command, uri, "Model"), 10)
+            assert "not a regular file" in str(result) or "cannot read" in str(result), (command, result)
+    uri = open_document(client, write_source(tmp_path))
+    assert titles(await code_actions(client, uri, MODEL_LINE))[0] == "Generate CUDA implementation"
