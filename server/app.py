@@ -19,6 +19,7 @@ from kernelstitch.server.discovery import DocumentIndex, DocumentScan, module_fi
 from kernelstitch.server.files import read_source
 from kernelstitch.server.jobs import AlreadyActive, Job, JobManager, JobSpec
 from kernelstitch.server.persisted import latest_runs, profile_of_run
+from kernelstitch.server.protocol import ValidatingProtocol
 from kernelstitch.server.results import (
     ModuleResults,
     ResultStore,
@@ -49,7 +50,7 @@ _TIME_LIMIT_GRACE_S = 120.0  # on top of budget.timeSeconds before the server st
 
 class KernelStitchServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("kernelstitch", __version__)
+        super().__init__("kernelstitch", __version__, protocol_cls=ValidatingProtocol)
         self.index = DocumentIndex()
         self.results = ResultStore()
         self.config = ServerConfig()
@@ -722,10 +723,13 @@ def _uri_module(args: tuple[Any, ...] | list[Any]) -> tuple[str | None, str | No
     """[uri, moduleName] (VS Code), also [{uri, module}] for clients that send one object."""
     if len(args) == 1 and isinstance(args[0], dict):
         data = args[0]
-        return data.get("uri"), data.get("module") or data.get("moduleName")
-    uri = args[0] if args and isinstance(args[0], str) else None
-    module = args[1] if len(args) > 1 and isinstance(args[1], str) else None
-    return uri, module
+        uri, module = data.get("uri"), data.get("module") or data.get("moduleName")
+    else:
+        uri = args[0] if args else None
+        module = args[1] if len(args) > 1 else None
+    # Anything but strings is the caller's mistake: the commands' usual error reply, not a crash.
+    return (uri if isinstance(uri, str) and uri else None,
+            module if isinstance(module, str) and module else None)
 
 
 def _module_of_diagnostics(doc: DocumentScan, context: lsp.CodeActionContext

@@ -1,0 +1,79 @@
+"""A raw JSON-RPC client over the server's stdio: sends any JSON (schema-breaking included) and
+collects what comes back, for the malformed-request and fuzz tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+
+class RawClient:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "kernelstitch.server"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, **(env or {})})
+        self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._next = 0
+        threading.Thread(target=self._read, daemon=True).start()
+        self.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}})
+        self.notify("initialized", {})
+
+    def _read(self) -> None:
+        stream = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                if line.strip() == b"":
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            if length is None:
+                continue
+            self.messages.put(json.loads(stream.read(length)))
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"method": method, "params": params})
+
+    def request(self, method: str, params: Any, timeout: float = 10.0) -> dict[str, Any]:
+        """The reply to a request (server-to-client requests and notifications are skipped;
+        a request the server never answers raises TimeoutError)."""
+        self._next += 1
+        msg_id = self._next
+        self.send({"id": msg_id, "method": method, "params": params})
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{method} #{msg_id} was not answered within {timeout} s")
+            try:
+                message = self.messages.get(timeout=left)
+            except queue.Empty:
+                continue
+            if message.get("id") == msg_id and "method" not in message:
+                return message
+            if "method" in message and "id" in message:  # a request to the client: answer null
+                self.send({"id": message["id"], "result": None})
+
+    def close(self) -> int | None:
+        try:
+            self.request("shutdown", None, timeout=5)
+            self.notify("exit", None)
+            return self.proc.wait(timeout=10)
+        except (TimeoutError, OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            return None
