@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
 
@@ -31,8 +32,19 @@ def main(argv: list[str] | None = None) -> int:
     from kernelstitch.server.app import build_server
 
     server = build_server()
-    if args.tcp:
-        server.start_tcp(args.host, args.port)
-    else:
-        server.start_io()
+    # Whatever ends the server (exit, the client's stdin closing, SIGTERM or SIGHUP from the
+    # editor), its jobs and their workers end with it: they run in process groups of their own.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_on_signal)
+    try:
+        if args.tcp:
+            server.start_tcp(args.host, args.port)
+        else:
+            server.start_io()
+    finally:
+        server.jobs.kill_all_now()
     return 0
+
+
+def _exit_on_signal(signum: int, frame) -> None:
+    raise SystemExit(128 + signum)

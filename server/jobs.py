@@ -183,6 +183,12 @@ class JobManager:
         for job_id in list(self._processes):
             self._kill(job_id)
 
+    def kill_all_now(self) -> None:
+        """Synchronous last resort when the server exits without `shutdown` (the client's stdin
+        closed, SIGTERM): kill every job's process group, workers included."""
+        for process in list(self._processes.values()):
+            _kill_group(process)
+
     # -- running -------------------------------------------------------------------------------
     def _pump(self) -> None:
         while self._queue and len(self._running) < self.max_running:
@@ -203,7 +209,11 @@ class JobManager:
                 self._finish(job, "failed", f"could not run the job: {exc}")
         finally:
             self._running.pop(job.id, None)
-            self._processes.pop(job.id, None)
+            process = self._processes.pop(job.id, None)
+            if process is not None and process.returncode is None:
+                # The runner was cancelled with its process still running: the event loop is
+                # closing (the client's stdin closed without shutdown), so the job goes too.
+                _kill_group(process)
             self._pump()
 
     async def _run_process(self, job: Job) -> None:

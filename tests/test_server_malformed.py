@@ -1,4 +1,5 @@
-"""Issue 25: every request is answered, malformed ones with -32602, and the server survives."""
+"""Issue 25: every request is answered, malformed ones with -32602, and the server survives; a
+client that vanishes takes the server's jobs with it."""
 
 from __future__ import annotations
 
@@ -63,3 +64,30 @@ def test_commands_with_arguments_of_the_wrong_type_get_their_usual_error(raw, tm
             reply = raw.request("workspace/executeCommand", {"command": command, "arguments": arguments})
             assert "result" in reply and "error" in reply["result"], (command, arguments, reply)
     assert raw.proc.poll() is None
+
+
+def test_a_client_that_vanishes_without_shutdown_takes_the_jobs_with_it(tmp_path):
+    """stdin closes (the editor crashed or was killed): the server exits and kills its job
+    process groups, which used to keep running."""
+    import time
+
+    from lsp_helpers import FAKE_JOB, alive
+
+    raw = RawClient(tmp_path, env={"KERNELSTITCH_JOB_COMMAND": f"{sys.executable} {FAKE_JOB}"})
+    path = tmp_path / "problem.py"
+    path.write_text(SOURCE.format(options="delay=30 steps=5 ignore_term=1"))
+    raw.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "python",
+                                                         "version": 1, "text": path.read_text()}})
+    reply = raw.request("workspace/executeCommand", {"command": "kernelstitch.generate",
+                                                     "arguments": [path.as_uri(), "Model"]})
+    assert "jobId" in reply["result"], reply
+    status = raw.wait_for(lambda m: m.get("method") == "kernelstitch/jobStatus"
+                          and str(m["params"].get("message", "")).startswith("pid="), timeout=30)
+    pid = int(status["params"]["message"].split("=")[1])
+    assert alive(pid)
+    raw.proc.stdin.close()
+    assert raw.proc.wait(timeout=20) is not None
+    end = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not alive(pid), f"job process {pid} outlived the server"

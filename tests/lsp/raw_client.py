@@ -20,6 +20,7 @@ class RawClient:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, **(env or {})})
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []  # notifications and requests from the server, in order
         self._next = 0
         threading.Thread(target=self._read, daemon=True).start()
         self.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}})
@@ -66,8 +67,30 @@ class RawClient:
                 continue
             if message.get("id") == msg_id and "method" not in message:
                 return message
-            if "method" in message and "id" in message:  # a request to the client: answer null
+            self._keep(message)
+
+    def _keep(self, message: dict[str, Any]) -> None:
+        if "method" in message:
+            self.seen.append(message)
+            if "id" in message:  # a request to the client: answer null
                 self.send({"id": message["id"], "result": None})
+
+    def wait_for(self, predicate, timeout: float = 10.0) -> dict[str, Any]:
+        """The first message from the server (seen or still to come) that `predicate` accepts."""
+        end = time.monotonic() + timeout
+        checked = 0
+        while True:
+            for message in self.seen[checked:]:
+                if predicate(message):
+                    return message
+            checked = len(self.seen)
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no such message from the server")
+            try:
+                self._keep(self.messages.get(timeout=min(left, 0.1)))
+            except queue.Empty:
+                pass
 
     def close(self) -> int | None:
         try:
