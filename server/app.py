@@ -68,6 +68,7 @@ class KernelStitchServer(LanguageServer):
         self._loaded: set[tuple[str, str]] = set()  # (source, module) read from the run store
         self._scanning: dict[str, str] = {}  # uri -> text a background scan is parsing
         self._published: dict[str, tuple[int | None, str]] = {}  # uri -> (version, text hash) pushed last
+        self._saved_during_job: dict[tuple[str, str], str] = {}  # (source, module) -> uri saved meanwhile
         self.config_ready = asyncio.Event()  # set once the first settings pull has answered
 
     # -- documents ------------------------------------------------------------------------------
@@ -404,6 +405,7 @@ class KernelStitchServer(LanguageServer):
             if entry.candidate_path:
                 self.publish_candidate(entry.candidate_path, entry)
         self._report(job, entry)
+        self._verify_saves_made_during(job)
 
     def _report(self, job: Job, entry: ModuleResults | None) -> None:
         name = f"{job.spec.module} ({job.spec.kind})"
@@ -472,11 +474,21 @@ class KernelStitchServer(LanguageServer):
                        if m.has_inputs and self.candidate_for(source, m.name)]
         for module in modules:
             if self.jobs.active_for(str(source), module) is not None:
-                # Coalesce: the running job reads the file when it gets there; a verify queued
-                # behind it would mostly repeat it.
-                log.info("%s: a job is already active; save not re-verified", module)
+                # The active job may have read the file before this save: verify once more when
+                # it ends (several saves meanwhile: once).  Dropping it left a saved syntax error
+                # hidden behind the old verdict (issue 25).
+                log.info("%s: a job is active; the save is verified when it ends", module)
+                self._saved_during_job[(str(source), module)] = uri
                 continue
             self.submit("verify", uri, module, trigger="save")
+
+    def _verify_saves_made_during(self, job: Job) -> None:
+        key = (job.spec.source_path, job.spec.module)
+        uri = self._saved_during_job.pop(key, None)
+        if uri is None or not self.config.watch_on_save or self.jobs.active_for(*key) is not None:
+            return
+        if self.candidate_for(Path(job.spec.source_path), job.spec.module) is not None:
+            self.submit("verify", uri, job.spec.module, trigger="save")
 
     # -- configuration --------------------------------------------------------------------------
     def apply_settings(self, settings: Any) -> None:

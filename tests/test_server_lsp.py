@@ -330,6 +330,25 @@ async def test_did_save_reverifies_debounced(client, tmp_path):
     assert request["source_path"] == str(path.resolve())
 
 
+async def test_a_save_during_a_running_job_is_verified_when_it_ends(client, tmp_path):
+    """Issue 25: a save made while a job ran was dropped; the running job had read the file before."""
+    path = write_source(tmp_path, "verdict=accepted speedup=2.0")
+    uri = open_document(client, path)
+    job_id = (await execute(client, "kernelstitch.generate", uri, "Model"))["jobId"]
+    await wait_for(lambda: final_status(client, job_id))
+    path.write_text(SOURCE.format(options="delay=1 steps=2 verdict=accepted"))  # a slow verify
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    first = await wait_for(lambda: [s for s in client.job_status if s["kind"] == "verify"
+                                    and s["state"] == "running"], timeout=10)
+    path.write_text(SOURCE.format(options="delay=0.05 verdict=accepted"))  # saved while it runs
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    done = await wait_for(lambda: {s["jobId"] for s in client.job_status if s["kind"] == "verify"
+                                   and s["state"] == "done"} - {first[0]["jobId"]}, timeout=15)
+    assert len(done) == 1  # one follow-up verify, after the first ended
+    log = [line for line in (tmp_path / "jobs.log").read_text().splitlines() if '"verify"' in line]
+    assert len(log) == 2
+
+
 async def test_did_save_does_nothing_when_watch_is_off(tmp_path):
     client = await start_client(tmp_path, settings={"watch": {"onSave": False}},
                                 config=server_config(tmp_path / "jobs.log"))
