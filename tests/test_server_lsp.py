@@ -336,10 +336,10 @@ async def test_a_save_during_a_running_job_is_verified_when_it_ends(client, tmp_
     uri = open_document(client, path)
     job_id = (await execute(client, "kernelstitch.generate", uri, "Model"))["jobId"]
     await wait_for(lambda: final_status(client, job_id))
-    path.write_text(SOURCE.format(options="delay=1 steps=2 verdict=accepted"))  # a slow verify
+    path.write_text(SOURCE.format(options="delay=3 steps=3 verdict=accepted"))  # slower than the save debounce
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
     first = await wait_for(lambda: [s for s in client.job_status if s["kind"] == "verify"
-                                    and s["state"] == "running"], timeout=10)
+                                    and s["message"].startswith("pid=")], timeout=10)  # it read the file
     path.write_text(SOURCE.format(options="delay=0.05 verdict=accepted"))  # saved while it runs
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
     done = await wait_for(lambda: {s["jobId"] for s in client.job_status if s["kind"] == "verify"
