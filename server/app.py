@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelstitch.server import actions, diagnostics, hover, layout, progress
-from kernelstitch.server.config import SECTION, ServerConfig
+from kernelstitch.server.config import SECTION, ServerConfig, flatten_settings
 from kernelstitch.server.debounce import Debouncer
 from kernelstitch.server.discovery import DocumentIndex, DocumentScan, module_fingerprint
 from kernelstitch.server.files import read_source
@@ -54,6 +54,7 @@ class KernelStitchServer(LanguageServer):
         self.index = DocumentIndex()
         self.results = ResultStore()
         self.config = ServerConfig()
+        self.initial_settings: dict[str, Any] = {}  # initializationOptions, under later settings
         self.jobs = JobManager(listener=self)
         self.rescans = Debouncer(RESCAN_DELAY_S)
         self.saves = Debouncer(SAVE_DELAY_S)
@@ -491,10 +492,18 @@ class KernelStitchServer(LanguageServer):
             self.submit("verify", uri, job.spec.module, trigger="save")
 
     # -- configuration --------------------------------------------------------------------------
-    def apply_settings(self, settings: Any) -> None:
+    def apply_settings(self, settings: Any, initial: bool = False) -> None:
+        """Settings from the client over those of initializationOptions (`initial`).  Anything
+        but an object (a client that supports workspace/configuration may answer null) leaves
+        the settings as they are: defaults used to replace initializationOptions then."""
         if isinstance(settings, dict) and isinstance(settings.get(SECTION), dict):
             settings = settings[SECTION]
-        self.config = ServerConfig.from_settings(settings)
+        if not isinstance(settings, dict):
+            log.info("configuration: %r is not an object; settings unchanged", settings)
+            return
+        if initial:
+            self.initial_settings = flatten_settings(settings)
+        self.config = ServerConfig.from_settings({**self.initial_settings, **flatten_settings(settings)})
         log.info("configuration: %s", self.config)
 
     async def pull_configuration(self) -> None:
@@ -553,7 +562,7 @@ def build_server() -> KernelStitchServer:
         ls.configuration_support = bool(ws and ws.configuration)
         options = params.initialization_options
         if isinstance(options, dict):
-            ls.apply_settings(options)
+            ls.apply_settings(options, initial=True)
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: KernelStitchServer, params: lsp.InitializedParams) -> None:

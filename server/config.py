@@ -38,7 +38,7 @@ class ServerConfig:
     @classmethod
     def from_settings(cls, settings: Any) -> ServerConfig:
         """Build from the section's JSON; accepts nested ({"llm": {"model": ..}}) or dotted keys."""
-        flat = _flatten(settings) if isinstance(settings, dict) else {}
+        flat = flatten_settings(settings) if isinstance(settings, dict) else {}
         default = cls()
         profilers = flat.get("profilers", default.profilers)
         if isinstance(profilers, (list, tuple)):
@@ -96,12 +96,13 @@ def _device(value: Any) -> int | None:
     return device if device is not None and device >= 0 else None
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_settings(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys ({"llm": {"model": m}} -> {"llm.model": m})."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, f"{name}."))
+            out.update(flatten_settings(value, f"{name}."))
         else:
             out[name] = value
     return out

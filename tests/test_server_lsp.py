@@ -406,6 +406,38 @@ async def test_configuration_reaches_the_job(tmp_path):
         await client.stop()
 
 
+async def test_initialization_options_survive_a_null_configuration_answer(tmp_path):
+    """Issue 25: a client that supports workspace/configuration but answers null (no settings for
+    the section) reset every setting to its default, on-save re-verify back on included."""
+    client = await (server_config(tmp_path / "jobs.log")).start()  # no settings set: it answers [null]
+    client.job_status = []
+
+    @client.feature("kernelstitch/jobStatus")
+    def _job_status(params) -> None:
+        client.job_status.append(params if isinstance(params, dict) else dict(params._asdict()))
+
+    try:
+        from lsp_helpers import capabilities
+
+        await client.initialize_session(lsp.InitializeParams(
+            capabilities=capabilities(), root_uri=tmp_path.as_uri(),
+            initialization_options={"watch": {"onSave": False}, "budget": {"iterations": 5}}))
+        path = write_source(tmp_path, "verdict=accepted speedup=2.0")
+        uri = open_document(client, path)
+        job_id = (await execute(client, "kernelstitch.generate", uri, "Model"))["jobId"]
+        await wait_for(lambda: final_status(client, job_id))
+        import json
+
+        config = json.loads((tmp_path / "jobs.log").read_text().splitlines()[-1])["config"]
+        assert config["budget"]["iterations"] == 5
+        client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+        await asyncio.sleep(1.5)  # past the save debounce: nothing may start
+        assert len((tmp_path / "jobs.log").read_text().splitlines()) == 1
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
 async def test_results_survive_a_restart(tmp_path):
     """Hover after a restart reads the run store the jobs wrote: verdict, plan, kernels."""
     path = write_source(tmp_path, "findings=13 verdict=accepted speedup=1.5")
