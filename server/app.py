@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 JOB_STATUS = "kernelstitch/jobStatus"
 RESCAN_DELAY_S = 0.15  # typing pauses longer than this re-scan the document
 SAVE_DELAY_S = 1.0  # bursts of saves (format-on-save, save-all) verify once
+CLIENT_REQUEST_TIMEOUT_S = 30.0  # a command waiting on the editor (applyEdit, showDocument) answers by then
 _TIME_LIMIT_GRACE_S = 120.0  # on top of budget.timeSeconds before the server stops a job
 
 
@@ -437,9 +438,9 @@ class KernelStitchServer(LanguageServer):
             if uri is None:
                 continue
             try:
-                await self.window_show_document_async(
-                    lsp.ShowDocumentParams(uri=uri, take_focus=focus))
-            except (JsonRpcException, PyglsError) as exc:  # refused: the message says where
+                await asyncio.wait_for(self.window_show_document_async(
+                    lsp.ShowDocumentParams(uri=uri, take_focus=focus)), CLIENT_REQUEST_TIMEOUT_S)
+            except (JsonRpcException, PyglsError, asyncio.TimeoutError) as exc:  # the message says where
                 log.info("showDocument %s failed: %s", uri, exc)
 
     def _notify_status(self, job: Job) -> None:
@@ -713,8 +714,11 @@ def build_server() -> KernelStitchServer:
         edit = actions.add_inputs_edit(uri, text, module)
         if edit is None:
             return {"applied": False, "error": f"{module} not found, or the file does not parse"}
-        result = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
-            edit=edit, label=f"Add example inputs for {module}"))
+        try:
+            result = await asyncio.wait_for(ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+                edit=edit, label=f"Add example inputs for {module}")), CLIENT_REQUEST_TIMEOUT_S)
+        except (JsonRpcException, PyglsError, asyncio.TimeoutError) as exc:
+            return {"applied": False, "error": f"the editor did not apply the edit: {exc or 'no answer'}"}
         return {"applied": bool(result and result.applied)}
 
     @server.command(actions.CMD_OPEN_GENERATED)
@@ -724,8 +728,13 @@ def build_server() -> KernelStitchServer:
         candidate = ls.candidate_for(path.resolve(), module) if path and module else None
         if candidate is None:
             return {"opened": False, "error": "no generated implementation"}
-        result = await ls.window_show_document_async(
-            lsp.ShowDocumentParams(uri=from_fs_path(str(candidate)), take_focus=True))
+        try:
+            result = await asyncio.wait_for(ls.window_show_document_async(
+                lsp.ShowDocumentParams(uri=from_fs_path(str(candidate)), take_focus=True)),
+                CLIENT_REQUEST_TIMEOUT_S)
+        except (JsonRpcException, PyglsError, asyncio.TimeoutError) as exc:
+            return {"opened": False, "path": str(candidate),
+                    "error": f"the editor did not open it: {exc or 'no answer'}"}
         return {"opened": bool(result and result.success), "path": str(candidate)}
 
     return server

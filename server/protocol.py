@@ -2,7 +2,9 @@
 schema get a -32602 (invalid params) reply, and notifications that cannot apply are dropped with
 a log line, instead of pygls' unanswered request and error pop-up (issue 25: negative positions,
 line >= 2^31, `range: null`, a code action without `context`, resolve without a title; didChange
-for a document that was never opened)."""
+for a document that was never opened).  A malformed *response* of the client to one of the
+server's requests (`null` for workspace/applyEdit) fails that request instead of leaving it
+pending forever (the command waiting on it was never answered: found by the fuzz test)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
@@ -27,6 +29,14 @@ class MalformedMessage:
     error: JsonRpcException
 
 
+@dataclass(frozen=True)
+class MalformedResponse:
+    """The client's answer to a server request, which failed the schema."""
+
+    id: Any
+    error: JsonRpcException
+
+
 class ValidatingProtocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]):
         try:
@@ -34,9 +44,16 @@ class ValidatingProtocol(LanguageServerProtocol):
         except JsonRpcException as exc:
             if isinstance(data, dict) and isinstance(data.get("method"), str):
                 return MalformedMessage(data.get("id"), data["method"], exc)
+            if isinstance(data, dict) and "id" in data:
+                return MalformedResponse(data["id"], exc)
             raise
 
     def handle_message(self, message):
+        if isinstance(message, MalformedResponse):
+            error = JsonRpcInvalidRequest(f"the client's response to request {message.id} does not match "
+                                          "the LSP schema")
+            self._handle_response(message.id, None, error.to_response_error())
+            return
         if isinstance(message, MalformedMessage):
             if message.id is None:
                 log.warning("dropped %s notification: its parameters do not match the LSP schema",
