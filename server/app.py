@@ -102,7 +102,7 @@ class KernelStitchServer(LanguageServer):
 
     async def _rescan_in_thread(self, uri: str, text: str) -> None:
         try:
-            scan = await asyncio.to_thread(scan_source, text)
+            scan = await asyncio.to_thread(self.index.scanner(uri).scan, text)
         finally:
             if self._scanning.get(uri) is text:
                 del self._scanning[uri]

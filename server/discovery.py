@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from kernelstitch.core.problem import ModuleInfo, SourceScan, scan_source
+from kernelstitch.core.incremental_scan import IncrementalScanner
+from kernelstitch.core.problem import ModuleInfo, SourceScan
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,17 @@ def _hash(text: str) -> str:
 class DocumentIndex:
     def __init__(self) -> None:
         self._docs: dict[str, DocumentScan] = {}
+        self._scanners: dict[str, IncrementalScanner] = {}  # re-parse only the edited runs
+
+    def scanner(self, uri: str) -> IncrementalScanner:
+        return self._scanners.setdefault(uri, IncrementalScanner())
 
     def get(self, uri: str) -> DocumentScan | None:
         return self._docs.get(uri)
 
     def remove(self, uri: str) -> None:
         self._docs.pop(uri, None)
+        self._scanners.pop(uri, None)
 
     def uris(self) -> list[str]:
         return list(self._docs)
@@ -70,7 +76,7 @@ class DocumentIndex:
                                         previous.has_syntax_error, digest)
                 self._docs[uri] = previous
             return previous
-        scan = scan if scan is not None else scan_source(text)
+        scan = scan if scan is not None else self.scanner(uri).scan(text)
         if scan.error is not None:
             # Keep the last good modules; their lines may be slightly off until it parses again.
             good = previous.scan if previous is not None else SourceScan()

@@ -110,22 +110,67 @@ def _aliased_module_bases(tree: ast.Module) -> set[str]:
     return bases
 
 
-def _module_classes(tree: ast.Module) -> list[ast.ClassDef]:
+@dataclass(frozen=True)
+class ClassSummary:
+    """What the scan needs of one top-level class (lines relative to its tree's first line)."""
+
+    name: str
+    line: int
+    end_line: int
+    name_column: int
+    forward_line: int | None
+    bases: frozenset[str]
+
+    def shifted(self, by: int) -> ClassSummary:
+        return ClassSummary(self.name, self.line + by, self.end_line + by, self.name_column,
+                            None if self.forward_line is None else self.forward_line + by, self.bases)
+
+
+@dataclass(frozen=True)
+class TreeSummary:
+    """A parsed run of top-level statements, reduced to what `scan_of_summary` reads: what an
+    incremental scan caches per chunk of a file (core/incremental_scan.py)."""
+
+    classes: tuple[ClassSummary, ...] = ()
+    functions: frozenset[str] = frozenset()
+    alias_bases: frozenset[str] = frozenset()
+
+    def shifted(self, by: int) -> TreeSummary:
+        return TreeSummary(tuple(c.shifted(by) for c in self.classes), self.functions, self.alias_bases)
+
+
+def summarise_tree(tree: ast.Module) -> TreeSummary:
+    classes = []
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        forward = next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and n.name == "forward"), None)
+        classes.append(ClassSummary(cls.name, cls.lineno, cls.end_lineno or cls.lineno,
+                                    cls.col_offset + len("class "), forward.lineno if forward else None,
+                                    frozenset(_base_name(b) for b in cls.bases)))
+    functions = frozenset(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return TreeSummary(tuple(classes), functions, frozenset(_aliased_module_bases(tree)))
+
+
+def merge_summaries(parts: list[TreeSummary]) -> TreeSummary:
+    return TreeSummary(tuple(c for p in parts for c in p.classes),
+                       frozenset().union(*(p.functions for p in parts)),
+                       frozenset().union(*(p.alias_bases for p in parts)))
+
+
+def _module_classes(summary: TreeSummary) -> list[ClassSummary]:
     """Top-level classes deriving from nn.Module, directly or through another class here."""
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    known_bases = _MODULE_BASES | _aliased_module_bases(tree)
+    known_bases = _MODULE_BASES | summary.alias_bases
     module_names: set[str] = set()
     changed = True
     while changed:  # fixed point: class B(A) where A(nn.Module) is defined later in the file
         changed = False
-        for cls in classes:
+        for cls in summary.classes:
             if cls.name in module_names:
                 continue
-            bases = {_base_name(b) for b in cls.bases}
-            if bases & known_bases or bases & module_names:
+            if cls.bases & known_bases or cls.bases & module_names:
                 module_names.add(cls.name)
                 changed = True
-    return [c for c in classes if c.name in module_names]
+    return [c for c in summary.classes if c.name in module_names]
 
 
 def _inputs_functions(
@@ -139,6 +184,16 @@ def _inputs_functions(
     return None, None
 
 
+def replace_lone_surrogates(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate replaced by U+FFFD: one code unit for one, so lines
+    and columns stay where the editor has them (Python itself refuses such source)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def scan_source(text: str) -> SourceScan:
     """Find module classes and their inputs convention in source text; never raises."""
     try:
@@ -146,48 +201,27 @@ def scan_source(text: str) -> SourceScan:
     except SyntaxError as exc:
         return _scan_of_syntax_error(exc)
     except UnicodeEncodeError:  # a lone UTF-16 surrogate (an editor may send any code unit)
-        # Scan the text with each one replaced by U+FFFD: one code unit for one, so lines and
-        # columns stay where the editor has them (Python itself would refuse the file).
-        clean = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        clean = replace_lone_surrogates(text)
         return scan_source(clean) if clean != text else SourceScan(
             error=SourceError(message="the text cannot be encoded as UTF-8", line=1, column=0))
     except (MemoryError, RecursionError):  # nesting deeper than the parser's stack
         return SourceScan(error=SourceError(message="nested too deeply for Python's parser", line=1, column=0))
     try:
-        return _scan_of_tree(tree)
+        return scan_of_summary(summarise_tree(tree))
     except RecursionError:  # walking a tree deeper than the interpreter's recursion limit
         return SourceScan(error=SourceError(message="nested too deeply to scan", line=1, column=0))
 
 
-def _scan_of_tree(tree: ast.Module) -> SourceScan:
-    functions = {
-        n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    classes = _module_classes(tree)
+def scan_of_summary(summary: TreeSummary) -> SourceScan:
+    classes = _module_classes(summary)
     problem_count = sum(1 for c in classes if c.name != CANDIDATE_CLASS)
     modules = []
     for cls in classes:
-        forward = next(
-            (
-                n
-                for n in cls.body
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"
-            ),
-            None,
-        )
-        inputs_fn, init_fn = _inputs_functions(cls.name, functions, problem_count == 1)
-        modules.append(
-            ModuleInfo(
-                name=cls.name,
-                line=cls.lineno,
-                end_line=cls.end_lineno or cls.lineno,
-                name_column=cls.col_offset + len("class "),
-                forward_line=forward.lineno if forward else None,
-                inputs_fn=inputs_fn,
-                init_inputs_fn=init_fn,
-            )
-        )
-    return SourceScan(modules=tuple(modules), functions=frozenset(functions))
+        inputs_fn, init_fn = _inputs_functions(cls.name, set(summary.functions), problem_count == 1)
+        modules.append(ModuleInfo(name=cls.name, line=cls.line, end_line=cls.end_line,
+                                  name_column=cls.name_column, forward_line=cls.forward_line,
+                                  inputs_fn=inputs_fn, init_inputs_fn=init_fn))
+    return SourceScan(modules=tuple(modules), functions=summary.functions)
 
 
 def _scan_of_syntax_error(exc: SyntaxError) -> SourceScan:
