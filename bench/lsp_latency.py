@@ -1,0 +1,110 @@
+"""Typing latency of `kernelstitch serve` (issue 25's benchmark, not a timed test): a 5,000-line
+file of ~230 modules, 500 edits (each a didChange of the whole text, as a client without
+incremental sync sends), each followed at once by a code action and a hover near the edit.
+Prints p50 / p95 / p99 / max per request kind and the start-up time to `initialize` answered.
+
+Usage: python bench/lsp_latency.py [--edits 500] [--json OUT.json]"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "lsp"))
+from raw_client import RawClient  # noqa: E402
+
+MODULE = '''
+
+class Block{k}(nn.Module):
+    """Block {k}."""
+
+    def __init__(self, features: int = 64):
+        super().__init__()
+        self.lin = nn.Linear(features, features)
+        self.scale = {k}.0
+
+    def forward(self, x):
+        y = self.lin(x)
+        y = torch.relu(y) * self.scale
+        return y + x
+
+
+def get_inputs_Block{k}():
+    return [torch.randn(8, 64)]
+
+
+def get_init_inputs_Block{k}():
+    return [64]
+'''
+
+
+def source(modules: int) -> str:
+    return "import torch\nimport torch.nn as nn\n" + "".join(MODULE.format(k=k) for k in range(modules))
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"p50_ms": 1e3 * pick(0.50), "p95_ms": 1e3 * pick(0.95), "p99_ms": 1e3 * pick(0.99),
+            "max_ms": 1e3 * ordered[-1], "mean_ms": 1e3 * statistics.fmean(ordered)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--edits", type=int, default=500)
+    parser.add_argument("--modules", type=int, default=229)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="ks_latency_"))
+    starts = []
+    for _ in range(5):
+        began = time.perf_counter()
+        client = RawClient(root)  # returns once initialize is answered
+        starts.append(time.perf_counter() - began)
+        client.close()
+    text = source(args.modules)
+    lines = text.split("\n")
+    path = root / "blocks.py"
+    path.write_text(text)
+    uri = path.as_uri()
+    client = RawClient(root)
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                            "text": text}})
+    client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+    rng = random.Random(0)
+    times: dict[str, list[float]] = {"codeAction": [], "hover": []}
+    forward_lines = [i for i, s in enumerate(lines) if s.strip().startswith("y = torch.relu")]
+    for version in range(2, args.edits + 2):
+        line = rng.choice(forward_lines)
+        if rng.random() < 0.8:  # typing inside a method
+            lines[line] += rng.choice(["1", " ", "*", "x", "("])
+        else:  # Enter: lines below move
+            lines.insert(line + 1, "        z = y")
+            forward_lines = [i for i, s in enumerate(lines) if s.strip().startswith("y = torch.relu")]
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                 "contentChanges": [{"text": "\n".join(lines)}]})
+        at = {"line": line, "character": 4}
+        began = time.perf_counter()
+        client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": {"start": at, "end": at},
+                                                   "context": {"diagnostics": []}})
+        times["codeAction"].append(time.perf_counter() - began)
+        began = time.perf_counter()
+        client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": at})
+        times["hover"].append(time.perf_counter() - began)
+    client.close()
+    report = {"lines": len(lines), "modules": args.modules, "edits": args.edits,
+              "startup_to_initialize_s": {"median": statistics.median(starts), "all": starts},
+              **{kind: percentiles(v) for kind, v in times.items()}}
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
