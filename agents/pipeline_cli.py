@@ -49,16 +49,18 @@ def generate_command(
     search_time_s: float = 180.0,
 ) -> int:
     from kernelstitch.agents.pipeline import PipelineConfig, run_generate
-    from rich.console import Console
 
-    console = Console(stderr=True)
+    from kernelstitch.core.terminal import console as make_console
+    from kernelstitch.core.terminal import plain
+
+    console = make_console(stderr=True)
     source, module = split_target(target)
     if not source.exists():
-        console.print(f"[red]no such file: {source}[/red]")
+        console.print(f"[red]no such file: {plain(source)}[/red]")
         return 1
     root = workspace or find_workspace_root(source.resolve())
     if coder not in ("builtin", "llm"):
-        console.print(f"[red]unknown coder {coder!r}: choose builtin or llm[/red]")
+        console.print(f"[red]unknown coder {plain(repr(coder))}: choose builtin or llm[/red]")
         return 1
     config = PipelineConfig(coder=coder, verify=verify, profile=profile, llm=dict(llm or {}),
                             budget=dict(budget or {}), search=search, variants=max(1, variants),
@@ -68,7 +70,7 @@ def generate_command(
 
     def show(event: ProgressEvent) -> None:
         step = f" [{event.step}/{event.total}]" if event.step else ""
-        console.print(f"[cyan]{event.stage:>10}[/cyan]{step} {event.message}")
+        console.print(f"[cyan]{event.stage:>10}[/cyan]{plain(step)} {plain(event.message)}")
 
     try:
         result = run_generate(source, module, Workspace(root), config, show, cancel)
@@ -78,12 +80,12 @@ def generate_command(
         print(json.dumps(asdict(result), indent=2))
     else:
         colour = {"succeeded": "green", "failed": "red", "cancelled": "yellow"}[result.status]
-        console.print(f"[{colour}]{result.status}[/{colour}]: {result.message}")
+        console.print(f"[{colour}]{result.status}[/{colour}]: {plain(result.message)}")
         if result.candidate_path:
-            console.print(f"candidate: {result.candidate_path}")
+            console.print(f"candidate: {plain(result.candidate_path)}")
         elif (result.selection or {}).get("decision") == "keep_original":
             console.print("no replacement offered: keep your module (the measured table is in "
                           "the report)")
         if result.report_path:
-            console.print(f"report:    {result.report_path}")
+            console.print(f"report:    {plain(result.report_path)}")
     return exit_code(result)

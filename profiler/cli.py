@@ -27,14 +27,16 @@ def profile_command(
     `candidate=True` profiles the file's generated `ModelNew` instead of the named module.
     """
     from kernelstitch.profiler.render import plot_roofline, print_report
-    from rich.console import Console
 
-    console = Console(stderr=False)
-    err = Console(stderr=True)
+    from kernelstitch.core.terminal import console as make_console
+    from kernelstitch.core.terminal import plain
+
+    console = make_console(stderr=False)
+    err = make_console(stderr=True)
     backends = list(backends or ["torch", "ncu"])
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
-        err.print(f"[red]unknown backend(s) {unknown}; choose from {list(BACKENDS)}[/]")
+        err.print(f"[red]unknown backend(s) {plain(unknown)}; choose from {plain(list(BACKENDS))}[/]")
         return EXIT_ERROR
     path, module = split_target(target)
     if candidate:
@@ -43,22 +45,22 @@ def profile_command(
         module = resolve_module(path, module).name  # fail fast, before any process starts
         report = profile_module(path, module, backends=backends, work_dir=work_dir)
     except ProblemError as exc:
-        err.print(f"[red]{exc}[/]")
+        err.print(f"[red]{plain(exc)}[/]")
         return EXIT_ERROR
     except NoGpuError:
         err.print("[red]no GPU found: profiling needs a CUDA device (torch.cuda.is_available() "
                   "is False in the worker)[/]")  # fmt: skip
         return EXIT_NO_GPU
     except TaskError as exc:
-        err.print(f"[red]profiling failed: {exc}[/]")
+        err.print(f"[red]profiling failed: {plain(exc)}[/]")
         return EXIT_ERROR
     print_report(report, console)
     if json_out:
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(json_out).write_text(report.to_json())
-        console.print(f"wrote {json_out}")
+        console.print(f"wrote {plain(json_out)}")
     if plot and report.roofline:
-        console.print(f"wrote {plot_roofline(report, plot)}")
+        console.print(f"wrote {plain(plot_roofline(report, plot))}")
     return EXIT_OK
 
 

@@ -11,11 +11,13 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "hint": "dim
 
 
 def print_report(report: ProfileReport, console=None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
-    title = f"{report.module} on {report.device}"
+    from kernelstitch.core.terminal import console as make_console
+    from kernelstitch.core.terminal import plain
+
+    console = console or make_console()
+    title = f"{plain(report.module)} on {plain(report.device)}"
     if report.forward_ms:
         title += f": {report.forward_ms:.3f} ms per forward"
     table = Table(title=title)
@@ -27,8 +29,8 @@ def print_report(report: ProfileReport, console=None) -> None:
         pct = k.pct_of_floor
         table.add_row(
             str(k.source_line or "-"),
-            short_name(k.name, 48),
-            (k.op or "-")[:24],
+            plain(short_name(k.name, 48)),
+            plain((k.op or "-")[:24]),
             str(k.calls),
             f"{k.total_us:.1f}",
             f"{pct:.0f}" if pct is not None else "-",
@@ -38,12 +40,12 @@ def print_report(report: ProfileReport, console=None) -> None:
     console.print(table)
     for f in report.findings:
         where = f"line {f.source_line}" if f.source_line else "module"
-        console.print(f"[{_STYLE[f.severity]}]{f.severity:7}[/] {where}: {f.message}")
-        console.print(f"         {f.explanation}", style="dim", highlight=False)
-        console.print(f"         fix: {f.suggestion}", style="dim", highlight=False)
+        console.print(f"[{_STYLE[f.severity]}]{f.severity:7}[/] {where}: {plain(f.message)}")
+        console.print(f"         {plain(f.explanation)}", style="dim", highlight=False)
+        console.print(f"         fix: {plain(f.suggestion)}", style="dim", highlight=False)
     if report.notes:
-        console.print("notes: " + "; ".join(report.notes), style="dim")
-    console.print(f"backends: {', '.join(report.backends_used)}", style="dim")
+        console.print("notes: " + plain("; ".join(report.notes)), style="dim")
+    console.print(f"backends: {plain(', '.join(report.backends_used))}", style="dim")
 
 
 def _metric(metrics: dict[str, float], key: str) -> str:

@@ -13,16 +13,19 @@ from pathlib import Path
 
 from kernelstitch.agents.verifier.verdict import Reason, Verdict
 
+from kernelstitch.core.terminal import console as make_console
+from kernelstitch.core.terminal import plain
+
 STATUS_STYLE = {"accepted": "green", "rejected": "red", "could_not_verify": "yellow"}
 
 
 def print_summary(verdict: Verdict, console) -> None:
     style = STATUS_STYLE[verdict.status]
-    where = f" on {verdict.device}" if verdict.device else ""
+    where = f" on {plain(verdict.device)}" if verdict.device else ""
     console.print(f"[bold {style}]{verdict.status.replace('_', ' ')}[/bold {style}]{where}")
     for reason in verdict.reasons:
         line = f" (line {reason.line})" if reason.line else ""
-        console.print(f"  [{style}]{reason.code}[/{style}]{line}: {reason.message}",
+        console.print(f"  [{style}]{reason.code}[/{style}]{line}: {plain(reason.message)}",
                       markup=True, highlight=False)
     t = verdict.timings
     if t is not None:
@@ -34,18 +37,17 @@ def print_summary(verdict: Verdict, console) -> None:
             console.print(f"  torch.compile {t.compiled_ms.median:.4f} ms: "
                           f"{t.speedup_vs_compiled:.2f}x{noise}")
     passed = sum(1 for c in verdict.checks if c.passed)
-    console.print(f"  checks passed {passed}/{len(verdict.checks)}; seeds "
-                  f"{', '.join(str(s) for s in verdict.seeds)}")
+    names = ", ".join(c.name if c.passed else f"{c.name} (failed)" for c in verdict.checks)
+    console.print(f"  checks passed {passed}/{len(verdict.checks)}" + (f" ({plain(names)})" if names else "")
+                  + f"; seeds {', '.join(str(s) for s in verdict.seeds)}", highlight=False)
     for note in verdict.notes:
-        console.print(f"  [dim]note: {note}[/dim]", highlight=False)
+        console.print(f"  [dim]note: {plain(note)}[/dim]", highlight=False)
 
 
 def verify_command(ref: Path, cand: Path, *, json_output: bool, module: str | None, seeds: int,
                    timing: bool) -> int:
     from kernelstitch.agents.verifier.api import VerifyOptions, verify
-    from rich.console import Console
-
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     for path in (ref, cand):
         if not Path(path).exists():
             code = "reference_error" if path == ref else "verifier_error"
@@ -53,7 +55,7 @@ def verify_command(ref: Path, cand: Path, *, json_output: bool, module: str | No
             if json_output:
                 print(json.dumps(verdict.to_json()))
             else:
-                err.print(f"[red]no such file: {path}[/red]")
+                err.print(f"[red]no such file: {plain(path)}[/red]")
             return 2
     cancel = threading.Event()
     try:
@@ -64,7 +66,7 @@ def verify_command(ref: Path, cand: Path, *, json_output: bool, module: str | No
         verdict = verify(
             Path(ref), Path(cand), reference_module=module,
             options=VerifyOptions(seeds=seeds, timing=timing),
-            progress=None if json_output else (lambda m: err.print(f"[cyan]verify[/cyan] {m}")),
+            progress=None if json_output else (lambda m: err.print(f"[cyan]verify[/cyan] {plain(m)}")),
             cancel=cancel,
         )
     finally:
@@ -73,5 +75,5 @@ def verify_command(ref: Path, cand: Path, *, json_output: bool, module: str | No
     if json_output:
         print(json.dumps(verdict.to_json()))
     else:
-        print_summary(verdict, Console())
+        print_summary(verdict, make_console())
     return verdict.exit_code()

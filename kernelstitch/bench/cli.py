@@ -28,7 +28,6 @@ class _Display:
     """Progress bar + one line per finished problem, on stderr."""
 
     def __init__(self, total: int, verbose: bool) -> None:
-        from rich.console import Console
         from rich.markup import escape
         from rich.progress import (
             BarColumn,
@@ -38,7 +37,9 @@ class _Display:
             TimeElapsedColumn,
         )
 
-        self.console = Console(stderr=True)
+        from kernelstitch.core.terminal import console as make_console
+
+        self.console = make_console(stderr=True)
         self.escape = escape  # problem names and messages may contain [brackets]
         self.verbose = verbose
         self.progress = Progress(
@@ -103,13 +104,13 @@ def bench_command(
     command: str | None = None,
     resume_from: list[Path] | None = None,
 ) -> int:
-    from rich.console import Console
-
     from kernelstitch.bench.problems import discover
     from kernelstitch.bench.run import run_bench
     from kernelstitch.bench.settings import DEFAULT_TIME_LIMIT_S, default_build_jobs
+    from kernelstitch.core.terminal import console as make_console
+    from kernelstitch.core.terminal import plain
 
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     out = out_dir or Path("bench/results") / _dt.date.today().isoformat()
     stop = threading.Event()
     try:
@@ -132,13 +133,13 @@ def bench_command(
         finally:
             _restore_sigint(previous)
     except BenchError as exc:
-        err.print(f"[red]bench: {exc}[/]", highlight=False)
+        err.print(f"[red]bench: {plain(exc)}[/]", highlight=False)
         return EXIT_CANNOT_RUN
     print(run.files["markdown"].read_text(encoding="utf-8"))
     for note in run.notes:
-        err.print(f"note: {note}", highlight=False)
+        err.print(f"note: {plain(note)}", highlight=False)
     s = run.summary
-    err.print(f"{s['accepted']}/{s['problems']} accepted; results in {run.out_dir}/ "
+    err.print(f"{s['accepted']}/{s['problems']} accepted; results in {plain(run.out_dir)}/ "
               f"(results.json, results.md{', plots' if len(run.files) > 2 else ''})",
               highlight=False)
     if run.interrupted:

@@ -59,10 +59,16 @@ class ModuleInfo:
         return self.inputs_fn is not None
 
     def missing_inputs_message(self) -> str:
+        # Plain get_inputs serves the class named Model (and a file's only module); any class
+        # has its own get_inputs_<Name> (the README's convention).
+        own = self.name == DEFAULT_CLASS
+        inputs, init = ("get_inputs", "get_init_inputs") if own else (
+            f"get_inputs_{self.name}", f"get_init_inputs_{self.name}")
         return (
-            f"{self.name} has no example inputs: add `def get_inputs_{self.name}(): return "
+            f"{self.name} has no example inputs: add `def {inputs}(): return "
             f"[torch.randn(...)]` (the arguments of forward) and, if the constructor takes "
-            f"arguments, `def get_init_inputs_{self.name}(): return [...]` at module level."
+            f"arguments, `def {init}(): return [...]` at module level"
+            + ("." if own else " (plain get_inputs also works when it is the file's only module).")
         )
 
 
