@@ -104,6 +104,26 @@ def test_export_failure_names_the_line(tmp_path):
     assert info.value.line == 6 and "problem.py:6" in str(info.value)
 
 
+def test_data_dependent_control_flow_is_one_sentence_of_cause_and_fix(tmp_path):
+    """Issue 27: torch.export's GuardOnDataDependent page became one sentence with the line."""
+    path = write(tmp_path, """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, x):
+                if x.sum() > 0:
+                    return x * 2
+                return x - 1
+        def get_inputs():
+            return [torch.randn(4, 4)]
+    """)
+    with pytest.raises(GraphCaptureError) as info:
+        capture(path)
+    message = str(info.value)
+    assert message.startswith("problem.py:6: Model.forward branches or loops on tensor values")
+    assert "torch.where" in message and "\n" not in message and info.value.line == 6
+
+
 def test_problem_errors_become_capture_errors(tmp_path):
     path = write(tmp_path, """
         import torch.nn as nn

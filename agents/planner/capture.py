@@ -142,6 +142,9 @@ def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str, pr
     except Exception as exc:
         line = _user_line(exc, path)
         where = f"{path.name}:{line}: " if line else ""
+        advice = _advice(exc)
+        if advice:  # a known limit: the cause and what to change, not torch's page of text
+            raise GraphCaptureError(f"{where}{name}.forward {advice}", line) from exc
         raise GraphCaptureError(
             f"{where}torch.export could not trace {name}.forward: {type(exc).__name__}: "
             f"{_first_lines(str(exc))}", line,
@@ -149,6 +152,28 @@ def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str, pr
     note = (f"sizes are static: dynamic export failed ({type(first).__name__}: "
             f"{_first_lines(str(first), 1)}); the candidate may only accept the captured shapes")
     return exported, False, [note]
+
+
+# torch.export limits a user meets in ordinary modules: (exception name, text in the message) ->
+# one sentence of cause and what to change (README, "What the built-in compiler does").
+_DATA_DEPENDENT = ("branches or loops on tensor values (data-dependent control flow), which a captured "
+                   "graph cannot hold: compute both sides and pick with torch.where, or move the decision "
+                   "out of forward.")
+_ADVICE = (
+    (("GuardOnDataDependentSymNode",), ("",), _DATA_DEPENDENT),
+    (("UserError", "Unsupported", "RuntimeError"), ("data-dependent", "data dependent"), _DATA_DEPENDENT),
+    (("Unsupported",), ("item()", ".item", "tolist"),
+     "reads a tensor's value into Python (.item(), .tolist()), which a captured graph cannot hold: "
+     "keep the value a tensor (x.sum() rather than x.sum().item())."),
+)
+
+
+def _advice(exc: BaseException) -> str | None:
+    kind, text = type(exc).__name__, str(exc)
+    for names, needles, advice in _ADVICE:
+        if any(n in kind for n in names) and any(s in text for s in needles):
+            return advice
+    return None
 
 
 def _first_lines(text: str, count: int = 3) -> str:
