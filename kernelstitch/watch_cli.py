@@ -1,5 +1,6 @@
 """`kernelstitch watch DIR`: re-verify generated implementations when they or their sources
-change, and print each verdict change.
+change; print when a re-verify starts and how it ends (a verdict change, or unchanged), a saved
+source that does not parse, and a deleted file.
 
 File events come from kernelstitch.server.watch (watchdog, debounced, atomic-save aware);
 verification runs through the same pipeline as the editor's, one at a time (one GPU).
@@ -32,6 +33,17 @@ class VerdictBoard:
         if before == verdict:
             return None
         return f"{Path(source).name}::{module}: {before or 'new'} -> {verdict}"
+
+
+def parse_problem(path: Path) -> str | None:
+    """Why a changed source cannot be verified now (it does not parse), or None."""
+    try:
+        scan = scan_source(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if scan.error is None:
+        return None
+    return f"{path.name}:{scan.error.line}: {scan.error.message}: not verified until it parses"
 
 
 def targets_for_change(path: Path, workspace: Workspace) -> list[tuple[Path, str]]:
@@ -74,20 +86,34 @@ def watch_command(directory: Path, *, once_for_testing: threading.Event | None =
     board = VerdictBoard()
     gpu = threading.Lock()
     config = PipelineConfig()
+    cancel = threading.Event()  # Ctrl-C: the verify in flight stops and records itself cancelled
 
     def on_change(path: Path) -> None:
+        problem = parse_problem(path)
+        if problem is not None:
+            print(problem, flush=True)
+            return
         for source, module in targets_for_change(path, workspace):
+            if cancel.is_set():
+                return
+            name = f"{Path(source).name}::{module}"
             with gpu:
-                result = run_verify(source, module, None, workspace, config, lambda _e: None)
-            change = board.update(str(source), module, _verdict_text(result))
-            if change:
-                print(change, flush=True)
+                print(f"{name}: verifying ({path.name} changed)", flush=True)
+                result = run_verify(source, module, None, workspace, config, lambda _e: None, cancel)
+            verdict = _verdict_text(result)
+            change = board.update(str(source), module, verdict)
+            print(change or f"{name}: {verdict} (unchanged)", flush=True)
+
+    def on_delete(path: Path) -> None:
+        print(f"{path.name} deleted: nothing of it is re-verified", flush=True)
 
     print(f"watching {directory} (Ctrl-C to stop)", flush=True)
-    with watch_directory(directory, on_change):
+    with watch_directory(directory, on_change, on_delete=on_delete):
         try:
             while not (once_for_testing and once_for_testing.is_set()):
                 time.sleep(0.2)
         except KeyboardInterrupt:
-            pass
+            cancel.set()
+            if not gpu.acquire(timeout=30):  # let the verify in flight record its cancellation
+                print("a verify did not stop within 30 s", flush=True)
     return 0

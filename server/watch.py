@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -28,12 +29,18 @@ _IGNORED_SUFFIXES = ("~", ".swp", ".swx", ".tmp")
 
 
 class _Debounced(FileSystemEventHandler):
-    def __init__(self, on_change: OnChange, delay_s: float, suffixes: tuple[str, ...]) -> None:
+    def __init__(self, on_change: OnChange, delay_s: float, suffixes: tuple[str, ...],
+                 max_wait_s: float | None = None, on_delete: OnChange | None = None) -> None:
         self.on_change = on_change
+        self.on_delete = on_delete
         self.delay_s = delay_s
+        # Saves closer together than the delay postponed the call without end: after max_wait_s
+        # of a burst it fires anyway (and again after the burst, if the content changed since).
+        self.max_wait_s = max_wait_s if max_wait_s is not None else 5 * delay_s
         self.suffixes = suffixes
         self._lock = threading.Lock()
         self._timers: dict[Path, threading.Timer] = {}
+        self._burst_start: dict[Path, float] = {}
         self._last_hash: dict[Path, str] = {}
         self._closed = False
 
@@ -61,7 +68,10 @@ class _Debounced(FileSystemEventHandler):
             timer = self._timers.pop(path, None)
             if timer is not None:
                 timer.cancel()
-            timer = threading.Timer(self.delay_s, self._fire, args=(path,))
+            now = time.monotonic()
+            start = self._burst_start.setdefault(path, now)
+            delay = max(0.0, min(self.delay_s, start + self.max_wait_s - now))
+            timer = threading.Timer(delay, self._fire, args=(path,))
             timer.daemon = True
             self._timers[path] = timer
             timer.start()
@@ -69,10 +79,18 @@ class _Debounced(FileSystemEventHandler):
     def _fire(self, path: Path) -> None:
         with self._lock:
             self._timers.pop(path, None)
+            self._burst_start.pop(path, None)
             if self._closed:
                 return
         digest = _digest(path)
         if digest is None:  # deleted and not re-created within the debounce window
+            with self._lock:
+                known = self._last_hash.pop(path, None) is not None
+            if known and self.on_delete is not None:
+                try:
+                    self.on_delete(path)
+                except Exception:  # a failing callback must not kill the watcher thread
+                    log.exception("watch delete callback failed for %s", path)
             return
         with self._lock:
             if self._last_hash.get(path) == digest:
@@ -118,11 +136,14 @@ class DirectoryWatch:
 
 
 def watch_directory(path: Path | str, on_change: OnChange, *, debounce_s: float = 1.0,
-                    suffixes: tuple[str, ...] = (".py",)) -> DirectoryWatch:
+                    suffixes: tuple[str, ...] = (".py",), max_wait_s: float | None = None,
+                    on_delete: OnChange | None = None) -> DirectoryWatch:
     """Call `on_change(file)` (from a background thread) after each burst of changes to a file
-    under `path`.  Returns at once; files already there are not reported until they change."""
+    under `path` (at the latest `max_wait_s`, default 5 x debounce, into a burst), and
+    `on_delete(file)` when a file it knew is gone.  Returns at once; files already there are not
+    reported until they change."""
     root = Path(path).resolve()
-    handler = _Debounced(on_change, debounce_s, suffixes)
+    handler = _Debounced(on_change, debounce_s, suffixes, max_wait_s, on_delete)
     handler.prime(p for p in _files(root) if handler._wanted(p))
     observer = Observer()
     observer.schedule(handler, str(root), recursive=True)

@@ -97,3 +97,29 @@ def test_stop_ends_reporting(tmp_path):
     watch.stop()
     (tmp_path / "a.py").write_text("a = 2\n")
     assert recorder.settle() == []
+
+
+def test_saves_closer_than_the_debounce_still_report_within_the_max_wait(tmp_path):
+    """Issue 27: saves under the debounce apart postponed the call without end."""
+    target = tmp_path / "problem.py"
+    target.write_text("x = 1\n")
+    recorder = Recorder()
+    with watch_directory(tmp_path, recorder, debounce_s=DEBOUNCE, max_wait_s=3 * DEBOUNCE):
+        time.sleep(0.1)
+        began = time.monotonic()
+        while time.monotonic() - began < 8 * DEBOUNCE:  # a save every DEBOUNCE / 3
+            target.write_text(f"x = {time.monotonic()}\n")
+            time.sleep(DEBOUNCE / 3)
+        seen = recorder.wait_for(2, timeout=2)
+    assert len(seen) >= 2  # at least once during the burst, once after it
+
+
+def test_a_deleted_file_is_reported_to_on_delete(tmp_path):
+    target = tmp_path / "problem.py"
+    target.write_text("x = 1\n")
+    changed, deleted = Recorder(), Recorder()
+    with watch_directory(tmp_path, changed, debounce_s=DEBOUNCE, on_delete=deleted):
+        time.sleep(0.1)
+        target.unlink()
+        assert deleted.wait_for(1) == [target.resolve()]
+    assert changed.paths == []

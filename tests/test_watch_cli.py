@@ -47,3 +47,14 @@ def test_board_reports_changes_only():
     assert board.update("a.py", "Model", "accepted") == "a.py::Model: new -> accepted"
     assert board.update("a.py", "Model", "accepted") is None
     assert "accepted -> rejected" in board.update("a.py", "Model", "rejected (wrong_output)")
+
+
+def test_a_source_that_does_not_parse_is_named_with_its_line(tmp_path):
+    from kernelstitch.watch_cli import parse_problem
+
+    source = tmp_path / "m.py"
+    source.write_text(SOURCE + "def broken(:\n")
+    message = parse_problem(source)
+    assert message.startswith("m.py:11: syntax error") and "not verified until it parses" in message
+    source.write_text(SOURCE)
+    assert parse_problem(source) is None
