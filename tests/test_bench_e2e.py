@@ -33,7 +33,7 @@ def test_bench_cli_on_one_problem_without_gpu(tmp_path):
     write_problem(folder / "level1" / "1_relu.py")
     write_problem(folder / "level2" / "1_other.py", scale=3.0)
     proc = bench_cli(folder, tmp_path / "out", "--levels", "1", "--time-limit", "200")
-    assert proc.returncode == 1, proc.stderr  # completed, nothing accepted
+    assert proc.returncode == 2, proc.stderr  # completed, nothing verified (no GPU): as generate
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     (row,) = data["problems"]  # --levels 1 only
     assert row["problem"] == "level1/1_relu" and row["level"] == "1"
@@ -51,7 +51,7 @@ def test_bench_cli_on_one_problem_without_gpu(tmp_path):
 
     again = bench_cli(folder, tmp_path / "out2", "--levels", "1")
     data2 = json.loads((tmp_path / "out2" / "results.json").read_text())
-    assert again.returncode == 1 and data2["problems"][0]["reused"] is True
+    assert again.returncode == 2 and data2["problems"][0]["reused"] is True
     assert data2["problems"][0]["status"] == "could_not_verify"
 
 

@@ -19,7 +19,9 @@ from kernelstitch.bench.problems import BenchError
 from kernelstitch.bench.schedule import ScheduleEvent
 from kernelstitch.bench.settings import BenchSettings
 
+# The CLI's one exit-status table (README, "CLI"): 2 is "could not verify or run" everywhere.
 EXIT_ALL_ACCEPTED, EXIT_NOT_ALL_ACCEPTED, EXIT_CANNOT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_NOTHING_VERIFIED = 2  # every problem could_not_verify (no GPU), as generate / verify / profile
 _STYLE = {"accepted": "green", "rejected": "red", "failed": "red", "timeout": "yellow",
           "could_not_verify": "yellow", "cancelled": "yellow"}
 
@@ -144,6 +146,10 @@ def bench_command(
               highlight=False)
     if run.interrupted:
         return EXIT_INTERRUPTED
+    if s["problems"] and s["by_status"].get("could_not_verify", 0) == s["problems"]:
+        err.print("nothing was verified (no GPU here): exit status 2, as generate, verify and profile",
+                  highlight=False)
+        return EXIT_NOTHING_VERIFIED
     return EXIT_ALL_ACCEPTED if s["accepted"] == s["problems"] else EXIT_NOT_ALL_ACCEPTED
 
 
