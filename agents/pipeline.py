@@ -241,6 +241,9 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     if verdict is not None:
         store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
     extra: list[str] = []
+    cpu_note = _compile_without_gpu(ctx, verdict, candidate_path, out_dir)
+    if cpu_note:
+        extra.append(f"## Compiled without a GPU\n\n{cpu_note}.\n")
     if selection is not None:
         from kernelstitch.agents.verifier.selection import markdown_table
 
@@ -276,7 +279,7 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     report_path = out_dir / "report.md"
     ctx.workspace.write_text_atomic(report_path, report)
     store.add_artifact(run_id, "report", "report.md", report)
-    message = _summary(verdict) + (f" ({llm_note})" if llm_note else "")
+    message = _summary(verdict) + (f"; {cpu_note}" if cpu_note else "") + (f" ({llm_note})" if llm_note else "")
     if selection is not None and selection.decision == "keep_original":
         message = f"kept the original: {selection.why}"
     return JobResult(
@@ -424,7 +427,7 @@ def verify_candidate(ctx: _Context, candidate_path: Path, builtin: bool = False,
     from kernelstitch.agents.verifier import VerifyOptions, verify
     from kernelstitch.agents.verifier.declaration import CandidateOrigin
 
-    ctx.stage("compiling", "compiling and verifying the candidate")
+    ctx.stage("verifying", "verifying the candidate (a GPU worker compiles it)")
     if ctx.verifier is not None:
         return ctx.verifier(ctx.source, Path(candidate_path), ctx.module, ctx.cancel)
     options = VerifyOptions(
@@ -438,6 +441,20 @@ def verify_candidate(ctx: _Context, candidate_path: Path, builtin: bool = False,
         origin=CandidateOrigin.BUILTIN if builtin else CandidateOrigin.UNTRUSTED,
         allowance=allowance,
     )
+
+
+def _compile_without_gpu(ctx: _Context, verdict, candidate_path, out_dir: Path) -> str | None:
+    """Without a GPU (the verdict says no_gpu), the built-in kernels compiled by nvcc for sm_90a
+    where nvcc is installed (agents/cpu_compile.py); the sentence to report, or None."""
+    if verdict is None or candidate_path is None or verdict.status != "could_not_verify":
+        return None
+    if not any(r.code == "no_gpu" for r in verdict.reasons):
+        return None
+    from kernelstitch.agents.cpu_compile import compile_without_gpu
+
+    ctx.stage("compiling", "nvcc for sm_90a (no GPU here: compile only, nothing runs)")
+    result = compile_without_gpu(Path(candidate_path).parent / "kernels")
+    return result.note if result is not None else None
 
 
 def _summary(verdict) -> str:
