@@ -87,7 +87,8 @@ def verify_cmd(
 @app.command("profile")
 def profile_cmd(
     target: str = typer.Argument(..., help="FILE.py or FILE.py::Module"),
-    json_out: Path | None = typer.Option(None, "--json", help="write the profile as JSON"),
+    json_output: bool = typer.Option(False, "--json", help="print one JSON object (the report)"),
+    json_out: Path | None = typer.Option(None, "--json-out", help="write the report as JSON here"),
     backend: list[str] = typer.Option(["torch", "ncu"], help="torch, ncu, nsys"),
     plot: Path | None = typer.Option(None, help="write a roofline PNG here"),
     candidate: bool = typer.Option(False, help="profile ModelNew instead of the module"),
@@ -96,7 +97,8 @@ def profile_cmd(
     from kernelstitch.profiler.cli import profile_command
 
     raise typer.Exit(
-        profile_command(target, json_out=json_out, backends=backend, plot=plot, candidate=candidate)
+        profile_command(target, json_out=json_out, json_stdout=json_output, backends=backend, plot=plot,
+                        candidate=candidate)
     )
 
 

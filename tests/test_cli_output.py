@@ -38,3 +38,19 @@ def test_plain_escapes_markup():
     console = Console(record=True, width=200)
     console.print(f"[red]x[/red] {plain('[torch.randn(2)] [bold]not bold[/bold]')}")
     assert "[torch.randn(2)] [bold]not bold[/bold]" in console.export_text()
+
+
+def test_profile_json_is_one_object_on_stdout_like_generate_and_verify(tmp_path):
+    import json
+
+    import torch
+
+    if torch.cuda.is_available():
+        return  # the no-GPU answer is what this checks
+    path = tmp_path / "mod.py"
+    path.write_text(MODULE + "\ndef get_inputs():\n    return [torch.randn(4)]\n")
+    done = subprocess.run([sys.executable, "-m", "kernelstitch", "profile", str(path), "--json"],
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 2
+    answer = json.loads(done.stdout)  # exactly one object: json.loads fails on anything more
+    assert answer["exit_status"] == 2 and "no GPU" in answer["error"]
