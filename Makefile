@@ -15,7 +15,10 @@ $(STAMP): pyproject.toml setup.py
 	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
 		echo "using the torch of $(PYTHON)"; $(PYTHON) -m venv --system-site-packages $(VENV); \
 	else $(PYTHON) -m venv $(VENV); fi
-	@$(BIN)/python -c "import torch" >/dev/null 2>&1 || $(BIN)/python -m pip install -q torch==2.13.0
+	@$(BIN)/python -c "import torch" >/dev/null 2>&1 || { \
+		echo "installing torch 2.13.0, CPU build (about 200 MB: a minute or two on a fresh machine)"; \
+		$(BIN)/python -m pip install -q torch==2.13.0; }
+	@echo "installing kernelstitch and its tools into $(VENV)"
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
