@@ -102,6 +102,9 @@ def test_correct_kernel_after_a_429_a_500_and_a_compile_error(stub, problem):
     assert SECRET not in all_stored_text(problem, result.run_id)
     report = Path(result.report_path).read_text()
     assert "the LLM candidate (reply 2) is used" in report and "0.5000 ms vs 1.0000 ms" in report
+    # Each backoff wait is announced (the CLI was silent through the retries).
+    retries = [e.message for e in events if "retry" in e.message]
+    assert len(retries) == 2 and "retry 1 of" in retries[0] and "in 0.2 s" in retries[0]
     assert SECRET not in report
     stages = [e.message for e in events]
     assert any("LLM candidate 1: rejected (compile_error" in m for m in stages)

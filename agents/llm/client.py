@@ -108,8 +108,10 @@ class LlmClient:
         recorder: Recorder | None = None,
         environ: dict[str, str] | None = None,
         meta: dict[str, Any] | None = None,
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
         config.validate()
+        self.on_retry = on_retry  # told before each backoff wait (the CLI was silent for 15-40 s)
         api_key, self.key_note = resolve_api_key(config, environ)
         self.config = config
         self.cancel = cancel or threading.Event()
@@ -339,6 +341,8 @@ class LlmClient:
             raise LlmBudgetExceeded(
                 f"the LLM time budget ({cfg.time_budget_s:.0f} s) ends before the endpoint "
                 f"asks to be retried ({delay:.1f} s)")
+        if self.on_retry is not None:
+            self.on_retry(f"LLM: {self._describe(exc)}; retry {attempt} of {cfg.max_retries} in {delay:.1f} s")
         if self.cancel.wait(delay):
             raise LlmCancelled("cancelled while waiting to retry the LLM request")
 

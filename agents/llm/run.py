@@ -138,7 +138,7 @@ def run_llm_path(
         outcome.config = config
         prompts = load_prompts(config.prompt_version)
         client = LlmClient(config, cancel=cancel, deadline=started + config.time_budget_s,
-                           recorder=record, environ=environ,
+                           recorder=record, environ=environ, on_retry=lambda m: progress("coding", m),
                            meta={"prompt_version": config.prompt_version,
                                  "prompts": prompts.manifest()})
     except (LlmError, ValueError) as exc:
