@@ -12,7 +12,6 @@ file, and that parse's summary or error (lines shifted) is the file's."""
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 import threading
 from collections import OrderedDict
@@ -36,7 +35,8 @@ def split_runs(lines: list[str]) -> list[tuple[int, int]]:
     """(first, end) line indexes of each run; a definition right after a decorator stays with it."""
     starts = [0]
     for i, line in enumerate(lines):
-        if i and _STARTS_RUN.match(line) and not lines[i - 1].startswith("@"):
+        # The first-character test keeps the regex off almost every line (typing latency).
+        if i and line[:1] in "cda@" and _STARTS_RUN.match(line) and not lines[i - 1].startswith("@"):
             starts.append(i)
     bounds = starts + [len(lines)]
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
@@ -49,7 +49,8 @@ class IncrementalScanner:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: tuple[str, SourceScan] | None = None
-        self._runs: OrderedDict[str, TreeSummary | None] = OrderedDict()  # digest -> summary (None: no parse)
+        # run text -> (summary or None when it does not parse, {first line: shifted summary})
+        self._runs: OrderedDict[str, tuple[TreeSummary | None, dict[int, TreeSummary]]] = OrderedDict()
         self.parsed_runs = 0  # runs parsed since creation (the benchmark and tests read it)
 
     def scan(self, text: str) -> SourceScan:
@@ -65,36 +66,44 @@ class IncrementalScanner:
         lines = text.split("\n")
         parts: list[TreeSummary] = []
         for first, end in split_runs(lines):
-            summary = self._summary("\n".join(lines[first:end]))
+            summary = self._summary("\n".join(lines[first:end]), first)
             if summary is None:  # the rest of the file as one run: its summary or its error
                 rest = "\n".join(lines[first:])
-                summary = self._summary(rest)
+                summary = self._summary(rest, first)
                 if summary is None:
                     rest_scan = scan_source(rest)
                     return _shifted_error(rest_scan, first) if rest_scan.error else scan_source(text)
-                parts.append(summary.shifted(first))
+                parts.append(summary)
                 break
-            parts.append(summary.shifted(first))
+            parts.append(summary)
         try:
             return scan_of_summary(merge_summaries(parts))
         except RecursionError:
             return scan_source(text)
 
 
-    def _summary(self, run: str) -> TreeSummary | None:
-        key = hashlib.sha1(run.encode("utf-8", "surrogatepass")).hexdigest()
-        if key in self._runs:
-            self._runs.move_to_end(key)
-            return self._runs[key]
-        self.parsed_runs += 1
-        try:
-            summary: TreeSummary | None = summarise_tree(ast.parse(run))
-        except (SyntaxError, ValueError, UnicodeEncodeError, MemoryError, RecursionError):
-            summary = None
-        self._runs[key] = summary
-        if len(self._runs) > MAX_CACHED_RUNS:
-            self._runs.popitem(last=False)
-        return summary
+    def _summary(self, run: str, first: int) -> TreeSummary | None:
+        """The run's summary with lines shifted to start at `first` (both cached)."""
+        entry = self._runs.get(run)
+        if entry is None:
+            self.parsed_runs += 1
+            try:
+                summary: TreeSummary | None = summarise_tree(ast.parse(run))
+            except (SyntaxError, ValueError, UnicodeEncodeError, MemoryError, RecursionError):
+                summary = None
+            entry = self._runs[run] = (summary, {})
+            if len(self._runs) > MAX_CACHED_RUNS:
+                self._runs.popitem(last=False)
+        else:
+            self._runs.move_to_end(run)
+        summary, shifted = entry
+        if summary is None:
+            return None
+        if first not in shifted:
+            if len(shifted) > 8:  # lines move as the user types above: keep a few positions
+                shifted.clear()
+            shifted[first] = summary.shifted(first)
+        return shifted[first]
 
 
 def _shifted_error(scan: SourceScan, by: int) -> SourceScan:
