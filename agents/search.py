@@ -232,9 +232,13 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
         v.note = why
     if not order and not reused:
         last_verdict = _verify_for_the_record(ctx, built, measured, out_dir, verify)
+    # Each contender's failure goes into the reason the bench and the report print (level2/93
+    # was kept on the H200 with no word of why its faster variant failed).
+    failures = [f"{v.name}: {v.note}" for v in order if v.note and "were spent" not in v.note]
     why = nothing_faster_reason(original, measured) if not order else (
         "no contender was confirmed by full verification"
-        + (" within the search's time budget" if out_of_time else "") + "; the original is kept")
+        + (" within the search's time budget" if out_of_time else "")
+        + (f" ({'; '.join(failures[:3])})" if failures else "") + "; the original is kept")
     selection = keep_original(original, measured, why, graphed)
     _remember(store, run_id, key, selection, reused)
     _withdraw(out_dir)

@@ -190,6 +190,7 @@ def test_no_further_contender_is_verified_once_the_time_budget_is_spent(tmp_path
                            time_budget_s=50, clock=lambda: next(ticks))
     assert len(calls) == 1  # the fastest contender only
     assert found.selection.decision == "keep_original" and "time budget" in found.selection.why
+    assert "(nchw: " in found.selection.why and "wrong_output" in found.selection.why  # why it failed
     notes = {v.name: v.note for v in found.selection.variants}
     assert "were spent" in notes["default"] and "were spent" in notes["graph"]
 
