@@ -251,7 +251,7 @@ class KernelStitchServer(LanguageServer):
         elif not self.pull_diagnostics:
             try:
                 lines = read_source(candidate).splitlines()
-            except OSError:
+            except (OSError, ValueError):  # unreadable, not a regular file, not UTF-8
                 lines = []
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
                 uri=uri, diagnostics=diagnostics.verification(lines, entry)))
