@@ -52,7 +52,10 @@ class DocumentIndex:
         self._scanners: dict[str, IncrementalScanner] = {}  # re-parse only the edited runs
 
     def scanner(self, uri: str) -> IncrementalScanner:
-        return self._scanners.setdefault(uri, IncrementalScanner())
+        scanner = self._scanners.get(uri)
+        if scanner is None:  # not setdefault: it would build a scanner on every call
+            scanner = self._scanners[uri] = IncrementalScanner()
+        return scanner
 
     def get(self, uri: str) -> DocumentScan | None:
         return self._docs.get(uri)

@@ -87,19 +87,13 @@ class _Debounced(FileSystemEventHandler):
             with self._lock:
                 known = self._last_hash.pop(path, None) is not None
             if known and self.on_delete is not None:
-                try:
-                    self.on_delete(path)
-                except Exception:  # a failing callback must not kill the watcher thread
-                    log.exception("watch delete callback failed for %s", path)
+                _call(self.on_delete, path)
             return
         with self._lock:
             if self._last_hash.get(path) == digest:
                 return  # touched or re-saved unchanged
             self._last_hash[path] = digest
-        try:
-            self.on_change(path)
-        except Exception:  # a failing callback must not kill the watcher thread
-            log.exception("watch callback failed for %s", path)
+        _call(self.on_change, path)
 
     def prime(self, paths: Iterable[Path]) -> None:
         """Remember current contents so only later changes are reported."""
@@ -114,6 +108,13 @@ class _Debounced(FileSystemEventHandler):
             for timer in self._timers.values():
                 timer.cancel()
             self._timers.clear()
+
+
+def _call(callback: OnChange, path: Path) -> None:
+    try:
+        callback(path)
+    except Exception:  # a failing callback must not kill the watcher thread
+        log.exception("watch callback %s failed for %s", getattr(callback, "__name__", callback), path)
 
 
 class DirectoryWatch:

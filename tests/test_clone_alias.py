@@ -13,10 +13,10 @@ from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
 
-from kernelstitch.core.problem import import_file, load_problem
+from kernelstitch.core.problem import load_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import _InterpretedExtension  # noqa: E402
+from test_coder import interpreted_pair  # noqa: E402
 
 RESIDUAL = '''
 import torch
@@ -67,13 +67,8 @@ def test_a_copy_of_a_fresh_value_fuses_with_the_chain_and_matches_the_reference(
     compute = text[text.index("def _compute"):]  # the wrapper's CUDA-graph replay clones its outputs
     assert "clone" not in compute and "detach" not in compute
 
-    module = import_file(program)
-    module._KS = _InterpretedExtension(candidate.plan)
     problem = load_problem(path, "Model")
-    torch.manual_seed(0)
-    reference = problem.build()
-    new = module.ModelNew(*problem.get_init_inputs())
-    new.load_state_dict(reference.state_dict())
+    reference, new = interpreted_pair(candidate, program, problem)
     x = problem.inputs()
     with torch.no_grad():
         torch.testing.assert_close(new(*x), reference(*x), atol=1e-5, rtol=1e-5)

@@ -297,6 +297,18 @@ class _InterpretedExtension:
         return self.functions[name]
 
 
+def interpreted_pair(candidate, program: Path, problem):
+    """(reference, ModelNew) on the CPU: the generated program with every kernel interpreted in
+    torch (`_InterpretedExtension`), sharing the reference's weights (seed 0)."""
+    module = import_file(program)
+    module._KS = _InterpretedExtension(candidate.plan)
+    torch.manual_seed(0)
+    reference = problem.build()
+    new = module.ModelNew(*problem.get_init_inputs())
+    new.load_state_dict(reference.state_dict())
+    return reference, new
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_program_matches_reference_with_interpreted_kernels(case, tmp_path):
@@ -309,15 +321,11 @@ def test_program_matches_reference_with_interpreted_kernels(case, tmp_path):
     first, _ = shrunk(case[0])
     consts = {k: max(3, v // 8) for k, v in first.items()}
     candidate = generate_builtin(case[0], case[1], tmp_path / "model_new.py", constants=consts)
-    module = import_file(write_candidate(candidate, tmp_path))
-    module._KS = _InterpretedExtension(candidate.plan)
+    program = Path(write_candidate(candidate, tmp_path))
     problem = load_problem(case[0], case[1])
     for k, v in consts.items():
         setattr(problem.namespace, k, v)
-    torch.manual_seed(0)
-    reference = problem.build()
-    new = module.ModelNew(*problem.get_init_inputs())
-    new.load_state_dict(reference.state_dict())
+    reference, new = interpreted_pair(candidate, program, problem)
     inputs = problem.inputs()
     with torch.no_grad():
         want, got = reference(*inputs), new(*inputs)

@@ -160,7 +160,7 @@ _COPY_OPS = frozenset({"aten.clone.default", "aten.detach.default", "aten.alias.
 def _clone_alias(graph: Graph):
     if any(_inplace_base(n.op) is not None or n.op.endswith(".out") for n in graph.nodes):
         return [], set(), []
-    outputs = {ref for value in graph.outputs for ref in _refs(value)}
+    outputs = set(graph.output_names())
     source: dict[str, str] = {}  # copy node -> the fresh value it copies
     for node in graph.nodes:
         if node.op not in _COPY_OPS or not node.args or not isinstance(node.args[0], NodeRef):
@@ -190,14 +190,6 @@ def _clone_alias(graph: Graph):
     note = (f"{len(source)} copy op(s) (clone / detach) read as the value they copy: it is fresh, nothing "
             "writes either afterwards, and neither is an output")
     return edits, set(), [note] if edits else []
-
-
-def _refs(value) -> list[str]:
-    if isinstance(value, NodeRef):
-        return [value.node]
-    if isinstance(value, list | tuple):
-        return [r for v in value for r in _refs(v)]
-    return []
 
 
 def _constant_operands(graph: Graph):

@@ -81,7 +81,6 @@ class IncrementalScanner:
         except RecursionError:
             return scan_source(text)
 
-
     def _summary(self, run: str, first: int) -> TreeSummary | None:
         """The run's summary with lines shifted to start at `first` (both cached)."""
         entry = self._runs.get(run)

@@ -50,7 +50,7 @@ def binding(r: Reduction) -> str:
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
         shapes=", ".join("os" if k in r.roles.epilogue else "xs" for k in range(n)),
         row_read=", ".join(str(k) for k in r.row_operands()),
-        col_read=", ".join(str(k) for k in list(r.roles.prologue) + (list(r.roles.epilogue) if r.normalizing else [])),
+        col_read=", ".join(str(k) for k in r.column_operands()),
         row_any="true" if row_any_layout(spec.kind) else "false",
         span_plan=render("reduction/binding_gn_span.cpp") if spec.kind == "group_norm" else "",
         in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(n)),

@@ -51,9 +51,8 @@ def kernel(r: Reduction) -> str:
             e_loads=_loads(r.roles.epilogue, "e"), epi=r.epi_call("y", "0"), out_t=r.out_t)
     else:
         finish = "    " + r.final_block("c")
-    column_read = list(r.roles.prologue) + (list(r.roles.epilogue) if r.normalizing else [])
     return render("reduction/colloop.cu", name=r.name, params=r.params, out_t=r.out_t, state=r.state,
-                  bases=_bases(column_read), loads1=pro_loads, pro_x=pro_x, finish=finish)
+                  bases=_bases(r.column_operands()), loads1=pro_loads, pro_x=pro_x, finish=finish)
 
 
 def launch(r: Reduction) -> str:

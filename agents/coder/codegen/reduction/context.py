@@ -238,6 +238,12 @@ class Reduction:
             ks += list(self.roles.epilogue)
         return ks
 
+    def column_operands(self) -> list[int]:
+        """The operands the column-loop kernel reads per value: prologue, and (normalising
+        kinds, which store every value) epilogue inputs; its host plan checks they are
+        column-affine (ks_col_affine)."""
+        return list(self.roles.prologue) + (list(self.roles.epilogue) if self.normalizing else [])
+
 
 @dataclass(frozen=True)
 class Cache:
