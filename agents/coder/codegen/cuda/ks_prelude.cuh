@@ -397,6 +397,24 @@ struct KsStateWelford {
   __device__ __forceinline__ static KsStateWelford load(const float* p) { return {p[0], p[1], p[2]}; }
 };
 
+// N values at once: their mean and M2 (one pass over registers), then one Chan merge -- a
+// division per N values instead of per value (group_norm's 16-byte span loads).
+template <bool FAST, int N>
+__device__ __forceinline__ void ks_push_n(KsStateWelford& st, const float (&x)[N]) {
+  if constexpr (N == 1) {
+    st.push(x[0]);
+  } else {
+    float s = 0.f;
+#pragma unroll
+    for (int u = 0; u < N; ++u) s += x[u];
+    const float mean = s * (1.f / N);
+    float m2 = 0.f;
+#pragma unroll
+    for (int u = 0; u < N; ++u) m2 += (x[u] - mean) * (x[u] - mean);
+    st.merge(KsStateWelford{mean, m2, (float)N});
+  }
+}
+
 // Merges the online states of a block down to lane 0 through shared memory `sm`: thread `t`
 // holds lane `lane` of `lanes` (a power of two), lanes `stride` threads apart (the tile kernels:
 // threads along R; group_norm's span kernels: the whole block).  Every thread calls it: it

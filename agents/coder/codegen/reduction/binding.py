@@ -35,6 +35,8 @@ def binding(r: Reduction) -> str:
             out_shape = "out_shape = x_sizes; out_shape.erase(out_shape.begin() + dim, out_shape.begin() + dim + count);"
         view = render("reduction/binding_view_dim.cpp", name=name, dim=spec.dim, count=spec.dim_count,
                       out_shape=out_shape)
+    ptrs = ", ".join(f"&in_{k}" for k in range(n))
+    shapes = ", ".join("os" if k in r.roles.epilogue else "xs" for k in range(n))
     cols_replan = ""
     if r.normalizing and spec.kind not in COLUMN_TILE_KINDS:  # no column kernel to launch
         cols_replan = render("reduction/binding_cols_replan.cpp", nf=r.nf)
@@ -47,11 +49,12 @@ def binding(r: Reduction) -> str:
             f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
             for k, t in enumerate(spec.inputs)
         ),
-        ptrs=", ".join(f"&in_{k}" for k in range(n)),
-        shapes=", ".join("os" if k in r.roles.epilogue else "xs" for k in range(n)),
+        ptrs=ptrs,
+        shapes=shapes,
         row_read=", ".join(str(k) for k in r.row_operands()),
         col_read=", ".join(str(k) for k in r.column_operands()),
         row_any="true" if row_any_layout(spec.kind) else "false",
-        span_plan=render("reduction/binding_gn_span.cpp") if spec.kind == "group_norm" else "",
+        span_plan=render("reduction/binding_gn_span.cpp", vec=r.vec, ptrs=ptrs, shapes=shapes)
+        if spec.kind == "group_norm" else "",
         in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(n)),
     )

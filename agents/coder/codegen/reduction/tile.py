@@ -54,5 +54,5 @@ def apply_kernel(r: Reduction) -> str:
 def launch(r: Reduction) -> str:
     """The launcher's last part: every plan that no other family took."""
     apply_launch = render("reduction/apply_launch.cu", name=r.name, args=r.args) if r.normalizing else ""
-    spans = render("reduction/gn_span_launch.cu", name=r.name, args=r.args) if r.kind == "group_norm" else ""
+    spans = render("reduction/gn_span_launch.cu", name=r.name, args=r.args, vec=r.vec) if r.kind == "group_norm" else ""
     return spans + render("reduction/tile_launch.cu", name=r.name, args=r.args, nf=r.nf, apply_launch=apply_launch)

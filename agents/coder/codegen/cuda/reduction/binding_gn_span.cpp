@@ -1,5 +1,7 @@
-  // Long group_norm rows: the channel-span kernels (gn_span.cu) instead of the generic tile path.
+  // Long group_norm rows: the channel-span kernels (gn_span.cu) instead of the generic tile path,
+  // 16 bytes at a time when every span starts on a 16-byte boundary and the operands allow it.
   if (plan.path == KS_PATH_TILE && gn_span >= KS_GN_MIN_SPAN) {
     plan.span = gn_span;
     plan.workspace_floats = ks_gn_split(outer, R / gn_span, sms).workspace_floats;
+    if (gn_span % {{vec}} == 0) vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, {{vec}}, descs);
   }

@@ -4,13 +4,14 @@
 // with the span as the "row"), so a per-channel weight, bias or conv bias costs one load per span
 // instead of the index division per element of the generic tile / apply kernels (on the H100
 // those divisions made level2/23's apply kernel compute-bound at 16% of DRAM bandwidth).
+// VEC: 16-byte accesses when S is a multiple of the width and full operands are aligned (the
+// binding's choice); the scalar build (VEC 1) ran at about half of Inductor's speed on level2/60.
+template <int VEC>
 __global__ void __launch_bounds__(256)
 {{name}}_gn_stats({{params}}, float* __restrict__ partials, const int64_t outer, const int64_t cg,
                   const int64_t S, const int64_t spans_per_block) {
   using State = KsStateWelford;
   __shared__ float sm[State::NF][256];
-  constexpr int VEC = 1;
-  const int q = 0;
   const int t = threadIdx.x;
   const int64_t o = blockIdx.x;
   const int64_t first = (int64_t)blockIdx.y * spans_per_block;
@@ -20,10 +21,12 @@ __global__ void __launch_bounds__(256)
     const int64_t row = o * cg + c, R = S;
     {{bases_stats}}
 #pragma unroll 4
-    for (int64_t col = t; col < S; col += blockDim.x) {
+    for (int64_t col = (int64_t)t * VEC; col < S; col += (int64_t)blockDim.x * VEC) {
       {{loads}}
-      float x; {{pro_x}}
-      st.push(x);
+      float xs[VEC];
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) { float x; {{pro_x}} xs[q] = x; }
+      ks_push_n<true>(st, xs);
     }
   }
   ks_block_merge(st, sm, t, t, blockDim.x, 1);
@@ -31,23 +34,29 @@ __global__ void __launch_bounds__(256)
 }
 
 // y = affine(normalize(prologue(x))) then the epilogue, a block per span.
+template <int VEC>
 __global__ void __launch_bounds__(256)
 {{name}}_gn_apply({{params}}, {{out_t}}* __restrict__ out, const float* __restrict__ stats,
                   const int64_t spans, const int64_t cg, const int64_t S) {
-  constexpr int VEC = 1;
-  const int q = 0;
   for (int64_t span = blockIdx.x; span < spans; span += gridDim.x) {
     const int64_t row = span, R = S;
     const int64_t o = ks_div(span, cg);
     const float s0 = stats[2 * o], s1 = stats[2 * o + 1];
     {{bases}}
-    for (int64_t col = threadIdx.x; col < S; col += blockDim.x) {
+    for (int64_t col = (int64_t)threadIdx.x * VEC; col < S; col += (int64_t)blockDim.x * VEC) {
       {{loads}}
-      float x; {{pro_x}}
-      float y = (x - s0) * s1;
-      {{w_loads}} {{w_upd}}
-      {{e_loads}} {{epi}}
-      out[row * R + col] = ks_from_float<{{out_t}}>(y);
+      {{w_loads}}
+      {{e_loads}}
+      float yv[VEC];
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) {
+        float x; {{pro_x}}
+        float y = (x - s0) * s1;
+        {{w_upd}}
+        {{epi}}
+        yv[q] = y;
+      }
+      ks_st_vec<VEC>(out + row * R + col, yv);
     }
   }
 }
