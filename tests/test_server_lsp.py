@@ -96,8 +96,10 @@ async def test_add_example_inputs_scaffold_is_valid_python(client, tmp_path):
     block = scan_source(new_text).module("Block")
     assert block.inputs_fn == "get_inputs_Block"
     assert block.init_inputs_fn == "get_init_inputs_Block"
-    assert "torch.randn(16, 16),  # x" in edit.new_text
-    assert "torch.randn(16, 16),  # mask" in edit.new_text
+    # x goes straight into nn.Linear(features, features), features being the scaffold's 16.
+    assert "torch.randn(batch, 16),  # x: what self.lin (nn.Linear(features, features)) takes" \
+        in edit.new_text
+    assert "torch.randn(batch, 16),  # mask: placeholder shape" in edit.new_text
     assert "16,  # features" in edit.new_text and "0.1,  # dropout (default)" in edit.new_text
 
     # The command form applies the same edit through workspace/applyEdit.
