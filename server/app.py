@@ -11,6 +11,7 @@ import logging
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from kernelstitch.server import actions, diagnostics, hover, layout, progress
 from kernelstitch.server.config import SECTION, ServerConfig, flatten_settings
@@ -84,7 +85,9 @@ class KernelStitchServer(LanguageServer):
     def text_of(self, uri: str) -> str | None:
         """The editor's text of a document (the file on disk when it is not open)."""
         try:
-            document = self.workspace.text_documents.get(uri)
+            # pygls keys open documents by the unquoted URI (a notebook cell's `...#W0sZmlsZQ%3D%3D`)
+            documents = self.workspace.text_documents
+            document = documents.get(uri) or documents.get(unquote(uri))
             if document is not None:  # open in the editor: its text, not the file's
                 return document.source
             path = _path(uri)
@@ -223,8 +226,10 @@ class KernelStitchServer(LanguageServer):
     def diagnostics_for(self, uri: str) -> list[lsp.Diagnostic]:
         doc = self.document(uri)
         path = _path(uri)
-        if doc is None or path is None:
+        if doc is None:
             return []
+        if path is None:  # a notebook cell or an unsaved editor: no findings, no results
+            return diagnostics.missing_inputs(doc)
         if layout.is_generated_file(path):
             entry = self.results.for_candidate(str(path))
             return diagnostics.verification(doc.lines, entry) if entry else []
@@ -619,13 +624,19 @@ def build_server() -> KernelStitchServer:
         uri = params.text_document.uri
         doc = ls.current_enough(uri, params.range)
         path = _path(uri)
-        if doc is None or path is None or layout.is_generated_file(path):
+        if doc is None or (path is not None and layout.is_generated_file(path)):
             return None
         info = actions.module_for_range(doc, params.range)
         if info is None:
             info = _module_of_diagnostics(doc, params.context)
         if info is None:
             return None
+        if path is None:
+            # A notebook cell or an unsaved editor: no file for a job to read, but the
+            # example-inputs scaffold is an edit of the text itself.
+            listed = actions.list_actions(doc, info, actions.ModuleState(None, False),
+                                          params.context, "")
+            return [a for a in listed if actions.action_data(a).get("action") == "addInputs"]
         source = path.resolve()
         state = actions.ModuleState(
             candidate_path=ls.candidate_for(source, info.name),
