@@ -210,7 +210,7 @@ def test_compile_ops_rejects_bad_programs():
 
 def test_formulas_follow_pytorch():
     assert "erff(x * 0.70710678118654752440f)" in CUDA_PRELUDE  # exact GELU
-    assert "x > 20.f ? x : log1pf(expf(x))" in CUDA_PRELUDE  # softplus threshold 20
+    assert "x > 20.f ? x : log1pf(__expf(x))" in CUDA_PRELUDE  # softplus threshold 20
     assert "0.044715f" in CUDA_PRELUDE  # tanh GELU
 
 

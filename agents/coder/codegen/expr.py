@@ -26,7 +26,7 @@ _UNARY: dict[str, Callable[[str], str]] = {
     "relu": lambda a: f"ks_relu({a})",
     "sigmoid": lambda a: f"ks_sigmoid({a})",
     "tanh": lambda a: f"tanhf({a})",
-    "exp": lambda a: f"expf({a})",
+    "exp": lambda a: f"ks_exp({a})",
     "log": lambda a: f"logf({a})",
     "sqrt": lambda a: f"sqrtf({a})",
     "rsqrt": lambda a: f"rsqrtf({a})",  # as PyTorch's CUDA kernel
