@@ -154,7 +154,7 @@ def test_emitter_rejects_inconsistent_specs(change, message):
 
 def test_emitted_source_reads_channel_operands_once_and_updates_running_stats():
     kernel = emit(batch_stats_specs()[0])  # x (taps), b (channel), y (taps), rm, rv
-    loop = kernel.cuda[kernel.cuda.index("for (int64_t e = first"):kernel.cuda.index("ks_block_merge(st, sm, t, t >> 5")]
+    loop = kernel.cuda[kernel.cuda.index("auto value_at = "):kernel.cuda.index("ks_block_merge(st, sm, t, t >> 5")]
     assert "ks_offset(d1, c * g.S)" in kernel.cuda and "d1" not in loop
     assert "ks_offset(d2, li)" in loop
     assert "running_var[c] = (1.f - momentum)" in kernel.cuda

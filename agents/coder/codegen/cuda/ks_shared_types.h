@@ -101,6 +101,7 @@ struct KsBnGeom {
   int64_t N, C, S, M;
   int64_t sN, sC, sS;  // the source's strides along n, c and the collapsed spatial dims
   int64_t parts, per_part;
+  KsFastDiv fS;  // e / S for every e < M when M fits 32 bits; m == 0: divide (ks_div)
 };
 
 // The current device's index into the per-device caches below (64 slots).

@@ -12,6 +12,7 @@ at::Tensor {{name}}({{cparams}}) {
   g.S = 1;
   for (int64_t k = 2; k < rank; ++k) g.S *= in_0.size(k);
   g.M = g.N * g.S;
+  if (g.M <= (int64_t)0xffffffffLL) g.fS = ks_fastdiv_make(g.S);
   TORCH_CHECK(g.M != 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
               ks_str(in_0.sizes()));
   {{running_checks}}

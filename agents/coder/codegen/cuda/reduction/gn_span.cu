@@ -17,16 +17,37 @@ __global__ void __launch_bounds__(256)
   const int64_t first = (int64_t)blockIdx.y * spans_per_block;
   const int64_t last = first + spans_per_block < cg ? first + spans_per_block : cg;
   State st = State::init();
+  // Scalar spans batch 4 strided values a push (4 loads in flight, a division per 4 values:
+  // Welford's per-value division chain made the scalar build latency-bound); 16-byte spans push
+  // their vectors, 4 in flight by unrolling.
+  constexpr int U = VEC == 1 ? 4 : 1;
+  constexpr int UNROLL = VEC == 1 ? 1 : 4;
+  const int64_t stride = (int64_t)blockDim.x * VEC;
   for (int64_t c = first; c < last; ++c) {
     const int64_t row = o * cg + c, R = S;
     {{bases_stats}}
-#pragma unroll 4
-    for (int64_t col = (int64_t)t * VEC; col < S; col += (int64_t)blockDim.x * VEC) {
+    auto values_at = [&](const int64_t col, float (&xs)[VEC]) {
       {{loads}}
-      float xs[VEC];
 #pragma unroll
       for (int q = 0; q < VEC; ++q) { float x; {{pro_x}} xs[q] = x; }
+    };
+    int64_t col = (int64_t)t * VEC;
+#pragma unroll UNROLL
+    for (; col + (U - 1) * stride < S; col += U * stride) {
+      float xs[U * VEC];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float v[VEC];
+        values_at(col + u * stride, v);
+#pragma unroll
+        for (int q = 0; q < VEC; ++q) xs[u * VEC + q] = v[q];
+      }
       ks_push_n<true>(st, xs);
+    }
+    for (; col < S; col += stride) {
+      float v[VEC];
+      values_at(col, v);
+      ks_push_n<true>(st, v);
     }
   }
   ks_block_merge(st, sm, t, t, blockDim.x, 1);
@@ -38,11 +59,13 @@ template <int VEC>
 __global__ void __launch_bounds__(256)
 {{name}}_gn_apply({{params}}, {{out_t}}* __restrict__ out, const float* __restrict__ stats,
                   const int64_t spans, const int64_t cg, const int64_t S) {
+  constexpr int APPLY_UNROLL = VEC == 1 ? 4 : 1;  // scalar spans: 4 loads in flight (wider spilled)
   for (int64_t span = blockIdx.x; span < spans; span += gridDim.x) {
     const int64_t row = span, R = S;
     const int64_t o = ks_div(span, cg);
     const float s0 = stats[2 * o], s1 = stats[2 * o + 1];
     {{bases}}
+#pragma unroll APPLY_UNROLL
     for (int64_t col = (int64_t)threadIdx.x * VEC; col < S; col += (int64_t)blockDim.x * VEC) {
       {{loads}}
       {{w_loads}}
