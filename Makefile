@@ -36,10 +36,12 @@ test-python: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
-test-vscode:
-	@if [ -f vscode-client/package.json ]; then \
-		cd vscode-client && npm ci --no-audit --no-fund && npm run compile && npm run lint && npm test; \
-	else echo "vscode-client: no package.json yet"; fi
+# The extension's unit tests, then its end-to-end tests in code-server through headless Chromium
+# (vscode-client/e2e/check.sh: installs Node 24, code-server and chromium where missing, in the
+# background meanwhile; screenshots in vscode-client/e2e-artifacts/).  The end-to-end tests start
+# the server from $(VENV).
+test-vscode: $(STAMP)
+	vscode-client/e2e/check.sh
 
 # The KernelBench problems as a git-ignored copy that a device call can carry (`carry: [".kb"]`),
 # for `scripts/device_bench.sh SECONDS .kb/kernelbench --levels 2` (bench/README.md).  Leaves

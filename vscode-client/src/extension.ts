@@ -26,6 +26,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ...registerModuleCommands(controller, jobs, log),
     vscode.commands.registerCommand(CLIENT_COMMANDS.restartServer, () => controller.restart('requested by the user')),
     vscode.commands.registerCommand(CLIENT_COMMANDS.showLogs, () => log.show()),
+    vscode.workspace.onDidOpenTextDocument((document) => controller.documentOpened(document)),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => controller.foldersChanged()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (needsRestart((setting) => event.affectsConfiguration(setting))) {
         void controller.restart('the interpreter or server command setting changed');
@@ -45,7 +47,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     context.subscriptions.push(onInterpreterChange);
   }
 
-  void controller.start(); // activation does not wait for the server; commands do
+  // Activation does not wait for the servers; commands do.  One server per folder of the open
+  // Python documents in a multi-root workspace, else one.
+  const open = vscode.workspace.textDocuments.filter((document) => document.languageId === 'python');
+  if (open.length === 0) {
+    void controller.start();
+  }
+  open.forEach((document) => controller.documentOpened(document));
 }
 
 export async function deactivate(): Promise<void> {

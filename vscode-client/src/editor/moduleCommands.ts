@@ -16,6 +16,7 @@ import {
   moduleCommandArguments,
 } from '../core/commandTable';
 import { CommandOutcome, describeCancelResult, describeModuleCommandResult } from '../core/commandResults';
+import { NOTEBOOK_CELL_SCHEME } from '../core/folders';
 import { chooseJobToCancel } from '../core/jobTracker';
 import { moduleAtLine, resolveModuleTarget } from '../core/moduleAtCursor';
 import { JobStatusBar } from './jobStatusBar';
@@ -47,7 +48,8 @@ export function registerModuleCommands(server: ServerController, jobs: JobStatus
 
 async function runModuleCommand(command: ModuleCommand, args: unknown[], server: ServerController,
                                 jobs: JobStatusBar, log: vscode.LogOutputChannel): Promise<void> {
-  const target = explicitModuleTarget(args) ?? await pickModuleAtCursor(command.title);
+  const target = explicitModuleTarget(args)
+    ?? await pickModuleAtCursor(command.title, command.server !== SERVER_COMMANDS.addExampleInputs);
   if (target === undefined) {
     return;
   }
@@ -87,14 +89,19 @@ async function cancelJob(args: unknown[], server: ServerController, jobs: JobSta
 }
 
 /** The module at the cursor of the active Python editor, asking the user when it is unclear. */
-async function pickModuleAtCursor(title: string): Promise<ModuleTarget | undefined> {
+async function pickModuleAtCursor(title: string, needsFile: boolean): Promise<ModuleTarget | undefined> {
   const editor = vscode.window.activeTextEditor;
   if (editor?.document.languageId !== 'python') {
     void vscode.window.showInformationMessage(`KernelStitch: ${title} needs a Python file open in the editor.`);
     return undefined;
   }
   const document = editor.document;
-  if (document.isUntitled) {
+  if (needsFile && document.uri.scheme === NOTEBOOK_CELL_SCHEME) {
+    void vscode.window.showInformationMessage(`KernelStitch: ${title} runs on a saved .py file; jobs cannot read a `
+      + 'notebook cell. Move the module (and its get_inputs) into a .py file.');
+    return undefined;
+  }
+  if (needsFile && document.isUntitled) {
     void vscode.window.showInformationMessage(`KernelStitch: save ${document.fileName} first: jobs read the saved file.`);
     return undefined;
   }

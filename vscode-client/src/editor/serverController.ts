@@ -1,8 +1,11 @@
 /**
- * The language client's life cycle: start with the resolved interpreter, restart on request or
- * when the launch settings change, bounded restarts after crashes, and the settings the server
- * pulls.  Starts and stops run one at a time, in order.
+ * The language clients' life cycle: one server per workspace folder in a multi-root workspace
+ * (its interpreter setting and working directory), one for everything otherwise.  Each is
+ * checked before it starts (the interpreter has kernelstitch[server]), restarted on request or
+ * when the launch settings change, restarted a bounded number of times after crashes, and
+ * answers the settings its server pulls with its folder's.  Starts and stops run one at a time.
  */
+import { ChildProcess, spawn } from 'child_process';
 import * as vscode from 'vscode';
 import {
   CloseAction,
@@ -19,27 +22,45 @@ import {
   RevealOutputChannelOn,
   ServerOptions,
   State,
-  TransportKind,
 } from 'vscode-languageclient/node';
 import { CLIENT_COMMANDS } from '../core/commandTable';
+import { Folder, SHARED_KEY, documentSelector, serverKeyFor } from '../core/folders';
 import { JOB_STATUS_NOTIFICATION } from '../core/jobTracker';
-import { ServerLaunch } from '../core/launch';
+import { SERVER_MODULE_ARGS, ServerLaunch } from '../core/launch';
 import { PythonEnvironments } from '../core/pythonApi';
 import { CrashRestartPolicy } from '../core/restartPolicy';
+import { failedStartMessage, notStartableMessage, shellLine } from '../core/serverProbe';
 import { SETTINGS_SECTION } from '../core/serverSettings';
 import { JobStatusBar } from './jobStatusBar';
+import { installServer, pipInstallCommand, probeInterpreter } from './serverInstall';
 import { resolveServerLaunch } from './serverLaunch';
 import { readServerSettings } from './settings';
 
 const CLIENT_ID = 'kernelstitch'; // also the prefix of the `kernelstitch.trace.server` setting
 const CLIENT_NAME = 'KernelStitch';
 const SELECT_INTERPRETER_COMMAND = 'python.setInterpreter';
+const STDERR_TAIL_CHARS = 4000;
+
+export const INSTALL_BUTTON = 'Install kernelstitch[server]';
+export const SELECT_INTERPRETER_BUTTON = 'Select Interpreter';
+
+/** One server: the client, what started it, its crash count and its process's last words. */
+interface Server {
+  key: string;
+  folder: vscode.WorkspaceFolder | undefined;
+  client: LanguageClient;
+  launch: ServerLaunch;
+  crashes: CrashRestartPolicy;
+  exit?: { code: number | null; stderr: string };
+  /** A failed start has been reported: the close handler stays quiet. */
+  reported: boolean;
+}
 
 export class ServerController implements vscode.Disposable {
-  private client: LanguageClient | undefined;
-  private launch: ServerLaunch | undefined;
+  private readonly servers = new Map<string, Server>();
+  /** Servers whose start failed: opening another document does not try again (a restart does). */
+  private readonly failed = new Set<string>();
   private queue: Promise<void> = Promise.resolve();
-  private readonly crashes = new CrashRestartPolicy();
 
   constructor(
     private readonly log: vscode.LogOutputChannel,
@@ -47,58 +68,108 @@ export class ServerController implements vscode.Disposable {
     private readonly pythonEnvironments: () => Promise<PythonEnvironments | undefined>,
   ) {}
 
-  start(): Promise<void> {
-    return this.enqueue(() => this.startClient());
+  /** Starts the server of the document (the shared one without a document). */
+  start(documentUri?: string): Promise<void> {
+    return this.enqueue(() => this.ensureStarted(this.keyFor(documentUri)));
   }
 
+  /** Restarts every running server (and the shared or only one in any case). */
   restart(reason: string): Promise<void> {
     return this.enqueue(async () => {
       this.log.info(`Restarting the server: ${reason}.`);
-      this.crashes.reset();
-      await this.stopClient();
-      await this.startClient();
+      const keys = new Set([...this.servers.keys(), ...this.openDocumentKeys()]);
+      for (const key of keys) {
+        await this.stopServer(key);
+        await this.startServer(key);
+      }
     });
   }
 
-  /** Restarts only if the command that would start the server is not the running one's. */
+  /** Restarts the servers whose start command would now differ from the running one's. */
   restartIfLaunchChanged(reason: string): Promise<void> {
     return this.enqueue(async () => {
-      const launch = await resolveServerLaunch(this.log, await this.pythonEnvironments());
-      if (this.client && sameLaunch(launch, this.launch)) {
-        return;
+      for (const [key, server] of [...this.servers]) {
+        const launch = await resolveServerLaunch(this.log, await this.pythonEnvironments(), server.folder);
+        if (server.client.isRunning() && sameLaunch(launch, server.launch)) {
+          continue;
+        }
+        this.log.info(`Restarting the server${server.folder ? ` of ${server.folder.name}` : ''}: ${reason}.`);
+        await this.stopServer(key);
+        await this.startServer(key, launch);
       }
-      this.log.info(`Restarting the server: ${reason}.`);
-      await this.stopClient();
-      await this.startClient(launch);
+    });
+  }
+
+  /** A document was opened: its folder's server starts if it is not running yet. */
+  documentOpened(document: vscode.TextDocument): void {
+    if (document.languageId === 'python' && ['file', 'untitled', 'vscode-notebook-cell'].includes(document.uri.scheme)) {
+      const key = this.keyFor(document.uri.toString());
+      if (!this.servers.has(key) && !this.failed.has(key)) {
+        void this.start(document.uri.toString());
+      }
+    }
+  }
+
+  /** The workspace folders changed: servers are keyed by folder, so all start anew. */
+  foldersChanged(): Promise<void> {
+    return this.enqueue(async () => {
+      for (const key of [...this.servers.keys()]) {
+        await this.stopServer(key);
+      }
+      for (const key of new Set(this.openDocumentKeys())) {
+        await this.startServer(key);
+      }
     });
   }
 
   stop(): Promise<void> {
-    return this.enqueue(() => this.stopClient());
+    return this.enqueue(async () => {
+      for (const key of [...this.servers.keys()]) {
+        await this.stopServer(key);
+      }
+    });
   }
 
-  /** Runs a server command (workspace/executeCommand), starting the server if needed. */
+  /**
+   * Runs a server command (workspace/executeCommand) on the server of the document the first
+   * argument names, starting it if needed.  A command without a document (cancel by job id)
+   * goes to every running server; the first reply that did something wins.
+   */
   async executeCommand(command: string, args: unknown[]): Promise<unknown> {
+    const uri = typeof args[0] === 'string' && args[0].includes(':') && args.length >= 2 ? args[0] : undefined;
     await this.queue;
-    if (this.client?.state === State.Starting) {
+    if (uri === undefined && this.servers.size > 0) {
+      const replies: unknown[] = [];
+      for (const server of this.servers.values()) {
+        if (server.client.isRunning()) {
+          replies.push(await server.client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args }));
+        }
+      }
+      return replies.find((reply) => isRecord(reply) && reply.cancelled !== false) ?? replies[0];
+    }
+    const key = this.keyFor(uri);
+    let server = this.servers.get(key);
+    if (server?.client.state === State.Starting) {
       // Coming back after a crash: vscode-languageclient's start() returns the pending start.
-      await this.client.start().catch(() => undefined);
+      await server.client.start().catch(() => undefined);
     }
-    if (!this.client?.isRunning()) {
-      await this.start();
+    if (!server?.client.isRunning()) {
+      await this.start(uri);
+      server = this.servers.get(key);
     }
-    const client = this.client;
-    if (!client?.isRunning()) {
+    if (!server?.client.isRunning()) {
       throw new Error('the server is not running (see "KernelStitch: Show Logs")');
     }
-    return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+    return server.client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
   }
 
-  /** Pushes the current settings to the server (didChangeConfiguration). */
+  /** Pushes the current settings to every server (didChangeConfiguration), each its folder's. */
   async sendSettings(): Promise<void> {
-    if (this.client?.isRunning()) {
-      await this.client.sendNotification(DidChangeConfigurationNotification.type,
-        { settings: { [SETTINGS_SECTION]: readServerSettings(this.log) } });
+    for (const server of this.servers.values()) {
+      if (server.client.isRunning()) {
+        await server.client.sendNotification(DidChangeConfigurationNotification.type,
+          { settings: { [SETTINGS_SECTION]: readServerSettings(this.log, server.folder?.uri) } });
+      }
     }
   }
 
@@ -114,46 +185,127 @@ export class ServerController implements vscode.Disposable {
     return run;
   }
 
-  private async startClient(known?: ServerLaunch): Promise<void> {
-    await this.stopClient(); // a client that gave up after crashes is replaced, not leaked
-    const launch = known ?? await resolveServerLaunch(this.log, await this.pythonEnvironments());
-    const commandLine = [launch.command, ...launch.args].join(' ');
-    this.log.info(`Starting the server: ${commandLine} (from ${launch.source}).`);
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    const serverOptions: ServerOptions = {
-      command: launch.command,
-      args: launch.args,
-      transport: TransportKind.stdio,
-      options: { cwd: folder?.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
-    };
+  private folders(): Folder[] {
+    return (vscode.workspace.workspaceFolders ?? []).map((f) => ({ uri: f.uri.toString(), fsPath: f.uri.fsPath, name: f.name }));
+  }
+
+  private keyFor(documentUri: string | undefined): string {
+    return documentUri === undefined ? SHARED_KEY : serverKeyFor(documentUri, this.folders());
+  }
+
+  /** The servers the open Python documents need (the shared one at least). */
+  private openDocumentKeys(): string[] {
+    const keys = vscode.workspace.textDocuments.filter((d) => d.languageId === 'python')
+      .map((d) => this.keyFor(d.uri.toString()));
+    return keys.length > 0 ? keys : [SHARED_KEY];
+  }
+
+  private async ensureStarted(key: string): Promise<void> {
+    const server = this.servers.get(key);
+    if (server && (server.client.isRunning() || server.client.state === State.Starting)) {
+      return;
+    }
+    await this.startServer(key);
+  }
+
+  private async startServer(key: string, known?: ServerLaunch): Promise<void> {
+    await this.stopServer(key); // a client that gave up after crashes is replaced, not leaked
+    this.failed.add(key); // until it runs
+    const all = vscode.workspace.workspaceFolders ?? [];
+    const folder = key === SHARED_KEY ? (all.length === 1 ? all[0] : undefined)
+      : all.find((f) => f.uri.toString() === key);
+    const launch = known ?? await resolveServerLaunch(this.log, await this.pythonEnvironments(), folder);
+    const serverLine = shellLine(launch.command, launch.args);
+    const where = folder && all.length > 1 ? ` for ${folder.name}` : '';
+    if (!(await this.checkInterpreter(launch, serverLine, folder))) {
+      return;
+    }
+    const cwd = folder?.uri.fsPath ?? all[0]?.uri.fsPath;
+    this.log.info(`Starting the server${where}: ${serverLine} (from ${launch.source}; in ${cwd ?? 'no folder'}).`);
+    const state: { server?: Server } = {};
+    const serverOptions: ServerOptions = () => Promise.resolve(this.spawnServer(launch, cwd, () => state.server));
     const client: LanguageClient = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions,
-      this.clientOptions((): LanguageClient => client));
+      this.clientOptions(folder, all.length, () => state.server));
+    const server: Server = { key, folder, client, launch, crashes: new CrashRestartPolicy(), reported: false };
+    state.server = server;
     client.onNotification(JOB_STATUS_NOTIFICATION, (params: unknown) => this.jobs.onJobStatus(params));
     client.onDidChangeState(({ newState }) => {
       if (newState !== State.Running) {
         this.jobs.clear(); // a stopped or restarting server has no jobs any more
       }
     });
-    this.client = client;
-    this.launch = launch;
+    this.servers.set(key, server);
+    let failure: string | undefined;
     try {
       await client.start();
-      this.log.info('The server is running.');
     } catch (error) {
-      this.log.error(`The server did not start with ${commandLine}: ${errorText(error)}`);
-      void this.offerHelp(vscode.window.showErrorMessage(
-        `KernelStitch: the server did not start with "${commandLine}". Is kernelstitch[server] `
-        + 'installed for that interpreter?', 'Show Logs', 'Select Interpreter'));
+      failure = errorText(error);
     }
-  }
-
-  private async stopClient(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    this.launch = undefined;
-    if (client === undefined) {
+    // vscode-languageclient 9 resolves start() even when the process exits before answering
+    // `initialize`: only an initialize result says the server runs.
+    if (failure === undefined && client.initializeResult !== undefined && server.exit === undefined) {
+      this.log.info(`The server${where} is running.`);
+      this.failed.delete(key);
       return;
     }
+    server.reported = true;
+    await sleep(100); // let the exit status and the last stderr lines arrive
+    const text = failedStartMessage(serverLine, server.exit?.code, server.exit?.stderr ?? failure ?? '');
+    this.log.error(`${text}${failure ? ` (${failure})` : ''}`);
+    await this.stopServer(key);
+    void this.offerHelp(vscode.window.showErrorMessage(text, 'Show Logs', SELECT_INTERPRETER_BUTTON), folder);
+  }
+
+  /**
+   * For `<python> -m kernelstitch.server`: whether that interpreter has kernelstitch[server].
+   * When it has not, says so with the command that would fail and the pip command that fixes
+   * it, and offers to run that pip command.
+   */
+  private async checkInterpreter(launch: ServerLaunch, serverLine: string,
+                                 folder: vscode.WorkspaceFolder | undefined): Promise<boolean> {
+    if (launch.args.join('\0') !== SERVER_MODULE_ARGS.join('\0')) {
+      return true; // kernelstitch.server.command: the user's own command, judged by its start
+    }
+    const verdict = await probeInterpreter(launch.command);
+    if (verdict.ok) {
+      return true;
+    }
+    const install = verdict.installable ? pipInstallCommand(launch.command, folder) : undefined;
+    const text = notStartableMessage(verdict.problem, serverLine, install && shellLine(install.command, install.args));
+    this.log.error(text);
+    const buttons = [...(install ? [INSTALL_BUTTON] : []), SELECT_INTERPRETER_BUTTON, 'Show Logs'];
+    void this.offerHelp(vscode.window.showErrorMessage(text, ...buttons), folder, launch.command);
+    return false;
+  }
+
+  private spawnServer(launch: ServerLaunch, cwd: string | undefined, server: () => Server | undefined): ChildProcess {
+    const child = spawn(launch.command, launch.args, {
+      cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' }, stdio: 'pipe',
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
+      this.log.append(chunk.toString('utf8'));
+    });
+    child.on('error', (error) => {
+      stderr += `\n${error.message}`;
+    });
+    child.on('exit', (code) => {
+      const current = server();
+      if (current && current.client.initializeResult === undefined) {
+        current.exit = { code, stderr };
+      }
+    });
+    return child;
+  }
+
+  private async stopServer(key: string): Promise<void> {
+    const server = this.servers.get(key);
+    this.servers.delete(key);
+    if (server === undefined) {
+      return;
+    }
+    const { client } = server;
     try {
       if (client.needsStop()) {
         await client.stop(5000);
@@ -166,27 +318,27 @@ export class ServerController implements vscode.Disposable {
     }
   }
 
-  private clientOptions(client: () => LanguageClient): LanguageClientOptions {
+  private clientOptions(folder: vscode.WorkspaceFolder | undefined, folderCount: number,
+                        server: () => Server | undefined): LanguageClientOptions {
     return {
-      documentSelector: [
-        { scheme: 'file', language: 'python' },
-        { scheme: 'untitled', language: 'python' },
-      ],
+      documentSelector: documentSelector(folder && { uri: folder.uri.toString(), fsPath: folder.uri.fsPath, name: folder.name },
+        folderCount),
+      workspaceFolder: folderCount > 1 ? folder : undefined,
       outputChannel: this.log,
       traceOutputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      errorHandler: this.errorHandler(client),
+      errorHandler: this.errorHandler(server),
       middleware: {
         workspace: {
           // The server reads its section through workspace/configuration: answer with the
-          // validated server view, not the raw section with the extension-only keys.
+          // validated server view of its folder, not the raw section with extension-only keys.
           configuration: async (params, token, next) => {
             const answers = await next(params, token);
             if (answers instanceof ResponseError || !Array.isArray(answers)) {
               return answers;
             }
             return params.items.map((item, index) => (item.section === SETTINGS_SECTION
-              ? readServerSettings(this.log, item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined)
+              ? readServerSettings(this.log, item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder?.uri)
               : answers[index] as unknown));
           },
         },
@@ -194,30 +346,34 @@ export class ServerController implements vscode.Disposable {
     };
   }
 
-  private errorHandler(client: () => LanguageClient): ErrorHandler {
+  private errorHandler(server: () => Server | undefined): ErrorHandler {
     return {
       error: (error: Error, _message: Message | undefined, count: number | undefined): ErrorHandlerResult => {
         this.log.error(`Connection to the server: ${error.message}`);
         return { action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown, handled: true };
       },
       closed: (): CloseHandlerResult => {
-        const decision = this.crashes.onUnexpectedExit(client().state === State.Running, Date.now());
+        const current = server();
+        const started = current?.client.initializeResult !== undefined && current.exit === undefined;
+        const decision = (current?.crashes ?? new CrashRestartPolicy()).onUnexpectedExit(started, Date.now());
         if (decision.restart) {
           this.log.warn(decision.message);
-          void this.offerHelp(vscode.window.showWarningMessage(`KernelStitch: ${decision.message}`, 'Show Logs'));
+          void this.offerHelp(vscode.window.showWarningMessage(`KernelStitch: ${decision.message}`, 'Show Logs'),
+            current?.folder);
           return { action: CloseAction.Restart, message: decision.message, handled: true };
         }
         this.log.error(decision.message);
-        if (client().state === State.Running) { // a failed start is reported by startClient
+        if (started && !current?.reported) { // a failed start is reported by startServer
           void this.offerHelp(vscode.window.showErrorMessage(`KernelStitch: ${decision.message}`,
-            'Show Logs', 'Restart Server'));
+            'Show Logs', 'Restart Server'), current?.folder);
         }
         return { action: CloseAction.DoNotRestart, message: decision.message, handled: true };
       },
     };
   }
 
-  private async offerHelp(choice: Thenable<string | undefined>): Promise<void> {
+  private async offerHelp(choice: Thenable<string | undefined>, folder: vscode.WorkspaceFolder | undefined,
+                          python?: string): Promise<void> {
     switch (await choice) {
       case 'Show Logs':
         this.log.show();
@@ -225,9 +381,14 @@ export class ServerController implements vscode.Disposable {
       case 'Restart Server':
         await vscode.commands.executeCommand(CLIENT_COMMANDS.restartServer);
         break;
-      case 'Select Interpreter':
+      case SELECT_INTERPRETER_BUTTON:
         await vscode.commands.executeCommand(SELECT_INTERPRETER_COMMAND).then(undefined, () =>
           vscode.commands.executeCommand('workbench.action.openSettings', 'kernelstitch.python'));
+        break;
+      case INSTALL_BUTTON:
+        if (python !== undefined && await installServer(this.log, python, folder)) {
+          await this.restart(`kernelstitch[server] was installed into ${python}`);
+        }
         break;
       default:
         break;
@@ -239,6 +400,14 @@ function sameLaunch(a: ServerLaunch, b: ServerLaunch | undefined): boolean {
   return b !== undefined && a.command === b.command && a.args.join('\0') === b.args.join('\0');
 }
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -5,9 +5,9 @@ import { ServerLaunch, chooseServerLaunch, usesInterpreterSelection } from '../c
 import { PythonEnvironments, activeInterpreter } from '../core/pythonApi';
 import { SETTINGS_SECTION } from '../core/serverSettings';
 
-export async function resolveServerLaunch(log: vscode.LogOutputChannel,
-                                          envs: PythonEnvironments | undefined): Promise<ServerLaunch> {
-  const folder = vscode.workspace.workspaceFolders?.[0];
+/** The command for the server of `folder` (its settings and interpreter; none: the window's). */
+export async function resolveServerLaunch(log: vscode.LogOutputChannel, envs: PythonEnvironments | undefined,
+                                          folder: vscode.WorkspaceFolder | undefined): Promise<ServerLaunch> {
   const config = vscode.workspace.getConfiguration(SETTINGS_SECTION, folder?.uri);
   const serverCommand = config.get<unknown>('server.command');
   let pythonFromExtension: string | undefined;

@@ -98,7 +98,7 @@ describe('package.json configuration', () => {
       'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations', 'kernelstitch.budget.tokens',
       'kernelstitch.profilers', 'kernelstitch.watch.onSave', 'kernelstitch.search.enabled',
       'kernelstitch.search.variants', 'kernelstitch.search.timeSeconds', ...RESTART_SETTINGS,
-      'kernelstitch.trace.server',
+      'kernelstitch.trace.server', 'kernelstitch.server.pipInstallArgs',
     ];
     assert.deepEqual(Object.keys(properties).sort(), expected.sort());
     for (const [key, property] of Object.entries(properties)) {
