@@ -17,11 +17,39 @@ app = typer.Typer(
     help="Turn PyTorch modules into verified, fused CUDA.",
 )
 
+# Exit status 2 (the README's table): click's own usage errors (an unknown option or command, a
+# missing argument, a value of the wrong type) exit 2 by themselves; so do the checks below of
+# what click cannot see (a FILE.py that does not exist, a folder that is not one).
+EXIT_USAGE = 2
+
+
+def _one_of(value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _no_such_file(target: str, *, json_stdout: bool = False) -> None:
+    """Exit 2 when FILE.py of `target` (FILE.py or FILE.py::Module) does not exist; with --json
+    the error is also the one JSON object on stdout (`{"error", "exit_status"}`, as profile's)."""
+    import json
+
+    from kernelstitch.core.problem import split_target
+
+    source, _ = split_target(target)
+    if source.exists():
+        return
+    if json_stdout:
+        print(json.dumps({"error": f"no such file: {source}", "exit_status": EXIT_USAGE}))
+    typer.echo(f"no such file: {source}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
 
 @app.command()
 def generate(
     target: str = typer.Argument(..., help="FILE.py or FILE.py::Module"),
-    coder: str = typer.Option("builtin", help="builtin (default, offline) or llm"),
+    coder: str = typer.Option("builtin", callback=lambda v: _one_of(v, ("builtin", "llm")),
+                              help="builtin (default, offline) or llm"),
     llm: bool = typer.Option(False, "--llm", help="use the LLM Planner and Coder (= --coder llm)"),
     llm_base_url: str | None = typer.Option(
         None, envvar="KERNELSTITCH_LLM_BASE_URL",
@@ -49,6 +77,7 @@ def generate(
     workspace: Path | None = typer.Option(None, help="workspace root (default: found from FILE)"),
 ) -> None:
     """Plan, code, verify: writes .kernelstitch/<file>/<Module>/model_new.py and a report."""
+    _no_such_file(target)
     from kernelstitch.agents.pipeline_cli import generate_command, llm_settings
 
     settings, budget = llm_settings(
@@ -94,6 +123,7 @@ def profile_cmd(
     candidate: bool = typer.Option(False, help="profile ModelNew instead of the module"),
 ) -> None:
     """Kernel table and findings tied to source lines (needs a CUDA GPU)."""
+    _no_such_file(target, json_stdout=json_output)
     from kernelstitch.profiler.cli import profile_command
 
     raise typer.Exit(
@@ -247,6 +277,9 @@ def watch(
     directory: Path = typer.Argument(Path("."), help="folder to watch"),
 ) -> None:
     """Re-verify generated implementations when they or their sources change."""
+    if not directory.is_dir():
+        typer.echo(f"watch: not a folder: {directory}", err=True)
+        raise typer.Exit(EXIT_USAGE)
     from kernelstitch.watch_cli import watch_command
 
     raise typer.Exit(watch_command(directory))
