@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 JOB_STATUS = "kernelstitch/jobStatus"
 RESCAN_DELAY_S = 0.15  # typing pauses longer than this re-scan the document
 SAVE_DELAY_S = 1.0  # bursts of saves (format-on-save, save-all) verify once
+NOTEBOOK_CELL_SCHEME = "vscode-notebook-cell"
 CLIENT_REQUEST_TIMEOUT_S = 30.0  # a command waiting on the editor (applyEdit, showDocument) answers by then
 _TIME_LIMIT_GRACE_S = 120.0  # on top of budget.timeSeconds before the server stops a job
 
@@ -237,7 +238,9 @@ class KernelStitchServer(LanguageServer):
                 + diagnostics.findings(doc, self.results.for_source(str(path))))
 
     def publish(self, uri: str) -> None:
-        if self.pull_diagnostics:
+        # VS Code's client pulls diagnostics only for documents shown in a tab of their own,
+        # which a notebook's cells are not: their diagnostics are pushed.
+        if self.pull_diagnostics and not uri.startswith(NOTEBOOK_CELL_SCHEME + ":"):
             return  # the client asks (textDocument/diagnostic); refresh() tells it when
         found = self.diagnostics_for(uri)  # scans the current text first
         doc = self.index.get(uri)

@@ -3,6 +3,7 @@ offered the example-inputs scaffold; no job actions, since no file on disk holds
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -58,3 +59,22 @@ async def test_a_cell_with_inputs_is_offered_no_job(client, tmp_path):
     _open(client, uri, SOURCE.format(options=""))
     await wait_for(lambda: uri in client.diagnostics)
     assert await code_actions(client, uri, 6) == []  # class Model: Generate needs a .py file
+
+
+async def test_cells_get_pushed_diagnostics_from_a_pulling_client(tmp_path):
+    # VS Code pulls diagnostics only for documents with a tab of their own; a cell has none.
+    client = await start_client(tmp_path, pull=True, config=server_config(tmp_path / "jobs.log"))
+    try:
+        cell = f"vscode-notebook-cell:{tmp_path.as_posix()}/nb.ipynb#W0sZmlsZQ%3D%3D"
+        _open(client, cell, NO_INPUTS_SOURCE)
+        diags = await wait_for(lambda: client.diagnostics.get(cell))
+        assert {d.data["module"] for d in diags} == {"Block", "Other"}
+        # A file is still left to the pull.
+        path = tmp_path / "m.py"
+        path.write_text(NO_INPUTS_SOURCE)
+        _open(client, path.as_uri(), NO_INPUTS_SOURCE)
+        await asyncio.sleep(0.5)
+        assert path.as_uri() not in client.diagnostics
+    finally:
+        await client.shutdown_session()
+        await client.stop()

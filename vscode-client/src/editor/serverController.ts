@@ -44,6 +44,17 @@ const STDERR_TAIL_CHARS = 4000;
 export const INSTALL_BUTTON = 'Install kernelstitch[server]';
 export const SELECT_INTERPRETER_BUTTON = 'Select Interpreter';
 
+/**
+ * A failed start is explained by the controller (the command, its exit status, its last stderr
+ * line, the buttons): vscode-languageclient's own pop-ups for it ("couldn't create connection
+ * to server", the rejected initialize) only go to the log.
+ */
+class KernelStitchClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification: boolean | 'force' = 'force'): void {
+    super.error(message, data, this.initializeResult === undefined ? false : showNotification);
+  }
+}
+
 /** One server: the client, what started it, its crash count and its process's last words. */
 interface Server {
   key: string;
@@ -217,14 +228,14 @@ export class ServerController implements vscode.Disposable {
     const launch = known ?? await resolveServerLaunch(this.log, await this.pythonEnvironments(), folder);
     const serverLine = shellLine(launch.command, launch.args);
     const where = folder && all.length > 1 ? ` for ${folder.name}` : '';
-    if (!(await this.checkInterpreter(launch, serverLine, folder))) {
+    const cwd = folder?.uri.fsPath ?? all[0]?.uri.fsPath;
+    if (!(await this.checkInterpreter(launch, serverLine, folder, cwd))) {
       return;
     }
-    const cwd = folder?.uri.fsPath ?? all[0]?.uri.fsPath;
     this.log.info(`Starting the server${where}: ${serverLine} (from ${launch.source}; in ${cwd ?? 'no folder'}).`);
     const state: { server?: Server } = {};
     const serverOptions: ServerOptions = () => Promise.resolve(this.spawnServer(launch, cwd, () => state.server));
-    const client: LanguageClient = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions,
+    const client: LanguageClient = new KernelStitchClient(CLIENT_ID, CLIENT_NAME, serverOptions,
       this.clientOptions(folder, all.length, () => state.server));
     const server: Server = { key, folder, client, launch, crashes: new CrashRestartPolicy(), reported: false };
     state.server = server;
@@ -262,11 +273,11 @@ export class ServerController implements vscode.Disposable {
    * it, and offers to run that pip command.
    */
   private async checkInterpreter(launch: ServerLaunch, serverLine: string,
-                                 folder: vscode.WorkspaceFolder | undefined): Promise<boolean> {
+                                 folder: vscode.WorkspaceFolder | undefined, cwd: string | undefined): Promise<boolean> {
     if (launch.args.join('\0') !== SERVER_MODULE_ARGS.join('\0')) {
       return true; // kernelstitch.server.command: the user's own command, judged by its start
     }
-    const verdict = await probeInterpreter(launch.command);
+    const verdict = await probeInterpreter(launch.command, cwd);
     if (verdict.ok) {
       return true;
     }
@@ -327,6 +338,10 @@ export class ServerController implements vscode.Disposable {
       outputChannel: this.log,
       traceOutputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationFailedHandler: (error) => {
+        this.log.error(`The server did not answer initialize: ${errorText(error)}`);
+        return false; // no retry; startServer reports it
+      },
       errorHandler: this.errorHandler(server),
       middleware: {
         workspace: {

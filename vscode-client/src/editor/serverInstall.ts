@@ -10,9 +10,10 @@ import { SETTINGS_SECTION } from '../core/serverSettings';
 
 const PROBE_TIMEOUT_MS = 20_000;
 
-export function probeInterpreter(python: string): Promise<ProbeVerdict> {
+/** Asks `python`, in the server's working directory (which `-m` puts on sys.path), what it has. */
+export function probeInterpreter(python: string, cwd: string | undefined): Promise<ProbeVerdict> {
   return new Promise((resolve) => {
-    execFile(python, ['-c', PROBE_SCRIPT], { timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' }, (error, stdout, stderr) => {
+    execFile(python, ['-c', PROBE_SCRIPT], { cwd, timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' }, (error, stdout, stderr) => {
       const run: ProbeRun = { exitCode: 0, stdout, stderr };
       if (error) {
         const { code, killed } = error as NodeJS.ErrnoException & { killed?: boolean };

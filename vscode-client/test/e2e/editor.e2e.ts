@@ -29,6 +29,18 @@ class Model(nn.Module):
 `;
 const CLASS_LINE = 5; // 1-based, for Go to Line
 
+/** A notebook whose one Python cell holds a module without example inputs. */
+const NOTEBOOK = JSON.stringify({
+  cells: [{
+    cell_type: 'code', execution_count: null, metadata: {}, outputs: [],
+    source: ['import torch\n', 'from torch import nn\n', '\n', '\n', 'class Cell(nn.Module):\n',
+      '    def forward(self, x):\n', '        return torch.tanh(x)\n'],
+  }],
+  metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+    language_info: { name: 'python' } },
+  nbformat: 4, nbformat_minor: 5,
+});
+
 function python(venv: string): string {
   return path.join(venv, 'bin', 'python');
 }
@@ -63,6 +75,7 @@ describe('KernelStitch in code-server', function () {
   let venv: string;
   let server: CodeServer;
   let bench: Workbench;
+  let settings: Record<string, unknown>;
   const file = (): string => path.join(workspace, 'model.py');
 
   before(async () => {
@@ -74,16 +87,14 @@ describe('KernelStitch in code-server', function () {
     workspace = path.join(root, 'workspace');
     fs.mkdirSync(workspace);
     fs.writeFileSync(file(), MODULE);
+    fs.writeFileSync(path.join(workspace, 'cells.ipynb'), NOTEBOOK);
     venv = bareVenv(root);
     lap('venv made');
     const vsix = path.join(root, 'kernelstitch.vsix');
     execFileSync(process.execPath, [require.resolve('@vscode/vsce/vsce'), 'package', '--no-dependencies', '--out', vsix],
       { cwd: EXTENSION_ROOT, stdio: 'pipe', timeout: 150_000 });
     lap('.vsix packaged');
-    server = new CodeServer({
-      root,
-      vsix,
-      settings: {
+    settings = {
         'security.workspace.trust.enabled': false,
         'workbench.startupEditor': 'none',
         'workbench.tips.enabled': false,
@@ -97,7 +108,12 @@ describe('KernelStitch in code-server', function () {
         // This checkout, editable, without downloads: the venv already sees its dependencies.
         'kernelstitch.server.pipInstallArgs': ['--no-deps', '--no-build-isolation', '-e', REPO_ROOT],
         'kernelstitch.search.enabled': false,
-      },
+        'kernelstitch.trace.server': 'verbose',
+    };
+    server = new CodeServer({
+      root,
+      vsix,
+      settings,
       env: { KERNELSTITCH_CPU_NVCC: '0' }, // no nvcc compile of the kernels: minutes on 2 cores
     });
     await server.start();
@@ -116,6 +132,8 @@ describe('KernelStitch in code-server', function () {
     await bench?.close();
     await server?.stop();
     if (root) {
+      // The extension's output channel (client, server, LSP trace) and VS Code's own logs.
+      fs.cpSync(path.join(root, 'user-data', 'logs'), path.join(ARTIFACTS, 'logs'), { recursive: true, force: true });
       fs.rmSync(root, { recursive: true, force: true });
     }
   });
@@ -229,5 +247,36 @@ describe('KernelStitch in code-server', function () {
     assert.match(message, /cancelled/);
     await sleep(500);
     assert.ok(!(await bench.statusBar()).some((text) => /Model: /.test(text)), 'the job stays in the status bar');
+  });
+
+  it('serves Python notebook cells: the hint and Add example inputs', async () => {
+    await bench.dismissNotifications();
+    await bench.openFromExplorer('cells.ipynb', false);
+    await bench.runCommand('View: Focus Problems');
+    await bench.until('the hint on the notebook cell', async () =>
+      (await bench.problems()).find((row) => row.includes('Cell has no example inputs')), 60_000);
+    await bench.screenshot('notebook-cell-hint');
+    // The light bulb of the cell offers the scaffold (and no job: no .py file to read).
+    await bench.page.click('.notebook-editor .cell-editor-container .monaco-editor .view-lines');
+    await bench.goTo(5, 8);
+    const actions = await bench.codeActions();
+    await bench.screenshot('notebook-cell-actions');
+    assert.ok(actions.some((a) => a.includes('Add example inputs')), actions.join(' | '));
+    assert.ok(!actions.some((a) => a.includes('Generate')), actions.join(' | '));
+    await bench.press('Escape');
+  });
+
+  it('reports a server command that exits before it starts, with its exit status and last words', async () => {
+    await bench.dismissNotifications();
+    settings['kernelstitch.server.command'] = [python(venv), '-c',
+      'import sys; sys.stderr.write("e2e: this server refuses to start\\n"); sys.exit(3)'];
+    server.writeSettings(settings); // a launch setting: the extension restarts the server
+    const message = await bench.waitForNotification(/did not start with/, 60_000);
+    await bench.screenshot('server-exits-at-start');
+    assert.match(message, /\(exit status 3\): e2e: this server refuses to start/);
+    assert.deepEqual((await bench.notificationButtons(/did not start with/)).slice(0, 2), ['Show Logs', 'Select Interpreter']);
+    await sleep(1000);
+    const others = (await bench.notifications()).filter((text) => !/did not start with/.test(text));
+    assert.deepEqual(others, [], 'vscode-languageclient\'s own messages about the failed start');
   });
 });

@@ -201,12 +201,14 @@ export class Workbench {
   }
 
   /** Opens a file of the workspace by clicking it in the Explorer. */
-  async openFromExplorer(name: string): Promise<void> {
+  async openFromExplorer(name: string, focus = true): Promise<void> {
     const row = await this.until(`${name} in the Explorer`, () =>
       this.page.$(`.explorer-folders-view .monaco-list-row[aria-label^="${name}"]`));
     await row.click();
     await this.until(`the editor tab of ${name}`, () => this.activeTab().then((tab) => tab === name));
-    await this.focusEditor();
+    if (focus) {
+      await this.focusEditor();
+    }
   }
 
   async focusEditor(): Promise<void> {
