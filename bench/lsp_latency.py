@@ -3,14 +3,18 @@ file of ~230 modules, 500 edits (each a didChange of the whole text, as a client
 incremental sync sends), each followed at once by a code action and a hover near the edit, then a
 pause (`--pause-ms`, default 200: a typing cadence slower than the server's 150 ms re-scan
 debounce, so the background re-scans run between keystrokes as they do for a user).
-Prints p50 / p95 / p99 / max per request kind and the start-up time to `initialize` answered.
+Prints p50 / p95 / p99 / max per request kind and the start-up time to `initialize` answered:
+cold (a fresh answer cache: pygls loads, then answers), warm (answered from the cache of the
+first start, server/early_initialize.py) and with the cache off (KERNELSTITCH_NO_EARLY_INITIALIZE=1),
+warm and off interleaved so that both see the same machine load; and the load average.
 
-Usage: python bench/lsp_latency.py [--edits 500] [--pause-ms 200] [--json OUT.json]"""
+Usage: python bench/lsp_latency.py [--edits 500] [--pause-ms 200] [--starts 9] [--json OUT.json]"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -62,15 +66,21 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=500)
     parser.add_argument("--modules", type=int, default=229)
     parser.add_argument("--pause-ms", type=float, default=200.0)
+    parser.add_argument("--starts", type=int, default=9)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="ks_latency_"))
-    starts = []
-    for _ in range(5):
-        began = time.perf_counter()
-        client = RawClient(root)  # returns once initialize is answered
-        starts.append(time.perf_counter() - began)
-        client.close()
+    cache = {"KERNELSTITCH_CACHE_DIR": str(root / "cache")}
+    starts: dict[str, list[float]] = {"cold": [], "warm": [], "off": []}
+    load_before = os.getloadavg()[0]
+    for k in range(args.starts + 1):
+        for mode in (["cold"] if k == 0 else ["warm", "off"]):
+            env = {**cache, "KERNELSTITCH_NO_EARLY_INITIALIZE": "1" if mode == "off" else "0"}
+            began = time.perf_counter()
+            client = RawClient(root, env=env)  # returns once initialize is answered
+            starts[mode].append(time.perf_counter() - began)
+            client.close()
+    load_after = os.getloadavg()[0]
     text = source(args.modules)
     lines = text.split("\n")
     path = root / "blocks.py"
@@ -103,7 +113,9 @@ def main() -> None:
         time.sleep(args.pause_ms / 1e3)
     client.close()
     report = {"lines": len(lines), "modules": args.modules, "edits": args.edits, "pause_ms": args.pause_ms,
-              "startup_to_initialize_s": {"median": statistics.median(starts), "all": starts},
+              "startup_to_initialize_s": {mode: {"median": statistics.median(v), "all": v}
+                                          for mode, v in starts.items()},
+              "load_average_1min": [load_before, load_after],
               **{kind: percentiles(v) for kind, v in times.items()}}
     print(json.dumps(report, indent=1))
     if args.json:

@@ -15,7 +15,8 @@ from typing import Any
 
 
 class RawClient:
-    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None,
+                 capabilities: dict[str, Any] | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "kernelstitch.server"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, **(env or {})})
@@ -23,7 +24,8 @@ class RawClient:
         self.seen: list[dict[str, Any]] = []  # notifications and requests from the server, in order
         self._next = 0
         threading.Thread(target=self._read, daemon=True).start()
-        self.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}})
+        self.initialize_reply = self.request(
+            "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": capabilities or {}})
         self.notify("initialized", {})
 
     def _read(self) -> None:
