@@ -5,8 +5,12 @@ and job subprocesses the tests start).  KERNELSTITCH_CACHE_DIR: the servers the 
 their cached `initialize` answers (server/early_initialize.py) in a folder of this run, not in
 the user's ~/.cache."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ.setdefault("KERNELSTITCH_CPU_NVCC", "0")
-os.environ.setdefault("KERNELSTITCH_CACHE_DIR", tempfile.mkdtemp(prefix="kernelstitch-test-cache-"))
+if "KERNELSTITCH_CACHE_DIR" not in os.environ:  # xdist workers inherit the controller's folder
+    os.environ["KERNELSTITCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelstitch-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["KERNELSTITCH_CACHE_DIR"], True)
