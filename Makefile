@@ -31,10 +31,12 @@ demo: $(STAMP)
 test: test-python test-vscode
 
 # Two or more pytest workers (at most 4): on CI's 2 cores the nvcc spill checks (minutes of ptxas)
-# run beside the rest instead of before it (serial: ~16 min; two workers: ~13).
+# run beside the rest instead of before it (serial: ~16 min; two workers: ~13).  --dist loadgroup:
+# tests/conftest.py collects the long tests first and keeps the modules with expensive
+# module-scoped fixtures on one worker (see its comment).
 test-python: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n auto --maxprocesses 4
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadgroup
 
 # The extension's unit tests, then its end-to-end tests in code-server through headless Chromium
 # (vscode-client/e2e/check.sh: installs Node 24, code-server and chromium where missing, in the

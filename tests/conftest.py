@@ -14,3 +14,40 @@ os.environ.setdefault("KERNELSTITCH_CPU_NVCC", "0")
 if "KERNELSTITCH_CACHE_DIR" not in os.environ:  # xdist workers inherit the controller's folder
     os.environ["KERNELSTITCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelstitch-test-cache-")
     atexit.register(shutil.rmtree, os.environ["KERNELSTITCH_CACHE_DIR"], True)
+
+
+# ---- scheduling on few cores (issue 27: `make test` on 2 cores) --------------------------------
+# `make test` runs pytest-xdist with --dist loadgroup.  Two things keep the two workers busy to
+# the end instead of one worker finishing minutes after the other:
+# - the long tests are collected first (xdist hands work out in collection order): the nvcc
+#   compiles (minutes of ptxas), then the modules that start real pipelines, CLIs and servers
+#   (tens of seconds a test, mostly torch imports in subprocesses), then the rest;
+# - the modules whose module-scoped fixtures are expensive run on one worker (xdist_group), so
+#   the fixture is built once, not once per worker.
+SLOW_MODULES = {  # tests of tens of seconds on the 2-core VM (durations of 2026-11-26)
+    "test_llm_pipeline", "test_server_lsp", "test_bench_e2e", "test_llm_secrets", "test_verifier_protect",
+    "test_llm_allowance", "test_pipeline_job", "test_server_real_job", "test_cpu_compile", "test_server_robust",
+    "test_bench_coverage", "test_llm_bounds", "test_constants_inplace", "test_layers", "test_server_malformed",
+    "test_server_fuzz", "test_verifier_static", "test_bench_run",
+}
+GROUPED_MODULES = {  # an expensive module-scoped fixture: built once
+    "test_coder", "test_verifier_binding", "test_bench_coverage", "test_llm_allowance", "test_search",
+    "test_reduction_knobs", "test_llm_agents", "test_compile_cache", "test_worker",
+}
+
+
+def _rank(item) -> int:
+    if item.get_closest_marker("nvcc"):
+        return 0
+    module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return 1 if item.get_closest_marker("slow") or module in SLOW_MODULES else 2
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    items.sort(key=_rank)  # stable: collection order within a rank
+    for item in items:
+        module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+        if module in GROUPED_MODULES:
+            item.add_marker(pytest.mark.xdist_group(module))
