@@ -279,6 +279,8 @@ def interpret(spec: dict):
         _run_ops(spec["prologue"], env)
         x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]
         kind, dim, keep = spec["kind"], spec["dim"], spec["keepdim"]
+        if spec.get("dim_count", 1) > 1 and kind in ("sum", "mean", "amax", "amin", "logsumexp"):
+            dim = tuple(range(dim, dim + spec["dim_count"]))  # a run of adjacent dims
         if kind == "layer_norm":
             shape = x.shape[x.dim() - spec["norm_ndim"]:]
             w = env[spec["weight"]] if spec["weight"] else None

@@ -36,6 +36,11 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   the copy, so the two hold equal values for their whole lives) and neither y nor x is an output
   (two outputs sharing memory would be observable).  The copy split KernelBench's
   ``original_x = x.clone().detach()`` chains into two kernels and a memcpy.
+* `vector_norm`: ``torch.linalg.vector_norm(x, ord, dim, keepdim)`` (``torch.norm``,
+  ``x.norm(p=2, dim=...)``) == ``sqrt(sum(x * x, dim))`` for ord 2, ``sum(abs(x), dim)`` for ord 1,
+  ``amax(abs(x), dim)`` for ord inf: the definitions of those norms (torch computes them in the
+  input's dtype without rescaling too), so the reduction kernels fuse the square / abs in their
+  prologue and the square root in their epilogue, and what follows (``x / norm``) fuses too.
 * `recompute_prologue`: when a reduction's input is an elementwise value that something else
   also reads (RMSNorm's ``h = x + r`` feeds both ``h.pow(2).mean()`` and ``h * rms``), the
   reduction gets its own copy of the elementwise chain (recomputed from the chain's inputs in
@@ -84,7 +89,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
-                 _recompute_prologue):
+                 _vector_norm, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -458,6 +463,46 @@ def _global_avg_pool(graph: Graph):
         dims = list(range(src.rank - params["nd"], src.rank))
         edits.append(GraphEdit(renamed(node, op="aten.mean.dim", args=(node.args[0], dims, True),
                                        kwargs={}, synthetic=True)))
+    return edits, set(), []
+
+
+_NORM_REDUCTION = {1.0: ("aten.abs.default", "aten.sum.dim_IntList"),
+                   2.0: ("aten.mul.Tensor", "aten.sum.dim_IntList"),
+                   float("inf"): ("aten.abs.default", "aten.amax.default")}
+
+
+def _vector_norm(graph: Graph):
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        if node.op != "aten.linalg_vector_norm.default" or not isinstance(node.args[0], NodeRef):
+            continue
+        x, order = node.args[0], node.arg(1, "ord", 2)
+        dim, keepdim = node.arg(2, "dim", None), bool(node.arg(3, "keepdim", False))
+        src = graph.node(x.node).meta
+        if (src is None or node.meta is None or node.kwargs.get("dtype") is not None
+                or src.dtype not in ("float32", "float16", "bfloat16") or src.rank == 0
+                or not isinstance(order, (int, float)) or isinstance(order, bool)
+                or float(order) not in _NORM_REDUCTION):
+            continue
+        dims = list(range(src.rank)) if dim is None or dim == [] else (
+            [dim] if isinstance(dim, int) else list(dim))
+        if not all(isinstance(d, int) for d in dims):
+            continue
+        dims = sorted(d % src.rank for d in dims)
+        pointwise, reduce = _NORM_REDUCTION[float(order)]
+        common = {"line": node.line, "module_path": node.module_path,
+                  "module_type": node.module_type, "synthetic": True}
+        args = (x, x) if pointwise == "aten.mul.Tensor" else (x,)
+        mapped = Node(f"{node.name}_terms", pointwise, args, {}, (src,), **common)
+        edits.append(GraphEdit(mapped, before=node.name))
+        total = (NodeRef(mapped.name), dims, keepdim)
+        if float(order) == 2.0:
+            summed = Node(f"{node.name}_sum", reduce, total, {}, node.outputs, **common)
+            edits.append(GraphEdit(summed, before=node.name))
+            edits.append(GraphEdit(renamed(node, op="aten.sqrt.default", args=(NodeRef(summed.name),),
+                                           kwargs={}, synthetic=True)))
+        else:
+            edits.append(GraphEdit(renamed(node, op=reduce, args=total, kwargs={}, synthetic=True)))
     return edits, set(), []
 
 
