@@ -41,6 +41,13 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   ``amax(abs(x), dim)`` for ord inf: the definitions of those norms (torch computes them in the
   input's dtype without rescaling too), so the reduction kernels fuse the square / abs in their
   prologue and the square root in their epilogue, and what follows (``x / norm``) fuses too.
+* `full_reduction`: ``x.mean()`` / ``x.sum()`` (no dim) == ``x.mean(all dims)``: the same
+  reduction, in the form the reduction kernels take.
+* `smooth_l1`: ``smooth_l1_loss(a, b, reduction, beta)`` (``HuberLoss`` with delta 1) ==
+  ``m = min(|a - b|, beta); 0.5 * m * m / beta + (|a - b| - m)`` then the mean / sum / nothing:
+  for ``|d| < beta`` that is ``0.5 d^2 / beta``, otherwise ``0.5 beta + |d| - beta``, torch's two
+  branches without a comparison op (only the rounding of the second branch differs). The
+  ``broadcast_tensors`` torch calls first is read through when both shapes already match.
 * `recompute_prologue`: when a reduction's input is an elementwise value that something else
   also reads (RMSNorm's ``h = x + r`` feeds both ``h.pow(2).mean()`` and ``h * rms``), the
   reduction gets its own copy of the elementwise chain (recomputed from the chain's inputs in
@@ -89,7 +96,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
-                 _vector_norm, _recompute_prologue):
+                 _vector_norm, _full_reduction, _smooth_l1, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -504,6 +511,85 @@ def _vector_norm(graph: Graph):
         else:
             edits.append(GraphEdit(renamed(node, op=reduce, args=total, kwargs={}, synthetic=True)))
     return edits, set(), []
+
+
+_FULL_REDUCTIONS = {"aten.mean.default": "aten.mean.dim", "aten.sum.default": "aten.sum.dim_IntList"}
+
+
+def _full_reduction(graph: Graph):
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        if node.op not in _FULL_REDUCTIONS or not isinstance(node.args[0], NodeRef) or node.kwargs.get("dtype"):
+            continue
+        src = graph.node(node.args[0].node).meta
+        if src is None or src.rank == 0 or src.dtype not in ("float32", "float16", "bfloat16"):
+            continue
+        edits.append(GraphEdit(renamed(node, op=_FULL_REDUCTIONS[node.op],
+                                       args=(node.args[0], list(range(src.rank)), False), kwargs={},
+                                       synthetic=True)))
+    return edits, set(), []
+
+
+def _through_broadcast(graph: Graph, ref: NodeRef, shape: tuple) -> NodeRef:
+    """`ref`, or the tensor it is `broadcast_tensors(...)[i]` of when that already has `shape`."""
+    node = graph.node(ref.node)
+    if node.op == "getitem" and isinstance(node.args[0], NodeRef):
+        source = graph.node(node.args[0].node)
+        if source.op == "aten.broadcast_tensors.default" and isinstance(node.args[1], int):
+            inner = source.args[0][node.args[1]] if isinstance(source.args[0], (list, tuple)) else None
+            if isinstance(inner, NodeRef):
+                meta = graph.node(inner.node).meta
+                if meta is not None and meta.shape == shape:
+                    return inner
+    return ref
+
+
+_LOSS_REDUCTION = {0: None, 1: "aten.mean.dim", 2: "aten.sum.dim_IntList"}  # torch's Reduction enum
+
+
+def _smooth_l1(graph: Graph):
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        if node.op != "aten.smooth_l1_loss.default":
+            continue
+        new = _smooth_l1_nodes(graph, node)
+        if new:
+            edits += [GraphEdit(k, before=node.name) for k in new[:-1]] + [GraphEdit(new[-1])]
+    return edits, set(), []
+
+
+def _smooth_l1_nodes(graph: Graph, node: Node) -> list[Node] | None:
+    """The nodes computing a smooth_l1_loss, the last one named as `node` (None when the operands
+    are not float tensors of one shape and dtype, or the reduction or beta is unusual)."""
+    a, b = node.args[0], node.args[1]
+    reduction, beta = node.arg(2, "reduction", 1), node.arg(3, "beta", 1.0)
+    if not (isinstance(a, NodeRef) and isinstance(b, NodeRef)) or reduction not in _LOSS_REDUCTION \
+            or not isinstance(beta, (int, float)) or isinstance(beta, bool) or beta <= 0:
+        return None
+    ma, mb = graph.node(a.node).meta, graph.node(b.node).meta
+    if ma is None or mb is None or ma.shape != mb.shape or ma.dtype != mb.dtype \
+            or ma.dtype not in ("float32", "float16", "bfloat16") or node.meta is None:
+        return None
+    a, b = _through_broadcast(graph, a, ma.shape), _through_broadcast(graph, b, mb.shape)
+    common = {"line": node.line, "module_path": node.module_path,
+              "module_type": node.module_type, "synthetic": True}
+    new: list[Node] = []
+
+    def op(label: str, aten: str, args: tuple) -> NodeRef:
+        new.append(Node(f"{node.name}_{label}", aten, args, {}, (ma,), **common))
+        return NodeRef(new[-1].name)
+
+    d = op("abs", "aten.abs.default", (op("diff", "aten.sub.Tensor", (a, b)),))
+    m = op("small", "aten.clamp.default", (d, None, float(beta)))
+    quad = op("quad", "aten.mul.Tensor", (op("square", "aten.mul.Tensor", (m, m)), 0.5 / float(beta)))
+    op("loss", "aten.add.Tensor", (quad, op("linear", "aten.sub.Tensor", (d, m))))
+    total = _LOSS_REDUCTION[reduction]
+    if total is None:
+        new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
+    else:
+        new.append(Node(node.name, total, (NodeRef(new[-1].name), list(range(ma.rank)), False), {},
+                        node.outputs, **common))
+    return new
 
 
 def _is_elementwise(graph: Graph, node: Node) -> bool:

@@ -1,0 +1,60 @@
+"""Issue 22: losses planned as one fused reduction (the `smooth_l1` and `full_reduction`
+rewrites), checked on the CPU with the kernels interpreted in torch."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from kernelstitch.agents.coder.builtin import write_candidate
+from kernelstitch.agents.inprocess import generate_builtin
+
+from kernelstitch.core.problem import load_problem
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_coder import interpreted_pair  # noqa: E402
+
+TEMPLATE = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return {body}
+
+def get_inputs():
+    return [torch.randn(9, 33) * 2, torch.randn(9, 33)]
+
+def get_init_inputs():
+    return []
+'''
+
+CASES = {  # body, the plan's techniques
+    "huber_mean": ("torch.nn.functional.smooth_l1_loss(a, b)", ["fused_reduction"]),
+    "huber_sum_beta": ("torch.nn.functional.smooth_l1_loss(a, b, reduction='sum', beta=0.5)", ["fused_reduction"]),
+    "huber_none": ("torch.nn.functional.smooth_l1_loss(a, b, reduction='none', beta=2.0) * 3", ["fused_elementwise"]),
+    "hinge": ("torch.mean(torch.clamp(1 - a * b, min=0))", ["fused_reduction"]),
+    "sum_all": ("(a - b).abs().sum() + 1", ["fused_reduction"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_losses_are_one_fused_kernel_and_match_torch(name, tmp_path):
+    body, techniques = CASES[name]
+    path = tmp_path / "problem.py"
+    path.write_text(textwrap.dedent(TEMPLATE.format(body=body)))
+    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    assert [s.technique for s in candidate.plan.steps] == techniques
+    program = Path(write_candidate(candidate, tmp_path))
+    problem = load_problem(path, "Model")
+    reference, new = interpreted_pair(candidate, program, problem)
+    inputs = problem.inputs()
+    with torch.no_grad():
+        expected = reference(*inputs)
+        torch.testing.assert_close(new(*inputs), expected, atol=1e-5, rtol=1e-5)
+    if name.startswith("huber"):  # the inputs cross beta both ways: both branches are checked
+        d = (inputs[0] - inputs[1]).abs()
+        assert (d < 0.5).any() and (d > 2.0).any()
