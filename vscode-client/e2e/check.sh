@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p e2e-artifacts .e2e-tools
-./e2e/install.sh >e2e-artifacts/install.log 2>&1 &
+# In a process group of its own, so that a failure below stops it with its npm and compilers.
+setsid ./e2e/install.sh >e2e-artifacts/install.log 2>&1 &
 installer=$!
-trap 'kill "$installer" 2>/dev/null || true' EXIT
+trap 'kill -- "-$installer" 2>/dev/null || true' EXIT
 npm ci --no-audit --no-fund
 npm run compile
 npm run lint

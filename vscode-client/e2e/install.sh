@@ -49,8 +49,9 @@ if [ ! -f "$CS_STAMP" ]; then
   say "code-server $CODE_SERVER_VERSION from npm (builds its native modules: a few minutes)"
   rm -rf "$CS_DIR"
   mkdir -p "$CS_DIR"
-  # npm and node-gyp run under Node 24 and build against its headers (no header download).
-  PATH="$NODE_DIR/bin:$PATH" npm_config_nodedir="$NODE_DIR" \
+  # npm and node-gyp run under Node 24 and build against its headers (no header download),
+  # each module's sources on every core (JOBS).
+  PATH="$NODE_DIR/bin:$PATH" npm_config_nodedir="$NODE_DIR" JOBS=max \
     "$NODE24" "$(command -v npm | xargs readlink -f)" install --no-audit --no-fund --loglevel=error \
     --prefix "$CS_DIR" "code-server@$CODE_SERVER_VERSION"
   touch "$CS_STAMP"

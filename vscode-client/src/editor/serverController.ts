@@ -115,7 +115,8 @@ export class ServerController implements vscode.Disposable {
   documentOpened(document: vscode.TextDocument): void {
     if (document.languageId === 'python' && ['file', 'untitled', 'vscode-notebook-cell'].includes(document.uri.scheme)) {
       const key = this.keyFor(document.uri.toString());
-      if (!this.servers.has(key) && !this.failed.has(key)) {
+      const unserved = key === SHARED_KEY && document.uri.scheme !== 'untitled' && this.folders().length > 1;
+      if (!unserved && !this.servers.has(key) && !this.failed.has(key)) {
         void this.start(document.uri.toString());
       }
     }

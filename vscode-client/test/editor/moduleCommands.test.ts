@@ -113,6 +113,17 @@ describe('editor commands', () => {
     assert.deepEqual(server.calls, [['kernelstitch.addExampleInputs', ['file:///w/other.py', 'Net']]]);
   });
 
+  it('runs no job on a notebook cell but adds its example inputs', async () => {
+    const cell = 'vscode-notebook-cell:/w/nb.ipynb#W0sZmlsZQ%3D%3D';
+    fake.activeTextEditor = pythonEditor(TEXT, 4, cell);
+    await fake.run('kernelstitch.generateAtCursor');
+    assert.deepEqual(server.calls, []);
+    assert.match(fake.messages[0].text, /runs on a saved \.py file; jobs cannot read a notebook cell/);
+    server.reply = () => ({ applied: true });
+    await fake.run('kernelstitch.addExampleInputsAtCursor');
+    assert.deepEqual(server.calls, [['kernelstitch.addExampleInputs', [cell, 'Model']]]);
+  });
+
   it('explains instead of calling the server without a Python editor', async () => {
     await fake.run('kernelstitch.generateAtCursor');
     assert.deepEqual(server.calls, []);

@@ -27,7 +27,7 @@ export interface FakeEditor {
     languageId: string;
     isUntitled: boolean;
     fileName: string;
-    uri: { toString(): string };
+    uri: { scheme: string; toString(): string };
     getText(): string;
   };
   selection: { active: { line: number; character: number } };
@@ -68,7 +68,10 @@ export const fake = {
 
 export function pythonEditor(text: string, line: number, uri = 'file:///w/model.py'): FakeEditor {
   return {
-    document: { languageId: 'python', isUntitled: false, fileName: '/w/model.py', uri: { toString: () => uri }, getText: () => text },
+    document: {
+      languageId: 'python', isUntitled: uri.startsWith('untitled:'), fileName: '/w/model.py',
+      uri: { scheme: uri.slice(0, uri.indexOf(':')), toString: () => uri }, getText: () => text,
+    },
     selection: { active: { line, character: 0 } },
   };
 }
