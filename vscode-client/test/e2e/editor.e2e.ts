@@ -279,4 +279,40 @@ describe('KernelStitch in code-server', function () {
     const others = (await bench.notifications()).filter((text) => !/did not start with/.test(text));
     assert.deepEqual(others, [], 'vscode-languageclient\'s own messages about the failed start');
   });
+
+  it('starts one server per folder of a multi-root workspace, each with its folder\'s interpreter', async () => {
+    delete settings['kernelstitch.server.command'];
+    server.writeSettings(settings);
+    fs.writeFileSync(path.join(workspace, 'first.py'), MODULE.replace(/Model/g, 'First'));
+    const second = path.join(root, 'second');
+    fs.mkdirSync(path.join(second, '.vscode'), { recursive: true });
+    fs.writeFileSync(path.join(second, 'other.py'), MODULE.replace(/Model/g, 'Other'));
+    fs.writeFileSync(path.join(second, '.vscode', 'settings.json'),
+      JSON.stringify({ 'kernelstitch.python': '/nonexistent/bin/python3' }));
+    const workspaceFile = path.join(root, 'two.code-workspace');
+    fs.writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: workspace }, { path: second }] }));
+    await bench.close();
+    bench = await Workbench.open(`http://127.0.0.1:${server.port}/?workspace=${encodeURIComponent(workspaceFile)}`);
+
+    await bench.openFromExplorer('first.py');
+    await bench.runCommand('View: Focus Problems');
+    await bench.until('the first folder\'s hint', async () =>
+      (await bench.problems()).find((row) => row.includes('First has no example inputs')), 60_000);
+    const rootRow = await bench.until('the second folder in the Explorer', () =>
+      bench.page.$('.explorer-folders-view .monaco-list-row[aria-label^="second"]'));
+    if ((await rootRow.evaluate((row) => row.getAttribute('aria-expanded'))) !== 'true') {
+      await rootRow.click();
+    }
+    await bench.openFromExplorer('other.py');
+    const message = await bench.waitForNotification(/server cannot start/, 60_000);
+    await bench.screenshot('multi-root-second-folder-interpreter');
+    assert.match(message, /the interpreter "\/nonexistent\/bin\/python3" does not exist/);
+    assert.ok(!(await bench.problems()).some((row) => row.includes('Other has no example inputs')));
+    // The first folder's server runs on: back in first.py (the preview tab closed it), its hint.
+    await bench.dismissNotifications();
+    await bench.openFromExplorer('first.py');
+    await bench.until('the first folder\'s hint again', async () =>
+      (await bench.problems()).find((row) => row.includes('First has no example inputs')), 30_000);
+    assert.deepEqual(await bench.notifications(), []);
+  });
 });

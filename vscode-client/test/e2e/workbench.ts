@@ -126,7 +126,8 @@ export class CodeServer {
 
 /** A browser tab on the workbench, with what a user does and sees. */
 export class Workbench {
-  private shots = 0;
+  /** Screenshots are numbered across workbench pages, in the order taken. */
+  private static shots = 0;
 
   private constructor(private readonly browser: Browser, readonly page: Page) {}
 
@@ -151,8 +152,8 @@ export class Workbench {
 
   /** Saves a numbered screenshot into the artifacts folder and returns its path. */
   async screenshot(name: string): Promise<string> {
-    this.shots += 1;
-    const file = `${path.join(ARTIFACTS, `${String(this.shots).padStart(2, '0')}-${name}`)}.png` as const;
+    Workbench.shots += 1;
+    const file = `${path.join(ARTIFACTS, `${String(Workbench.shots).padStart(2, '0')}-${name}`)}.png` as const;
     await this.page.screenshot({ path: file });
     return file;
   }
