@@ -17,7 +17,7 @@ VIEW_OPS = frozenset({
     "aten._to_copy.default", "aten.type_as.default", "aten.view_as.default",
     "aten.reshape_as.default", "aten.expand_as.default", "aten.movedim.int",
     "aten.swapaxes.default", "aten.lift_fresh_copy.default", "aten.split.Tensor",
-    "aten.chunk.default", "aten.unbind.int", "aten.split_with_sizes.default",
+    "aten.chunk.default", "aten.unbind.int", "aten.split_with_sizes.default", "aten.numpy_T.default",
 })
 SIZE_OPS_PREFIX = ("operator.", "aten.sym_size", "aten.sym_numel", "aten.sym_stride",
                    "torch.sym_", "math.")
