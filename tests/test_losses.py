@@ -58,3 +58,49 @@ def test_losses_are_one_fused_kernel_and_match_torch(name, tmp_path):
     if name.startswith("huber"):  # the inputs cross beta both ways: both branches are checked
         d = (inputs[0] - inputs[1]).abs()
         assert (d < 0.5).any() and (d > 2.0).any()
+
+
+TRIPLET = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.loss = nn.TripletMarginLoss({options})
+
+    def forward(self, a, p, n):
+        return self.loss(a, p, n)
+
+def get_inputs():
+    return [torch.randn(12, 40), torch.randn(12, 40), torch.randn(12, 40) * 1.1]
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("options, kernels", [("", 3), ("margin=0.5, reduction='sum'", 3),
+                                              ("margin=0.1, reduction='none'", 2)])
+def test_triplet_margin_loss_is_two_row_norms_and_matches_torch(options, kernels, tmp_path):
+    path = tmp_path / "problem.py"
+    path.write_text(textwrap.dedent(TRIPLET.format(options=options)))
+    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    assert [s.technique for s in candidate.plan.steps] == ["fused_reduction"] * kernels
+    program = Path(write_candidate(candidate, tmp_path))
+    problem = load_problem(path, "Model")
+    reference, new = interpreted_pair(candidate, program, problem)
+    inputs = problem.inputs()
+    with torch.no_grad():
+        expected = reference(*inputs)
+        torch.testing.assert_close(new(*inputs), expected, atol=1e-5, rtol=1e-5)
+    if "none" in options:  # the clamp at 0 is exercised: some triplets have no loss, some do
+        assert (expected == 0).any() and (expected > 0).any()
+
+
+def test_triplet_with_swap_or_another_norm_stays_a_pytorch_call(tmp_path):
+    for options in ("swap=True", "p=1"):
+        path = tmp_path / f"p_{options[:4]}.py"
+        path.write_text(textwrap.dedent(TRIPLET.format(options=options)))
+        candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+        assert [s.technique for s in candidate.plan.steps] == ["pytorch_fallback"], options

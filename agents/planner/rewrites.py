@@ -48,6 +48,10 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   for ``|d| < beta`` that is ``0.5 d^2 / beta``, otherwise ``0.5 beta + |d| - beta``, torch's two
   branches without a comparison op (only the rounding of the second branch differs). The
   ``broadcast_tensors`` torch calls first is read through when both shapes already match.
+* `triplet_margin`: ``triplet_margin_loss(a, pos, neg, margin, p=2, eps, swap=False)`` ==
+  ``clamp(margin + ||a - pos + eps|| - ||a - neg + eps||, min=0)`` (norms over the last dim) then
+  the mean / sum / nothing: ATen's definition through ``pairwise_distance``, so each distance is
+  one fused row reduction (prologue sub, add, square; epilogue sqrt).
 * `recompute_prologue`: when a reduction's input is an elementwise value that something else
   also reads (RMSNorm's ``h = x + r`` feeds both ``h.pow(2).mean()`` and ``h * rms``), the
   reduction gets its own copy of the elementwise chain (recomputed from the chain's inputs in
@@ -96,7 +100,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
-                 _vector_norm, _full_reduction, _smooth_l1, _recompute_prologue):
+                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -588,6 +592,61 @@ def _smooth_l1_nodes(graph: Graph, node: Node) -> list[Node] | None:
         new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
     else:
         new.append(Node(node.name, total, (NodeRef(new[-1].name), list(range(ma.rank)), False), {},
+                        node.outputs, **common))
+    return new
+
+
+def _triplet_margin(graph: Graph):
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        if node.op != "aten.triplet_margin_loss.default":
+            continue
+        new = _triplet_margin_nodes(graph, node)
+        if new:
+            edits += [GraphEdit(k, before=node.name) for k in new[:-1]] + [GraphEdit(new[-1])]
+    return edits, set(), []
+
+
+def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
+    """The nodes computing a triplet_margin_loss of p = 2 without swap, the last one named as
+    `node` (None otherwise, or when the three operands are not float tensors of one shape)."""
+    anchor, positive, negative = node.args[0], node.args[1], node.args[2]
+    margin, order, eps = node.arg(3, "margin", 1.0), node.arg(4, "p", 2), node.arg(5, "eps", 1e-6)
+    swap, reduction = node.arg(6, "swap", False), node.arg(7, "reduction", 1)
+    refs = (anchor, positive, negative)
+    if not all(isinstance(r, NodeRef) for r in refs) or swap is not False or reduction not in _LOSS_REDUCTION \
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (margin, order, eps)) \
+            or float(order) != 2.0 or node.meta is None:
+        return None
+    metas = [graph.node(r.node).meta for r in refs]
+    if any(m is None or m.shape != metas[0].shape or m.dtype != metas[0].dtype for m in metas) \
+            or metas[0].dtype not in ("float32", "float16", "bfloat16") or metas[0].rank < 2:
+        return None
+    full = metas[0]
+    rows = TensorMeta(full.shape[:-1], full.example_shape[:-1], full.dtype)
+    common = {"line": node.line, "module_path": node.module_path,
+              "module_type": node.module_type, "synthetic": True}
+    new: list[Node] = []
+
+    def op(label: str, aten: str, args: tuple, meta: TensorMeta) -> NodeRef:
+        new.append(Node(f"{node.name}_{label}", aten, args, {}, (meta,), **common))
+        return NodeRef(new[-1].name)
+
+    def distance(label: str, other: NodeRef) -> NodeRef:  # pairwise_distance(anchor, other, 2, eps)
+        shifted = op(f"{label}_shift", "aten.add.Tensor", (op(f"{label}_diff", "aten.sub.Tensor", (anchor, other), full),
+                                                           float(eps)), full)
+        squares = op(f"{label}_sq", "aten.mul.Tensor", (shifted, shifted), full)
+        total = op(f"{label}_sum", "aten.sum.dim_IntList", (squares, [full.rank - 1], False), rows)
+        return op(f"{label}_dist", "aten.sqrt.default", (total,), rows)
+
+    gap = op("gap", "aten.sub.Tensor", (op("pos_margin", "aten.add.Tensor", (distance("pos", positive), float(margin)),
+                                           rows), distance("neg", negative)), rows)
+    op("hinge", "aten.clamp.default", (gap, 0.0, None), rows)
+    total = _LOSS_REDUCTION[reduction]
+    if total is None:
+        new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
+    else:
+        new.append(Node(node.name, total, (NodeRef(new[-1].name), list(range(rows.rank)), False), {},
                         node.outputs, **common))
     return new
 
