@@ -52,6 +52,10 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   ``clamp(margin + ||a - pos + eps|| - ||a - neg + eps||, min=0)`` (norms over the last dim) then
   the mean / sum / nothing: ATen's definition through ``pairwise_distance``, so each distance is
   one fused row reduction (prologue sub, add, square; epilogue sqrt).
+* `einsum_matmul`: ``einsum("...c,cn->...n", a, b)`` (one contracted index, last of ``a`` and
+  first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
+  matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
+  bmm).
 * `recompute_prologue`: when a reduction's input is an elementwise value that something else
   also reads (RMSNorm's ``h = x + r`` feeds both ``h.pow(2).mean()`` and ``h * rms``), the
   reduction gets its own copy of the elementwise chain (recomputed from the chain's inputs in
@@ -100,7 +104,8 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
-                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _recompute_prologue):
+                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _einsum_matmul,
+                 _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -649,6 +654,35 @@ def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
         new.append(Node(node.name, total, (NodeRef(new[-1].name), list(range(rows.rank)), False), {},
                         node.outputs, **common))
     return new
+
+
+def _einsum_matmul(graph: Graph):
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        if node.op != "aten.einsum.default" or not isinstance(node.args[0], str):
+            continue
+        operands = node.args[1] if len(node.args) > 1 else None
+        if not isinstance(operands, (list, tuple)) or len(operands) != 2 \
+                or not all(isinstance(r, NodeRef) for r in operands):
+            continue
+        if _is_matmul_equation(node.args[0].replace(" ", "")):
+            edits.append(GraphEdit(renamed(node, op="aten.matmul.default", args=tuple(operands), kwargs={},
+                                           synthetic=True)))
+    return edits, set(), []
+
+
+def _is_matmul_equation(equation: str) -> bool:
+    """"PREFIXc,cn->PREFIXn" with distinct letters (no ellipsis, no repeated or summed-out free index)."""
+    if "->" not in equation or "." in equation:
+        return False
+    inputs, out = equation.split("->")
+    parts = inputs.split(",")
+    if len(parts) != 2 or len(parts[1]) != 2 or not parts[0] or not all(p.isalpha() for p in (*parts, out)):
+        return False
+    a, b = parts
+    contracted, free = b[0], b[1]
+    return (a[-1] == contracted and out == a[:-1] + free and len(set(a + free)) == len(a) + 1
+            and contracted not in out)
 
 
 def _is_elementwise(graph: Graph, node: Node) -> bool:
