@@ -69,6 +69,7 @@ def _unary_spec():
 BINARY_REF = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "maximum": torch.maximum, "minimum": torch.minimum, "pow": lambda x, y: torch.pow(x.abs() + 0.5, y),
+    "xlogy": lambda x, y: torch.xlogy(torch.relu(x), y.abs() + 0.5),
 }
 
 
@@ -77,6 +78,9 @@ def _binary_spec():
     for op in sorted(BINARY_REF):
         if op == "pow":
             ops += [E("abs", ("x",), "ax"), E("add", ("ax", 0.5), "px"), E("pow", ("px", "y"), "b_pow")]
+        elif op == "xlogy":  # x >= 0 with exact zeros (relu), y > 0
+            ops += [E("relu", ("x",), "rx"), E("abs", ("y",), "ay"), E("add", ("ay", 0.5), "py"),
+                    E("xlogy", ("rx", "py"), "b_xlogy")]
         else:
             ops.append(E(op, ("x", "y"), f"b_{op}"))
     ops += [

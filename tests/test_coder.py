@@ -241,6 +241,7 @@ def _ew(op: str, args: list, attrs: dict):
         "hardsigmoid": lambda: torch.nn.functional.hardsigmoid(a),
         "add": lambda: a + args[1], "sub": lambda: a - args[1], "mul": lambda: a * args[1],
         "div": lambda: a / args[1], "pow": lambda: torch.pow(a, args[1]),
+        "xlogy": lambda: torch.xlogy(a, args[1]),
         "maximum": lambda: torch.maximum(torch.as_tensor(a), torch.as_tensor(args[1])),
         "minimum": lambda: torch.minimum(torch.as_tensor(a), torch.as_tensor(args[1])),
         "clamp": lambda: torch.clamp(a, attrs.get("min"), attrs.get("max")),

@@ -104,3 +104,28 @@ def test_triplet_with_swap_or_another_norm_stays_a_pytorch_call(tmp_path):
         path.write_text(textwrap.dedent(TRIPLET.format(options=options)))
         candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
         assert [s.technique for s in candidate.plan.steps] == ["pytorch_fallback"], options
+
+
+@pytest.mark.parametrize("call", [
+    "torch.nn.functional.kl_div(torch.log(a.abs() + 0.1), b.relu(), reduction='batchmean')",
+    "torch.nn.functional.kl_div(torch.log(a.abs() + 0.1), b.relu(), reduction='sum')",
+    "torch.nn.functional.kl_div(torch.log(a.abs() + 0.1), b.relu(), reduction='mean')",
+    "torch.nn.functional.kl_div(torch.log(a.abs() + 0.1), b.relu(), reduction='none') * 2",
+    "torch.nn.functional.kl_div(a, b * 0.3, reduction='batchmean', log_target=True)",
+])
+def test_kl_div_is_fused_with_exact_zero_targets_and_matches_torch(call, tmp_path):
+    """b.relu() has exact zeros: xlogy(0, 0) is 0 where 0 * log(0) would be NaN."""
+    path = tmp_path / "problem.py"
+    path.write_text(textwrap.dedent(TEMPLATE.format(body=call)))
+    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    techniques = [s.technique for s in candidate.plan.steps]
+    assert "pytorch_fallback" not in techniques and len(techniques) <= 2, techniques
+    program = Path(write_candidate(candidate, tmp_path))
+    problem = load_problem(path, "Model")
+    reference, new = interpreted_pair(candidate, program, problem)
+    inputs = problem.inputs()
+    assert (inputs[1] <= 0).any()  # zero targets after relu
+    with torch.no_grad():
+        expected = reference(*inputs)
+        assert torch.isfinite(expected).all()
+        torch.testing.assert_close(new(*inputs), expected, atol=1e-5, rtol=1e-5)

@@ -25,7 +25,7 @@ UNARY_OPS = frozenset(
         "silu", "softplus", "mish", "elu", "selu", "hardswish", "hardsigmoid", "square",
     }
 )
-BINARY_OPS = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "pow"})
+BINARY_OPS = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "pow", "xlogy"})
 # Ops with float attributes in `attrs`:
 #   clamp(x) attrs {"min": float|None, "max": float|None}  (also hardtanh, relu6)
 #   leaky_relu(x) attrs {"negative_slope": float}

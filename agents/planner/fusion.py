@@ -18,6 +18,7 @@ group and feeds it), which is what keeps the groups schedulable as single kernel
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -114,6 +115,7 @@ class _Scheduler:
                 anc |= self.ancestors[r]
             self.ancestors[n.name] = anc
         self.groups: list[Group] = []
+        self._group_ids = itertools.count()  # never reused: absorb() removes groups
         self.group_of: dict[str, Group] = {}
         self.fallback_reasons: dict[str, str] = {}
 
@@ -136,7 +138,7 @@ class _Scheduler:
         return all(u in allowed for u in self.users.get(name, []))
 
     def new_group(self, kind: GroupKind, nodes: list[str], anchor: str | None = None) -> Group:
-        g = Group(len(self.groups), kind, list(nodes), anchor)
+        g = Group(next(self._group_ids), kind, list(nodes), anchor)
         self.groups.append(g)
         for n in nodes:
             self.group_of[n] = g

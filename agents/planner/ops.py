@@ -239,6 +239,9 @@ def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
     if name in ("mul", "multiply", "maximum", "minimum") and overload in ("Tensor", "Scalar", "default"):
         b = operands[1] if len(operands) > 1 else None
         return None if b is None else [op(_BINARY[name], a, b)]
+    if name == "xlogy" and overload in ("Tensor", "Scalar_Other"):
+        b = operands[1] if len(operands) > 1 else None
+        return None if b is None else [op("xlogy", a, b)]
     if name == "div" and overload in ("Tensor", "Scalar"):
         b = operands[1] if len(operands) > 1 else None
         return None if b is None else [op("div", a, b)]
@@ -295,5 +298,6 @@ def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
 def elementwise_flops(ops: list[ElementwiseOp]) -> int:
     """Rough FLOPs per element (transcendentals count a few)."""
     heavy = {"gelu": 8, "gelu_tanh": 10, "sigmoid": 4, "tanh": 6, "silu": 5, "exp": 4, "log": 4,
-             "softplus": 6, "mish": 12, "elu": 5, "selu": 6, "pow": 8, "sqrt": 2, "rsqrt": 2}
+             "softplus": 6, "mish": 12, "elu": 5, "selu": 6, "pow": 8, "sqrt": 2, "rsqrt": 2,
+             "xlogy": 4}
     return sum(heavy.get(o.op, 1) for o in ops)

@@ -52,6 +52,11 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   ``clamp(margin + ||a - pos + eps|| - ||a - neg + eps||, min=0)`` (norms over the last dim) then
   the mean / sum / nothing: ATen's definition through ``pairwise_distance``, so each distance is
   one fused row reduction (prologue sub, add, square; epilogue sqrt).
+* `kl_div`: ``kl_div(input, target, reduction, log_target)`` == ``xlogy(target, target) - target *
+  input`` (``exp(target) * (target - input)`` for log targets) then the mean / sum / nothing,
+  ATen's definition.  ``F.kl_div(..., reduction="batchmean")`` is that sum divided by
+  ``input.size(0)``: read as the mean over dim 0 of the sums over the other dims (the same sum,
+  regrouped), so no division by a run-time size is left to PyTorch.
 * `einsum_matmul`: ``einsum("...c,cn->...n", a, b)`` (one contracted index, last of ``a`` and
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
@@ -104,7 +109,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -
     result = RewriteResult(graph)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
-                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _einsum_matmul,
+                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _einsum_matmul,
                  _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
@@ -652,6 +657,78 @@ def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
         new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
     else:
         new.append(Node(node.name, total, (NodeRef(new[-1].name), list(range(rows.rank)), False), {},
+                        node.outputs, **common))
+    return new
+
+
+def _kl_div(graph: Graph):
+    edits: list[GraphEdit] = []
+    users = graph.users()
+    for node in graph.nodes:
+        if node.op != "aten.kl_div.default":
+            continue
+        new = _kl_div_nodes(graph, users, node)
+        if new:  # replacing: the node named as the kl_div and (batchmean) the division after it
+            edits += [GraphEdit(k) if k.name in (node.name, *users.get(node.name, [])) else
+                      GraphEdit(k, before=node.name) for k in new]
+    return edits, set(), []
+
+
+def _batchmean_divisor(graph: Graph, users: dict[str, list[str]], node: Node, rows: str) -> Node | None:
+    """The `div` node when `node`'s only reader divides it by the size of dim 0 (`rows`) of a
+    tensor: F.kl_div's batchmean."""
+    readers = users.get(node.name, [])
+    if len(readers) != 1 or readers[0] == "<output>":
+        return None
+    div = graph.node(readers[0])
+    if div.op != "aten.div.Tensor" or div.args[0] != NodeRef(node.name) or not isinstance(div.args[1], NodeRef):
+        return None
+    size = graph.node(div.args[1].node)
+    if size.op != "aten.sym_size.int" or size.args[1] != 0 or not isinstance(size.args[0], NodeRef):
+        return None
+    meta = graph.node(size.args[0].node).meta
+    return div if meta is not None and meta.rank > 0 and meta.shape[0] == rows else None
+
+
+def _kl_div_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> list[Node] | None:
+    """The nodes computing a kl_div, the last one named as `node` (or as the batchmean division
+    that reads it); None when the operands are not float tensors of one shape."""
+    x, target = node.args[0], node.args[1]
+    reduction, log_target = node.arg(2, "reduction", 1), node.arg(3, "log_target", False)
+    if not (isinstance(x, NodeRef) and isinstance(target, NodeRef)) or reduction not in _LOSS_REDUCTION \
+            or not isinstance(log_target, bool) or node.meta is None:
+        return None
+    mx, mt = graph.node(x.node).meta, graph.node(target.node).meta
+    if mx is None or mt is None or mx.shape != mt.shape or mx.dtype != mt.dtype \
+            or mx.dtype not in ("float32", "float16", "bfloat16") or mx.rank == 0:
+        return None
+    common = {"line": node.line, "module_path": node.module_path,
+              "module_type": node.module_type, "synthetic": True}
+    new: list[Node] = []
+
+    def op(label: str, aten: str, args: tuple, meta: TensorMeta = mx) -> NodeRef:
+        new.append(Node(f"{node.name}_{label}", aten, args, {}, (meta,), **common))
+        return NodeRef(new[-1].name)
+
+    if log_target:
+        op("terms", "aten.mul.Tensor", (op("exp", "aten.exp.default", (target,)),
+                                        op("gap", "aten.sub.Tensor", (target, x))))
+    else:
+        op("terms", "aten.sub.Tensor", (op("entropy", "aten.xlogy.Tensor", (target, target)),
+                                        op("cross", "aten.mul.Tensor", (target, x))))
+    terms = NodeRef(new[-1].name)
+    divisor = _batchmean_divisor(graph, users, node, mx.shape[0]) if reduction == 2 and mx.rank > 1 else None
+    if divisor is not None:
+        rows = TensorMeta(mx.shape[:1], mx.example_shape[:1], mx.dtype)
+        # the kl_div's own node becomes the row sums (nothing else then reads its operands)
+        new.append(Node(node.name, "aten.sum.dim_IntList", (terms, list(range(1, mx.rank)), False), {},
+                        (rows,), **common))
+        new.append(Node(divisor.name, "aten.mean.dim", (NodeRef(node.name), [0], False), {}, divisor.outputs,
+                        **common))
+    elif _LOSS_REDUCTION[reduction] is None:
+        new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
+    else:
+        new.append(Node(node.name, _LOSS_REDUCTION[reduction], (terms, list(range(mx.rank)), False), {},
                         node.outputs, **common))
     return new
 

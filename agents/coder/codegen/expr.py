@@ -50,6 +50,7 @@ _BINARY: dict[str, Callable[[str, str], str]] = {
     "maximum": lambda a, b: f"ks_max({a}, {b})",
     "minimum": lambda a, b: f"ks_min({a}, {b})",
     "pow": lambda a, b: f"powf({a}, {b})",
+    "xlogy": lambda a, b: f"ks_xlogy({a}, {b})",
 }
 assert set(_UNARY) == set(UNARY_OPS) and set(_BINARY) == set(BINARY_OPS)
 

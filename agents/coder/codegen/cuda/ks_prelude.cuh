@@ -249,6 +249,8 @@ __device__ __forceinline__ float ks_hardsigmoid(float x) { return fminf(fmaxf(x 
 __device__ __forceinline__ float ks_hardswish(float x) { return x * fminf(fmaxf(x + 3.f, 0.f), 6.f) * (1.f / 6.f); }
 __device__ __forceinline__ float ks_clamp(float x, float lo, float hi) { return x != x ? x : fminf(fmaxf(x, lo), hi); }
 __device__ __forceinline__ float ks_leaky_relu(float x, float s) { return x > 0.f ? x : x * s; }
+// torch.xlogy: 0 where x == 0 (unless y is NaN), else x * log(y) (kl_div's target * log(target)).
+__device__ __forceinline__ float ks_xlogy(float x, float y) { return (x == 0.f && y == y) ? 0.f : x * logf(y); }
 
 // ---- reductions ----
 struct KsOpSum {
