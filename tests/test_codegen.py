@@ -359,7 +359,10 @@ def _spill_units() -> list[list[str]]:
 
 
 @pytest.mark.nvcc
-@pytest.mark.timeout(1200)  # every kernel family's instantiations: minutes of ptxas on 2 cores
+# every kernel family's instantiations: minutes of ptxas on 2 cores; red_group_norm's unit alone
+# took over 600 s on the VM under a load of 7 (other builds beside the suite): a timeout there
+# says nothing about the kernels, so each nvcc may take 1500 s
+@pytest.mark.timeout(1800)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_every_cuda_text_compiles_for_sm90a_without_spills():
     groups = _spill_units()
@@ -370,7 +373,7 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
             path = Path(tmp) / f"group{k}.cu"
             path.write_text("\n".join(groups[k]))
             cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-c", "-o", "/dev/null", str(path)]
-            return subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=1500, check=False)
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(compile_group, range(len(groups))))
