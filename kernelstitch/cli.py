@@ -77,7 +77,7 @@ def generate(
     workspace: Path | None = typer.Option(None, help="workspace root (default: found from FILE)"),
 ) -> None:
     """Plan, code, verify: writes .kernelstitch/<file>/<Module>/model_new.py and a report."""
-    _no_such_file(target)
+    _no_such_file(target, json_stdout=json_output)
     from kernelstitch.agents.pipeline_cli import generate_command, llm_settings
 
     settings, budget = llm_settings(

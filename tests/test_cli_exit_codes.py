@@ -56,12 +56,13 @@ def test_a_file_or_folder_that_does_not_exist_exits_2(tmp_path):
     assert watch.exit_code == 2 and "not a folder" in watch.output
 
 
-def test_profile_json_reports_a_missing_file_as_its_one_json_object(tmp_path):
+@pytest.mark.parametrize("command", ["generate", "profile"])
+def test_json_reports_a_missing_file_as_its_one_json_object(command, tmp_path):
     missing = tmp_path / "missing.py"
-    result = CliRunner().invoke(app, ["profile", str(missing), "--json"])
+    result = CliRunner().invoke(app, [command, str(missing), "--json"])
     assert result.exit_code == 2
-    first_line = result.stdout.splitlines()[0]
-    assert json.loads(first_line) == {"error": f"no such file: {missing}", "exit_status": 2}
+    (line,) = result.stdout.splitlines()
+    assert json.loads(line) == {"error": f"no such file: {missing}", "exit_status": 2}
 
 
 def test_the_installed_entry_point_exits_2_on_usage_errors(tmp_path):
