@@ -51,24 +51,26 @@ def test_server_modules_do_not_import_torch():
 
 
 def test_package_import_is_cheap():
-    """`kernelstitch serve` imports the package before anything runs: no pygls yet."""
-    code = ("import sys, time; t = time.perf_counter(); import kernelstitch.server; "
-            "print(time.perf_counter() - t, 'pygls' in sys.modules)")
+    """`kernelstitch serve` imports the package before anything runs: no pygls, lsprotocol or
+    torch yet (what start-up costs is measured by bench/lsp_latency.py, not asserted here)."""
+    code = ("import sys; import kernelstitch.server, kernelstitch.server.early_initialize; "
+            "print(*(m in sys.modules for m in ('pygls', 'lsprotocol', 'torch')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out[1] == "False" and float(out[0]) < 0.1
+    assert out == ["False", "False", "False"]
 
 
 @pytest.mark.asyncio(loop_scope="function")
 async def test_startup_time_to_first_answer(tmp_path):
-    """Process start to the initialize answer; printed for the record (pygls + lsprotocol
-    dominate: lsprotocol.types alone imports in ~0.4-0.6 s on the 2-core CI box)."""
+    """The server starts and answers initialize with its capabilities; the time is printed for
+    the record only (bench/lsp_latency.py measures start-up; a loaded CI box must not fail it)."""
     started = time.perf_counter()
     client = await start_client(tmp_path, config=server_config())
     elapsed = time.perf_counter() - started
     try:
         print(f"\nserver start-up to initialize result: {elapsed * 1000:.0f} ms")
-        assert elapsed < 5.0
+        capabilities = client.initialize_result.capabilities
+        assert capabilities is not None and capabilities.code_action_provider and capabilities.hover_provider
     finally:
         await client.shutdown_session()
         await client.stop()

@@ -129,7 +129,7 @@ async def start_client(root: Path, *, pull: bool = False, settings: dict | None 
 
     if settings is not None:
         client.set_configuration(settings, section="kernelstitch")
-    await client.initialize_session(lsp.InitializeParams(
+    client.initialize_result = await client.initialize_session(lsp.InitializeParams(  # type: ignore[attr-defined]
         capabilities=capabilities(pull),
         root_uri=root.as_uri(),
         workspace_folders=[lsp.WorkspaceFolder(uri=root.as_uri(), name="ws")],
