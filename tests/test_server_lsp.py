@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -219,10 +218,9 @@ async def test_cancel_from_progress_kills_job_process(client, tmp_path):
                                       and s["message"].startswith("pid=")])
     pid = int(loading[0]["message"].split("=")[1])
     assert alive(pid)
-    # The server answers while the job runs.
-    started = time.perf_counter()
+    # The server answers while the job runs (the job, 5 steps of 2 s, is still running then).
     assert "Model" in await hover_text(client, uri, MODEL_LINE)
-    assert time.perf_counter() - started < 1.0
+    assert alive(pid) and final_status(client, job_id) is None
     client.window_work_done_progress_cancel(
         lsp.WorkDoneProgressCancelParams(token=f"kernelstitch/{job_id}"))
     assert (await wait_for(lambda: final_status(client, job_id)))["state"] == "cancelled"
