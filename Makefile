@@ -28,14 +28,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/kernelstitch generate $(DEMO) || [ $$? -eq 2 ]
 
-# The end-to-end tools (Node 24, code-server, chromium: minutes of downloads and native builds on
-# a fresh machine) start installing in the background first, beside pytest; e2e/check.sh waits
-# for that install (install.sh takes a lock) instead of starting it after pytest.
-test: $(STAMP)
-	@mkdir -p vscode-client/e2e-artifacts vscode-client/.e2e-tools
-	@setsid vscode-client/e2e/install.sh >vscode-client/e2e-artifacts/install-early.log 2>&1 &
-	$(MAKE) test-python
-	$(MAKE) test-vscode
+test: test-python test-vscode
 
 # Two or more pytest workers (at most 4): on CI's 2 cores the nvcc spill checks (minutes of ptxas)
 # run beside the rest instead of before it (serial: ~16 min; two workers: ~13).  --dist loadgroup:
