@@ -375,7 +375,7 @@ def _batch_norm(graph: Graph):
             continue
         new = _batch_norm_nodes(graph, users, node)
         if new:
-            edits += [GraphEdit(k, before=node.name) for k in new[:-1]] + [GraphEdit(new[-1])]
+            edits += _replacing(new, node.name)
             how = ("a statistics kernel (batch mean and variance per channel; it updates the "
                    "running statistics)" if _training(node) else "the running statistics (eval mode)")
             notes.append(f"line {node.line or '?'}: batch_norm normalises with {how}, then "
@@ -561,6 +561,23 @@ def _through_broadcast(graph: Graph, ref: NodeRef, shape: tuple) -> NodeRef:
 _LOSS_REDUCTION = {0: None, 1: "aten.mean.dim", 2: "aten.sum.dim_IntList"}  # torch's Reduction enum
 
 
+def _reduced_loss(new: list[Node], node: Node, reduction: int, rank: int, common: dict) -> list[Node]:
+    """A loss's nodes ended by torch's reduction of the last one's per-element values (none, mean
+    or sum over all `rank` dims), the last node named and typed as the loss `node`."""
+    total = _LOSS_REDUCTION[reduction]
+    if total is None:
+        new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
+    else:
+        new.append(Node(node.name, total, (NodeRef(new[-1].name), list(range(rank)), False), {},
+                        node.outputs, **common))
+    return new
+
+
+def _replacing(new: list[Node], name: str) -> list[GraphEdit]:
+    """Edits inserting `new[:-1]` before node `name` and replacing it with `new[-1]`."""
+    return [GraphEdit(k, before=name) for k in new[:-1]] + [GraphEdit(new[-1])]
+
+
 def _smooth_l1(graph: Graph):
     edits: list[GraphEdit] = []
     for node in graph.nodes:
@@ -568,7 +585,7 @@ def _smooth_l1(graph: Graph):
             continue
         new = _smooth_l1_nodes(graph, node)
         if new:
-            edits += [GraphEdit(k, before=node.name) for k in new[:-1]] + [GraphEdit(new[-1])]
+            edits += _replacing(new, node.name)
     return edits, set(), []
 
 
@@ -597,13 +614,7 @@ def _smooth_l1_nodes(graph: Graph, node: Node) -> list[Node] | None:
     m = op("small", "aten.clamp.default", (d, None, float(beta)))
     quad = op("quad", "aten.mul.Tensor", (op("square", "aten.mul.Tensor", (m, m)), 0.5 / float(beta)))
     op("loss", "aten.add.Tensor", (quad, op("linear", "aten.sub.Tensor", (d, m))))
-    total = _LOSS_REDUCTION[reduction]
-    if total is None:
-        new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
-    else:
-        new.append(Node(node.name, total, (NodeRef(new[-1].name), list(range(ma.rank)), False), {},
-                        node.outputs, **common))
-    return new
+    return _reduced_loss(new, node, reduction, ma.rank, common)
 
 
 def _triplet_margin(graph: Graph):
@@ -613,7 +624,7 @@ def _triplet_margin(graph: Graph):
             continue
         new = _triplet_margin_nodes(graph, node)
         if new:
-            edits += [GraphEdit(k, before=node.name) for k in new[:-1]] + [GraphEdit(new[-1])]
+            edits += _replacing(new, node.name)
     return edits, set(), []
 
 
@@ -652,13 +663,7 @@ def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
     gap = op("gap", "aten.sub.Tensor", (op("pos_margin", "aten.add.Tensor", (distance("pos", positive), float(margin)),
                                            rows), distance("neg", negative)), rows)
     op("hinge", "aten.clamp.default", (gap, 0.0, None), rows)
-    total = _LOSS_REDUCTION[reduction]
-    if total is None:
-        new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
-    else:
-        new.append(Node(node.name, total, (NodeRef(new[-1].name), list(range(rows.rank)), False), {},
-                        node.outputs, **common))
-    return new
+    return _reduced_loss(new, node, reduction, rows.rank, common)
 
 
 def _kl_div(graph: Graph):
@@ -716,20 +721,15 @@ def _kl_div_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> list
     else:
         op("terms", "aten.sub.Tensor", (op("entropy", "aten.xlogy.Tensor", (target, target)),
                                         op("cross", "aten.mul.Tensor", (target, x))))
-    terms = NodeRef(new[-1].name)
     divisor = _batchmean_divisor(graph, users, node, mx.shape[0]) if reduction == 2 and mx.rank > 1 else None
-    if divisor is not None:
-        rows = TensorMeta(mx.shape[:1], mx.example_shape[:1], mx.dtype)
-        # the kl_div's own node becomes the row sums (nothing else then reads its operands)
-        new.append(Node(node.name, "aten.sum.dim_IntList", (terms, list(range(1, mx.rank)), False), {},
-                        (rows,), **common))
-        new.append(Node(divisor.name, "aten.mean.dim", (NodeRef(node.name), [0], False), {}, divisor.outputs,
-                        **common))
-    elif _LOSS_REDUCTION[reduction] is None:
-        new[-1] = renamed(new[-1], name=node.name, outputs=node.outputs)
-    else:
-        new.append(Node(node.name, _LOSS_REDUCTION[reduction], (terms, list(range(mx.rank)), False), {},
-                        node.outputs, **common))
+    if divisor is None:
+        return _reduced_loss(new, node, reduction, mx.rank, common)
+    rows = TensorMeta(mx.shape[:1], mx.example_shape[:1], mx.dtype)
+    # the kl_div's own node becomes the row sums (nothing else then reads its operands)
+    new.append(Node(node.name, "aten.sum.dim_IntList", (NodeRef(new[-1].name), list(range(1, mx.rank)), False), {},
+                    (rows,), **common))
+    new.append(Node(divisor.name, "aten.mean.dim", (NodeRef(node.name), [0], False), {}, divisor.outputs,
+                    **common))
     return new
 
 
