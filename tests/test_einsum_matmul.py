@@ -9,14 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import write_candidate
-from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.planner.rewrites import _is_matmul_equation
 
-from kernelstitch.core.problem import load_problem
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import interpreted_pair  # noqa: E402
+from test_coder import interpreted_problem  # noqa: E402
 
 TEMPLATE = '''
 import torch
@@ -43,14 +39,8 @@ def test_which_equations_are_a_matmul(equation, ok):
 
 
 def test_an_einsum_matmul_is_one_gemm_and_matches_torch(tmp_path):
-    path = tmp_path / "problem.py"
-    path.write_text(textwrap.dedent(TEMPLATE.format(equation="bijl,lk->bijk", a_shape="2, 3, 4, 16",
-                                                    b_shape="16, 8")))
-    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(
+        TEMPLATE.format(equation="bijl,lk->bijk", a_shape="2, 3, 4, 16", b_shape="16, 8")))
     assert [s.technique for s in candidate.plan.steps] == ["gemm_epilogue"]
-    program = Path(write_candidate(candidate, tmp_path))
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    inputs = problem.inputs()
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), atol=1e-4, rtol=1e-4)

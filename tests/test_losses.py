@@ -9,13 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
 
-from kernelstitch.core.problem import load_problem
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import interpreted_pair  # noqa: E402
+from test_coder import interpreted_problem  # noqa: E402
 
 TEMPLATE = '''
 import torch
@@ -44,14 +41,8 @@ CASES = {  # body, the plan's techniques
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_losses_are_one_fused_kernel_and_match_torch(name, tmp_path):
     body, techniques = CASES[name]
-    path = tmp_path / "problem.py"
-    path.write_text(textwrap.dedent(TEMPLATE.format(body=body)))
-    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(TEMPLATE.format(body=body)))
     assert [s.technique for s in candidate.plan.steps] == techniques
-    program = Path(write_candidate(candidate, tmp_path))
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    inputs = problem.inputs()
     with torch.no_grad():
         expected = reference(*inputs)
         torch.testing.assert_close(new(*inputs), expected, atol=1e-5, rtol=1e-5)
@@ -83,14 +74,8 @@ def get_init_inputs():
 @pytest.mark.parametrize("options, kernels", [("", 3), ("margin=0.5, reduction='sum'", 3),
                                               ("margin=0.1, reduction='none'", 2)])
 def test_triplet_margin_loss_is_two_row_norms_and_matches_torch(options, kernels, tmp_path):
-    path = tmp_path / "problem.py"
-    path.write_text(textwrap.dedent(TRIPLET.format(options=options)))
-    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(TRIPLET.format(options=options)))
     assert [s.technique for s in candidate.plan.steps] == ["fused_reduction"] * kernels
-    program = Path(write_candidate(candidate, tmp_path))
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    inputs = problem.inputs()
     with torch.no_grad():
         expected = reference(*inputs)
         torch.testing.assert_close(new(*inputs), expected, atol=1e-5, rtol=1e-5)
@@ -115,15 +100,9 @@ def test_triplet_with_swap_or_another_norm_stays_a_pytorch_call(tmp_path):
 ])
 def test_kl_div_is_fused_with_exact_zero_targets_and_matches_torch(call, tmp_path):
     """b.relu() has exact zeros: xlogy(0, 0) is 0 where 0 * log(0) would be NaN."""
-    path = tmp_path / "problem.py"
-    path.write_text(textwrap.dedent(TEMPLATE.format(body=call)))
-    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(TEMPLATE.format(body=call)))
     techniques = [s.technique for s in candidate.plan.steps]
     assert "pytorch_fallback" not in techniques and len(techniques) <= 2, techniques
-    program = Path(write_candidate(candidate, tmp_path))
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    inputs = problem.inputs()
     assert (inputs[1] <= 0).any()  # zero targets after relu
     with torch.no_grad():
         expected = reference(*inputs)

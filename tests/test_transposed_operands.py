@@ -9,13 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import write_candidate
-from kernelstitch.agents.inprocess import generate_builtin
-
-from kernelstitch.core.problem import load_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import interpreted_pair  # noqa: E402
+from test_coder import interpreted_problem  # noqa: E402
 
 TEMPLATE = '''
 import torch
@@ -35,14 +31,8 @@ def get_init_inputs():
 
 @pytest.mark.parametrize("expr", ["a.T, b.T", "a.T, b", "a, b.T"])
 def test_a_gemm_of_transposed_operands_is_one_gemm_step(expr, tmp_path):
-    path = tmp_path / "problem.py"
-    path.write_text(textwrap.dedent(TEMPLATE.format(expr=expr)))
-    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(TEMPLATE.format(expr=expr)))
     assert [s.technique for s in candidate.plan.steps] == ["gemm_epilogue"]
-    program = Path(write_candidate(candidate, tmp_path))
-    assert "numpy_T" in program.read_text()  # the view, taken by the wrapper
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    inputs = problem.inputs()
+    assert "numpy_T" in (tmp_path / "model_new.py").read_text()  # the view, taken by the wrapper
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), atol=1e-4, rtol=1e-4)

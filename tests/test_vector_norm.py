@@ -10,15 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import write_candidate
-from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
 
-from kernelstitch.core.problem import load_problem
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import interpreted_pair  # noqa: E402
+from test_coder import interpreted_problem  # noqa: E402
 
 TEMPLATE = '''
 import torch
@@ -46,15 +42,9 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_vector_norms_plan_as_reductions_and_match_torch(name, tmp_path):
     body, techniques, summary = CASES[name]
-    path = tmp_path / "problem.py"
-    path.write_text(textwrap.dedent(TEMPLATE.format(body=body)))
-    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    candidate, reference, new, x = interpreted_problem(tmp_path, textwrap.dedent(TEMPLATE.format(body=body)))
     assert [s.technique for s in candidate.plan.steps] == techniques
     assert summary in candidate.plan.steps[0].description
-    program = Path(write_candidate(candidate, tmp_path))
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    x = problem.inputs()
     with torch.no_grad():
         torch.testing.assert_close(new(*x), reference(*x), atol=1e-5, rtol=1e-5)
 
