@@ -230,9 +230,13 @@ describe('KernelStitch in code-server', function () {
 
   it('cancels a running job from its status bar item', async () => {
     await bench.dismissNotifications();
-    // A module never generated before: a second Generate of model.py reuses the run store's
-    // decisions and can finish before the click lands (it did on a clean clone under load).
-    fs.writeFileSync(path.join(workspace, 'cancel_me.py'), fs.readFileSync(file(), 'utf8').replace('* 2.0', '* 3.0'));
+    // A module whose example inputs take minutes to make: without a GPU (and without nvcc) a job
+    // ends within a second or two, before a click can land (it did on CI).  The sleep runs in the
+    // job's worker, which the cancel must stop.
+    const slow = fs.readFileSync(file(), 'utf8').replace('def get_inputs():\n',
+      'def get_inputs():\n    import time\n    time.sleep(600)\n');
+    assert.match(slow, /time\.sleep\(600\)/);
+    fs.writeFileSync(path.join(workspace, 'cancel_me.py'), slow);
     await bench.openFromExplorer('cancel_me.py');
     await bench.goTo(CLASS_LINE, 8);
     await bench.runCommand('KernelStitch: Generate CUDA implementation');
