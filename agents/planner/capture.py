@@ -26,6 +26,7 @@ from kernelstitch.agents.plan.graph import (
     Placeholder,
     TensorMeta,
 )
+from kernelstitch.agents.planner.recurrent import RECURRENT_OPS, recurrent_layers_as_single_ops
 from torch.export import Dim
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.overrides import TorchFunctionMode
@@ -42,6 +43,10 @@ class GraphCaptureError(Exception):
     def __init__(self, message: str, line: int | None = None):
         super().__init__(message)
         self.line = line
+
+
+class _UnreadableConstant(GraphCaptureError):
+    """A tensor constant forward made whose contents this export did not keep."""
 
 
 def capture(path: str | Path, module: str | None = None,
@@ -67,8 +72,20 @@ def capture(path: str | Path, module: str | None = None,
     if not isinstance(model, torch.nn.Module):
         raise GraphCaptureError(f"{problem.info.name}(...) did not return an nn.Module")
 
+    with recurrent_layers_as_single_ops():
+        exported, dynamic, notes = _export(model, inputs, path, problem.info.name, problem)
+    try:
+        return _convert(exported, path, problem.info.name, dynamic, notes)
+    except _UnreadableConstant:
+        pass
+    # forward builds a tensor from Python data, which the meta device leaves without contents:
+    # export again with the recorder, which keeps a CPU copy of each.  Only then: under any
+    # torch-function mode, export decomposes composite ops such as aten.gru into their loop
+    # over time steps (level3/39_GRU: minutes of tracing instead of one op).
     recorder = _ConstantRecorder()
-    with recorder:
+    with torch.device("meta"):
+        inputs = problem.inputs()
+    with recorder, recurrent_layers_as_single_ops():
         exported, dynamic, notes = _export(model, inputs, path, problem.info.name, problem)
     return _convert(exported, path, problem.info.name, dynamic, notes, recorder)
 
@@ -242,7 +259,8 @@ def _meta(value: Any) -> TensorMeta | None:
 
 def _op_name(target: Any) -> str:
     if isinstance(target, torch._ops.OpOverload):
-        return str(target)  # aten.linear.default
+        name = str(target)  # aten.linear.default
+        return RECURRENT_OPS.get(name, name)
     if target is operator.getitem:
         return "getitem"
     module = getattr(target, "__module__", "") or ""
@@ -305,7 +323,7 @@ def _constant_value(exported, ph: Placeholder, recorder: _ConstantRecorder | Non
     tensor = exported.constants.get(ph.target) if ph.target else None
     value = recorder.value_of(tensor) if recorder is not None else tensor
     if not isinstance(value, torch.Tensor) or value.is_meta:
-        raise GraphCaptureError(
+        raise _UnreadableConstant(
             f"{what} from data capture cannot read (only torch.tensor(...) of Python numbers "
             "is supported): make it a buffer with register_buffer", line)
     if value.numel() > MAX_INLINE_CONSTANT_NUMEL:

@@ -1,0 +1,116 @@
+"""Recurrent layers (nn.RNN / nn.LSTM / nn.GRU) captured as one op each.
+
+torch.export keeps `aten.gru.input` as one node, but to learn its output sizes it runs the op's
+composite decomposition under fake tensors: one `gru_cell` per time step and layer, each with
+symbolic sizes.  At KernelBench sizes (level3/39_GRU: 512 steps, 6 layers; the bidirectional
+LSTMs and GRUs) that took minutes, past the capture worker's limit.  During capture, the
+`_VF.<rnn>` calls of torch.nn's recurrent modules go through custom ops of the same schema
+whose fake implementation states the sizes directly; capture renames their nodes back to the
+aten ops (`RECURRENT_OPS`), which the Coder emits as `torch.ops.aten.gru.input(...)` and so on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+import torch.nn.modules.rnn as rnn_modules
+from torch import Tensor
+
+# custom op's capture name -> the aten op it stands for (same schema, same results)
+RECURRENT_OPS = {
+    "kernelstitch.rnn_tanh.default": "aten.rnn_tanh.input",
+    "kernelstitch.rnn_relu.default": "aten.rnn_relu.input",
+    "kernelstitch.gru.default": "aten.gru.input",
+    "kernelstitch.lstm.default": "aten.lstm.input",
+}
+
+
+def _output_like(input: Tensor, hidden: Tensor, bidirectional: bool) -> Tensor:
+    """The sequence output: the input's sizes with features = directions x hidden state size
+    (for an LSTM with proj_size, h0's last size is the projection's)."""
+    features = hidden.shape[-1] * (2 if bidirectional else 1)
+    return input.new_empty((*input.shape[:-1], features))
+
+
+@torch.library.custom_op("kernelstitch::rnn_tanh", mutates_args=())
+def _rnn_tanh(input: Tensor, hx: Tensor, params: list[Tensor], has_biases: bool, num_layers: int,
+              dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor]:
+    out, h = torch.ops.aten.rnn_tanh.input(input, hx, params, has_biases, num_layers, dropout, train,
+                                           bidirectional, batch_first)
+    return out.clone(), h.clone()
+
+
+@torch.library.custom_op("kernelstitch::rnn_relu", mutates_args=())
+def _rnn_relu(input: Tensor, hx: Tensor, params: list[Tensor], has_biases: bool, num_layers: int,
+              dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor]:
+    out, h = torch.ops.aten.rnn_relu.input(input, hx, params, has_biases, num_layers, dropout, train,
+                                           bidirectional, batch_first)
+    return out.clone(), h.clone()
+
+
+@torch.library.custom_op("kernelstitch::gru", mutates_args=())
+def _gru(input: Tensor, hx: Tensor, params: list[Tensor], has_biases: bool, num_layers: int,
+         dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor]:
+    out, h = torch.ops.aten.gru.input(input, hx, params, has_biases, num_layers, dropout, train,
+                                      bidirectional, batch_first)
+    return out.clone(), h.clone()
+
+
+@torch.library.custom_op("kernelstitch::lstm", mutates_args=())
+def _lstm(input: Tensor, hx: list[Tensor], params: list[Tensor], has_biases: bool, num_layers: int,
+          dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor, Tensor]:
+    out, h, c = torch.ops.aten.lstm.input(input, hx, params, has_biases, num_layers, dropout, train,
+                                          bidirectional, batch_first)
+    return out.clone(), h.clone(), c.clone()
+
+
+def _fake_two(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    return _output_like(input, hx, bidirectional), hx.new_empty(hx.shape)
+
+
+for _op in (_rnn_tanh, _rnn_relu, _gru):
+    _op.register_fake(_fake_two)
+
+
+@_lstm.register_fake
+def _(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    h0, c0 = hx
+    return _output_like(input, h0, bidirectional), h0.new_empty(h0.shape), c0.new_empty(c0.shape)
+
+
+class _SingleOpVF:
+    """torch.nn.modules.rnn's `_VF` with its whole-sequence recurrent calls routed to the custom
+    ops; everything else (packed sequences, cells) goes to the real `_VF`."""
+
+    def __init__(self, real) -> None:
+        self._real = real
+        self._ops = {"rnn_tanh": _rnn_tanh, "rnn_relu": _rnn_relu, "gru": _gru, "lstm": _lstm}
+
+    def __getattr__(self, name: str):
+        real = getattr(self._real, name)
+        op = self._ops.get(name)
+        if op is None:
+            return real
+
+        def call(*args):
+            # the padded overload: (input, hx, params, has_biases, layers, dropout, train,
+            # bidirectional, batch_first); the packed one has batch_sizes second and 8 arguments
+            if len(args) == 9 and isinstance(args[2], (list, tuple)):
+                hx = list(args[1]) if name == "lstm" else args[1]
+                return op(args[0], hx, list(args[2]), *args[3:])
+            return real(*args)
+
+        return call
+
+
+@contextlib.contextmanager
+def recurrent_layers_as_single_ops() -> Iterator[None]:
+    """While open, torch.nn's RNN / LSTM / GRU modules call the custom ops (capture only)."""
+    real = rnn_modules._VF
+    rnn_modules._VF = _SingleOpVF(real)
+    try:
+        yield
+    finally:
+        rnn_modules._VF = real
