@@ -74,3 +74,41 @@ def test_recurrent_programs_match_their_modules(name, tmp_path):
     assert f"torch.ops.{op}(" in candidate.source
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), atol=1e-5, rtol=1e-5)
+
+
+VANILLA_RNN = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.randn((4, 6))  # a tensor attribute, neither parameter nor buffer
+        self.i2h = nn.Linear(5 + 6, 6)
+        self.h2o = nn.Linear(6, 3)
+
+    def forward(self, x, initial_hidden):
+        self.hidden.copy_(initial_hidden)
+        self.hidden = self.hidden.to(x.device)
+        combined = torch.cat((x, self.hidden), dim=1)
+        self.hidden = torch.tanh(self.i2h(combined))
+        return self.h2o(self.hidden)
+
+def get_inputs():
+    return [torch.randn(4, 5), torch.randn(4, 6)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_tensor_attribute_that_forward_overwrites_needs_no_contents(tmp_path):
+    """level3/33_VanillaRNN: `self.hidden` (made in __init__, random) is overwritten by copy_
+    before forward reads it, so the program reads the copied input instead of a constant whose
+    contents capture cannot see."""
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(VANILLA_RNN))
+    graph = capture(tmp_path / "problem.py")  # the file interpreted_problem wrote
+    assert not [n for n in graph.placeholders() if n.placeholder.kind == "constant"]
+    assert not [n.op for n in graph.nodes if "copy" in n.op]
+    with torch.no_grad():
+        torch.testing.assert_close(new(*inputs), reference(*inputs), atol=1e-5, rtol=1e-5)

@@ -338,6 +338,33 @@ def _constant_value(exported, ph: Placeholder, recorder: _ConstantRecorder | Non
     return value.detach().cpu().tolist()
 
 
+_COPY_OPS = frozenset({"aten.copy_.default", "aten.copy.default"})
+
+
+def _overwritten_constants(exported, placeholders: dict[str, Placeholder],
+                           users: dict[str, list]) -> dict[str, str]:
+    """Tensor constants whose every element forward overwrites before reading it
+    (`self.hidden.copy_(h0)` on a tensor attribute set in __init__, level3/33_VanillaRNN): their
+    contents never matter.  Maps each such constant and its copy_ to the copied source; exact
+    only where the source has the constant's sizes and dtype (no broadcast, no cast)."""
+    found: dict[str, str] = {}
+    for fx_node in exported.graph.nodes:
+        if fx_node.op != "placeholder" or placeholders[fx_node.name].kind != "constant":
+            continue
+        readers = users[fx_node.name]
+        if len(readers) != 1 or _op_name(readers[0].target) not in _COPY_OPS:
+            continue
+        copy = readers[0]
+        source = copy.args[1] if len(copy.args) > 1 else None
+        if copy.args[0] is not fx_node or not isinstance(source, torch.fx.Node) or copy.kwargs:
+            continue
+        dst, src = fx_node.meta.get("val"), source.meta.get("val")
+        if (isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) and dst.dtype == src.dtype
+                and [_size(d) for d in dst.shape] == [_size(d) for d in src.shape]):
+            found[fx_node.name] = found[copy.name] = source.name
+    return found
+
+
 def _convert(exported, path: Path, module: str, dynamic: bool, notes: list[str],
              recorder: _ConstantRecorder | None = None) -> Graph:
     placeholders = _placeholders(exported)
@@ -345,8 +372,12 @@ def _convert(exported, path: Path, module: str, dynamic: bool, notes: list[str],
     constants: set[str] = set()
     alias: dict[str, str] = {}  # pass-through node of a constant -> the constant
     users = {n.name: list(n.users) for n in exported.graph.nodes}
+    overwritten = _overwritten_constants(exported, placeholders, users)
     for fx_node in exported.graph.nodes:
         meta = fx_node.meta
+        if fx_node.name in overwritten:  # the constant, or its copy_: forward reads the source
+            alias[fx_node.name] = overwritten[fx_node.name]
+            continue
         if fx_node.op == "placeholder":
             ph = placeholders[fx_node.name]
             if ph.kind == "constant":
