@@ -22,6 +22,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     TensorArg,
     spec_to_json,
 )
+from kernelstitch.agents.planner.attention import SDPA_OP
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
 from kernelstitch.agents.planner.ops import (
     ELEMENT_SIZE,
@@ -76,13 +77,14 @@ def nothing_to_fuse(steps: list[PlanStep]) -> str | None:
     return GEMM_ONLY_NOTE if all(s.technique == "gemm_epilogue" for s in steps) else NOTHING_TO_FUSE_NOTE
 
 
-def plan_builtin(graph: Graph, gemm_kernels: bool | None = None) -> Plan:
+def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool = True) -> Plan:
+    """`attention`: written-out attention as scaled_dot_product_attention (planner/attention.py)."""
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
-    rewritten = apply_rewrites(graph)
+    rewritten = apply_rewrites(graph, attention=attention)
     sched = schedule(rewritten.graph, gemm_kernels=use_gemm)
     lone = lone_bias_adds(sched)
     if lone:  # nothing absorbs these bias adds: cuDNN adds the bias in its own pass instead
-        rewritten = apply_rewrites(graph, keep_conv_bias=frozenset(lone))
+        rewritten = apply_rewrites(graph, keep_conv_bias=frozenset(lone), attention=attention)
         sched = schedule(rewritten.graph, gemm_kernels=use_gemm)
     builder = _StepBuilder(sched, rewritten.algebraic)
     steps = [builder.step(g, k) for k, g in enumerate(sched.groups, start=1)]
@@ -365,6 +367,11 @@ class _StepBuilder:
             per = self.node(node.args[0].node).meta if "transpose" in node.op else node.meta
             flops = 2 * per.numel * math.prod(wm.example_shape[1:])
             what = f"{base_op(node.op)} through cuDNN (PyTorch)"
+        elif technique == "library_call" and node.op == SDPA_OP:
+            # q k^T and p v: 2 L S E + 2 L S Ev per batch entry
+            q, k = self.node(node.args[0].node).meta, self.node(node.args[1].node).meta
+            flops = 2 * q.numel * k.example_shape[-2] + 2 * node.meta.numel * k.example_shape[-2]
+            what = "scaled_dot_product_attention through PyTorch's fused attention (flash / memory-efficient / cuDNN)"
         elif technique == "library_call":
             flops = 2 * node.meta.numel * self.node(node.args[0].node).meta.example_shape[-1]
             what = f"{base_op(node.op)} through cuBLAS (PyTorch)"

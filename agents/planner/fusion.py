@@ -24,6 +24,7 @@ from typing import Literal
 
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
+from kernelstitch.agents.planner.attention import SDPA_OP
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
     CONV_OPS,
@@ -164,7 +165,7 @@ class _Scheduler:
             if reason is None:
                 return "gemm" if self.gemm_kernels else "library"
             return "library"
-        if node.op in CONV_OPS or node.op == "aten.bmm.default":
+        if node.op in CONV_OPS or node.op in ("aten.bmm.default", SDPA_OP):
             return "library"
         if translate_elementwise(node) is not None:
             floating = float_tensors(self.graph, node)

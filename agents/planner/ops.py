@@ -66,6 +66,15 @@ LIBRARY_CHAINS: dict[str, tuple[str, ...]] = {
     "mm": ("aten::mm",),
     "addmm": ("aten::addmm",),
     "bmm": ("aten::bmm",),
+    # PyTorch picks the backend by dtype, mask and device; the math path (CPU, or no fused
+    # kernel for the case) runs the written-out ops
+    "scaled_dot_product_attention": (
+        "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+        "aten::_flash_attention_forward", "aten::_scaled_dot_product_efficient_attention",
+        "aten::_efficient_attention_forward", "aten::_scaled_dot_product_cudnn_attention",
+        "aten::_scaled_dot_product_attention_math", "aten::_safe_softmax", "aten::matmul",
+        "aten::bmm", "aten::_softmax", "aten::mul", "aten::add", "aten::logical_not",
+        "aten::masked_fill", "aten::_unsafe_view", "aten::transpose", "aten::expand"),
 }
 
 

@@ -61,6 +61,9 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
   bmm).
+* `attention` (agents/planner/attention.py): ``softmax(q @ k.transpose(-2, -1) * c [masked]) @ v``
+  == ``scaled_dot_product_attention(q, k, v, attn_mask, scale=c)``, SDPA's definition; off in
+  the planner's `attention-written-out` variant.
 * `recompute_prologue`: when a reduction's input is an elementwise value that something else
   also reads (RMSNorm's ``h = x + r`` feeds both ``h.pow(2).mean()`` and ``h * rms``), the
   reduction gets its own copy of the elementwise chain (recomputed from the chain's inputs in
@@ -82,6 +85,7 @@ from kernelstitch.agents.plan.graph import (
     scalar_constant,
 )
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
+from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
     CONV_OPS,
@@ -104,10 +108,13 @@ class RewriteResult:
     notes: list[str] = field(default_factory=list)
 
 
-def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset()) -> RewriteResult:
-    """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call."""
+def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
+                   attention: bool = True) -> RewriteResult:
+    """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call;
+    `attention`: written-out attention read as scaled_dot_product_attention (attention.py)."""
     result = RewriteResult(graph)
-    for rule in (_inplace_ops, _clone_alias, _constant_operands, _linear_sum,
+    sdpa = (_attention,) if attention else ()
+    for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
                  _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _einsum_matmul,
                  _recompute_prologue):
@@ -126,6 +133,11 @@ _OTHER_VIEWS = frozenset({
     "aten.view_as_real.default", "aten.view_as_complex.default", "aten.alias.default",
     "aten.split_with_sizes.default", "aten.unsafe_split.Tensor", "aten.t_.default",
 })
+
+
+def _attention(graph: Graph):
+    edits, notes = attention_rewrites(graph)
+    return edits, set(), notes
 
 
 def _inplace_base(op: str) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from kernelstitch.agents.plan import HostSettings, Plan, PlanStep
 from kernelstitch.agents.plan.graph import Graph
 from kernelstitch.agents.plan.kernel_spec import ReductionKnobs
+from kernelstitch.agents.planner.attention import has_attention
 from kernelstitch.agents.planner.builtin import (
     channels_last_conv,
     measured_layout_conv,
@@ -56,6 +57,11 @@ def propose_variants(graph: Graph, limit: int = 4,
         graph_flip = _with_cuda_graph(variant, not variant.plan.host.cuda_graph)
         if graph_flip is not None:
             others.append(graph_flip)
+    if has_attention(graph):
+        others.append(PlanVariant(
+            "attention-written-out", "attention as written (matmul, softmax, matmul in our kernels "
+            "and cuBLAS) instead of PyTorch's fused scaled_dot_product_attention",
+            plan_builtin(graph, attention=False)))
     if any(s.technique == "gemm_epilogue" for s in base.plan.steps):
         others.append(PlanVariant(
             "gemm-in-pytorch", "matmuls through PyTorch (cuBLAS), epilogues in our kernels "
