@@ -74,6 +74,27 @@ def get_init_inputs():
     return []
 '''
 
+# nn.MultiheadAttention: q scaled before q @ k^T, and head-averaged weights nobody reads
+MHA = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(32, 4)
+
+    def forward(self, x):
+        out, _ = self.attn(x, x, x)
+        return out
+
+def get_inputs():
+    return [torch.randn(12, 2, 32)]
+
+def get_init_inputs():
+    return []
+'''
+
 # the probabilities are an output too: the scores must exist in memory, no rewrite
 READ_TWICE = PLAIN.replace("return torch.bmm(torch.softmax(s, dim=-1), v)",
                            "p = torch.softmax(s, dim=-1)\n        return torch.bmm(p, v), p")
@@ -85,7 +106,8 @@ def _sdpa_steps(plan) -> list:
     return [s for s in plan.steps if (s.spec or {}).get("op") == SDPA_OP]
 
 
-@pytest.mark.parametrize("text, masked", [(CAUSAL, True), (PLAIN, False)], ids=["causal", "plain"])
+@pytest.mark.parametrize("text, masked", [(CAUSAL, True), (PLAIN, False), (MHA, False)],
+                         ids=["causal", "plain", "multihead_attention"])
 def test_written_out_attention_is_one_sdpa_call_with_the_modules_results(tmp_path, text, masked):
     candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(text))
     steps = _sdpa_steps(candidate.plan)

@@ -1,6 +1,6 @@
 """Attention written out as ops, read as PyTorch's fused `scaled_dot_product_attention`.
 
-    s = (q @ k.transpose(-2, -1)) * c      (or / d, or no scale)
+    s = (q @ k.transpose(-2, -1)) * c      (or / d, or no scale; or (q * c) @ k^T)
     s = s.masked_fill(cond, -inf)          (optional)
     p = softmax(s, dim=-1)
     p = dropout(p, 0.0) | eval dropout     (optional, the identity)
@@ -25,17 +25,26 @@ written-out form as a variant the Verifier times against it (agents/planner/vari
 from __future__ import annotations
 
 from kernelstitch.agents.plan.graph import Graph, GraphEdit, Node, NodeRef, renamed
+from kernelstitch.agents.planner.fusion import live_nodes
+from kernelstitch.agents.planner.ops import SDPA_OP
 
-SDPA_OP = "aten.scaled_dot_product_attention.default"
+__all__ = ["SDPA_OP", "attention_rewrites", "has_attention"]
 _MATMULS = frozenset({"aten.matmul.default", "aten.bmm.default"})
 _SOFTMAX = frozenset({"aten.softmax.int", "aten._softmax.default"})
 _DROPOUTS = frozenset({"aten.dropout.default"})
 _FLOATS = frozenset({"float32", "float16", "bfloat16"})
 
 
+def _live_users(graph: Graph) -> dict[str, list[str]]:
+    """graph.users() without dead readers (nn.MultiheadAttention averages the probabilities
+    over heads for its second result, which the caller usually drops)."""
+    live = live_nodes(graph)
+    return {name: [u for u in readers if u in live or u == "<output>"] for name, readers in graph.users().items()}
+
+
 def attention_rewrites(graph: Graph) -> tuple[list[GraphEdit], list[str]]:
     """Edits turning each written-out attention into one SDPA node, and a note for each."""
-    users = graph.users()
+    users = _live_users(graph)
     edits: list[GraphEdit] = []
     notes: list[str] = []
     for node in graph.nodes:
@@ -49,7 +58,7 @@ def attention_rewrites(graph: Graph) -> tuple[list[GraphEdit], list[str]]:
 
 
 def has_attention(graph: Graph) -> bool:
-    users = graph.users()
+    users = _live_users(graph)
     return any(_match(graph, users, n) is not None for n in graph.nodes)
 
 
@@ -115,6 +124,11 @@ def _match(graph: Graph, users: dict[str, list[str]], out: Node) -> tuple[list[G
     q, kt = _ref(graph, scores.args[0]), _ref(graph, scores.args[1])
     if q is None or kt is None or not _only_reader(users, kt.name, scores.name):
         return None
+    if q.op in ("aten.mul.Tensor", "aten.mul.Scalar") and _only_reader(users, q.name, scores.name):
+        factor = _number(q.args[1]) if len(q.args) > 1 else None  # (c q) k^T == c (q k^T)
+        unscaled = _ref(graph, q.args[0])
+        if factor is not None and unscaled is not None:
+            scale, q = scale * factor, unscaled
     k = _transposed_last_two(graph, kt)
     if k is None or not _same_batch(q, k, v):
         return None

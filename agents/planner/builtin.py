@@ -22,11 +22,11 @@ from kernelstitch.agents.plan.kernel_spec import (
     TensorArg,
     spec_to_json,
 )
-from kernelstitch.agents.planner.attention import SDPA_OP
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
 from kernelstitch.agents.planner.ops import (
     ELEMENT_SIZE,
     REDUCTION_KINDS,
+    SDPA_OP,
     base_op,
     elementwise_flops,
     norm_affine,

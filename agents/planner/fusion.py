@@ -24,7 +24,6 @@ from typing import Literal
 
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
-from kernelstitch.agents.planner.attention import SDPA_OP
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
     CONV_OPS,
@@ -32,6 +31,7 @@ from kernelstitch.agents.planner.ops import (
     GEMM_OPS,
     POOL_OPS,
     REDUCTION_KINDS,
+    SDPA_OP,
     float_tensors,
     norm_affine,
     norm_groups,

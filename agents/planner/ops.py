@@ -49,6 +49,9 @@ CONV_OPS = frozenset({"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d
                       "aten.conv3d.padding", "aten.conv_transpose1d.default",
                       "aten.conv_transpose2d.input", "aten.conv_transpose3d.input"})
 
+# PyTorch's fused attention: a library call (planner/attention.py reads written-out attention as it).
+SDPA_OP = "aten.scaled_dot_product_attention.default"
+
 # The ATen ops torch.profiler shows for one PyTorch library call (the whole chain is declared).
 LIBRARY_CHAINS: dict[str, tuple[str, ...]] = {
     "conv1d": ("aten::conv1d", "aten::convolution", "aten::_convolution",
