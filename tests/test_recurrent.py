@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 from kernelstitch.agents.planner.capture import capture
+from kernelstitch.agents.verifier.declaration import CandidateOrigin
+from kernelstitch.agents.verifier.static_checks import check_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_coder import interpreted_problem  # noqa: E402
@@ -72,6 +74,10 @@ def test_recurrent_programs_match_their_modules(name, tmp_path):
                                                                  f"[torch.randn({x_shape}), *{h0}]")
     candidate, reference, new, inputs = interpreted_problem(tmp_path, text)
     assert f"torch.ops.{op}(" in candidate.source
+    step = next(s for s in candidate.plan.steps if s.nodes and (s.spec or {}).get("op") == op)
+    assert step.technique == "library_call" and "cuDNN" in step.description  # not a fallback
+    # the Verifier's static rules accept the call (declared with its cuDNN op)
+    assert check_files(tmp_path / "model_new.py", tmp_path / "problem.py", origin=CandidateOrigin.BUILTIN).reasons == []
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), atol=1e-5, rtol=1e-5)
 

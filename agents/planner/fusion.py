@@ -30,6 +30,7 @@ from kernelstitch.agents.planner.ops import (
     FLOAT_DTYPES,
     GEMM_OPS,
     POOL_OPS,
+    RECURRENT_LIBRARY_OPS,
     REDUCTION_KINDS,
     SDPA_OP,
     float_tensors,
@@ -165,7 +166,7 @@ class _Scheduler:
             if reason is None:
                 return "gemm" if self.gemm_kernels else "library"
             return "library"
-        if node.op in CONV_OPS or node.op in ("aten.bmm.default", SDPA_OP):
+        if node.op in CONV_OPS or node.op in RECURRENT_LIBRARY_OPS or node.op in ("aten.bmm.default", SDPA_OP):
             return "library"
         if translate_elementwise(node) is not None:
             floating = float_tensors(self.graph, node)

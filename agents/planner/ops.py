@@ -69,16 +69,18 @@ LIBRARY_CHAINS: dict[str, tuple[str, ...]] = {
     "mm": ("aten::mm",),
     "addmm": ("aten::addmm",),
     "bmm": ("aten::bmm",),
-    # PyTorch picks the backend by dtype, mask and device; the math path (CPU, or no fused
-    # kernel for the case) runs the written-out ops
+    # PyTorch picks the backend by dtype, mask and device (the nested ops are excused with it)
     "scaled_dot_product_attention": (
         "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
         "aten::_flash_attention_forward", "aten::_scaled_dot_product_efficient_attention",
         "aten::_efficient_attention_forward", "aten::_scaled_dot_product_cudnn_attention",
-        "aten::_scaled_dot_product_attention_math", "aten::_safe_softmax", "aten::matmul",
-        "aten::bmm", "aten::_softmax", "aten::mul", "aten::add", "aten::logical_not",
-        "aten::masked_fill", "aten::_unsafe_view", "aten::transpose", "aten::expand"),
+        "aten::_scaled_dot_product_attention_math"),
+    # cuDNN's whole-sequence recurrent kernels (the ops nested in these are excused with them)
+    **{rnn: (f"aten::{rnn}", "aten::_cudnn_rnn") for rnn in ("rnn_tanh", "rnn_relu", "gru", "lstm")},
 }
+# Recurrent layers, captured as one op each (planner/recurrent.py): library calls.
+RECURRENT_LIBRARY_OPS = frozenset({"aten.rnn_tanh.input", "aten.rnn_relu.input", "aten.gru.input",
+                                   "aten.lstm.input"})
 
 
 def norm_affine(node: Node) -> tuple[Any, Any]:
