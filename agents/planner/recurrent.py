@@ -34,44 +34,32 @@ def _output_like(input: Tensor, hidden: Tensor, bidirectional: bool) -> Tensor:
     return input.new_empty((*input.shape[:-1], features))
 
 
-@torch.library.custom_op("kernelstitch::rnn_tanh", mutates_args=())
-def _rnn_tanh(input: Tensor, hx: Tensor, params: list[Tensor], has_biases: bool, num_layers: int,
-              dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor]:
-    out, h = torch.ops.aten.rnn_tanh.input(input, hx, params, has_biases, num_layers, dropout, train,
-                                           bidirectional, batch_first)
-    return out.clone(), h.clone()
+def _hidden_state_op(name: str):
+    """kernelstitch::<name>, the schema of aten.<name>.input with one hidden-state tensor
+    (RNN tanh / relu, GRU): (output, h_n)."""
+    aten_op = getattr(torch.ops.aten, name).input
+
+    def run(input: Tensor, hx: Tensor, params: list[Tensor], has_biases: bool, num_layers: int,
+            dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor]:
+        return tuple(aten_op(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                             batch_first))
+
+    def fake(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        return _output_like(input, hx, bidirectional), hx.new_empty(hx.shape)
+
+    op = torch.library.custom_op(f"kernelstitch::{name}", run, mutates_args=())
+    op.register_fake(fake)
+    return op
 
 
-@torch.library.custom_op("kernelstitch::rnn_relu", mutates_args=())
-def _rnn_relu(input: Tensor, hx: Tensor, params: list[Tensor], has_biases: bool, num_layers: int,
-              dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor]:
-    out, h = torch.ops.aten.rnn_relu.input(input, hx, params, has_biases, num_layers, dropout, train,
-                                           bidirectional, batch_first)
-    return out.clone(), h.clone()
-
-
-@torch.library.custom_op("kernelstitch::gru", mutates_args=())
-def _gru(input: Tensor, hx: Tensor, params: list[Tensor], has_biases: bool, num_layers: int,
-         dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor]:
-    out, h = torch.ops.aten.gru.input(input, hx, params, has_biases, num_layers, dropout, train,
-                                      bidirectional, batch_first)
-    return out.clone(), h.clone()
+_rnn_tanh, _rnn_relu, _gru = (_hidden_state_op(n) for n in ("rnn_tanh", "rnn_relu", "gru"))
 
 
 @torch.library.custom_op("kernelstitch::lstm", mutates_args=())
 def _lstm(input: Tensor, hx: list[Tensor], params: list[Tensor], has_biases: bool, num_layers: int,
           dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple[Tensor, Tensor, Tensor]:
-    out, h, c = torch.ops.aten.lstm.input(input, hx, params, has_biases, num_layers, dropout, train,
-                                          bidirectional, batch_first)
-    return out.clone(), h.clone(), c.clone()
-
-
-def _fake_two(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    return _output_like(input, hx, bidirectional), hx.new_empty(hx.shape)
-
-
-for _op in (_rnn_tanh, _rnn_relu, _gru):
-    _op.register_fake(_fake_two)
+    return tuple(torch.ops.aten.lstm.input(input, hx, params, has_biases, num_layers, dropout, train,
+                                           bidirectional, batch_first))
 
 
 @_lstm.register_fake
