@@ -48,7 +48,13 @@ export class JobStatusBar implements vscode.Disposable {
     } else {
       this.item.text = view.text;
       this.item.tooltip = view.tooltip;
-      this.item.command = { title: 'Cancel job', command: CLIENT_COMMANDS.cancelJob, arguments: [view.jobId] };
+      // A new command object only for another job: VS Code registers each one it is given
+      // under a fresh id and drops the old one, so re-assigning it on every progress update made
+      // a click that landed just after an update fail ("Actual command not found").
+      if (this.item.command === undefined || typeof this.item.command === 'string'
+          || this.item.command.arguments?.[0] !== view.jobId) {
+        this.item.command = { title: 'Cancel job', command: CLIENT_COMMANDS.cancelJob, arguments: [view.jobId] };
+      }
       this.item.show();
     }
     void vscode.commands.executeCommand('setContext', JOB_RUNNING_CONTEXT, view !== undefined);

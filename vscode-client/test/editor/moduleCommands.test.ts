@@ -74,9 +74,13 @@ describe('editor commands', () => {
     assert.equal(item.command?.command, CLIENT_COMMANDS.cancelJob);
     assert.equal(runningContext(), true);
 
+    const click = item.command;
     jobs.onJobStatus({ jobId: 'j1', uri: URI, module: 'Other', kind: 'generate', stage: 'verify',
       message: 'checking', state: 'running', step: 3, total: 4 });
     assert.equal(item.text, '$(sync~spin) Other: verify (3/4)');
+    // progress keeps the command object: VS Code re-registers a new one under a new id, and a
+    // click on the item as rendered before the update would find no command
+    assert.equal(item.command, click);
 
     jobs.onJobStatus({ jobId: 'j1', uri: URI, module: 'Other', stage: 'done', message: '', state: 'done' });
     assert.equal(item.visible, false);
