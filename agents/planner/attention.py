@@ -70,6 +70,12 @@ def _ref(graph: Graph, value) -> Node | None:
     return graph.node(value.node) if isinstance(value, NodeRef) else None
 
 
+def _sole_input(graph: Graph, users: dict[str, list[str]], node: Node) -> Node | None:
+    """`node`'s first operand when `node` is its only (live) reader, else None."""
+    inner = _ref(graph, node.args[0]) if node.args else None
+    return inner if inner is not None and _only_reader(users, inner.name, node.name) else None
+
+
 def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -85,18 +91,16 @@ def _match(graph: Graph, users: dict[str, list[str]], out: Node) -> tuple[list[G
         p, train = probs.arg(1, "p", 0.5), probs.arg(2, "train", True)
         if not (p == 0 or train is False):
             return None
-        inner = _ref(graph, probs.args[0])
-        if inner is None or not _only_reader(users, inner.name, probs.name):
+        probs = _sole_input(graph, users, probs)
+        if probs is None:
             return None
-        probs = inner
     if probs.op not in _SOFTMAX:
         return None
-    scores_in = _ref(graph, probs.args[0])
+    scores_in = _sole_input(graph, users, probs)
     rank = probs.meta.rank if probs.meta else 0
     dim = probs.arg(1, "dim")
     keeps_dtype = (len(probs.args) < 3 or probs.args[2] in (None, False)) and probs.kwargs.get("dtype") is None
-    if scores_in is None or rank < 3 or dim not in (-1, rank - 1) or not keeps_dtype \
-            or not _only_reader(users, scores_in.name, probs.name):
+    if scores_in is None or rank < 3 or dim not in (-1, rank - 1) or not keeps_dtype:
         return None
     mask = None
     scores = scores_in
@@ -107,15 +111,14 @@ def _match(graph: Graph, users: dict[str, list[str]], out: Node) -> tuple[list[G
                 or cond.meta.dtype != "bool" or not _broadcasts(cond.meta.example_shape, scores.meta.example_shape):
             return None
         mask = cond
-        inner = _ref(graph, scores.args[0])
-        if inner is None or not _only_reader(users, inner.name, scores.name):
+        scores = _sole_input(graph, users, scores)
+        if scores is None:
             return None
-        scores = inner
     scale = 1.0
     if scores.op in ("aten.mul.Tensor", "aten.div.Tensor", "aten.mul.Scalar", "aten.div.Scalar"):
         factor = _number(scores.args[1]) if len(scores.args) > 1 else None
-        inner = _ref(graph, scores.args[0])
-        if factor is None or factor == 0 or inner is None or not _only_reader(users, inner.name, scores.name):
+        inner = _sole_input(graph, users, scores)
+        if factor is None or factor == 0 or inner is None:
             return None
         scale = factor if "mul" in scores.op else 1.0 / factor
         scores = inner
@@ -135,7 +138,7 @@ def _match(graph: Graph, users: dict[str, list[str]], out: Node) -> tuple[list[G
     new_mask: list[GraphEdit] = []
     kwargs = {"dropout_p": 0.0, "is_causal": False, "scale": scale}
     if mask is not None:
-        negated = _negated(mask, users, scores_in.name, graph)
+        negated = _negated(mask, users, scores_in.name)
         new_mask = [GraphEdit(negated, before=out.name)]
         kwargs = {"attn_mask": NodeRef(negated.name), **kwargs}
     sdpa = renamed(out, op=SDPA_OP, args=(NodeRef(q.name), NodeRef(k.name), NodeRef(v.name)),
@@ -172,11 +175,11 @@ def _broadcasts(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
     return all(s in (1, b) for s, b in zip(reversed(small), reversed(big)))
 
 
-def _negated(cond: Node, users: dict[str, list[str]], reader: str, graph: Graph) -> Node:
+def _negated(cond: Node, users: dict[str, list[str]], reader: str) -> Node:
     """The mask SDPA takes (True: attend): `x != c` for the `x == c` masked_fill read, else
     logical_not(cond)."""
     name = f"{cond.name}_attend"
-    if cond.op == "aten.eq.Scalar" and users.get(cond.name, []) == [reader]:
+    if cond.op == "aten.eq.Scalar" and _only_reader(users, cond.name, reader):
         return renamed(cond, name=name, op="aten.ne.Scalar", synthetic=True)
     return Node(name, "aten.logical_not.default", (NodeRef(cond.name),), {}, cond.outputs,
                 line=cond.line, module_path=cond.module_path, module_type=cond.module_type,

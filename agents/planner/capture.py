@@ -65,8 +65,7 @@ def capture(path: str | Path, module: str | None = None,
         setattr(problem.namespace, name, value)
     try:
         model = _build_module(problem)
-        with torch.device("meta"):
-            inputs = problem.inputs()
+        inputs = _meta_inputs(problem)
     except ProblemError as exc:
         raise GraphCaptureError(str(exc), _user_line(exc, path)) from exc
     if not isinstance(model, torch.nn.Module):
@@ -83,11 +82,16 @@ def capture(path: str | Path, module: str | None = None,
     # torch-function mode, export decomposes composite ops such as aten.gru into their loop
     # over time steps (level3/39_GRU: minutes of tracing instead of one op).
     recorder = _ConstantRecorder()
-    with torch.device("meta"):
-        inputs = problem.inputs()
+    inputs = _meta_inputs(problem)  # fresh: export leaves symbolic sizes on the ones it traced
     with recorder, recurrent_layers_as_single_ops():
         exported, dynamic, notes = _export(model, inputs, path, problem.info.name, problem)
     return _convert(exported, path, problem.info.name, dynamic, notes, recorder)
+
+
+def _meta_inputs(problem: LoadedProblem) -> list[Any]:
+    """The problem's example inputs on the meta device (sizes only)."""
+    with torch.device("meta"):
+        return problem.inputs()
 
 
 def _build_module(problem: LoadedProblem) -> Any:
@@ -152,8 +156,7 @@ def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str, pr
                                    strict=False), True, []
     except Exception as dynamic_exc:  # noqa: BLE001 - any export failure: retry static
         first = dynamic_exc
-    with torch.device("meta"):
-        inputs = problem.inputs()
+    inputs = _meta_inputs(problem)
     try:
         exported = torch.export.export(model, tuple(inputs), strict=False)
     except Exception as exc:

@@ -72,6 +72,7 @@ replacing or preceding captured ones); the plan records them so the coder sees t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -323,6 +324,12 @@ def _linear_sum(graph: Graph):
     return edits, algebraic, notes
 
 
+def _synthetic_at(node: Node) -> dict:
+    """Node fields of a rewrite's synthetic nodes standing for `node`: its line and module."""
+    return {"line": node.line, "module_path": node.module_path, "module_type": node.module_type,
+            "synthetic": True}
+
+
 def _channel_view(name: str, ref: NodeRef, meta: TensorMeta, spatial: int, common: dict) -> Node:
     """A per-channel vector `ref` ([C], `meta`) viewed as [C, 1, ...] to broadcast against an
     [N, C, *spatial] tensor."""
@@ -359,8 +366,7 @@ def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
             continue
         spatial = meta.rank - 2
         c = node.name
-        common = {"line": node.line, "module_path": node.module_path,
-                  "module_type": node.module_type, "synthetic": True}
+        common = _synthetic_at(node)
         args = list(node.args)
         kwargs = dict(node.kwargs)
         if len(args) > 2:
@@ -420,8 +426,7 @@ def _batch_norm_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> 
     if training and mean is not None and any(
             users.get(r.node, []) != [node.name] for r in (mean, var)):
         return None  # a kernel after the statistics kernel would read the updated buffer
-    common = {"line": node.line, "module_path": node.module_path,
-              "module_type": node.module_type, "synthetic": True}
+    common = _synthetic_at(node)
     spatial = meta.rank - 2
     channels, example = meta.shape[1], meta.example_shape[1]
     row = TensorMeta((channels,), (example,), meta.dtype)
@@ -523,8 +528,7 @@ def _vector_norm(graph: Graph):
             continue
         dims = sorted(d % src.rank for d in dims)
         pointwise, reduce = _NORM_REDUCTION[float(order)]
-        common = {"line": node.line, "module_path": node.module_path,
-                  "module_type": node.module_type, "synthetic": True}
+        common = _synthetic_at(node)
         args = (x, x) if pointwise == "aten.mul.Tensor" else (x,)
         mapped = Node(f"{node.name}_terms", pointwise, args, {}, (src,), **common)
         edits.append(GraphEdit(mapped, before=node.name))
@@ -590,15 +594,19 @@ def _replacing(new: list[Node], name: str) -> list[GraphEdit]:
     return [GraphEdit(k, before=name) for k in new[:-1]] + [GraphEdit(new[-1])]
 
 
-def _smooth_l1(graph: Graph):
+def _replace_each(graph: Graph, op: str, build: Callable[[Graph, Node], list[Node] | None]):
+    """A rule replacing every `op` node by the nodes `build` returns for it (None: kept)."""
     edits: list[GraphEdit] = []
     for node in graph.nodes:
-        if node.op != "aten.smooth_l1_loss.default":
-            continue
-        new = _smooth_l1_nodes(graph, node)
-        if new:
-            edits += _replacing(new, node.name)
+        if node.op == op:
+            new = build(graph, node)
+            if new:
+                edits += _replacing(new, node.name)
     return edits, set(), []
+
+
+def _smooth_l1(graph: Graph):
+    return _replace_each(graph, "aten.smooth_l1_loss.default", _smooth_l1_nodes)
 
 
 def _smooth_l1_nodes(graph: Graph, node: Node) -> list[Node] | None:
@@ -614,8 +622,7 @@ def _smooth_l1_nodes(graph: Graph, node: Node) -> list[Node] | None:
             or ma.dtype not in ("float32", "float16", "bfloat16") or node.meta is None:
         return None
     a, b = _through_broadcast(graph, a, ma.shape), _through_broadcast(graph, b, mb.shape)
-    common = {"line": node.line, "module_path": node.module_path,
-              "module_type": node.module_type, "synthetic": True}
+    common = _synthetic_at(node)
     new: list[Node] = []
 
     def op(label: str, aten: str, args: tuple) -> NodeRef:
@@ -630,14 +637,7 @@ def _smooth_l1_nodes(graph: Graph, node: Node) -> list[Node] | None:
 
 
 def _triplet_margin(graph: Graph):
-    edits: list[GraphEdit] = []
-    for node in graph.nodes:
-        if node.op != "aten.triplet_margin_loss.default":
-            continue
-        new = _triplet_margin_nodes(graph, node)
-        if new:
-            edits += _replacing(new, node.name)
-    return edits, set(), []
+    return _replace_each(graph, "aten.triplet_margin_loss.default", _triplet_margin_nodes)
 
 
 def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
@@ -657,8 +657,7 @@ def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
         return None
     full = metas[0]
     rows = TensorMeta(full.shape[:-1], full.example_shape[:-1], full.dtype)
-    common = {"line": node.line, "module_path": node.module_path,
-              "module_type": node.module_type, "synthetic": True}
+    common = _synthetic_at(node)
     new: list[Node] = []
 
     def op(label: str, aten: str, args: tuple, meta: TensorMeta) -> NodeRef:
@@ -719,8 +718,7 @@ def _kl_div_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> list
     if mx is None or mt is None or mx.shape != mt.shape or mx.dtype != mt.dtype \
             or mx.dtype not in ("float32", "float16", "bfloat16") or mx.rank == 0:
         return None
-    common = {"line": node.line, "module_path": node.module_path,
-              "module_type": node.module_type, "synthetic": True}
+    common = _synthetic_at(node)
     new: list[Node] = []
 
     def op(label: str, aten: str, args: tuple, meta: TensorMeta = mx) -> NodeRef:
