@@ -373,12 +373,10 @@ class _StepBuilder:
             q, k = self.node(node.args[0].node).meta, self.node(node.args[1].node).meta
             flops = 2 * q.numel * k.example_shape[-2] + 2 * node.meta.numel * k.example_shape[-2]
             what = "scaled_dot_product_attention through PyTorch's fused attention (flash / memory-efficient / cuDNN)"
-        elif technique == "library_call" and node.op in RECURRENT_LIBRARY_OPS:
-            flops = 2 * node.meta.numel * self.node(node.args[0].node).meta.example_shape[-1]
-            what = f"{base_op(node.op)} through cuDNN's recurrent kernels (PyTorch)"
         elif technique == "library_call":
             flops = 2 * node.meta.numel * self.node(node.args[0].node).meta.example_shape[-1]
-            what = f"{base_op(node.op)} through cuBLAS (PyTorch)"
+            library = "cuDNN's recurrent kernels" if node.op in RECURRENT_LIBRARY_OPS else "cuBLAS"
+            what = f"{base_op(node.op)} through {library} (PyTorch)"
         else:
             what = f"{base_op(node.op)} in PyTorch ({g.reason})"
         return PlanStep(

@@ -26,13 +26,11 @@ from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
-    CONV_OPS,
     FLOAT_DTYPES,
     GEMM_OPS,
+    LIBRARY_OPS,
     POOL_OPS,
-    RECURRENT_LIBRARY_OPS,
     REDUCTION_KINDS,
-    SDPA_OP,
     float_tensors,
     norm_affine,
     norm_groups,
@@ -166,7 +164,7 @@ class _Scheduler:
             if reason is None:
                 return "gemm" if self.gemm_kernels else "library"
             return "library"
-        if node.op in CONV_OPS or node.op in RECURRENT_LIBRARY_OPS or node.op in ("aten.bmm.default", SDPA_OP):
+        if node.op in LIBRARY_OPS:
             return "library"
         if translate_elementwise(node) is not None:
             floating = float_tensors(self.graph, node)

@@ -81,6 +81,9 @@ LIBRARY_CHAINS: dict[str, tuple[str, ...]] = {
 # Recurrent layers, captured as one op each (planner/recurrent.py): library calls.
 RECURRENT_LIBRARY_OPS = frozenset({"aten.rnn_tanh.input", "aten.rnn_relu.input", "aten.gru.input",
                                    "aten.lstm.input"})
+# Ops the plan leaves to a PyTorch library call (cuDNN, cuBLAS, fused attention) whatever their
+# operands; GEMMs are decided apart (a kernel of ours when its epilogue fits).
+LIBRARY_OPS = CONV_OPS | RECURRENT_LIBRARY_OPS | {"aten.bmm.default", SDPA_OP}
 
 
 def norm_affine(node: Node) -> tuple[Any, Any]:

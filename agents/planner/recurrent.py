@@ -16,15 +16,12 @@ from collections.abc import Iterator
 
 import torch
 import torch.nn.modules.rnn as rnn_modules
+from kernelstitch.agents.planner.ops import RECURRENT_LIBRARY_OPS
 from torch import Tensor
 
-# custom op's capture name -> the aten op it stands for (same schema, same results)
-RECURRENT_OPS = {
-    "kernelstitch.rnn_tanh.default": "aten.rnn_tanh.input",
-    "kernelstitch.rnn_relu.default": "aten.rnn_relu.input",
-    "kernelstitch.gru.default": "aten.gru.input",
-    "kernelstitch.lstm.default": "aten.lstm.input",
-}
+# custom op's capture name -> the aten op it stands for (same schema, same results):
+# kernelstitch.gru.default -> aten.gru.input
+RECURRENT_OPS = {f"kernelstitch.{op.split('.')[1]}.default": op for op in RECURRENT_LIBRARY_OPS}
 
 
 def _output_like(input: Tensor, hidden: Tensor, bidirectional: bool) -> Tensor:
