@@ -10,6 +10,7 @@ every CPU test that generates would otherwise spend minutes in ptxas)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -30,9 +31,10 @@ class CpuCompile:
 
 def compile_without_gpu(kernel_dir: Path, timeout_s: float = 600.0) -> CpuCompile | None:
     """None when there is nothing of ours to compile (no kernel files)."""
-    files = sorted(Path(kernel_dir).glob("*.cu"))
-    if not files:
+    all_files = sorted(Path(kernel_dir).glob("*.cu"))
+    if not all_files:
         return None
+    files = _distinct(all_files)
     if os.environ.get(ENV_SWITCH, "1") == "0":
         return CpuCompile(False, f"kernels not compiled ({ENV_SWITCH}=0)")
     nvcc = shutil.which("nvcc")
@@ -55,4 +57,16 @@ def compile_without_gpu(kernel_dir: Path, timeout_s: float = 600.0) -> CpuCompil
             errors = [line for line in (done.stderr + done.stdout).splitlines() if "error" in line]
             first = errors[0].strip() if errors else (done.stderr.strip().splitlines() or ["?"])[-1]
             return CpuCompile(False, f"the kernels do not compile for {NVCC_ARCH}: {path.name}: {first}")
-    return CpuCompile(True, f"kernels compiled for {NVCC_ARCH} by nvcc ({len(files)} file(s)), not run: no GPU here")
+    distinct = "" if len(files) == len(all_files) else f", {len(files)} distinct"
+    return CpuCompile(True, f"kernels compiled for {NVCC_ARCH} by nvcc ({len(all_files)} file(s){distinct}), "
+                            "not run: no GPU here")
+
+
+def _distinct(files: list[Path]) -> list[Path]:
+    """One file per kernel text, the step's own name aside (`ks_<step>_...`, as the coder names
+    them): a ResNet's identical steps are compiled once, as the extension build does."""
+    seen: dict[str, Path] = {}
+    for path in files:
+        text = re.sub(rf"\bks_{re.escape(path.stem)}_", "ks_STEP_", path.read_text(encoding="utf-8"))
+        seen.setdefault(text, path)
+    return list(seen.values())

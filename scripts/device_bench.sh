@@ -13,6 +13,13 @@
 # script then uses it as the run store, and the call skips every problem already measured.
 # (Carrying `.kernelstitch` with the file at .kernelstitch/runs.sqlite works too.)
 #
+# --ray on the lent machine (issue 28): KS_RAY_BUNDLE=DIR names a carried folder holding
+# ray.tar.xz (an unpacked ray wheel for the machine's Python, trimmed of rllib/tune/data/jars and
+# the dashboard's web client to fit a carry) and the wheels ray needs that the image lacks
+# (jsonschema & co.).  The script unpacks it into site-packages, starts a local head with one GPU
+# per card, and passes `--ray auto`; if the head does not start it says so and uses the options
+# as given.
+#
 # The call's limit: the bench gets SECONDS minus the install time minus RESERVE, then a SIGINT
 # (finished problems are saved, running and queued ones are `cancelled`, the report is still
 # written); if it has not exited GRACE s later it is killed.  Either way the run store is copied
@@ -35,6 +42,21 @@ if [ -f .kb/runs.sqlite ]; then  # the backup API replaces the store (and any WA
     python -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))" \
         .kb/runs.sqlite .kernelstitch/runs.sqlite && echo "resuming from .kb/runs.sqlite"
 fi
+ray_opts=()
+if [ -n "${KS_RAY_BUNDLE:-}" ]; then
+    site=$(python -c "import site; print(site.getsitepackages()[0])")
+    tar -xJf "$KS_RAY_BUNDLE/ray.tar.xz" -C "$site" && \
+        python -m pip install -q --no-deps --no-index "$KS_RAY_BUNDLE"/*.whl >>"$OUT/install.log" 2>&1
+    gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+    if ray start --head --num-gpus "$gpus" --include-dashboard=false --disable-usage-stats \
+            >"$OUT/ray_start.log" 2>&1; then
+        echo "ray: local head with $gpus GPU(s) ($(python -c 'import ray; print(ray.__version__)'))"
+        ray_opts=(--ray auto)
+    else
+        echo "ray: the head did not start (tail of ray_start.log below); running without --ray"
+        tail -5 "$OUT/ray_start.log"
+    fi
+fi
 left=$((limit - (SECONDS - start) - reserve - grace))
 per_problem=${KS_TIME_LIMIT:-420}
 if [ "$left" -lt 30 ]; then echo "only ${left} s left for the bench: give more SECONDS"; exit 2; fi
@@ -47,8 +69,10 @@ echo "bench: $problems $*, ${left} s for the bench, --time-limit $per_problem pe
 # still writes the report.  --foreground: to the harness only, once (without it `timeout` also
 # signals the process group, a second SIGINT); the harness stops its workers itself.
 timeout --foreground -s INT -k "$grace" "$left" kernelstitch bench "$problems" --out "$OUT/bench" \
-    --workspace "$PWD" --build-jobs 14 --time-limit "$per_problem" "$@" >"$OUT/bench/console.log" 2>&1
+    --workspace "$PWD" --build-jobs 14 --time-limit "$per_problem" "${ray_opts[@]}" "$@" \
+    >"$OUT/bench/console.log" 2>&1
 status=$?
+[ ${#ray_opts[@]} -gt 0 ] && ray stop --force >/dev/null 2>&1
 case $status in
     0|1) echo "bench exit status $status (finished: 0 all accepted, 1 some not)";;
     124) echo "bench exit status 124: this call's limit stopped it (SIGINT after ${left} s):" \

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,36 @@ def test_preludes_are_guarded_and_assembly_is_one_unit():
         build_extension_sources(kernels + kernels[:1])
 
 
+def test_kernels_identical_but_for_their_name_are_compiled_once():
+    """A ResNet's repeated steps: the second copy's binding calls the first one's launchers, the
+    cuda text holds one kernel, and every function keeps its own name."""
+    base = [chain_spec("ks_s1_elementwise", "float32"), reduction_specs()[0]]
+    copies = [replace(base[0], name="ks_s7_elementwise"), replace(base[1], name=base[1].name + "_again")]
+    other = chain_spec("ks_s9_elementwise", "float16")  # differs beyond its name: compiled too
+    kernels = [emit(s) for s in base + copies + [other]]
+    cpp, cuda, names = build_extension_sources(kernels)
+    assert names == [k.function for k in kernels]
+    assert "ks_s1_elementwise_kernel" in cuda and "ks_s7_elementwise_kernel" not in cuda
+    assert "ks_s9_elementwise_kernel" in cuda
+    assert copies[1].name + "_launch" not in cpp and base[1].name + "_launch" in cuda
+    alias = cpp[cpp.index("at::Tensor ks_s7_elementwise("):]
+    alias = alias[:alias.index("\n}\n")]
+    assert "ks_s1_elementwise_launch(" in alias and "ks_s7_elementwise_launch" not in alias
+    assert cpp.count("void ks_s1_elementwise_launch(") == 1  # one prototype
+
+
+def test_elementwise_tiled_path_is_instantiated_for_the_named_inputs_only():
+    spec = chain_spec("ew_tiled", "float32")
+    everyone = emit_elementwise(spec)
+    assert "ew_tiled_nhwc<0>" in everyone.cuda and "ew_tiled_nhwc<1>" in everyone.cuda
+    assert "if (tiled >= 0)" in everyone.binding
+    first = emit_elementwise(replace(spec, tiled_inputs=(0,)))
+    assert "ew_tiled_nhwc<0>" in first.cuda and "ew_tiled_nhwc<1>" not in first.cuda
+    assert "if (tiled == 0)" in first.binding
+    none = emit_elementwise(replace(spec, tiled_inputs=()))
+    assert "ew_tiled_nhwc<" not in none.cuda.split("_launch_nhwc")[-1] and "if (false)" in none.binding
+
+
 def test_binding_contract():
     ew = emit_elementwise(elementwise_specs()[-1])
     assert ew.python_args == ("x", "h")
@@ -490,6 +521,8 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
     specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs()
+    # copies but for the name: their bindings call the first one's launchers
+    specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():
         specs += gemm_specs()
     cpp, _, names = build_extension_sources([emit(s) for s in specs])

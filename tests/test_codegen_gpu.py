@@ -4,6 +4,7 @@ random inputs per check, outputs allocated on NaN-poisoned memory (unwritten ele
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -95,6 +96,9 @@ def _binary_spec():
 def _specs():
     specs = [_chain(f"t_chain_{d}", d) for d in TORCH_DT]
     specs += [_chain("t_chain_mixed", "float32", "bfloat16"), _unary_spec(), _binary_spec()]
+    # a copy but for the name (compiled once, its binding calls t_chain_float32's launchers), and
+    # one whose tiled path exists for operand 0 only
+    specs += [replace(specs[0], name="t_chain_alias"), replace(specs[0], name="t_chain_tiled0", tiled_inputs=(0,))]
     for kind in ("sum", "mean", "amax", "amin", "logsumexp"):
         specs.append(ReductionSpec(
             f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("s", "float32"), TensorArg("e", "float32")),
@@ -206,6 +210,21 @@ def test_chain_reads_channels_last_into_contiguous_output(ext, d, shape):
     check(poisoned(f, b.expand(shape).contiguous(), x), _chain_ref(x, b).to(dt))  # operand 1 tiled
     if d == "float32" and shape[0] == 128 and torch.cuda.get_device_properties(0).multi_processor_count == 132:
         assert any("t_chain_float32_nhwc" in k for k in _kernels_run(f, x, b))
+
+
+@pytest.mark.parametrize("shape", [(128, 128, 64, 64), (3, 40, 7, 9)])
+def test_deduplicated_and_partly_tiled_kernels(ext, shape):
+    """The copy compiled once gives its original's results; a kernel whose tiled path exists for
+    operand 0 only reads a channels-last operand 1 through the general path, still exactly."""
+    x = rnd(*shape).contiguous(memory_format=torch.channels_last)
+    b = rnd(shape[1]).view(-1, 1, 1)
+    want = _chain_ref(x, b)
+    check(poisoned(ext.t_chain_alias, x, b), want)
+    check(poisoned(ext.t_chain_tiled0, x, b), want)
+    check(poisoned(ext.t_chain_tiled0, b.expand(shape).contiguous(), x), want)
+    if shape[0] == 128:
+        assert any("t_chain_float32_nhwc" in k for k in _kernels_run(ext.t_chain_alias, x, b))
+        assert not any("nhwc" in k for k in _kernels_run(ext.t_chain_tiled0, b.expand(shape).contiguous(), x))
 
 
 def test_chain_noncontiguous_and_misaligned(ext):

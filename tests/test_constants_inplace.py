@@ -304,3 +304,23 @@ def test_level3_problems_that_failed_capture_now_plan(problem):
     constructor."""
     plan = plan_builtin(capture(_KERNELBENCH / problem))
     assert len(plan.steps) > 10
+
+
+def test_an_op_on_a_constant_alone_reads_it_as_a_tensor(tmp_path):
+    """Swin V2's `clamp(scale, max=torch.log(torch.tensor(1. / 0.01)))`: log of a 0-d constant
+    has no other operand, so the constant stays its tensor input (a kernel needs one)."""
+    path = _write(tmp_path, """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.clamp(x, max=torch.log(torch.tensor(1. / 0.01, device=x.device))).exp()
+        def get_inputs():
+            return [torch.randn(4, 8) * 10]
+        """)
+    candidate = _generate(path, tmp_path)
+    graph = candidate.plan.graph
+    kernel_inputs = [i for s in candidate.plan.steps if s.is_kernel for i in s.inputs]
+    assert any((graph.node(i).placeholder or None) and graph.node(i).placeholder.kind == "constant"
+               for i in kernel_inputs)
+    assert all(s.spec["inputs"] for s in candidate.plan.steps if s.is_kernel)

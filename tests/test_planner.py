@@ -228,3 +228,16 @@ def test_a_plan_with_nothing_to_fuse_says_so(tmp_path):
     assert NOTHING_TO_FUSE_NOTE not in plan_of(with_bias).notes  # the bias is a fused epilogue
     assert "nothing to fuse" in render_plan_markdown(plan_of(EXAMPLES / "big_gemm.py"))
     assert GEMM_ONLY_NOTE not in plan_of(conv_only).notes
+
+
+def test_elementwise_tiled_path_only_for_operands_of_the_output_shape(tmp_path):
+    """Only a full-size operand can be a channels-last conv output worth tiling: the spec names
+    those inputs, so the kernel is not instantiated once per per-channel parameter."""
+    path = write(tmp_path, "return torch.relu(x * self.w + self.b) + x.sigmoid()",
+                 "[torch.randn(2, 8, 5, 5)]",
+                 init="self.w = nn.Parameter(torch.randn(8, 1, 1))\nself.b = nn.Parameter(torch.randn(8, 1, 1))")
+    (step,) = plan_of(path).steps
+    names = [t["name"] for t in step.spec["inputs"]]
+    assert [names[k] for k in step.spec["tiled_inputs"]] == ["x"] and len(names) == 3
+    flat = write(tmp_path, "return torch.relu(x * 2)", "[torch.randn(4, 16)]", name="flat.py")
+    assert plan_of(flat).steps[0].spec["tiled_inputs"] == []  # 2-D: no channels-last layout

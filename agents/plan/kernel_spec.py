@@ -68,6 +68,9 @@ class ElementwiseSpec:
     ops: tuple[ElementwiseOp, ...]
     outputs: tuple[str, ...]
     out_dtype: DType
+    # The inputs that may take the channels-last tiled path (one template instantiation each,
+    # nvcc's time grows with them): those of the output's own shape; None: every input.
+    tiled_inputs: tuple[int, ...] | None = None
 
 
 ReductionKind = Literal[
@@ -246,7 +249,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
     if isinstance(spec, ElementwiseSpec):
         return {"type": "elementwise", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "ops": [_op(o) for o in spec.ops], "outputs": list(spec.outputs),
-                "out_dtype": spec.out_dtype}
+                "out_dtype": spec.out_dtype,
+                **({} if spec.tiled_inputs is None else {"tiled_inputs": list(spec.tiled_inputs)})}
     if isinstance(spec, ReductionSpec):
         return {"type": "reduction", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim,
@@ -287,7 +291,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
         return ElementwiseSpec(
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
             ops=tuple(_op_from(o) for o in data["ops"]), outputs=tuple(data["outputs"]),
-            out_dtype=data["out_dtype"])
+            out_dtype=data["out_dtype"],
+            tiled_inputs=None if data.get("tiled_inputs") is None else tuple(int(k) for k in data["tiled_inputs"]))
     if kind == "reduction":
         return ReductionSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

@@ -173,8 +173,12 @@ class _StepBuilder:
         inputs = self.external_inputs(g.nodes)
         ops = self.ops(g.nodes)
         out_dtype = self.node(g.nodes[-1]).meta.dtype
+        out_shape = self.node(g.outputs[0]).meta.shape
+        # Only an operand of the output's own shape can be a channels-last conv output to tile.
+        tiled = tuple(k for k, i in enumerate(inputs)
+                      if 3 <= len(out_shape) <= 5 and self.node(i).meta.shape == out_shape)
         spec = ElementwiseSpec(f"ks_{sid}_elementwise", tuple(self.tensor_arg(i) for i in inputs),
-                               tuple(ops), tuple(g.outputs), out_dtype)
+                               tuple(ops), tuple(g.outputs), out_dtype, tiled_inputs=tiled)
         numel = max(self.node(n).meta.numel for n in g.outputs)
         moved = sum(_nbytes(self.node(i).meta) for i in inputs) + sum(
             _nbytes(self.node(o).meta) for o in g.outputs)

@@ -254,7 +254,8 @@ def _constant_operands(graph: Graph):
 
         out = renamed(node, args=tuple(fold(a) for a in node.args),
                       kwargs={k: fold(v) for k, v in node.kwargs.items()}, synthetic=True)
-        if translate_elementwise(out) is None or not float_tensors(graph, out):
+        # a kernel needs one tensor operand: an op on constants alone keeps reading them as tensors
+        if not out.refs() or translate_elementwise(out) is None or not float_tensors(graph, out):
             continue
         edits.append(GraphEdit(out))
         for ref, value in folded.items():

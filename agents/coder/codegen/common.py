@@ -78,12 +78,50 @@ def build_extension_sources(kernels: list[KernelSource]) -> tuple[str, str, list
 
     The cpp source is the binding prelude, every launcher prototype, then every binding; the cuda
     source concatenates the kernels' cuda texts (each starts with the guarded CUDA prelude).
+    Kernels whose cuda text is the same but for their own name (a ResNet's twenty identical
+    batch_norm + ReLU steps) are compiled once: nvcc's time grows with every instantiation, and
+    one translation unit is compiled by one nvcc process.  Their bindings call the first one's
+    launchers; each keeps its own function name.
     """
     names = [k.function for k in kernels]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"duplicate kernel names: {dupes}")
+    first_of: dict[str, KernelSource] = {}
+    decls, bindings, cudas = [], [], []
+    for k in kernels:
+        canon = first_of.setdefault(_renamed(k.cuda, k.function), k)
+        alias = _as_alias(k, canon) if canon is not k else None
+        if alias is None:
+            decls.append(k.launcher_decl)
+            bindings.append(k.binding)
+            cudas.append(k.cuda)
+        else:
+            bindings.append(alias)
     # "" first: the assembled source has always opened with an empty line
-    cpp = "\n".join(["", BINDING_PRELUDE] + [k.launcher_decl for k in kernels] + [k.binding for k in kernels])
-    cuda = "\n".join(k.cuda for k in kernels)
+    cpp = "\n".join(["", BINDING_PRELUDE] + decls + bindings)
+    cuda = "\n".join(cudas)
     return cpp, cuda, names
+
+
+_PLACEHOLDER = "\0KS_KERNEL\0"
+_LAUNCHER_NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def _renamed(text: str, name: str, to: str = _PLACEHOLDER) -> str:
+    return re.sub(rf"\b{re.escape(name)}(?=\b|_)", to, text)
+
+
+def _as_alias(kernel: KernelSource, canon: KernelSource) -> str | None:
+    """`kernel`'s binding calling `canon`'s launchers (same cuda text but for the name), or None
+    when the launcher prototypes do not correspond one to one (then both are compiled)."""
+    mine = _LAUNCHER_NAME.findall(kernel.launcher_decl)
+    theirs = _LAUNCHER_NAME.findall(canon.launcher_decl)
+    if not mine or len(mine) != len(theirs):
+        return None
+    if _renamed(kernel.launcher_decl, kernel.function, canon.function) != canon.launcher_decl:
+        return None
+    binding = kernel.binding
+    for own, shared in zip(mine, theirs, strict=True):
+        binding = re.sub(rf"\b{re.escape(own)}\b", shared, binding)
+    return binding

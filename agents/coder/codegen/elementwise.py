@@ -75,7 +75,7 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         ret_type, ret = "std::vector<at::Tensor>", "{" + ", ".join(f"out_{k}" for k in range(nout)) + "}"
     binding = render(
         "elementwise/binding.cpp", name=name, returns="one tensor" if nout == 1 else f"{nout} tensors",
-        ret_type=ret_type, ret=ret, nin=nin, nout=nout, vec=vec,
+        ret_type=ret_type, ret=ret, nin=nin, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
         checks="\n  ".join(
             f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
@@ -106,6 +106,21 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
     )
 
 
+def tiled_inputs(spec: ElementwiseSpec) -> tuple[int, ...]:
+    """The inputs the channels-last path is instantiated for (the spec's choice, else all)."""
+    if spec.tiled_inputs is None:
+        return tuple(range(len(spec.inputs)))
+    return tuple(k for k in spec.tiled_inputs if 0 <= k < len(spec.inputs))
+
+
+def _tiled_condition(spec: ElementwiseSpec) -> str:
+    """The binding's test that `tiled` names an operand with an instantiated tiled kernel."""
+    ks = tiled_inputs(spec)
+    if len(ks) == len(spec.inputs):
+        return "tiled >= 0"
+    return " || ".join(f"tiled == {k}" for k in ks) or "false"
+
+
 def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], kernel_args: list[str],
                           out_t: str, launcher_sig: str) -> tuple[str, str]:
     """Kernel + launcher for one full-size operand stored channels-last ([N, C, S...] logically,
@@ -130,6 +145,6 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
     )
     args = ", ".join(kernel_args[:-1]) + ", C, S"
     cases = "\n".join(
-        f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;" for k in range(nin)
+        f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;" for k in tiled_inputs(spec)
     )
     return kernel, render("elementwise/nhwc_launch.cu", launcher_sig=launcher_sig, cases=cases)

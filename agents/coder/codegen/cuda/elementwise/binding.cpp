@@ -17,7 +17,7 @@
   // A full-size operand laid out channels-last (a cuDNN NHWC convolution's output) into the
   // contiguous output: the tiled transpose kernel, the other operands through descriptors.
   const int tiled = ks_channels_last_operand({{{in_refs}}}, s);
-  if (tiled >= 0) {
+  if ({{tiled_ok}}) {  // an operand whose tiled kernel is instantiated
     ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, 1, descs);
     int64_t spatial = 1;
     for (size_t k = 2; k < shape.size(); ++k) spatial *= shape[k];
