@@ -49,11 +49,13 @@ if [ -n "${KS_RAY_BUNDLE:-}" ]; then
         python -m pip install -q --no-deps --no-index "$KS_RAY_BUNDLE"/*.whl >>"$OUT/install.log" 2>&1
     gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
     if ray start --head --num-gpus "$gpus" --include-dashboard=false --disable-usage-stats \
-            >"$OUT/ray_start.log" 2>&1; then
-        echo "ray: local head with $gpus GPU(s) ($(python -c 'import ray; print(ray.__version__)'))"
+            >"$OUT/ray_start.log" 2>&1 && timeout 120 python -c "import ray; ray.init('auto'); \
+print('ray', ray.__version__, 'task sees CUDA_VISIBLE_DEVICES =', ray.get(ray.remote(num_gpus=1)( \
+lambda: __import__('os').environ.get('CUDA_VISIBLE_DEVICES')).remote()))" >>"$OUT/ray_start.log" 2>&1; then
+        echo "ray: local head with $gpus GPU(s); $(tail -1 "$OUT/ray_start.log")"
         ray_opts=(--ray auto)
     else
-        echo "ray: the head did not start (tail of ray_start.log below); running without --ray"
+        echo "ray: the head did not start or ran no task (ray_start.log below); running without --ray"
         tail -5 "$OUT/ray_start.log"
     fi
 fi
