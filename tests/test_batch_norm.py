@@ -211,14 +211,22 @@ def test_training_and_eval_batch_norm_in_one_module(tmp_path):
     assert sum("statistics kernel" in n for n in plan.notes) == 1
 
 
-def test_running_stat_updates_keep_cuda_graphs_off_in_every_variant(tmp_path):
+def test_running_stat_updates_allow_cuda_graph_variants(tmp_path):
+    """The graph's warm-up run restores the buffers it updates (wrapper.py), so training
+    batch_norm no longer rules CUDA-graph replay out: a ResNet is launch-bound (the replayed
+    original took 1.33 ms against 3.07 ms eager for level3/9 on an H100), and the search times
+    both (tests/test_batch_norm_gpu.py checks the running statistics under replay)."""
     from kernelstitch.agents.planner.variants import propose_variants
 
-    graph = capture(write(tmp_path, CONV_BATCH_NORM))
+    path = write(tmp_path, CONV_BATCH_NORM)
+    graph = capture(path)
     plan = plan_builtin(graph)
-    assert not plan.host.cuda_graph and any("module buffers" in r for r in plan.host.reasons)
+    assert not any("module buffers" in r for r in plan.host.reasons)
     variants = propose_variants(graph, limit=8)
-    assert len(variants) > 1 and not any(v.plan.host.cuda_graph for v in variants)
+    assert {v.plan.host.cuda_graph for v in variants} == {True, False}
+    candidate = code_builtin(next(v.plan for v in variants if v.plan.host.cuda_graph),
+                             path, tmp_path / "model_new.py")
+    assert "buffer.copy_(value)" in candidate.source and "_CudaGraphs()" in candidate.source
 
 
 def test_running_statistics_read_elsewhere_keep_the_batch_norm_in_pytorch(tmp_path):

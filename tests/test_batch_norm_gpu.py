@@ -86,14 +86,18 @@ def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
     module_matches_reference(*CASES[name], tmp_path)
 
 
-def test_generated_module_updates_the_running_statistics_as_the_original(tmp_path):
+@pytest.mark.parametrize("cuda_graph", [False, True], ids=["launched", "graph-replayed"])
+def test_generated_module_updates_the_running_statistics_as_the_original(tmp_path, cuda_graph):
+    """Replayed from a CUDA graph too: the warm-up run before the capture must not count."""
     from kernelstitch.core.problem import load_problem
 
     path = write(tmp_path, CONV_BATCH_NORM)
     problem = load_problem(path, None)
     torch.manual_seed(0)
     reference = problem.module_class(*problem.get_init_inputs()).cuda()
-    new = import_candidate(generate((path, None), tmp_path, None)).ModelNew(*problem.get_init_inputs()).cuda()
+    candidate = import_candidate(generate((path, None), tmp_path, None))
+    new = candidate.ModelNew(*problem.get_init_inputs()).cuda()
+    new._cuda_graphs = candidate._CudaGraphs() if cuda_graph else None
     new.load_state_dict(reference.state_dict())
     for _ in range(3):
         x = torch.randn(4, 3, 13, 17, device="cuda")

@@ -19,7 +19,9 @@
   includes the few it uses, so `no_implicit_headers=True` where torch has it and the CUDA
   source names no torch API (an edited candidate that does keeps the implicit headers).
 * With `plan.host.cuda_graph`, calls replay a CUDA graph captured per (shapes, dtypes, strides,
-  device, parameter pointers) with static input buffers, and return clones of its outputs.
+  device, parameter pointers) with static input buffers, and return clones of its outputs.  The
+  warm-up run before a capture restores the module's buffers after it (training batch_norm's
+  running statistics are updated once per call, as by the original).
 """
 
 from __future__ import annotations
@@ -285,8 +287,14 @@ class _CudaGraphs:
         entry = self._graphs.get(key)
         if entry is None:
             static = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+            # the warm-up must not count as a call: buffers it updates (batch_norm's running
+            # statistics) are put back, so the replay below updates them exactly once
+            saved = [b.detach().clone() for b in module.buffers()]
             compute(*static)  # warm-up outside capture: compiles, caches occupancy queries
             torch.cuda.synchronize()
+            with torch.no_grad():
+                for buffer, value in zip(module.buffers(), saved):
+                    buffer.copy_(value)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 outputs = compute(*static)

@@ -392,23 +392,12 @@ class _StepBuilder:
 
 # ---- host settings ---------------------------------------------------------------------------
 
-def updates_buffers(steps: list[PlanStep]) -> bool:
-    """A kernel step writes module state (batch_norm's running statistics): a CUDA graph's
-    warm-up run would update it once more than the original does."""
-    return any((s.spec or {}).get("type") == "batch_stats" and (s.spec or {}).get("running_mean")
-               for s in steps)
-
-
 def host_settings(steps: list[PlanStep], graph: Graph, sched: Schedule) -> HostSettings:
     reasons: list[str] = []
     total = sum(s.estimated_bytes for s in steps)
     launches = len(steps)
     fallbacks = [s for s in steps if s.technique == "pytorch_fallback"]
-    if updates_buffers(steps):
-        cuda_graph = False
-        reasons.append("CUDA graph off: a kernel updates module buffers (batch_norm running "
-                       "statistics), which the graph's warm-up run would update once more")
-    elif fallbacks:
+    if fallbacks:
         cuda_graph = False
         reasons.append("CUDA graph off: PyTorch fallback ops may synchronise or allocate in "
                        "ways a graph replay cannot repeat")

@@ -22,7 +22,6 @@ from kernelstitch.agents.planner.builtin import (
     channels_last_conv,
     measured_layout_conv,
     plan_builtin,
-    updates_buffers,
 )
 from kernelstitch.agents.planner.cost import estimate_ms
 
@@ -140,8 +139,6 @@ def _with_cuda_graph(variant: PlanVariant, on: bool) -> PlanVariant | None:
     plan = variant.plan
     if on and any(s.technique == "pytorch_fallback" for s in plan.steps):
         return None  # a fallback op may allocate or synchronise: replay cannot repeat it
-    if on and updates_buffers(plan.steps):
-        return None  # the warm-up run before capture would update the buffers once more
     host: HostSettings = replace(plan.host, cuda_graph=on, reasons=[
         *plan.host.reasons, f"variant: CUDA-graph replay {'on' if on else 'off'} (measured "
                             "against the default)"])
