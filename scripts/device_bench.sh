@@ -48,7 +48,7 @@ if [ -n "${KS_RAY_BUNDLE:-}" ]; then
     tar -xJf "$KS_RAY_BUNDLE/ray.tar.xz" -C "$site" && \
         python -m pip install -q --no-deps --no-index "$KS_RAY_BUNDLE"/*.whl >>"$OUT/install.log" 2>&1
     gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
-    if ray start --head --num-gpus "$gpus" --include-dashboard=false --disable-usage-stats \
+    if python -m ray.scripts.scripts start --head --num-gpus "$gpus" --include-dashboard=false --disable-usage-stats \
             >"$OUT/ray_start.log" 2>&1 && timeout 120 python -c "import ray; ray.init('auto'); \
 print('ray', ray.__version__, 'task sees CUDA_VISIBLE_DEVICES =', ray.get(ray.remote(num_gpus=1)( \
 lambda: __import__('os').environ.get('CUDA_VISIBLE_DEVICES')).remote()))" >>"$OUT/ray_start.log" 2>&1; then
@@ -74,7 +74,7 @@ timeout --foreground -s INT -k "$grace" "$left" kernelstitch bench "$problems" -
     --workspace "$PWD" --build-jobs 14 --time-limit "$per_problem" "${ray_opts[@]}" "$@" \
     >"$OUT/bench/console.log" 2>&1
 status=$?
-[ ${#ray_opts[@]} -gt 0 ] && ray stop --force >/dev/null 2>&1
+[ ${#ray_opts[@]} -gt 0 ] && python -m ray.scripts.scripts stop --force >/dev/null 2>&1
 case $status in
     0|1) echo "bench exit status $status (finished: 0 all accepted, 1 some not)";;
     124) echo "bench exit status 124: this call's limit stopped it (SIGINT after ${left} s):" \

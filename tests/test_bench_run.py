@@ -325,6 +325,7 @@ class FakeRay:
 
     def __init__(self):
         self.options, self.init_address, self.shut = None, None, False
+        self.resources = {"CPU": 64.0, "GPU": 4.0, "accelerator_type:H100": 1.0}
 
     def init(self, address=None, ignore_reinit_error=False):
         self.init_address = address
@@ -352,6 +353,11 @@ class FakeRay:
     def shutdown(self):
         self.shut = True
 
+    def cluster_resources(self):
+        return self.resources
+
+
+
 
 def test_ray_path_runs_each_problem_as_a_one_gpu_task_with_the_same_results(tmp_path,
                                                                                monkeypatch):
@@ -374,6 +380,27 @@ def test_ray_path_runs_each_problem_as_a_one_gpu_task_with_the_same_results(tmp_
     local = evaluate_problem(FakeRunner(), specs[0], None, 60).to_json()
     assert set(outcomes[0].to_json()) == set(local)  # same result format
     assert outcomes[0].status == "accepted"
+
+
+def test_ray_results_share_the_resume_key_of_local_runs_on_the_same_gpus(tmp_path, monkeypatch):
+    """On 4 x H100 a --ray run labelled its results `ray`, and reused none of the --jobs run's
+    (bench/results/2026-11-26-h100-l3-all): a cluster of one accelerator kind that is this
+    machine's is labelled with this machine's GPU name."""
+    from kernelstitch.bench.ray_backend import resume_label
+
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    h100 = "NVIDIA H100 80GB HBM3"
+    assert resume_label("auto", [h100] * 4) == h100 and fake.shut
+    assert resume_label("auto", []) == "ray:H100"  # a driver without GPUs: Ray runs share
+    fake.resources = {**fake.resources, "accelerator_type:A100": 1.0}
+    assert resume_label("auto", [h100]) == "ray:A100,H100"  # mixed: never a local run's key
+    fake.resources = {"CPU": 8.0}
+    assert resume_label("auto", [h100]) == "ray"
+    spec = discover(make_dir(tmp_path, names=("1_a",)))[0]
+    settings = BenchSettings()
+    fake.resources = {"accelerator_type:H100": 1.0}
+    assert resume_key(spec, settings, resume_label("auto", [h100]), "fp") == resume_key(spec, settings, h100, "fp")
 
 
 def test_ray_task_failure_becomes_a_failed_problem(tmp_path, monkeypatch):

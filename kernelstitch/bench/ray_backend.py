@@ -41,6 +41,26 @@ def import_ray() -> Any:
     return ray
 
 
+def resume_label(address: str, local_gpus: list[str]) -> str:
+    """The device part of the resume key for a run on this cluster.  Ray names each node's
+    accelerator (`accelerator_type:H100` resources); when the cluster holds one kind and this
+    machine's GPUs are that kind, the label is this machine's GPU name, so a Ray run and a
+    `--jobs` run on the same GPUs reuse each other's results.  Otherwise `ray:<kinds>` (results
+    are shared only with Ray runs on the same kinds of accelerators), or `ray` when Ray names none.
+    """
+    ray = import_ray()
+    ray.init(address=address, ignore_reinit_error=True)
+    try:
+        kinds = sorted(k.split(":", 1)[1] for k in ray.cluster_resources()
+                       if k.startswith("accelerator_type:"))
+    finally:
+        ray.shutdown()
+    names = sorted(set(local_gpus))
+    if len(kinds) == 1 and len(names) == 1 and kinds[0].lower() in names[0].lower():
+        return names[0]
+    return "ray:" + ",".join(kinds) if kinds else "ray"
+
+
 def problem_payload(spec: ProblemSpec) -> dict[str, Any]:
     return {**spec.to_json(), "source": spec.path.read_text(encoding="utf-8")}
 

@@ -116,7 +116,12 @@ def run_bench(
         env = {**env, "dram_bytes_per_s": measure_dram_bandwidth(devices[0], notes)}
     workspace = Workspace(workspace_root or find_workspace_root(Path(directory).resolve()))
     store = workspace.runstore()
-    label = "ray" if settings.ray_address else str(env.get("device"))
+    if settings.ray_address:
+        from kernelstitch.bench.ray_backend import resume_label
+
+        label = resume_label(settings.ray_address, list(gpus.get("names") or []))
+    else:
+        label = str(env.get("device"))
     fingerprint = compiler_fingerprint()
     keys = {s.name: resume_key(s, settings, label, fingerprint) for s in specs}
 
