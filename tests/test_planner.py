@@ -241,3 +241,30 @@ def test_elementwise_tiled_path_only_for_operands_of_the_output_shape(tmp_path):
     assert [names[k] for k in step.spec["tiled_inputs"]] == ["x"] and len(names) == 3
     flat = write(tmp_path, "return torch.relu(x * 2)", "[torch.randn(4, 16)]", name="flat.py")
     assert plan_of(flat).steps[0].spec["tiled_inputs"] == []  # 2-D: no channels-last layout
+
+
+def test_graph_variants_with_capturable_fallbacks_only(tmp_path):
+    """A fallback `cat` (ViT's class token, DenseNet's features) can live in a CUDA graph: the
+    replayed original of level3/28 took 1.37 ms against 3.22 ms eager on an H100, so the search
+    times a graph variant.  Training dropout draws random numbers: no graph variant."""
+    from kernelstitch.agents.planner.variants import graph_capturable, propose_variants
+
+    cat = write(tmp_path, "return torch.cat([torch.relu(x), x * 2], dim=1)", "[torch.randn(4, 8)]",
+                name="cat.py")
+    graph = capture(cat)
+    fallbacks = [s for s in plan_builtin(graph).steps if s.technique == "pytorch_fallback"]
+    assert fallbacks and all(graph_capturable(s, graph) for s in fallbacks)
+    assert any(v.plan.host.cuda_graph for v in propose_variants(graph, limit=8))
+
+    indexed = write(tmp_path, "return x[:, torch.tensor([2, 0, 1])] * 2", "[torch.randn(6, 3)]",
+                    name="index.py")
+    graph = capture(indexed)
+    (index,) = [s for s in plan_builtin(graph).steps if s.technique == "pytorch_fallback"]
+    assert "index" in index.spec["op"] and graph_capturable(index, graph)  # integer indices
+
+    masked = write(tmp_path, "return F.dropout(torch.relu(x), 0.5, training=True) * 2", "[torch.randn(4, 8)]",
+                   name="drop.py")
+    graph = capture(masked)
+    fallbacks = [s for s in plan_builtin(graph).steps if s.technique == "pytorch_fallback"]
+    assert fallbacks and not all(graph_capturable(s, graph) for s in fallbacks)
+    assert not any(v.plan.host.cuda_graph for v in propose_variants(graph, limit=8))

@@ -137,8 +137,9 @@ def _with_channels_last_nd(variant: PlanVariant) -> PlanVariant:
 
 def _with_cuda_graph(variant: PlanVariant, on: bool) -> PlanVariant | None:
     plan = variant.plan
-    if on and any(s.technique == "pytorch_fallback" for s in plan.steps):
-        return None  # a fallback op may allocate or synchronise: replay cannot repeat it
+    if on and not all(graph_capturable(s, plan.graph) for s in plan.steps
+                      if s.technique == "pytorch_fallback"):
+        return None  # a fallback op may synchronise or draw random numbers: replay cannot repeat it
     host: HostSettings = replace(plan.host, cuda_graph=on, reasons=[
         *plan.host.reasons, f"variant: CUDA-graph replay {'on' if on else 'off'} (measured "
                             "against the default)"])
@@ -146,6 +147,41 @@ def _with_cuda_graph(variant: PlanVariant, on: bool) -> PlanVariant | None:
     reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
     return PlanVariant(_join(variant.name, "graph" if on else "nograph"), reason,
                        replace(plan, host=host))
+
+
+# PyTorch ops a CUDA graph captures and replays faithfully: no host synchronisation, output
+# sizes that do not depend on the data, no random numbers.  A plan whose fallback steps are all
+# of these gets a graph variant (measured like any other; a capture that fails rejects only that
+# variant): ViT's patch unfold and class-token cat, DenseNet's cat, Swin's roll / pad.
+GRAPH_CAPTURABLE_OPS = frozenset({
+    "cat", "stack", "zeros_like", "ones_like", "full_like", "zeros", "ones", "full", "roll",
+    "constant_pad_nd", "pad", "flip", "clamp", "cumsum", "cumprod", "argmax", "argmin", "tril",
+    "triu", "eq", "ne", "lt", "gt", "le", "ge", "masked_fill", "where", "mul", "add", "sub", "div",
+    "unfold", "index", "index_select", "gather", "cross_entropy_loss", "copy", "slice_scatter",
+    "select_scatter", "repeat", "expand", "permute", "transpose", "contiguous", "clone",
+})
+
+
+def graph_capturable(step: PlanStep, graph: Graph | None) -> bool:
+    """A PyTorch fallback step a CUDA graph can hold (see GRAPH_CAPTURABLE_OPS); `index` only
+    with integer indices (a boolean mask's nonzero synchronises with the host)."""
+    op = str((step.spec or {}).get("op", ""))
+    name = op.split(".")[1] if op.startswith("aten.") and op.count(".") >= 2 else op
+    if name not in GRAPH_CAPTURABLE_OPS:
+        return False
+    if name == "index":
+        if graph is None:
+            return False
+        for node_name in step.nodes:
+            node = graph.node(node_name)
+            indices = node.args[1] if len(node.args) > 1 else []
+            for ref in indices if isinstance(indices, (list, tuple)) else [indices]:
+                if ref is None:  # a dimension taken whole
+                    continue
+                meta = graph.node(ref.node).meta if hasattr(ref, "node") else None
+                if meta is None or not meta.dtype.startswith(("int", "uint")):
+                    return False
+    return True
 
 
 def _join(name: str, suffix: str) -> str:
