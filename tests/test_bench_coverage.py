@@ -43,7 +43,7 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x):
-        return torch.cumsum(x * 2.0, dim=1)  # a scan: no built-in kernel
+        return torch.flip(x * 2.0, [1])  # a flip: no built-in kernel
 
 def get_inputs():
     return [torch.rand(2, 4, 16, 16)]
@@ -96,8 +96,8 @@ def test_per_problem(results):
     assert fusable.status == "planned" and fusable.fallbacks == [] and fusable.steps >= 1
     pool = by_name["level1/2_Scan"]
     assert pool.status == "planned"
-    assert [f["op"] for f in pool.fallbacks] == ["cumsum"]
-    assert pool.fallbacks[0]["aten"].startswith("aten.cumsum")
+    assert [f["op"] for f in pool.fallbacks] == ["flip"]
+    assert pool.fallbacks[0]["aten"].startswith("aten.flip")
     raises = by_name["level2/1_Raises"]
     assert raises.status == "capture_failed"
     assert raises.error["stage"] == "capture" and raises.error["kind"] == "exception"
@@ -111,7 +111,7 @@ def test_summary_counts_and_grouping(results):
     one, two, total = summary["1"], summary["2"], summary["all"]
     assert (one["problems"], one["planned"], one["capture_failed"], one["with_fallback"]) \
         == (2, 2, 0, 1)
-    assert one["fallback_ops"] == [{"op": "cumsum", "steps": 1, "problems": 1,
+    assert one["fallback_ops"] == [{"op": "flip", "steps": 1, "problems": 1,
                                     "examples": ["level1/2_Scan"]}]
     assert (two["problems"], two["planned"], two["capture_failed"]) == (1, 0, 1)
     assert two["capture_failures"] == [{"cause": "ValueError: boom at capture", "problems": 1,
@@ -119,7 +119,7 @@ def test_summary_counts_and_grouping(results):
     assert (total["problems"], total["planned"], total["capture_failed"],
             total["with_fallback"], total["fallback_steps"]) == (3, 2, 1, 1, 1)
     text = render_markdown(summary)
-    assert "| `cumsum` | 1 / 1 |  | 1 / 1 |" in text
+    assert "| `flip` | 1 / 1 |  | 1 / 1 |" in text
     assert "| level 2 | ValueError: boom at capture | 1 | 1_Raises |" in text
 
 
@@ -141,7 +141,7 @@ def test_cli_writes_outputs(bench: Path, tmp_path: Path):
     report = json.loads(out.read_text())
     assert [p["name"] for p in report["problems"]] == ["level1/1_Fusable", "level1/2_Scan"]
     assert report["summary"]["1"]["with_fallback"] == 1
-    assert "| `cumsum` | 1 / 1 |" in md.read_text()
+    assert "| `flip` | 1 / 1 |" in md.read_text()
 
 
 def test_cli_bad_folder(tmp_path: Path):

@@ -21,6 +21,7 @@ from kernelstitch.agents.coder.codegen import (
     GemmSpec,
     PoolSpec,
     ReductionSpec,
+    ScanSpec,
     TensorArg,
     build_extension_sources,
     c_float,
@@ -149,6 +150,19 @@ def pool_specs() -> list[PoolSpec]:
                  stride=(3,), padding=(2,), dilation=(1,), divisor=3),
         PoolSpec("pool_adaptive_bf16", "adaptive_avg", (TensorArg("x", "bfloat16"),), 2, "bfloat16",
                  output_size=(5, 7)),
+    ]
+
+
+def scan_specs() -> list[ScanSpec]:
+    """Cumulative sum / product: plain, with a prologue and a broadcast operand, reversed, 16-bit
+    storage (fp32 accumulation)."""
+    x, m = TensorArg("x", "float32"), TensorArg("m", "float32")
+    return [
+        ScanSpec("scan_sum", "sum", (x,), 1, "float32"),
+        ScanSpec("scan_masked", "sum", (x, m), -1, "float32", (E("mul", ("x", "m"), "p"),), "p"),
+        ScanSpec("scan_prod_rev", "prod", (x,), 0, "float32", reverse=True),
+        ScanSpec("scan_sum_rev_f16", "sum", (TensorArg("x", "float16"),), -1, "float16", reverse=True),
+        ScanSpec("scan_sum_bf16", "sum", (TensorArg("x", "bfloat16"),), 1, "bfloat16"),
     ]
 
 
@@ -344,7 +358,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -383,7 +397,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -520,7 +534,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

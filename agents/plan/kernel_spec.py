@@ -117,6 +117,26 @@ class ReductionSpec:
     dim_count: int = 1  # reduce kinds: the consecutive dims dim .. dim + dim_count - 1 as one R
 
 
+ScanKind = Literal["sum", "prod"]
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """A cumulative sum or product (torch.cumsum / torch.cumprod) along `dim` of a tensor seen as
+    [outer, R, inner], of the value `prologue` computes from `inputs` (all broadcast to one
+    shape; empty prologue: `inputs[0]` itself), accumulated in fp32 and stored as `out_dtype`.
+    `reverse` scans from the end of the dim (`x.flip(d).cumsum(d).flip(d)`)."""
+
+    name: str
+    kind: ScanKind
+    inputs: tuple[TensorArg, ...]
+    dim: int
+    out_dtype: DType
+    prologue: tuple[ElementwiseOp, ...] = ()
+    prologue_out: str = ""
+    reverse: bool = False
+
+
 PoolKind = Literal["max", "avg", "adaptive_avg"]
 
 
@@ -223,7 +243,7 @@ class GemmSpec:
 # ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
-Spec = ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec
+Spec = ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -251,6 +271,11 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "ops": [_op(o) for o in spec.ops], "outputs": list(spec.outputs),
                 "out_dtype": spec.out_dtype,
                 **({} if spec.tiled_inputs is None else {"tiled_inputs": list(spec.tiled_inputs)})}
+    if isinstance(spec, ScanSpec):
+        return {"type": "scan", "name": spec.name, "kind": spec.kind,
+                "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
+                "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
+                "reverse": spec.reverse}
     if isinstance(spec, ReductionSpec):
         return {"type": "reduction", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim,
@@ -293,6 +318,12 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             ops=tuple(_op_from(o) for o in data["ops"]), outputs=tuple(data["outputs"]),
             out_dtype=data["out_dtype"],
             tiled_inputs=None if data.get("tiled_inputs") is None else tuple(int(k) for k in data["tiled_inputs"]))
+    if kind == "scan":
+        return ScanSpec(
+            name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
+            dim=int(data["dim"]), out_dtype=data["out_dtype"],
+            prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
+            prologue_out=data.get("prologue_out", ""), reverse=bool(data.get("reverse", False)))
     if kind == "reduction":
         return ReductionSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

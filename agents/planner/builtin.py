@@ -19,6 +19,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     GemmSpec,
     PoolSpec,
     ReductionSpec,
+    ScanSpec,
     TensorArg,
     spec_to_json,
 )
@@ -27,6 +28,7 @@ from kernelstitch.agents.planner.ops import (
     ELEMENT_SIZE,
     RECURRENT_LIBRARY_OPS,
     REDUCTION_KINDS,
+    SCAN_KINDS,
     SDPA_OP,
     base_op,
     elementwise_flops,
@@ -166,7 +168,8 @@ class _StepBuilder:
     def step(self, g: Group, index: int) -> PlanStep:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
-                 "pool": self.pool, "batch_stats": self.batch_stats, "gemm": self.gemm}.get(g.kind, self.torch_call)
+                 "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan,
+                 "gemm": self.gemm}.get(g.kind, self.torch_call)
         return build(g, sid)
 
     def elementwise(self, g: Group, sid: str) -> PlanStep:
@@ -251,6 +254,22 @@ class _StepBuilder:
         what = (f"adaptive avg pooling to {list(spec.output_size)}" if spec.kind == "adaptive_avg"
                 else f"{spec.kind} pooling, window {list(spec.kernel)} stride {list(spec.stride)}")
         return self.fused_step(g, sid, spec, f"{what}{self.fused_parts(g)}", moved, flops, inputs)
+
+    def scan(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        kind = SCAN_KINDS[anchor.op]
+        src = self.node(anchor.args[0].node).meta
+        inputs = self.ordered_prologue_inputs(g)
+        spec = ScanSpec(
+            name=f"ks_{sid}_cum{kind}", kind=kind, inputs=tuple(self.tensor_arg(i) for i in inputs),
+            dim=int(anchor.arg(1, "dim")), out_dtype=anchor.meta.dtype,
+            prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "",
+            reverse=anchor.op.startswith("kernelstitch."))
+        direction = " from the end" if spec.reverse else ""
+        return self.fused_step(
+            g, sid, spec, f"cumulative {kind} along dim {spec.dim}{direction}{self.fused_parts(g)}",
+            sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
+            src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
 
     def batch_stats(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)

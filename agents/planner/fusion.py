@@ -31,6 +31,7 @@ from kernelstitch.agents.planner.ops import (
     LIBRARY_OPS,
     POOL_OPS,
     REDUCTION_KINDS,
+    SCAN_KINDS,
     float_tensors,
     norm_affine,
     norm_groups,
@@ -39,7 +40,7 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "gemm", "library", "fallback"]
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "gemm", "library", "fallback"]
 Shape = tuple
 
 
@@ -155,6 +156,8 @@ class _Scheduler:
             return "host"
         if node.op in REDUCTION_KINDS:
             return self.compiled_or_fallback(node, "reduction", self.reduction_problem(node))
+        if node.op in SCAN_KINDS:
+            return self.compiled_or_fallback(node, "scan", self.scan_problem(node))
         if node.op == BATCH_STATS_OP:
             return self.compiled_or_fallback(node, "batch_stats", self.operand_problem(node, "normalised value"))
         if node.op in POOL_OPS:
@@ -219,6 +222,21 @@ class _Scheduler:
             return "reduction with a dtype argument"
         return None
 
+    def scan_problem(self, node: Node) -> str | None:
+        problem = self.operand_problem(node, "scanned value")
+        if problem:
+            return problem
+        if not isinstance(node.arg(1, "dim"), int):
+            return "scan dim is not an int"
+        dtype = node.kwargs.get("dtype")
+        if dtype is not None and str(dtype).replace("torch.", "") != self.shape_dtype(node):
+            return "scan with a dtype argument"
+        return None
+
+    def shape_dtype(self, node: Node) -> str:
+        meta = self.meta(node.name)
+        return meta.dtype if meta is not None else ""
+
     def group_norm_problem(self, node: Node) -> str | None:
         shape = self.shape(node.args[0].node)
         if len(shape) < 2 or not isinstance(shape[1], int):
@@ -277,7 +295,7 @@ class _Scheduler:
                 continue
             if kind == "elementwise":
                 self.place_elementwise(node)
-            elif kind in ("reduction", "pool", "batch_stats"):
+            elif kind in ("reduction", "pool", "batch_stats", "scan"):
                 self.place_reduction(node, kind)
             elif kind == "gemm":
                 self.new_group("gemm", [node.name], node.name)

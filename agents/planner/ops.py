@@ -32,6 +32,10 @@ _NORM_ARGS = {  # op -> ((weight index, key), (bias index, key), (eps index, key
     "aten.instance_norm.default": ((1, "weight"), (2, "bias"), (7, "eps")),
 }
 # Pooling over 1-3 trailing spatial dims: op -> (PoolSpec kind, spatial dims).
+# Cumulative scans the scan kernels compute (op -> kind), with an elementwise prologue.
+SCAN_KINDS = {"aten.cumsum.default": "sum", "aten.cumprod.default": "prod",
+              # synthetic (rewrites._reverse_scan): x.flip(d).cumsum(d).flip(d) in one pass
+              "kernelstitch.cumsum_reverse": "sum", "kernelstitch.cumprod_reverse": "prod"}
 POOL_OPS: dict[str, tuple[str, int]] = {
     **{f"aten.max_pool{d}d.default": ("max", d) for d in (1, 2, 3)},
     **{f"aten.avg_pool{d}d.default": ("avg", d) for d in (1, 2, 3)},

@@ -118,7 +118,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
                  _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _einsum_matmul,
-                 _recompute_prologue):
+                 _reverse_scan, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -488,6 +488,41 @@ def _max_values(graph: Graph):
                                         line=item.line, module_path=item.module_path,
                                         module_type=item.module_type, synthetic=True)))
     return edits, set(), []
+
+
+REVERSE_SCAN_OPS = {"aten.cumsum.default": "kernelstitch.cumsum_reverse",
+                    "aten.cumprod.default": "kernelstitch.cumprod_reverse"}
+
+
+def _reverse_scan(graph: Graph):
+    """`x.flip(d).cumsum(d).flip(d)` is one scan from the end of dim d (`kernelstitch.
+    cumsum_reverse(x, d)`): the two flips are full copies a reversed index does not need.
+    Exact: both flips reverse the same dim, so the output at position k sums x over k..R-1, as
+    the scan from the end computes; only when each intermediate has that one reader and the scan
+    is one the kernels take (floating point, an int dim, no dtype argument)."""
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    for scan in graph.nodes:
+        if scan.op not in REVERSE_SCAN_OPS or scan.kwargs.get("dtype") is not None:
+            continue
+        inner = graph.node(scan.args[0].node) if isinstance(scan.args[0], NodeRef) else None
+        outer_name = _single_user(graph, users, scan.name)
+        if inner is None or inner.op != "aten.flip.default" or outer_name is None:
+            continue
+        outer = graph.node(outer_name)
+        dim, rank = scan.arg(1, "dim"), scan.meta.rank if scan.meta else 0
+        if (outer.op != "aten.flip.default" or not isinstance(dim, int) or rank == 0
+                or _single_user(graph, users, inner.name) != scan.name
+                or not float_tensors(graph, scan)):
+            continue
+        same = [dim % rank]
+        if [d % rank for d in inner.arg(1, "dims")] != same or [d % rank for d in outer.arg(1, "dims")] != same:
+            continue
+        edits.append(GraphEdit(renamed(outer, op=REVERSE_SCAN_OPS[scan.op], args=(inner.args[0], dim),
+                                       kwargs={}, synthetic=True)))
+    notes = [f"{len(edits)} flip / cumulative scan / flip chain(s) read as one scan from the end "
+             "of the dim (no flipped copies)"] if edits else []
+    return edits, set(), notes
 
 
 def _global_avg_pool(graph: Graph):

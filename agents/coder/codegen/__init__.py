@@ -26,6 +26,7 @@ from kernelstitch.agents.coder.codegen.gemm import emit_gemm
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.pool import emit_pool
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
+from kernelstitch.agents.coder.codegen.scan import emit_scan
 from kernelstitch.agents.plan.kernel_spec import (
     BatchStatsSpec,
     ElementwiseOp,
@@ -34,11 +35,12 @@ from kernelstitch.agents.plan.kernel_spec import (
     PoolSpec,
     ReductionKnobs,
     ReductionSpec,
+    ScanSpec,
     TensorArg,
 )
 
 
-def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec,
+def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec,
          knobs: ReductionKnobs | None = None) -> KernelSource:
     """Dispatches on the spec type; a reduction's `knobs` (the plan's, when the search varies
     them) choose among the emitter's designs."""
@@ -55,6 +57,8 @@ def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStat
         return emit_pool(spec)
     if isinstance(spec, BatchStatsSpec):
         return emit_batch_stats(spec)
+    if isinstance(spec, ScanSpec):
+        return emit_scan(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
@@ -71,6 +75,7 @@ __all__ = [
     "KernelSource",
     "PoolSpec",
     "ReductionSpec",
+    "ScanSpec",
     "TensorArg",
     "build_extension_sources",
     "c_float",

@@ -1,0 +1,71 @@
+"""Scan emitter: torch.cumsum / torch.cumprod along one dim, forward or reversed, with the
+elementwise ops before it (prologue: `x * mask` of a masked cumulative sum) in the same kernel,
+so the scanned value is never stored (cuda/scan/).
+
+The binding views the broadcast shape as [outer, R, inner] at run time: a warp per row when the
+dim is the contiguous one (lane-local scans, a shuffle scan of the lane totals, a carry between
+128-value chunks), else a thread per column walking R.  Accumulation is fp32 whatever the storage
+type, as torch accumulates half-precision scans.
+"""
+
+from __future__ import annotations
+
+from kernelstitch.agents.coder.codegen.common import (
+    CUDA_TYPE,
+    TORCH_DTYPE,
+    check_identifier,
+    check_inputs,
+)
+from kernelstitch.agents.coder.codegen.expr import compile_ops
+from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.templates import render
+from kernelstitch.agents.plan.kernel_spec import ScanSpec
+
+COMBINE = {"sum": ("a + b", "0.0f"), "prod": ("a * b", "1.0f")}
+
+
+def emit_scan(spec: ScanSpec) -> KernelSource:
+    name = check_identifier(spec.name)
+    if spec.kind not in COMBINE:
+        raise ValueError(f"{name}: unknown scan kind {spec.kind!r}")
+    names = [t.name for t in spec.inputs]
+    check_inputs(name, names, [], "the scanned tensor or the prologue's first operand")
+    combine, identity = COMBINE[spec.kind]
+    nin = len(spec.inputs)
+    out_t = CUDA_TYPE[spec.out_dtype]
+    pro = compile_ops(f"{name}_pro", tuple(names), spec.prologue, (spec.prologue_out or names[0],))
+    params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
+                       for k, t in enumerate(spec.inputs))
+    value_params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
+                             for k, t in enumerate(spec.inputs))
+    args = ", ".join(f"p{k}, d{k}" for k in range(nin))
+    launch_args = ", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]"
+                            for k, t in enumerate(spec.inputs))
+    launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
+                    "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
+    cuda = render(
+        "scan/kernel.cu", name=name, kind=spec.kind, reverse_note=", reversed" if spec.reverse else "",
+        pro=pro.source, combine=combine, identity=identity, params=params, value_params=value_params, args=args,
+        loads="\n  ".join(f"float a{k}[1]; ks_load<1>(p{k}, d{k}, i, a{k});" for k in range(nin)),
+        pro_args=", ".join(f"a{k}[0]" for k in range(nin)), out_t=out_t,
+        reverse="true" if spec.reverse else "false", launcher_sig=launcher_sig, launch_args=launch_args,
+    )
+    binding = render(
+        "scan/binding.cpp", name=name, kind=spec.kind, nin=nin, dim=int(spec.dim),
+        cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
+        checks="\n  ".join(
+            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
+            for k, t in enumerate(spec.inputs)),
+        ins_list=", ".join(f"in_{k}" for k in range(nin)), out_dtype=TORCH_DTYPE[spec.out_dtype],
+        in_refs=", ".join(f"&in_{k}" for k in range(nin)), in_shapes=", ".join("s" for _ in range(nin)),
+        in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(nin)),
+    )
+    return KernelSource(
+        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
+        python_args=tuple(names),
+        notes=(
+            f"cumulative {spec.kind}{' (reversed)' if spec.reverse else ''} with its prologue fused: "
+            "a warp per contiguous row (shuffle scan, chunk carry), a thread per column otherwise",
+            "fp32 accumulation; operands through run-time descriptors",
+        ),
+    )

@@ -1,0 +1,87 @@
+"""Issue 22 (scans): torch.cumsum / torch.cumprod planned as scan kernels with the elementwise
+ops before them as a prologue, `x.flip(d).cumsum(d).flip(d)` read as one scan from the end, and
+the scan spec's JSON.  Plans and emitted sources on the CPU; tests/test_scan_gpu.py runs the
+kernels and these modules on a GPU against PyTorch."""
+
+from __future__ import annotations
+
+import pytest
+from kernelstitch.agents.coder.builtin import code_builtin
+from kernelstitch.agents.coder.codegen import emit
+from kernelstitch.agents.plan.kernel_spec import ScanSpec, spec_from_json, spec_to_json
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+from test_codegen import scan_specs
+from test_norms import _HEADER, write
+
+SCANS = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x, y):
+        forward_sum = torch.cumsum(torch.relu(x) * y, dim=self.dim)
+        backward = torch.cumsum(x.flip(self.dim), dim=self.dim).flip(self.dim)
+        return forward_sum, backward, torch.cumprod(x, dim=self.dim)
+
+def get_inputs():
+    return [torch.randn(8, 33, 5), torch.randn(33, 1)]
+
+def get_init_inputs():
+    return [1]
+'''
+
+
+def _scans(plan) -> list[ScanSpec]:
+    return [s.kernel_spec() for s in plan.steps if (s.spec or {}).get("type") == "scan"]
+
+
+@pytest.mark.parametrize("spec", scan_specs(), ids=lambda s: s.name)
+def test_scan_spec_round_trips_through_json(spec):
+    assert spec_from_json(spec_to_json(spec)) == spec
+
+
+def test_scans_plan_with_their_prologue_and_the_reversed_chain_is_one_scan(tmp_path):
+    plan = plan_builtin(capture(write(tmp_path, SCANS)))
+    assert [s.technique for s in plan.steps] == ["fused_reduction"] * 3
+    forward, backward, product = _scans(plan)
+    assert (forward.kind, forward.dim, forward.reverse) == ("sum", 1, False)
+    assert [op.op for op in forward.prologue] == ["relu", "mul"] and len(forward.inputs) == 2
+    assert (backward.kind, backward.reverse, backward.prologue) == ("sum", True, ())
+    assert (product.kind, product.reverse) == ("prod", False)
+    assert any("flip / cumulative scan / flip" in n for n in plan.notes)
+    ops = [plan.graph.node(n).op for s in plan.steps for n in s.nodes]
+    assert "aten.flip.default" not in ops and "kernelstitch.cumsum_reverse" in ops  # no flipped copy
+
+
+def test_a_flip_read_elsewhere_keeps_the_chain(tmp_path):
+    source = SCANS.replace("return forward_sum, backward, torch.cumprod(x, dim=self.dim)",
+                           "return forward_sum, backward, x.flip(self.dim) * 2")
+    source = source.replace("torch.cumsum(x.flip(self.dim), dim=self.dim).flip(self.dim)",
+                            "torch.cumsum(x.flip(self.dim), dim=self.dim).flip(0)")
+    plan = plan_builtin(capture(write(tmp_path, source)))
+    assert not any(s.reverse for s in _scans(plan))  # flips over another dim: not a reverse scan
+
+
+def test_scan_kernels_and_program_are_emitted(tmp_path):
+    path = write(tmp_path, SCANS)
+    candidate = code_builtin(plan_builtin(capture(path)), path, tmp_path / "model_new.py")
+    compile(candidate.source, "model_new.py", "exec")
+    cuda = "\n".join(k.cuda for k in candidate.kernels)
+    assert cuda.count("_rows(") >= 3 and "R - 1 - k" in cuda
+    reverse = emit(scan_specs()[2])
+    assert "true ? R - 1 - k : k" in reverse.cuda and "a * b" in reverse.cuda and "1.0f" in reverse.cuda
+    assert "int64_t dim = 0;" in reverse.binding
+
+
+@pytest.mark.parametrize("problem, reverse", [("89_cumsum", False), ("90_cumprod", False),
+                                              ("91_cumsum_reverse", True)])
+def test_kernelbench_scans_plan_without_fallback(problem, reverse):
+    from test_norms_gpu import KERNELBENCH
+
+    if KERNELBENCH is None:
+        pytest.skip("no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")
+    plan = plan_builtin(capture(KERNELBENCH / "level1" / f"{problem}.py"))
+    assert [s.technique for s in plan.steps] == ["fused_reduction"]
+    assert _scans(plan)[0].reverse is reverse
