@@ -166,6 +166,18 @@ def scan_specs() -> list[ScanSpec]:
     ]
 
 
+def mask_specs() -> list:
+    """bool operands (masks read as 0 / 1): a where and a multiply (fp32: VEC 4, fp16: VEC 8 bools
+    per load) and a masked cumulative sum."""
+    x, m = TensorArg("x", "float32"), TensorArg("m", "bool")
+    return [
+        ElementwiseSpec("mask_where", (x, m), (E("where", ("m", "x", 0.0), "w"),), ("w",), "float32"),
+        ElementwiseSpec("mask_mul_f16", (TensorArg("x", "float16"), m), (E("mul", ("x", "m"), "w"),), ("w",),
+                        "float16"),
+        ScanSpec("mask_cumsum", "sum", (x, m), 1, "float32", (E("mul", ("x", "m"), "p"),), "p"),
+    ]
+
+
 def batch_stats_specs() -> list[BatchStatsSpec]:
     """Training-mode batch_norm statistics: every operand role (a full-size operand read per
     value, a per-channel one, the running statistics), and a bare fp16 one."""
@@ -358,7 +370,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -397,7 +409,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -534,7 +546,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

@@ -64,6 +64,26 @@ def test_a_flip_read_elsewhere_keeps_the_chain(tmp_path):
     assert not any(s.reverse for s in _scans(plan))  # flips over another dim: not a reverse scan
 
 
+def test_a_bool_mask_is_a_prologue_operand_of_a_scan_but_not_of_a_reduction(tmp_path):
+    """`x * mask` (level1/93): the scan kernel reads the bool mask as 0 / 1; a reduction's
+    kernels take float operands only, so there the multiply stays its own elementwise kernel."""
+    source = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, x, mask):
+        return torch.cumsum(x * mask, dim=1), (x * mask).sum(dim=1)
+
+def get_inputs():
+    return [torch.randn(4, 50), torch.rand(4, 50) > 0.5]
+'''
+    plan = plan_builtin(capture(write(tmp_path, source)))
+    (scan,) = _scans(plan)
+    assert [t.dtype for t in scan.inputs] == ["float32", "bool"] and [o.op for o in scan.prologue] == ["mul"]
+    reductions = [s for s in plan.steps if (s.spec or {}).get("type") == "reduction"]
+    assert reductions and not reductions[0].spec["prologue"]
+    masks = [s for s in plan.steps if (s.spec or {}).get("type") == "elementwise"]
+    assert masks and "bool" in [t["dtype"] for t in masks[0].spec["inputs"]]
+
+
 def test_scan_kernels_and_program_are_emitted(tmp_path):
     path = write(tmp_path, SCANS)
     candidate = code_builtin(plan_builtin(capture(path)), path, tmp_path / "model_new.py")
@@ -76,7 +96,7 @@ def test_scan_kernels_and_program_are_emitted(tmp_path):
 
 
 @pytest.mark.parametrize("problem, reverse", [("89_cumsum", False), ("90_cumprod", False),
-                                              ("91_cumsum_reverse", True)])
+                                              ("91_cumsum_reverse", True), ("93_masked_cumsum", False)])
 def test_kernelbench_scans_plan_without_fallback(problem, reverse):
     from test_norms_gpu import KERNELBENCH
 

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_codegen import scan_specs  # noqa: E402
+from test_codegen import mask_specs, scan_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
 from test_scan import SCANS  # noqa: E402
@@ -25,7 +25,7 @@ SHAPES = [(7, 1), (3, 127), (5, 128), (2, 129), (33, 1000), (4, 4097)]
 
 @pytest.fixture(scope="module")
 def ext():
-    return load_kernels("ks_scan_gpu_tests", scan_specs())
+    return load_kernels("ks_scan_gpu_tests", scan_specs() + mask_specs())
 
 
 def _close(got, want, atol=1e-4, rtol=1e-4):
@@ -58,11 +58,24 @@ def test_half_precision_storage_accumulates_in_fp32(ext):
     _close(ext.scan_sum_bf16(bf16), torch.cumsum(bf16.float(), 1).bfloat16(), atol=4.0, rtol=1e-2)
 
 
+@pytest.mark.parametrize("n", [4096, 4099, 1])
+def test_bool_masks_read_as_zero_and_one(ext, n):
+    """Vector loads of 4 (fp32) and 8 (fp16) bools, the scalar tail, a misaligned view."""
+    x = torch.randn(n + 1, device="cuda")
+    m = torch.rand(n + 1, device="cuda") > 0.5
+    for xs, ms in ((x[:n], m[:n]), (x[1:], m[1:])):
+        _close(ext.mask_where(xs, ms), torch.where(ms, xs, 0.0), atol=0, rtol=0)
+        _close(ext.mask_mul_f16(xs.half(), ms), xs.half() * ms, atol=0, rtol=0)
+    rows = torch.randn(3, n, device="cuda")
+    mask = torch.rand(3, n, device="cuda") > 0.3
+    _close(ext.mask_cumsum(rows, mask), torch.cumsum(rows * mask, 1), atol=1e-3)
+
+
 def test_scan_module_matches_its_reference(tmp_path):
     module_matches_reference(SCANS, {}, tmp_path)
 
 
 @pytest.mark.parametrize("problem", ["level1/89_cumsum.py", "level1/90_cumprod.py",
-                                     "level1/91_cumsum_reverse.py"])
+                                     "level1/91_cumsum_reverse.py", "level1/93_masked_cumsum.py"])
 def test_kernelbench_scan_problem_generates_and_verifies(problem, tmp_path):
     kernelbench_problem_verifies(problem, tmp_path)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-DType = Literal["float32", "float16", "bfloat16"]
+DType = Literal["float32", "float16", "bfloat16", "bool"]  # bool: inputs only (masks)
 
 # Unary ops: one value argument.  Binary ops: two (value or float constant).
 UNARY_OPS = frozenset(

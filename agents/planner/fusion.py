@@ -33,9 +33,11 @@ from kernelstitch.agents.planner.ops import (
     REDUCTION_KINDS,
     SCAN_KINDS,
     float_tensors,
+    masked_float_tensors,
     norm_affine,
     norm_groups,
     pool_params,
+    reads_bool,
     reduced_dims,
     translate_elementwise,
 )
@@ -170,7 +172,7 @@ class _Scheduler:
         if node.op in LIBRARY_OPS:
             return "library"
         if translate_elementwise(node) is not None:
-            floating = float_tensors(self.graph, node)
+            floating = masked_float_tensors(self.graph, node)
             return self.compiled_or_fallback(node, "elementwise", None if floating else "non-floating-point tensors")
         self.fallback_reasons[node.name] = f"no built-in kernel for {node.op}"
         return "fallback"
@@ -352,8 +354,8 @@ class _Scheduler:
     def can_epilogue(self, g: Group, node: Node) -> bool:
         final = g.final
         refs = node.refs()
-        if final not in refs:
-            return False
+        if final not in refs or reads_bool(self.graph, [node.name], set(g.nodes)):
+            return False  # masks are read by the elementwise and scan kernels only
         members = set(g.nodes) | {node.name}
         if any(not self.users_within(m, members) for m in g.nodes):
             return False
@@ -423,6 +425,7 @@ class _Scheduler:
             full = self.shape(src)
             inputs = self._external_inputs(g.nodes)
             if (all(self.users_within(m, members) for m in g.nodes)
+                    and (kind == "scan" or not reads_bool(self.graph, g.nodes, set(g.nodes)))
                     and self.users.get(src, []) == [node.name]
                     and any(self.shape(i) == full for i in inputs)
                     and not (affine & set(inputs))

@@ -194,6 +194,20 @@ def float_tensors(graph: Graph, node: Node) -> bool:
     return all(m is not None and m.dtype in FLOAT_DTYPES for m in metas) and bool(node.outputs)
 
 
+def masked_float_tensors(graph: Graph, node: Node) -> bool:
+    """Floating-point outputs, and inputs that are floating point or bool (a mask, read as 0 / 1
+    by the elementwise and scan kernels; the other kernels take float operands only)."""
+    metas = [graph.node(r).meta for r in node.refs()]
+    return (bool(node.outputs) and all(m is not None and m.dtype in FLOAT_DTYPES for m in node.outputs)
+            and all(m is not None and (m.dtype in FLOAT_DTYPES or m.dtype == "bool") for m in metas))
+
+
+def reads_bool(graph: Graph, nodes: list[str], inside: set[str]) -> bool:
+    """Whether any of `nodes` reads a bool tensor from outside `inside`."""
+    return any((graph.node(r).meta is not None and graph.node(r).meta.dtype == "bool")
+               for n in nodes for r in graph.node(n).refs() if r not in inside)
+
+
 # ---- elementwise translation -----------------------------------------------------------------
 
 Operand = Callable[[Any], "str | float"]

@@ -17,9 +17,14 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 
 # Storage types, torch scalar types, element sizes.
-CUDA_TYPE: dict[str, str] = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16"}
-TORCH_DTYPE: dict[str, str] = {"float32": "at::kFloat", "float16": "at::kHalf", "bfloat16": "at::kBFloat16"}
-ELEMENT_SIZE: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2}
+# bool: masks read as 0 / 1 (never stored by our kernels).
+CUDA_TYPE: dict[str, str] = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16", "bool": "bool"}
+TORCH_DTYPE: dict[str, str] = {"float32": "at::kFloat", "float16": "at::kHalf", "bfloat16": "at::kBFloat16",
+                               "bool": "at::kBool"}
+ELEMENT_SIZE: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2, "bool": 1}
+# Bytes an element counts for in the vector width: a bool as 4, so a mask never makes VEC 16
+# (ks_ld_vec reads up to 8 bools at once) and fp32 kernels keep float4 steps.
+_VECTOR_SIZE: dict[str, int] = {**ELEMENT_SIZE, "bool": 4}
 
 # Compile and link flags the wrapper must pass to load_inline (GEMM bindings call cuBLASLt).
 EXTRA_CUDA_CFLAGS: tuple[str, ...] = ("-O3",)
@@ -57,7 +62,7 @@ def check_inputs(kernel: str, names: list[str], special: list[str | None], first
 def vector_width(dtypes: list[DType] | tuple[DType, ...]) -> int:
     """Elements per 16-byte access: set by the narrowest storage type so every operand moves whole
     16-byte chunks (an fp32 operand in a kernel with fp16 operands moves two float4s per step)."""
-    return 16 // min(ELEMENT_SIZE[d] for d in dtypes)
+    return 16 // min(_VECTOR_SIZE[d] for d in dtypes)
 
 
 # The preludes: real headers under cuda/ (see templates.py), inlined into every translation unit

@@ -58,6 +58,9 @@ template <> struct KsPack<__half> : KsPack16<__half> {};
 template <> struct KsPack<__nv_bfloat16> : KsPack16<__nv_bfloat16> {};
 
 template <typename T> __device__ __forceinline__ float ks_ld(const T* p) { return ks_to_float(__ldg(p)); }
+// bool operands (masks) are read as 0 / 1; __ldg has no bool overload: their byte
+__device__ __forceinline__ float ks_to_float(bool x) { return x ? 1.0f : 0.0f; }
+__device__ __forceinline__ float ks_ld(const bool* p) { return __ldg(reinterpret_cast<const unsigned char*>(p)) ? 1.0f : 0.0f; }
 
 // VEC consecutive elements from a 16-byte aligned address: VEC / (16 / sizeof(T)) uint4 loads.
 template <int VEC, typename T>
@@ -72,6 +75,28 @@ __device__ __forceinline__ void ks_ld_vec(const T* __restrict__ p, float (&v)[VE
       const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p) + c);
       KsPack<T>::unpack(raw, v + c * PER);
     }
+  }
+}
+
+// VEC consecutive bools (VEC <= 8: a bool counts as 4 bytes in the vector width, common.py) in
+// one 4- or 8-byte load from an address aligned to it.
+template <int VEC>
+__device__ __forceinline__ void ks_ld_vec(const bool* __restrict__ p, float (&v)[VEC]) {
+  static_assert(VEC == 1 || VEC == 2 || VEC == 4 || VEC == 8, "bool vectors of 1, 2, 4 or 8");
+  if constexpr (VEC == 4) {
+    const unsigned int r = __ldg(reinterpret_cast<const unsigned int*>(p));
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = ((r >> (8 * k)) & 0xffu) ? 1.0f : 0.0f;
+  } else if constexpr (VEC == 8) {
+    const uint2 r = __ldg(reinterpret_cast<const uint2*>(p));
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      v[k] = ((r.x >> (8 * k)) & 0xffu) ? 1.0f : 0.0f;
+      v[k + 4] = ((r.y >> (8 * k)) & 0xffu) ? 1.0f : 0.0f;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] = ks_ld(p + k);
   }
 }
 
