@@ -16,6 +16,8 @@ from kernelstitch.agents.coder.codegen import (
     BINDING_PRELUDE,
     CUDA_PRELUDE,
     BatchStatsSpec,
+    CatSegment,
+    CatSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -175,6 +177,20 @@ def mask_specs() -> list:
         ElementwiseSpec("mask_mul_f16", (TensorArg("x", "float16"), m), (E("mul", ("x", "m"), "w"),), ("w",),
                         "float16"),
         ScanSpec("mask_cumsum", "sum", (x, m), 1, "float32", (E("mul", ("x", "m"), "p"),), "p"),
+    ]
+
+
+def cat_specs() -> list[CatSpec]:
+    """Concatenations: segments with their producer's chain (a per-channel bias and ReLU, a
+    sigmoid), plain copies, 16-bit storage along the last dim."""
+    x, b, y, z = (TensorArg(n, "float32") for n in ("x", "b", "y", "z"))
+    return [
+        CatSpec("cat_fused", (x, b, y, z), (
+            CatSegment((0, 1), (E("add", ("x", "b"), "t"), E("relu", ("t",), "u")), "u"),
+            CatSegment((2,), (), "y"),
+            CatSegment((3,), (E("sigmoid", ("z",), "s"),), "s")), 1, "float32"),
+        CatSpec("cat_last_f16", (TensorArg("a", "float16"), TensorArg("c", "float16")),
+                (CatSegment((0,), (), "a"), CatSegment((1,), (), "c")), -1, "float16"),
     ]
 
 
@@ -370,7 +386,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -409,7 +425,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -546,7 +562,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

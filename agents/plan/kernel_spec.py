@@ -137,6 +137,30 @@ class ScanSpec:
     reverse: bool = False
 
 
+@dataclass(frozen=True)
+class CatSegment:
+    """One input of a concatenation: the value `out` computed elementwise by `ops` from the
+    inputs `inputs` (indices into CatSpec.inputs) over the segment's own shape; no ops: `out`
+    is the input itself."""
+
+    inputs: tuple[int, ...]
+    ops: tuple[ElementwiseOp, ...]
+    out: str
+
+
+@dataclass(frozen=True)
+class CatSpec:
+    """torch.cat of `segments` along `dim`, each segment computed where it is stored: the
+    elementwise chains that produced the inputs (a conv's bias and ReLU before an Inception or
+    SqueezeNet cat) run inside the copy instead of writing and re-reading their results."""
+
+    name: str
+    inputs: tuple[TensorArg, ...]
+    segments: tuple[CatSegment, ...]
+    dim: int
+    out_dtype: DType
+
+
 PoolKind = Literal["max", "avg", "adaptive_avg"]
 
 
@@ -243,7 +267,7 @@ class GemmSpec:
 # ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
-Spec = ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec
+Spec = ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -271,6 +295,11 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "ops": [_op(o) for o in spec.ops], "outputs": list(spec.outputs),
                 "out_dtype": spec.out_dtype,
                 **({} if spec.tiled_inputs is None else {"tiled_inputs": list(spec.tiled_inputs)})}
+    if isinstance(spec, CatSpec):
+        return {"type": "cat", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
+                "segments": [{"inputs": list(g.inputs), "ops": [_op(o) for o in g.ops], "out": g.out}
+                             for g in spec.segments],
+                "dim": spec.dim, "out_dtype": spec.out_dtype}
     if isinstance(spec, ScanSpec):
         return {"type": "scan", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
@@ -318,6 +347,12 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             ops=tuple(_op_from(o) for o in data["ops"]), outputs=tuple(data["outputs"]),
             out_dtype=data["out_dtype"],
             tiled_inputs=None if data.get("tiled_inputs") is None else tuple(int(k) for k in data["tiled_inputs"]))
+    if kind == "cat":
+        return CatSpec(
+            name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
+            segments=tuple(CatSegment(tuple(int(k) for k in g["inputs"]), tuple(_op_from(o) for o in g["ops"]),
+                                      str(g["out"])) for g in data["segments"]),
+            dim=int(data["dim"]), out_dtype=data["out_dtype"])
     if kind == "scan":
         return ScanSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

@@ -14,6 +14,8 @@ from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, Plan
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.kernel_spec import (
     BatchStatsSpec,
+    CatSegment,
+    CatSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -168,7 +170,7 @@ class _StepBuilder:
     def step(self, g: Group, index: int) -> PlanStep:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
-                 "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan,
+                 "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "cat": self.cat,
                  "gemm": self.gemm}.get(g.kind, self.torch_call)
         return build(g, sid)
 
@@ -254,6 +256,44 @@ class _StepBuilder:
         what = (f"adaptive avg pooling to {list(spec.output_size)}" if spec.kind == "adaptive_avg"
                 else f"{spec.kind} pooling, window {list(spec.kernel)} stride {list(spec.stride)}")
         return self.fused_step(g, sid, spec, f"{what}{self.fused_parts(g)}", moved, flops, inputs)
+
+    def cat(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        inside = set(g.prologue)
+        inputs: list[str] = []
+        segments: list[CatSegment] = []
+        for ref in anchor.arg(0, "tensors"):
+            chain = self.chain_of(ref.node, inside)  # the producer's nodes, in graph order
+            reads = self.external_inputs(chain) if chain else [ref.node]
+            if set(reads) & set(inputs):
+                raise ValueError(f"{anchor.name}: a tensor is read by two segments of the cat")
+            segments.append(CatSegment(tuple(range(len(inputs), len(inputs) + len(reads))),
+                                       tuple(self.ops(chain)), ref.node))
+            inputs += reads
+        spec = CatSpec(f"ks_{sid}_cat", tuple(self.tensor_arg(i) for i in inputs), tuple(segments),
+                       int(anchor.arg(1, "dim", 0)), anchor.meta.dtype)
+        flops = sum(self.node(seg.out).meta.numel * elementwise_flops(list(seg.ops)) for seg in segments)
+        fused = sum(1 for seg in segments if seg.ops)
+        what = f"cat of {len(segments)} tensors along dim {spec.dim}" + (
+            f", {fused} computed where they are stored ({', '.join(base_op(self.node(n).op) for n in g.prologue)})"
+            if fused else "")
+        return PlanStep(  # a copy with elementwise work in it: counted with the elementwise kernels
+            id=sid, technique=self.technique(g, "fused_elementwise"), nodes=list(g.nodes),
+            description=what, source_lines=self.lines(g.nodes), spec=spec_to_json(spec),
+            estimated_bytes=sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
+            estimated_flops=flops, inputs=inputs, outputs=[g.final])
+
+    def chain_of(self, name: str, inside: set[str]) -> list[str]:
+        """`name` and the nodes of `inside` it depends on through `inside`, in graph order."""
+        if name not in inside:
+            return []
+        found, todo = {name}, [name]
+        while todo:
+            for r in self.node(todo.pop()).refs():
+                if r in inside and r not in found:
+                    found.add(r)
+                    todo.append(r)
+        return [n.name for n in self.graph.nodes if n.name in found]
 
     def scan(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)

@@ -26,6 +26,7 @@ from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
+    CAT_OP,
     FLOAT_DTYPES,
     GEMM_OPS,
     LIBRARY_OPS,
@@ -42,7 +43,8 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "gemm", "library", "fallback"]
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "cat", "gemm", "library",
+                    "fallback"]
 Shape = tuple
 
 
@@ -160,6 +162,8 @@ class _Scheduler:
             return self.compiled_or_fallback(node, "reduction", self.reduction_problem(node))
         if node.op in SCAN_KINDS:
             return self.compiled_or_fallback(node, "scan", self.scan_problem(node))
+        if node.op == CAT_OP:
+            return self.compiled_or_fallback(node, "cat", self.cat_problem(node))
         if node.op == BATCH_STATS_OP:
             return self.compiled_or_fallback(node, "batch_stats", self.operand_problem(node, "normalised value"))
         if node.op in POOL_OPS:
@@ -222,6 +226,19 @@ class _Scheduler:
         if node.kwargs.get("dtype") is not None or (kind in ("sum", "mean") and
                                                     node.arg(3, "dtype") is not None):
             return "reduction with a dtype argument"
+        return None
+
+    def cat_problem(self, node: Node) -> str | None:
+        tensors = node.arg(0, "tensors")
+        if not isinstance(tensors, (list, tuple)) or not tensors or not all(isinstance(t, NodeRef) for t in tensors):
+            return "cat of values that are not all tensors"
+        if len({t.node for t in tensors}) != len(tensors):
+            return "cat reading one tensor twice"
+        if not isinstance(node.arg(1, "dim", 0), int):
+            return "cat dim is not an int"
+        metas = [self.meta(t.node) for t in tensors]
+        if any(m is None or m.rank == 0 or m.dtype != node.meta.dtype for m in metas) or not float_tensors(self.graph, node):
+            return "cat of tensors of several dtypes, 0-d or not floating point"
         return None
 
     def scan_problem(self, node: Node) -> str | None:
@@ -299,6 +316,8 @@ class _Scheduler:
                 self.place_elementwise(node)
             elif kind in ("reduction", "pool", "batch_stats", "scan"):
                 self.place_reduction(node, kind)
+            elif kind == "cat":
+                self.place_cat(node)
             elif kind == "gemm":
                 self.new_group("gemm", [node.name], node.name)
             else:
@@ -437,6 +456,21 @@ class _Scheduler:
                 self.group_of[node.name] = g
                 return
         self.new_group(kind, [node.name], node.name)
+
+    def place_cat(self, node: Node) -> None:
+        """A cat node, with the elementwise group that produced each of its inputs when nothing
+        else reads that group's values (the segment is then computed where it is stored)."""
+        g = self.new_group("cat", [node.name], node.name)
+        for ref in node.arg(0, "tensors"):
+            producer = self.group_of.get(ref.node)
+            if producer is None or producer.kind != "elementwise" or producer.nodes[-1] != ref.node:
+                continue
+            members = set(g.nodes) | set(producer.nodes)
+            if (all(self.users_within(m, members) for m in producer.nodes)
+                    and not self.creates_cycle(members)):
+                g.prologue.extend(producer.nodes)
+                g.nodes[:0] = producer.nodes
+                self.absorb(g, producer)
 
     def _external_inputs(self, nodes: list[str]) -> list[str]:
         inside = set(nodes)

@@ -32,6 +32,8 @@ _NORM_ARGS = {  # op -> ((weight index, key), (bias index, key), (eps index, key
     "aten.instance_norm.default": ((1, "weight"), (2, "bias"), (7, "eps")),
 }
 # Pooling over 1-3 trailing spatial dims: op -> (PoolSpec kind, spatial dims).
+CAT_OP = "aten.cat.default"  # planned as a concatenation kernel (codegen/cat.py)
+
 # Cumulative scans the scan kernels compute (op -> kind), with an elementwise prologue.
 SCAN_KINDS = {"aten.cumsum.default": "sum", "aten.cumprod.default": "prod",
               # synthetic (rewrites._reverse_scan): x.flip(d).cumsum(d).flip(d) in one pass

@@ -12,6 +12,7 @@ CUDA statements).
 """
 
 from kernelstitch.agents.coder.codegen.batch_stats import emit_batch_stats
+from kernelstitch.agents.coder.codegen.cat import emit_cat
 from kernelstitch.agents.coder.codegen.common import (
     BINDING_PRELUDE,
     CUDA_PRELUDE,
@@ -29,6 +30,8 @@ from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_r
 from kernelstitch.agents.coder.codegen.scan import emit_scan
 from kernelstitch.agents.plan.kernel_spec import (
     BatchStatsSpec,
+    CatSegment,
+    CatSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -40,7 +43,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 
 
-def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec,
+def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec,
          knobs: ReductionKnobs | None = None) -> KernelSource:
     """Dispatches on the spec type; a reduction's `knobs` (the plan's, when the search varies
     them) choose among the emitter's designs."""
@@ -59,11 +62,15 @@ def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStat
         return emit_batch_stats(spec)
     if isinstance(spec, ScanSpec):
         return emit_scan(spec)
+    if isinstance(spec, CatSpec):
+        return emit_cat(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
 __all__ = [
     "BatchStatsSpec",
+    "CatSegment",
+    "CatSpec",
     "BINDING_PRELUDE",
     "CUDA_PRELUDE",
     "EXTRA_CFLAGS",

@@ -1,0 +1,96 @@
+"""Concatenation emitter: torch.cat along one dim with each input's elementwise producer chain
+computed inside the copy (cuda/cat/).
+
+One grid-stride pass over the output seen as [outer, D, inner]: each element finds its segment
+along D (an unrolled chain of comparisons against the run-time offsets), computes the segment's
+value from that segment's operands at the segment's own index (read through run-time
+descriptors, so broadcast operands such as a per-channel bias cost no copy), and stores it.
+"""
+
+from __future__ import annotations
+
+from kernelstitch.agents.coder.codegen.common import (
+    CUDA_TYPE,
+    TORCH_DTYPE,
+    check_identifier,
+)
+from kernelstitch.agents.coder.codegen.expr import compile_ops
+from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.templates import render
+from kernelstitch.agents.plan.kernel_spec import CatSpec
+
+_INDENT = "    "
+
+
+def _check(spec: CatSpec) -> list[int]:
+    """The segment each input belongs to (every input read by exactly one segment)."""
+    name = spec.name
+    if not spec.segments:
+        raise ValueError(f"{name}: a concatenation needs at least one segment")
+    owner = [-1] * len(spec.inputs)
+    for k, seg in enumerate(spec.segments):
+        if not seg.inputs:
+            raise ValueError(f"{name}: segment {k} reads no input")
+        for i in seg.inputs:
+            if not 0 <= i < len(spec.inputs):
+                raise ValueError(f"{name}: segment {k} reads input {i} of {len(spec.inputs)}")
+            if owner[i] != -1:
+                raise ValueError(f"{name}: input {spec.inputs[i].name} is read by segments {owner[i]} and {k}")
+            owner[i] = k
+    if -1 in owner:
+        raise ValueError(f"{name}: input {spec.inputs[owner.index(-1)].name} is read by no segment")
+    return owner
+
+
+def emit_cat(spec: CatSpec) -> KernelSource:
+    name = check_identifier(spec.name)
+    owner = _check(spec)
+    nin, nseg = len(spec.inputs), len(spec.segments)
+    out_t = CUDA_TYPE[spec.out_dtype]
+    fns, branches = [], []
+    for k, seg in enumerate(spec.segments):
+        names = tuple(spec.inputs[i].name for i in seg.inputs)
+        fn = compile_ops(f"{name}_s{k}", names, seg.ops, (seg.out,))
+        fns.append(fn.source)
+        loads = " ".join(f"float a{i}[1]; ks_load<1>(p{i}, d{i}, j, a{i});" for i in seg.inputs)
+        args = ", ".join([f"a{i}[0]" for i in seg.inputs] + ["r"])
+        test = "if" if k == 0 else "} else if"
+        cond = f"(d < g.off[{k + 1}])" if k < nseg - 1 else "(true)"
+        branches.append(
+            f"{_INDENT}{test} {cond} {{\n"
+            f"{_INDENT}  const int64_t j = (o * (g.off[{k + 1}] - g.off[{k}]) + (d - g.off[{k}])) * g.inner + c;\n"
+            f"{_INDENT}  {loads}\n"
+            f"{_INDENT}  {name}_s{k}({args});")
+    branches.append(f"{_INDENT}}}")
+    params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
+                       for k, t in enumerate(spec.inputs))
+    launch_args = ", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]"
+                            for k, t in enumerate(spec.inputs))
+    launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, int64_t outer, "
+                    "int64_t D, int64_t inner, const int64_t* offsets, cudaStream_t stream)")
+    cuda = render(
+        "cat/kernel.cu", name=name, nseg=nseg, nseg_plus_one=nseg + 1, segment_fns="\n".join(fns),
+        params=params, out_t=out_t, segments="\n".join(branches), launcher_sig=launcher_sig,
+        launch_args=launch_args,
+    )
+    segment_shapes = ", ".join(
+        "ks_broadcast_shape({" + ", ".join(f"in_{i}" for i in seg.inputs) + "})" for seg in spec.segments)
+    binding = render(
+        "cat/binding.cpp", name=name, nseg=nseg, nseg_plus_one=nseg + 1, nin=nin, dim=int(spec.dim),
+        cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
+        checks="\n  ".join(
+            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
+            for k, t in enumerate(spec.inputs)),
+        segment_shapes=segment_shapes, out_dtype=TORCH_DTYPE[spec.out_dtype],
+        in_refs=", ".join(f"&in_{k}" for k in range(nin)),
+        in_shapes=", ".join(f"c10::IntArrayRef(seg[{owner[k]}])" for k in range(nin)),
+        in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(nin)),
+    )
+    fused = sum(1 for seg in spec.segments if seg.ops)
+    return KernelSource(
+        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
+        python_args=tuple(t.name for t in spec.inputs),
+        notes=(f"concatenation of {nseg} segments in one pass; {fused} compute their producer's "
+               "elementwise chain where they are stored",
+               "operands through run-time descriptors at each segment's own index"),
+    )

@@ -1,0 +1,39 @@
+
+// ---- binding {{name}}: concatenation of {{nseg}} segments ----
+at::Tensor {{name}}({{cparams}}) {
+  TORCH_CHECK(in_0.is_cuda(), "{{name}}: expected CUDA tensors");
+  const at::Device device = in_0.device();
+  {{checks}}
+  const c10::cuda::CUDAGuard guard(device);
+  // each segment's own shape: the broadcast shape of the operands it reads
+  const std::vector<std::vector<int64_t>> seg = {{{segment_shapes}}};
+  const int64_t rank = (int64_t)seg[0].size();
+  TORCH_CHECK(rank > 0, "{{name}}: zero-dimensional tensors cannot be concatenated");
+  int64_t dim = {{dim}};
+  TORCH_CHECK(dim >= -rank && dim < rank, "{{name}}: dim ", ks_str(dim), " out of range for ", ks_str(rank), " dims");
+  if (dim < 0) dim += rank;
+  std::vector<int64_t> shape = seg[0];
+  int64_t offsets[{{nseg_plus_one}}] = {0};
+  for (size_t k = 0; k < seg.size(); ++k) {
+    TORCH_CHECK((int64_t)seg[k].size() == rank, "{{name}}: segment ", ks_str((int64_t)k), " has ",
+                ks_str((int64_t)seg[k].size()), " dims, expected ", ks_str(rank));
+    for (int64_t j = 0; j < rank; ++j)
+      TORCH_CHECK(j == dim || seg[k][j] == shape[j], "{{name}}: sizes of segment ", ks_str((int64_t)k),
+                  " ", ks_str(c10::IntArrayRef(seg[k])), " do not match ", ks_str(c10::IntArrayRef(shape)),
+                  " outside dim ", ks_str(dim));
+    offsets[k + 1] = offsets[k] + seg[k][dim];
+  }
+  shape[dim] = offsets[seg.size()];
+  at::Tensor out = at::empty(shape, in_0.options().dtype({{out_dtype}}));
+  if (out.numel() == 0) return out;
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < dim; ++k) outer *= shape[k];
+  for (int64_t k = dim + 1; k < rank; ++k) inner *= shape[k];
+  KsOperand descs[{{nin}}];
+  ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, 1, descs);
+  const void* ins[{{nin}}] = {{{in_ptrs}}};
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+  {{name}}_launch(ins, descs, out.data_ptr(), outer, shape[dim], inner, offsets, stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}

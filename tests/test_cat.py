@@ -1,0 +1,93 @@
+"""Issue 22 (cat): torch.cat planned as one concatenation kernel that computes each input's
+elementwise producer chain where it is stored (a conv's bias and ReLU before a SqueezeNet or
+Inception cat), and the spec's JSON and validation.  Plans and emitted sources on the CPU;
+tests/test_cat_gpu.py runs the kernels and these modules on a GPU against PyTorch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from kernelstitch.agents.coder.builtin import code_builtin
+from kernelstitch.agents.coder.codegen import emit
+from kernelstitch.agents.plan.kernel_spec import CatSegment, CatSpec, spec_from_json, spec_to_json
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+from test_codegen import cat_specs
+from test_norms import _HEADER, write
+
+# SqueezeNet's fire module, and a third segment whose producer is read elsewhere too
+FIRE = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, cin, squeeze, expand):
+        super().__init__()
+        self.squeeze = nn.Conv2d(cin, squeeze, 1)
+        self.e1 = nn.Conv2d(squeeze, expand, 1)
+        self.e3 = nn.Conv2d(squeeze, expand, 3, padding=1)
+
+    def forward(self, x):
+        x = torch.relu(self.squeeze(x))
+        return torch.cat([torch.relu(self.e1(x)), torch.relu(self.e3(x)), x * 2], 1)
+
+batch, cin, squeeze, expand, height, width = 2, 8, 4, 6, 9, 11
+
+def get_inputs():
+    return [torch.randn(batch, cin, height, width)]
+
+def get_init_inputs():
+    return [cin, squeeze, expand]
+'''
+
+
+def _cats(plan) -> list[CatSpec]:
+    return [s.kernel_spec() for s in plan.steps if (s.spec or {}).get("type") == "cat"]
+
+
+@pytest.mark.parametrize("spec", cat_specs(), ids=lambda s: s.name)
+def test_cat_spec_round_trips_through_json(spec):
+    assert spec_from_json(spec_to_json(spec)) == spec
+
+
+def test_every_input_belongs_to_one_segment():
+    spec = cat_specs()[0]
+    with pytest.raises(ValueError, match="read by segments 0 and 1"):
+        emit(replace(spec, segments=(spec.segments[0], CatSegment((1, 2), (), "y"), spec.segments[2])))
+    with pytest.raises(ValueError, match="read by no segment"):
+        emit(replace(spec, segments=spec.segments[:2]))
+
+
+def test_fire_module_cat_computes_the_bias_and_relu_of_its_inputs(tmp_path):
+    plan = plan_builtin(capture(write(tmp_path, FIRE)))
+    assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+    (cat,) = _cats(plan)
+    assert cat.dim == 1 and len(cat.segments) == 3
+    fused, other_fused, shared = cat.segments
+    assert [o.op for o in fused.ops] == ["add", "relu"] and [o.op for o in other_fused.ops] == ["add", "relu"]
+    assert shared.ops == ()  # x * 2 shares its kernel with the relu the convolutions read
+    step = next(s for s in plan.steps if (s.spec or {}).get("type") == "cat")
+    assert step.technique == "fused_elementwise" and "2 computed where they are stored" in step.description
+
+
+def test_a_tensor_listed_twice_stays_a_pytorch_cat(tmp_path):
+    source = FIRE.replace("return torch.cat([torch.relu(self.e1(x)), torch.relu(self.e3(x)), x * 2], 1)",
+                          "return torch.cat([x, x], 1)")
+    plan = plan_builtin(capture(write(tmp_path, source)))
+    assert not _cats(plan) and "pytorch_fallback" in [s.technique for s in plan.steps]
+
+
+def test_cat_program_is_emitted(tmp_path):
+    path = write(tmp_path, FIRE)
+    candidate = code_builtin(plan_builtin(capture(path)), path, tmp_path / "model_new.py")
+    compile(candidate.source, "model_new.py", "exec")
+    cat = next(k for k in candidate.kernels if k.function.endswith("_cat"))
+    assert "_s0(" in cat.cuda and "g.off[3]" in cat.cuda and "ks_broadcast_shape({in_0, in_1})" in cat.binding
+
+
+@pytest.mark.parametrize("problem", ["17_SqueezeNetFireModule", "6_GoogleNetInceptionModule"])
+def test_kernelbench_cats_plan_without_fallback(problem):
+    from test_norms_gpu import KERNELBENCH
+
+    if KERNELBENCH is None:
+        pytest.skip("no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")
+    plan = plan_builtin(capture(KERNELBENCH / "level3" / f"{problem}.py"))
+    assert _cats(plan) and "pytorch_fallback" not in [s.technique for s in plan.steps]

@@ -1,0 +1,53 @@
+"""Concatenation on a GPU: the emitted kernels (tests/test_codegen.py's cat specs, one
+load_inline) against torch.cat over odd shapes, a per-channel operand, strided and
+channels-last inputs, 16-bit storage; the fire module of tests/test_cat.py generated and compared
+with its reference; KernelBench's cat problems generated and verified end to end."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_cat import FIRE  # noqa: E402
+from test_codegen import cat_specs  # noqa: E402
+from test_codegen_gpu import load_kernels  # noqa: E402
+from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return load_kernels("ks_cat_gpu_tests", cat_specs())
+
+
+@pytest.mark.parametrize("n, cx, cy, cz, hw", [(2, 3, 5, 1, (7, 9)), (1, 64, 64, 32, (28, 28)), (3, 1, 1, 1, (1, 1))])
+def test_fused_segments_match_torch(ext, n, cx, cy, cz, hw):
+    x = torch.randn(n, cx, *hw, device="cuda")
+    b = torch.randn(cx, 1, 1, device="cuda")  # per-channel, read through its descriptor
+    y = torch.randn(n, cy, *hw, device="cuda").contiguous(memory_format=torch.channels_last)
+    z = torch.randn(n, cz, hw[1], hw[0], device="cuda").transpose(2, 3)  # strided
+    want = torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1)
+    got = ext.cat_fused(x, b, y, z)
+    assert got.is_contiguous() and got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_last_dim_half_and_size_mismatch(ext):
+    a, c = torch.randn(5, 3, 7, device="cuda").half(), torch.randn(5, 3, 1, device="cuda").half()
+    assert torch.equal(ext.cat_last_f16(a, c), torch.cat([a, c], -1))
+    with pytest.raises(RuntimeError, match="do not match"):
+        ext.cat_last_f16(a, torch.randn(5, 4, 2, device="cuda").half())
+
+
+def test_fire_module_matches_its_reference(tmp_path):
+    module_matches_reference(FIRE, {"batch": 3, "height": 17, "width": 5}, tmp_path)
+
+
+@pytest.mark.parametrize("problem", ["level3/17_SqueezeNetFireModule.py", "level3/6_GoogleNetInceptionModule.py"])
+def test_kernelbench_cat_problem_generates_and_verifies(problem, tmp_path):
+    kernelbench_problem_verifies(problem, tmp_path)
