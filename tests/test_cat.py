@@ -80,7 +80,7 @@ def test_cat_program_is_emitted(tmp_path):
     candidate = code_builtin(plan_builtin(capture(path)), path, tmp_path / "model_new.py")
     compile(candidate.source, "model_new.py", "exec")
     cat = next(k for k in candidate.kernels if k.function.endswith("_cat"))
-    assert "_s0(" in cat.cuda and "g.off[3]" in cat.cuda and "ks_broadcast_shape({in_0, in_1})" in cat.binding
+    assert "_s0(" in cat.cuda and "case 2:" in cat.cuda and "g.off[mid] <= d" in cat.cuda and "ks_broadcast_shape({in_0, in_1})" in cat.binding
 
 
 @pytest.mark.parametrize("problem", ["17_SqueezeNetFireModule", "6_GoogleNetInceptionModule"])
@@ -91,3 +91,13 @@ def test_kernelbench_cats_plan_without_fallback(problem):
         pytest.skip("no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")
     plan = plan_builtin(capture(KERNELBENCH / "level3" / f"{problem}.py"))
     assert _cats(plan) and "pytorch_fallback" not in [s.technique for s in plan.steps]
+
+
+def test_pytorch_cat_is_a_measured_variant(tmp_path):
+    """The kernel is timed against PyTorch's cat (its batched copy), not trusted."""
+    from kernelstitch.agents.planner.variants import propose_variants
+
+    graph = capture(write(tmp_path, FIRE))
+    variants = {v.name: v.plan for v in propose_variants(graph, limit=8)}
+    assert _cats(variants["default"]) and not _cats(variants["cat-in-pytorch"])
+    assert "pytorch_fallback" in [s.technique for s in variants["cat-in-pytorch"].steps]

@@ -82,15 +82,17 @@ def nothing_to_fuse(steps: list[PlanStep]) -> str | None:
     return GEMM_ONLY_NOTE if all(s.technique == "gemm_epilogue" for s in steps) else NOTHING_TO_FUSE_NOTE
 
 
-def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool = True) -> Plan:
-    """`attention`: written-out attention as scaled_dot_product_attention (planner/attention.py)."""
+def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool = True,
+                 cat_kernels: bool = True) -> Plan:
+    """`attention`: written-out attention as scaled_dot_product_attention (planner/attention.py);
+    `cat_kernels`: torch.cat as our concatenation kernel (else PyTorch's, a measured variant)."""
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
     rewritten = apply_rewrites(graph, attention=attention)
-    sched = schedule(rewritten.graph, gemm_kernels=use_gemm)
+    sched = schedule(rewritten.graph, gemm_kernels=use_gemm, cat_kernels=cat_kernels)
     lone = lone_bias_adds(sched)
     if lone:  # nothing absorbs these bias adds: cuDNN adds the bias in its own pass instead
         rewritten = apply_rewrites(graph, keep_conv_bias=frozenset(lone), attention=attention)
-        sched = schedule(rewritten.graph, gemm_kernels=use_gemm)
+        sched = schedule(rewritten.graph, gemm_kernels=use_gemm, cat_kernels=cat_kernels)
     builder = _StepBuilder(sched, rewritten.algebraic)
     steps = [builder.step(g, k) for k, g in enumerate(sched.groups, start=1)]
     notes = list(graph.notes) + rewritten.notes

@@ -104,9 +104,10 @@ def live_nodes(graph: Graph) -> set[str]:
 
 
 class _Scheduler:
-    def __init__(self, graph: Graph, gemm_kernels: bool):
+    def __init__(self, graph: Graph, gemm_kernels: bool, cat_kernels: bool = True):
         self.graph = graph
         self.gemm_kernels = gemm_kernels
+        self.cat_kernels = cat_kernels
         self.live = live_nodes(graph)
         self.order = {n.name: k for k, n in enumerate(graph.nodes)}
         all_users = graph.users()
@@ -163,7 +164,8 @@ class _Scheduler:
         if node.op in SCAN_KINDS:
             return self.compiled_or_fallback(node, "scan", self.scan_problem(node))
         if node.op == CAT_OP:
-            return self.compiled_or_fallback(node, "cat", self.cat_problem(node))
+            problem = self.cat_problem(node) if self.cat_kernels else "cat left to PyTorch (variant)"
+            return self.compiled_or_fallback(node, "cat", problem)
         if node.op == BATCH_STATS_OP:
             return self.compiled_or_fallback(node, "batch_stats", self.operand_problem(node, "normalised value"))
         if node.op in POOL_OPS:
@@ -512,6 +514,6 @@ class _Scheduler:
         return result
 
 
-def schedule(graph: Graph, gemm_kernels: bool = True) -> Schedule:
+def schedule(graph: Graph, gemm_kernels: bool = True, cat_kernels: bool = True) -> Schedule:
     """Group the graph's live nodes into kernels (see the module docstring)."""
-    return _Scheduler(graph, gemm_kernels).run()
+    return _Scheduler(graph, gemm_kernels, cat_kernels).run()

@@ -61,6 +61,11 @@ def propose_variants(graph: Graph, limit: int = 4,
             "attention-written-out", "attention as written (matmul, softmax, matmul in our kernels "
             "and cuBLAS) instead of PyTorch's fused scaled_dot_product_attention",
             plan_builtin(graph, attention=False)))
+    if any((s.spec or {}).get("type") == "cat" for s in base.plan.steps):
+        others.append(PlanVariant(
+            "cat-in-pytorch", "torch.cat through PyTorch (its batched copy) instead of our "
+            "concatenation kernel with the producers' elementwise chains",
+            plan_builtin(graph, cat_kernels=False)))
     if any(s.technique == "gemm_epilogue" for s in base.plan.steps):
         others.append(PlanVariant(
             "gemm-in-pytorch", "matmuls through PyTorch (cuBLAS), epilogues in our kernels "

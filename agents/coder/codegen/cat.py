@@ -2,7 +2,7 @@
 computed inside the copy (cuda/cat/).
 
 One grid-stride pass over the output seen as [outer, D, inner]: each element finds its segment
-along D (an unrolled chain of comparisons against the run-time offsets), computes the segment's
+along D (bisection over the run-time offsets), computes the segment's
 value from that segment's operands at the segment's own index (read through run-time
 descriptors, so broadcast operands such as a per-channel bias cost no copy), and stores it.
 """
@@ -47,21 +47,32 @@ def emit_cat(spec: CatSpec) -> KernelSource:
     owner = _check(spec)
     nin, nseg = len(spec.inputs), len(spec.segments)
     out_t = CUDA_TYPE[spec.out_dtype]
-    fns, branches = [], []
+    fns, cases = [], []
     for k, seg in enumerate(spec.segments):
         names = tuple(spec.inputs[i].name for i in seg.inputs)
         fn = compile_ops(f"{name}_s{k}", names, seg.ops, (seg.out,))
         fns.append(fn.source)
         loads = " ".join(f"float a{i}[1]; ks_load<1>(p{i}, d{i}, j, a{i});" for i in seg.inputs)
         args = ", ".join([f"a{i}[0]" for i in seg.inputs] + ["r"])
-        test = "if" if k == 0 else "} else if"
-        cond = f"(d < g.off[{k + 1}])" if k < nseg - 1 else "(true)"
-        branches.append(
-            f"{_INDENT}{test} {cond} {{\n"
-            f"{_INDENT}  const int64_t j = (o * (g.off[{k + 1}] - g.off[{k}]) + (d - g.off[{k}])) * g.inner + c;\n"
-            f"{_INDENT}  {loads}\n"
-            f"{_INDENT}  {name}_s{k}({args});")
-    branches.append(f"{_INDENT}}}")
+        cases.append("\n".join([
+            f"{_INDENT}  case {k}: {{",
+            f"{_INDENT}    const int64_t j = (o * (g.off[{k + 1}] - g.off[{k}]) + (d - g.off[{k}])) * g.inner + c;",
+            f"{_INDENT}    {loads}",
+            f"{_INDENT}    {name}_s{k}({args});",
+            f"{_INDENT}    break;",
+            f"{_INDENT}  }}"]))
+    # the segment holding d: the last k with off[k] <= d (an empty segment is never chosen: the
+    # next one starts at the same offset), by bisection (a DenseNet cat has up to 48 segments)
+    segments = "\n".join([
+        f"{_INDENT}int lo = 0, hi = {nseg - 1};",
+        f"{_INDENT}while (lo < hi) {{",
+        f"{_INDENT}  const int mid = (lo + hi + 1) >> 1;",
+        f"{_INDENT}  if (g.off[mid] <= d) lo = mid; else hi = mid - 1;",
+        f"{_INDENT}}}",
+        f"{_INDENT}switch (lo) {{",
+        *cases,
+        f"{_INDENT}  default: break;",
+        f"{_INDENT}}}"])
     params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
                        for k, t in enumerate(spec.inputs))
     launch_args = ", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]"
@@ -70,7 +81,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
                     "int64_t D, int64_t inner, const int64_t* offsets, cudaStream_t stream)")
     cuda = render(
         "cat/kernel.cu", name=name, nseg=nseg, nseg_plus_one=nseg + 1, segment_fns="\n".join(fns),
-        params=params, out_t=out_t, segments="\n".join(branches), launcher_sig=launcher_sig,
+        params=params, out_t=out_t, segments=segments, launcher_sig=launcher_sig,
         launch_args=launch_args,
     )
     segment_shapes = ", ".join(
