@@ -101,3 +101,13 @@ def test_pytorch_cat_is_a_measured_variant(tmp_path):
     variants = {v.name: v.plan for v in propose_variants(graph, limit=8)}
     assert _cats(variants["default"]) and not _cats(variants["cat-in-pytorch"])
     assert "pytorch_fallback" in [s.technique for s in variants["cat-in-pytorch"].steps]
+
+
+def test_cat_program_matches_the_module_with_interpreted_kernels(tmp_path):
+    """The segments' wiring on the CPU: every kernel replaced by a torch reading of its spec."""
+    import torch
+    from test_coder import interpreted_problem
+
+    _, reference, new, inputs = interpreted_problem(tmp_path, FIRE)
+    with torch.no_grad():
+        torch.testing.assert_close(new(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)

@@ -278,6 +278,21 @@ def interpret(spec: dict):
             y = _ew(spec["activation"], [y], {}) if spec["activation"] != "none" else y
             return y.to(_DT[spec["out_dtype"]])
         env = {t["name"]: v.float() for t, v in zip(spec["inputs"], tensors)}
+        if spec["type"] == "cat":
+            parts = []
+            for seg in spec["segments"]:
+                local = dict(env)
+                _run_ops(seg["ops"], local)
+                shape = torch.broadcast_shapes(*(tensors[i].shape for i in seg["inputs"]))
+                parts.append(local[seg["out"]].expand(shape))
+            return torch.cat(parts, spec["dim"]).to(_DT[spec["out_dtype"]]).contiguous()
+        if spec["type"] == "scan":
+            _run_ops(spec["prologue"], env)
+            x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]
+            x = x.expand(torch.broadcast_shapes(*(v.shape for v in tensors)))
+            scan, d = (torch.cumsum if spec["kind"] == "sum" else torch.cumprod), spec["dim"]
+            y = scan(x.flip(d), d).flip(d) if spec["reverse"] else scan(x, d)
+            return y.to(_DT[spec["out_dtype"]])
         if spec["type"] == "elementwise":
             _run_ops(spec["ops"], env)
             shape = torch.broadcast_shapes(*(v.shape for v in tensors))

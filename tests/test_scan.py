@@ -105,3 +105,15 @@ def test_kernelbench_scans_plan_without_fallback(problem, reverse):
     plan = plan_builtin(capture(KERNELBENCH / "level1" / f"{problem}.py"))
     assert [s.technique for s in plan.steps] == ["fused_reduction"]
     assert _scans(plan)[0].reverse is reverse
+
+
+def test_scan_program_matches_the_module_with_interpreted_kernels(tmp_path):
+    """The plan's wiring on the CPU (prologue operands, reverse, which value each scan reads):
+    every kernel replaced by a torch reading of its spec (tests/test_coder.py)."""
+    import torch
+    from test_coder import interpreted_problem
+
+    _, reference, new, inputs = interpreted_problem(tmp_path, SCANS)
+    with torch.no_grad():
+        for got, want in zip(new(*inputs), reference(*inputs)):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
