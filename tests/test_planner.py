@@ -244,14 +244,14 @@ def test_elementwise_tiled_path_only_for_operands_of_the_output_shape(tmp_path):
 
 
 def test_graph_variants_with_capturable_fallbacks_only(tmp_path):
-    """A fallback `cat` (ViT's class token, DenseNet's features) can live in a CUDA graph: the
-    replayed original of level3/28 took 1.37 ms against 3.22 ms eager on an H100, so the search
-    times a graph variant.  Training dropout draws random numbers: no graph variant."""
+    """A fallback `roll` (Swin's shifted windows; ViT's unfold likewise) can live in a CUDA graph:
+    the replayed original of level3/28 took 1.37 ms against 3.22 ms eager on an H100, so the
+    search times a graph variant.  Training dropout draws random numbers: no graph variant."""
     from kernelstitch.agents.planner.variants import graph_capturable, propose_variants
 
-    cat = write(tmp_path, "return torch.cat([torch.relu(x), x * 2], dim=1)", "[torch.randn(4, 8)]",
-                name="cat.py")
-    graph = capture(cat)
+    rolled = write(tmp_path, "return torch.roll(torch.relu(x), 1, 1) * 2", "[torch.randn(4, 8)]",
+                   name="roll.py")
+    graph = capture(rolled)
     fallbacks = [s for s in plan_builtin(graph).steps if s.technique == "pytorch_fallback"]
     assert fallbacks and all(graph_capturable(s, graph) for s in fallbacks)
     assert any(v.plan.host.cuda_graph for v in propose_variants(graph, limit=8))
