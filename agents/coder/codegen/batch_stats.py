@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from kernelstitch.agents.coder.codegen.common import (
     CUDA_TYPE,
-    TORCH_DTYPE,
     check_identifier,
     check_inputs,
+    input_checks,
 )
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -68,9 +68,7 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
     binding = render(
         "batch_stats/binding.cpp", name=name, n=n,
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(len(names))),
-        checks="\n  ".join(
-            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
-            for k, t in enumerate(spec.inputs)),
+        checks=input_checks(name, spec.inputs),
         running_checks=running_checks,
         ptrs=", ".join(f"&in_{k}" for k in operands), shapes=", ".join("xs" for _ in operands),
         in_ptrs="".join(f", in_{k}.data_ptr()" for k in operands[1:]),

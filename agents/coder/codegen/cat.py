@@ -13,6 +13,7 @@ from kernelstitch.agents.coder.codegen.common import (
     CUDA_TYPE,
     TORCH_DTYPE,
     check_identifier,
+    input_checks,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -89,9 +90,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
     binding = render(
         "cat/binding.cpp", name=name, nseg=nseg, nseg_plus_one=nseg + 1, nin=nin, dim=int(spec.dim),
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks="\n  ".join(
-            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
-            for k, t in enumerate(spec.inputs)),
+        checks=input_checks(name, spec.inputs),
         segment_shapes=segment_shapes, out_dtype=TORCH_DTYPE[spec.out_dtype],
         in_refs=", ".join(f"&in_{k}" for k in range(nin)),
         in_shapes=", ".join(f"c10::IntArrayRef(seg[{owner[k]}])" for k in range(nin)),

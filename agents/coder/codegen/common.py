@@ -14,6 +14,7 @@ from kernelstitch.agents.coder.codegen import templates
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.plan.kernel_spec import (
     DType,
+    TensorArg,
 )
 
 # Storage types, torch scalar types, element sizes.
@@ -57,6 +58,14 @@ def check_inputs(kernel: str, names: list[str], special: list[str | None], first
             raise ValueError(f"{kernel}: {n!r} is not one of the inputs {names}")
     if names[0] in used:
         raise ValueError(f"{kernel}: inputs[0] must be {first}")
+
+
+def input_checks(name: str, inputs: tuple[TensorArg, ...] | list[TensorArg]) -> str:
+    """The binding's `ks_check_tensor` line for each input (`in_0`, `in_1`, ...): CUDA, dtype, the
+    first input's device."""
+    return "\n  ".join(
+        f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
+        for k, t in enumerate(inputs))
 
 
 def vector_width(dtypes: list[DType] | tuple[DType, ...]) -> int:

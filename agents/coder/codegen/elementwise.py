@@ -12,6 +12,7 @@ from kernelstitch.agents.coder.codegen.common import (
     CUDA_TYPE,
     TORCH_DTYPE,
     check_identifier,
+    input_checks,
     vector_width,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
@@ -77,10 +78,7 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         "elementwise/binding.cpp", name=name, returns="one tensor" if nout == 1 else f"{nout} tensors",
         ret_type=ret_type, ret=ret, nin=nin, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks="\n  ".join(
-            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
-            for k, t in enumerate(spec.inputs)
-        ),
+        checks=input_checks(name, spec.inputs),
         ins_list=", ".join(f"in_{k}" for k in range(nin)),
         outs_alloc="\n  ".join(
             f"at::Tensor out_{k} = at::empty(shape, in_0.options().dtype({TORCH_DTYPE[spec.out_dtype]}));"

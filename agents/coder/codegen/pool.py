@@ -16,6 +16,7 @@ from kernelstitch.agents.coder.codegen.common import (
     TORCH_DTYPE,
     check_identifier,
     check_inputs,
+    input_checks,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -110,9 +111,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
     binding = render(
         "pool/binding.cpp", name=name, kind=spec.kind, nd=spec.nd, n=n,
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(n)),
-        checks="\n  ".join(
-            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
-            for k, t in enumerate(spec.inputs)),
+        checks=input_checks(name, spec.inputs),
         kernel=_ints(spec.kernel, spec.nd, 1), stride=_ints(spec.stride, spec.nd, 1),
         padding=_ints(spec.padding, spec.nd, 0), dilation=_ints(spec.dilation, spec.nd, 1),
         output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),

@@ -15,6 +15,7 @@ from kernelstitch.agents.coder.codegen.common import (
     TORCH_DTYPE,
     check_identifier,
     check_inputs,
+    input_checks,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -53,9 +54,7 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
     binding = render(
         "scan/binding.cpp", name=name, kind=spec.kind, nin=nin, dim=int(spec.dim),
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks="\n  ".join(
-            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
-            for k, t in enumerate(spec.inputs)),
+        checks=input_checks(name, spec.inputs),
         ins_list=", ".join(f"in_{k}" for k in range(nin)), out_dtype=TORCH_DTYPE[spec.out_dtype],
         in_refs=", ".join(f"&in_{k}" for k in range(nin)), in_shapes=", ".join("s" for _ in range(nin)),
         in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(nin)),

@@ -4,7 +4,7 @@ the output and the workspace, and calls the launcher."""
 
 from __future__ import annotations
 
-from kernelstitch.agents.coder.codegen.common import TORCH_DTYPE
+from kernelstitch.agents.coder.codegen.common import TORCH_DTYPE, input_checks
 from kernelstitch.agents.coder.codegen.reduction.context import (
     COLUMN_TILE_KINDS,
     ROWS32_KINDS,
@@ -45,10 +45,7 @@ def binding(r: Reduction) -> str:
         cols_replan=cols_replan, out_dtype=TORCH_DTYPE[spec.out_dtype],
         normalizing="true" if r.normalizing else "false", rows32="true" if spec.kind in ROWS32_KINDS else "false",
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(n)),
-        checks="\n  ".join(
-            f'ks_check_tensor(in_{k}, "{name}: input {k} ({t.name})", {TORCH_DTYPE[t.dtype]}, device);'
-            for k, t in enumerate(spec.inputs)
-        ),
+        checks=input_checks(name, spec.inputs),
         ptrs=ptrs,
         shapes=shapes,
         row_read=", ".join(str(k) for k in r.row_operands()),
