@@ -83,13 +83,14 @@ def test_cat_program_is_emitted(tmp_path):
     assert "_s0(" in cat.cuda and "case 2:" in cat.cuda and "g.off[mid] <= d" in cat.cuda and "ks_broadcast_shape({in_0, in_1})" in cat.binding
 
 
-@pytest.mark.parametrize("problem", ["17_SqueezeNetFireModule", "6_GoogleNetInceptionModule"])
+@pytest.mark.parametrize("problem", ["level3/17_SqueezeNetFireModule", "level3/6_GoogleNetInceptionModule",
+                                     "level1/92_cumsum_exclusive"])
 def test_kernelbench_cats_plan_without_fallback(problem):
     from test_norms_gpu import KERNELBENCH
 
     if KERNELBENCH is None:
         pytest.skip("no KernelBench copy (../shared/kernelbench or .kb/kernelbench)")
-    plan = plan_builtin(capture(KERNELBENCH / "level3" / f"{problem}.py"))
+    plan = plan_builtin(capture(KERNELBENCH / f"{problem}.py"))
     assert _cats(plan) and "pytorch_fallback" not in [s.technique for s in plan.steps]
 
 
@@ -111,3 +112,33 @@ def test_cat_program_matches_the_module_with_interpreted_kernels(tmp_path):
     _, reference, new, inputs = interpreted_problem(tmp_path, FIRE)
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)
+
+
+EXCLUSIVE = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        cumsum = torch.cumsum(x.narrow(dim=1, start=0, length=x.size(1) - 1), dim=1)
+        return torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), cumsum), dim=1), torch.full_like(x, 2.5)
+
+def get_inputs():
+    x = torch.randn(4, 10)
+    x[0, 0] = float("nan")  # a fill ignores the values it takes its shape from
+    return [x]
+'''
+
+
+def test_fills_are_elementwise_and_an_exclusive_scan_plans_without_fallback(tmp_path):
+    """level1/92's exclusive cumsum: `zeros_like` is `where(x, 0, 0)` (0 for any x, NaN too),
+    computed inside the cat's first segment; `full_like` likewise."""
+    import torch
+    from test_coder import interpreted_problem
+
+    path = write(tmp_path, EXCLUSIVE)
+    plan = plan_builtin(capture(path))
+    assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+    (cat,) = _cats(plan)
+    assert [(o.op, o.args[1:]) for o in cat.segments[0].ops] == [("where", (0.0, 0.0))]
+    _, reference, new, inputs = interpreted_problem(tmp_path, EXCLUSIVE)
+    with torch.no_grad():
+        for got, want in zip(new(*inputs), reference(*inputs)):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)

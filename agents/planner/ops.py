@@ -254,6 +254,16 @@ def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
     if any(o is None for o in operands[:1]):
         return None
     a = operands[0]
+    if name in ("zeros_like", "ones_like", "full_like") and overload == "default":
+        # where(x, v, v) is v for every x, NaN included: x only gives the shape (a fill with
+        # another dtype, layout or memory format is not translated)
+        value = {"zeros_like": 0.0, "ones_like": 1.0}.get(name)
+        if name == "full_like":
+            value = _scalar(node.arg(1, "fill_value"))
+        if value is None or not isinstance(node.args[0], NodeRef) or any(
+                node.kwargs.get(k) is not None for k in ("dtype", "layout", "memory_format")):
+            return None
+        return [op("where", a, value, value)]
     if name in ("add", "sub") and overload in ("Tensor", "Scalar"):
         b = operands[1] if len(operands) > 1 else None
         alpha = _scalar(node.arg(2, "alpha", 1))
