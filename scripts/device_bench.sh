@@ -16,7 +16,7 @@
 # --ray on the lent machine (issue 28): KS_RAY_BUNDLE=DIR names a carried folder holding
 # ray.tar.xz (an unpacked ray wheel for the machine's Python, trimmed of rllib/tune/data/jars and
 # the dashboard's web client to fit a carry) and the wheels ray needs that the image lacks
-# (jsonschema & co.).  The script unpacks it into site-packages, starts a local head with one GPU
+# (jsonschema & co.); scripts/make_ray_bundle.sh makes it.  The script unpacks it into site-packages, starts a local head with one GPU
 # per card, and passes `--ray auto`; if the head does not start it says so and uses the options
 # as given.
 #
