@@ -10,13 +10,14 @@ every CPU test that generates would otherwise spend minutes in ptxas)."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from kernelstitch.agents.coder.codegen.common import renamed_kernel
 
 NVCC_ARCH = "sm_90a"
 NVCC_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-c")
@@ -67,6 +68,6 @@ def _distinct(files: list[Path]) -> list[Path]:
     them): a ResNet's identical steps are compiled once, as the extension build does."""
     seen: dict[str, Path] = {}
     for path in files:
-        text = re.sub(rf"\bks_{re.escape(path.stem)}_", "ks_STEP_", path.read_text(encoding="utf-8"))
+        text = renamed_kernel(path.read_text(encoding="utf-8"), f"ks_{path.stem}")
         seen.setdefault(text, path)
     return list(seen.values())

@@ -46,3 +46,14 @@ def test_without_nvcc_or_kernels_it_says_what_it_did(tmp_path, monkeypatch):
     assert compile_without_gpu(tmp_path).note == "kernels not compiled: no GPU and no nvcc here"
     monkeypatch.setenv("KERNELSTITCH_CPU_NVCC", "0")
     assert compile_without_gpu(tmp_path).note == "kernels not compiled (KERNELSTITCH_CPU_NVCC=0)"
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_kernels_identical_but_for_their_step_name_compile_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELSTITCH_CPU_NVCC", "1")
+    for step in ("s1", "s2"):
+        (tmp_path / f"{step}.cu").write_text(f"__global__ void ks_{step}_k(float* p) {{ p[0] = 1.0f; }}\n")
+    (tmp_path / "s3.cu").write_text("__global__ void ks_s3_k(float* p) { p[0] = 2.0f; }\n")
+    result = compile_without_gpu(tmp_path)
+    assert result.compiled and "(3 file(s), 2 distinct)" in result.note

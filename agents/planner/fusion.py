@@ -250,13 +250,9 @@ class _Scheduler:
         if not isinstance(node.arg(1, "dim"), int):
             return "scan dim is not an int"
         dtype = node.kwargs.get("dtype")
-        if dtype is not None and str(dtype).replace("torch.", "") != self.shape_dtype(node):
+        if dtype is not None and str(dtype).replace("torch.", "") != node.meta.dtype:
             return "scan with a dtype argument"
         return None
-
-    def shape_dtype(self, node: Node) -> str:
-        meta = self.meta(node.name)
-        return meta.dtype if meta is not None else ""
 
     def group_norm_problem(self, node: Node) -> str | None:
         shape = self.shape(node.args[0].node)

@@ -24,6 +24,7 @@ from kernelstitch.agents.planner.builtin import (
     plan_builtin,
 )
 from kernelstitch.agents.planner.cost import estimate_ms
+from kernelstitch.agents.planner.ops import base_op
 
 DEFAULT_VARIANT = "default"
 
@@ -170,8 +171,7 @@ GRAPH_CAPTURABLE_OPS = frozenset({
 def graph_capturable(step: PlanStep, graph: Graph | None) -> bool:
     """A PyTorch fallback step a CUDA graph can hold (see GRAPH_CAPTURABLE_OPS); `index` only
     with integer indices (a boolean mask's nonzero synchronises with the host)."""
-    op = str((step.spec or {}).get("op", ""))
-    name = op.split(".")[1] if op.startswith("aten.") and op.count(".") >= 2 else op
+    name = base_op(str((step.spec or {}).get("op", "")))
     if name not in GRAPH_CAPTURABLE_OPS:
         return False
     if name == "index":

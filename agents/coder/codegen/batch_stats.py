@@ -12,10 +12,11 @@ channels-last), then one thread per channel merging its parts.
 from __future__ import annotations
 
 from kernelstitch.agents.coder.codegen.common import (
-    CUDA_TYPE,
     check_identifier,
     check_inputs,
     input_checks,
+    operand_args,
+    operand_params,
 )
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -48,10 +49,8 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
     operands = sorted(taps + channel)  # what the prologue reads, in `inputs` order
     pro_out = spec.prologue_out or (spec.prologue[-1].out if spec.prologue else names[0])
     pro = compile_ops(f"{name}_pro", tuple(names[k] for k in operands), spec.prologue, (pro_out,))
-    params = ", ".join(f"const {CUDA_TYPE[spec.inputs[k].dtype]}* __restrict__ p{k}, "
-                       f"const __grid_constant__ KsOperand d{k}" for k in operands)
-    kernel_args = ", ".join(f"static_cast<const {CUDA_TYPE[spec.inputs[k].dtype]}*>(ins[{k}]), descs[{k}]"
-                            for k in operands)
+    params = operand_params(spec.inputs, operands)
+    kernel_args = operand_args(spec.inputs, operands)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, float* ws, float* stats, "
                     "float* running_mean, float* running_var, const KsBnGeom& g, int rows, float eps, "
                     "float momentum, cudaStream_t stream)")

@@ -14,6 +14,8 @@ from kernelstitch.agents.coder.codegen.common import (
     TORCH_DTYPE,
     check_identifier,
     input_checks,
+    operand_args,
+    operand_params,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -74,10 +76,8 @@ def emit_cat(spec: CatSpec) -> KernelSource:
         *cases,
         f"{_INDENT}  default: break;",
         f"{_INDENT}}}"])
-    params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
-                       for k, t in enumerate(spec.inputs))
-    launch_args = ", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]"
-                            for k, t in enumerate(spec.inputs))
+    params = operand_params(spec.inputs)
+    launch_args = operand_args(spec.inputs)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, int64_t outer, "
                     "int64_t D, int64_t inner, const int64_t* offsets, cudaStream_t stream)")
     cuda = render(

@@ -68,6 +68,20 @@ def input_checks(name: str, inputs: tuple[TensorArg, ...] | list[TensorArg]) -> 
         for k, t in enumerate(inputs))
 
 
+def operand_params(inputs: tuple[TensorArg, ...] | list[TensorArg], indices: list[int] | None = None) -> str:
+    """A kernel's operand parameters: `p{k}` (storage type) and its descriptor `d{k}` for each
+    input k (every input, or `indices`)."""
+    ks = range(len(inputs)) if indices is None else indices
+    return ", ".join(f"const {CUDA_TYPE[inputs[k].dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
+                     for k in ks)
+
+
+def operand_args(inputs: tuple[TensorArg, ...] | list[TensorArg], indices: list[int] | None = None) -> str:
+    """The launcher's arguments for `operand_params`: `ins[k]` cast to its storage type, `descs[k]`."""
+    ks = range(len(inputs)) if indices is None else indices
+    return ", ".join(f"static_cast<const {CUDA_TYPE[inputs[k].dtype]}*>(ins[{k}]), descs[{k}]" for k in ks)
+
+
 def vector_width(dtypes: list[DType] | tuple[DType, ...]) -> int:
     """Elements per 16-byte access: set by the narrowest storage type so every operand moves whole
     16-byte chunks (an fp32 operand in a kernel with fp16 operands moves two float4s per step)."""
@@ -104,7 +118,7 @@ def build_extension_sources(kernels: list[KernelSource]) -> tuple[str, str, list
     first_of: dict[str, KernelSource] = {}
     decls, bindings, cudas = [], [], []
     for k in kernels:
-        canon = first_of.setdefault(_renamed(k.cuda, k.function), k)
+        canon = first_of.setdefault(renamed_kernel(k.cuda, k.function), k)
         alias = _as_alias(k, canon) if canon is not k else None
         if alias is None:
             decls.append(k.launcher_decl)
@@ -122,7 +136,9 @@ _PLACEHOLDER = "\0KS_KERNEL\0"
 _LAUNCHER_NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
-def _renamed(text: str, name: str, to: str = _PLACEHOLDER) -> str:
+def renamed_kernel(text: str, name: str, to: str = _PLACEHOLDER) -> str:
+    """`text` with the kernel name `name` (and every `name_...` symbol) written `to`: two kernels
+    whose texts are equal this way differ only by their names."""
     return re.sub(rf"\b{re.escape(name)}(?=\b|_)", to, text)
 
 
@@ -133,7 +149,7 @@ def _as_alias(kernel: KernelSource, canon: KernelSource) -> str | None:
     theirs = _LAUNCHER_NAME.findall(canon.launcher_decl)
     if not mine or len(mine) != len(theirs):
         return None
-    if _renamed(kernel.launcher_decl, kernel.function, canon.function) != canon.launcher_decl:
+    if renamed_kernel(kernel.launcher_decl, kernel.function, canon.function) != canon.launcher_decl:
         return None
     binding = kernel.binding
     for own, shared in zip(mine, theirs, strict=True):

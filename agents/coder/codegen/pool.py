@@ -17,6 +17,8 @@ from kernelstitch.agents.coder.codegen.common import (
     check_identifier,
     check_inputs,
     input_checks,
+    operand_args,
+    operand_params,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -88,10 +90,8 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
     epi = compile_ops(f"{name}_epi", ("acc",) + tuple(names[k] for k in epilogue), spec.epilogue,
                       (spec.epilogue_out,))
     out_t = CUDA_TYPE[spec.out_dtype]
-    params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
-                       for k, t in enumerate(spec.inputs))
-    kernel_args = ", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]"
-                            for k, t in enumerate(spec.inputs))
+    params = operand_params(spec.inputs)
+    kernel_args = operand_args(spec.inputs)
     # operand k's value at the input's logical (contiguous NC...) index of the current tap
     tap_index = "((plane * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw"
     spatial_loads = " ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, {tap_index}));"

@@ -16,6 +16,8 @@ from kernelstitch.agents.coder.codegen.common import (
     check_identifier,
     check_inputs,
     input_checks,
+    operand_args,
+    operand_params,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -35,13 +37,11 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
     nin = len(spec.inputs)
     out_t = CUDA_TYPE[spec.out_dtype]
     pro = compile_ops(f"{name}_pro", tuple(names), spec.prologue, (spec.prologue_out or names[0],))
-    params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
-                       for k, t in enumerate(spec.inputs))
+    params = operand_params(spec.inputs)
     value_params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
                              for k, t in enumerate(spec.inputs))
     args = ", ".join(f"p{k}, d{k}" for k in range(nin))
-    launch_args = ", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]"
-                            for k, t in enumerate(spec.inputs))
+    launch_args = operand_args(spec.inputs)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
     cuda = render(

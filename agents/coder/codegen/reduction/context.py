@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from kernelstitch.agents.coder.codegen.common import (
     CUDA_TYPE,
     check_identifier,
+    operand_args,
+    operand_params,
     vector_width,
 )
 from kernelstitch.agents.coder.codegen.expr import DeviceFunction, c_float, compile_ops
@@ -185,11 +187,8 @@ class Reduction:
             pro=compile_ops(f"{name}_pro", tuple(in_names[k] for k in roles.prologue), spec.prologue, (pro_out,)),
             epi=compile_ops(f"{name}_epi", ("acc",) + tuple(in_names[k] for k in roles.epilogue), spec.epilogue,
                             (spec.epilogue_out,)),
-            params=", ".join(
-                f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const __grid_constant__ KsOperand d{k}"
-                for k, t in enumerate(spec.inputs)),
-            args=", ".join(
-                f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{k}]), descs[{k}]" for k, t in enumerate(spec.inputs)),
+            params=operand_params(spec.inputs),
+            args=operand_args(spec.inputs),
         )
 
     def pro_call(self, dest: str) -> str:
