@@ -120,6 +120,24 @@ class ReductionSpec:
 ScanKind = Literal["sum", "prod"]
 
 
+ArgReduceKind = Literal["argmax", "argmin"]
+
+
+@dataclass(frozen=True)
+class ArgReduceSpec:
+    """torch.argmax / torch.argmin along `dim` (None: over every element, as torch flattens) of
+    the value `prologue` computes from `inputs` (all broadcast to one shape; empty prologue:
+    `inputs[0]` itself); int64 indices, the first one on ties, a NaN wins as torch's does."""
+
+    name: str
+    kind: ArgReduceKind
+    inputs: tuple[TensorArg, ...]
+    dim: int | None
+    keepdim: bool = False
+    prologue: tuple[ElementwiseOp, ...] = ()
+    prologue_out: str = ""
+
+
 @dataclass(frozen=True)
 class ScanSpec:
     """A cumulative sum or product (torch.cumsum / torch.cumprod) along `dim` of a tensor seen as
@@ -267,7 +285,8 @@ class GemmSpec:
 # ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
-Spec = ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
+Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
+        | ArgReduceSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -300,6 +319,10 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "segments": [{"inputs": list(g.inputs), "ops": [_op(o) for o in g.ops], "out": g.out}
                              for g in spec.segments],
                 "dim": spec.dim, "out_dtype": spec.out_dtype}
+    if isinstance(spec, ArgReduceSpec):
+        return {"type": "arg_reduce", "name": spec.name, "kind": spec.kind,
+                "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "keepdim": spec.keepdim,
+                "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out}
     if isinstance(spec, ScanSpec):
         return {"type": "scan", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
@@ -353,6 +376,12 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             segments=tuple(CatSegment(tuple(int(k) for k in g["inputs"]), tuple(_op_from(o) for o in g["ops"]),
                                       str(g["out"])) for g in data["segments"]),
             dim=int(data["dim"]), out_dtype=data["out_dtype"])
+    if kind == "arg_reduce":
+        return ArgReduceSpec(
+            name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
+            dim=None if data.get("dim") is None else int(data["dim"]), keepdim=bool(data.get("keepdim", False)),
+            prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
+            prologue_out=data.get("prologue_out", ""))
     if kind == "scan":
         return ScanSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

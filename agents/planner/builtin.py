@@ -13,6 +13,7 @@ import math
 from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, PlanStep, human_bytes
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.kernel_spec import (
+    ArgReduceSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
@@ -27,6 +28,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
 from kernelstitch.agents.planner.ops import (
+    ARG_REDUCE_KINDS,
     ELEMENT_SIZE,
     RECURRENT_LIBRARY_OPS,
     REDUCTION_KINDS,
@@ -172,7 +174,7 @@ class _StepBuilder:
     def step(self, g: Group, index: int) -> PlanStep:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
-                 "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "cat": self.cat,
+                 "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "arg_reduce": self.arg_reduce, "cat": self.cat,
                  "gemm": self.gemm}.get(g.kind, self.torch_call)
         return build(g, sid)
 
@@ -310,6 +312,22 @@ class _StepBuilder:
         direction = " from the end" if spec.reverse else ""
         return self.fused_step(
             g, sid, spec, f"cumulative {kind} along dim {spec.dim}{direction}{self.fused_parts(g)}",
+            sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
+            src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
+
+    def arg_reduce(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        kind = ARG_REDUCE_KINDS[anchor.op]
+        src = self.node(anchor.args[0].node).meta
+        inputs = self.ordered_prologue_inputs(g)
+        dim = anchor.arg(1, "dim")
+        spec = ArgReduceSpec(
+            name=f"ks_{sid}_{kind}", kind=kind, inputs=tuple(self.tensor_arg(i) for i in inputs),
+            dim=None if dim is None else int(dim), keepdim=bool(anchor.arg(2, "keepdim", False)),
+            prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "")
+        over = "every element" if spec.dim is None else f"dim {spec.dim}"
+        return self.fused_step(
+            g, sid, spec, f"{kind} over {over}{self.fused_parts(g)}",
             sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
             src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
 

@@ -25,6 +25,7 @@ from typing import Literal
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
 from kernelstitch.agents.planner.ops import (
+    ARG_REDUCE_KINDS,
     BATCH_STATS_OP,
     CAT_OP,
     FLOAT_DTYPES,
@@ -43,7 +44,7 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "cat", "gemm", "library",
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "cat", "gemm", "library",
                     "fallback"]
 Shape = tuple
 
@@ -163,6 +164,8 @@ class _Scheduler:
             return self.compiled_or_fallback(node, "reduction", self.reduction_problem(node))
         if node.op in SCAN_KINDS:
             return self.compiled_or_fallback(node, "scan", self.scan_problem(node))
+        if node.op in ARG_REDUCE_KINDS:
+            return self.compiled_or_fallback(node, "arg_reduce", self.arg_reduce_problem(node))
         if node.op == CAT_OP:
             problem = self.cat_problem(node) if self.cat_kernels else "cat left to PyTorch (variant)"
             return self.compiled_or_fallback(node, "cat", problem)
@@ -254,6 +257,19 @@ class _Scheduler:
             return "scan with a dtype argument"
         return None
 
+    def arg_reduce_problem(self, node: Node) -> str | None:
+        src = node.args[0]
+        if not isinstance(src, NodeRef):
+            return "compared value is not a tensor"
+        meta = self.meta(src.node)
+        if meta is None or meta.dtype not in FLOAT_DTYPES or not node.outputs \
+                or node.outputs[0].dtype != "int64":
+            return "arg-reduce of a non-floating-point tensor"
+        dim = node.arg(1, "dim")
+        if dim is not None and not isinstance(dim, int):
+            return "arg-reduce dim is not an int"
+        return None
+
     def group_norm_problem(self, node: Node) -> str | None:
         shape = self.shape(node.args[0].node)
         if len(shape) < 2 or not isinstance(shape[1], int):
@@ -312,7 +328,7 @@ class _Scheduler:
                 continue
             if kind == "elementwise":
                 self.place_elementwise(node)
-            elif kind in ("reduction", "pool", "batch_stats", "scan"):
+            elif kind in ("reduction", "pool", "batch_stats", "scan", "arg_reduce"):
                 self.place_reduction(node, kind)
             elif kind == "cat":
                 self.place_cat(node)
@@ -442,7 +458,7 @@ class _Scheduler:
             full = self.shape(src)
             inputs = self._external_inputs(g.nodes)
             if (all(self.users_within(m, members) for m in g.nodes)
-                    and (kind == "scan" or not reads_bool(self.graph, g.nodes, set(g.nodes)))
+                    and (kind in ("scan", "arg_reduce") or not reads_bool(self.graph, g.nodes, set(g.nodes)))
                     and self.users.get(src, []) == [node.name]
                     and any(self.shape(i) == full for i in inputs)
                     and not (affine & set(inputs))

@@ -11,6 +11,7 @@ The CUDA and C++ are files under cuda/ (headers at the top, one folder per emitt
 CUDA statements).
 """
 
+from kernelstitch.agents.coder.codegen.arg_reduce import emit_arg_reduce
 from kernelstitch.agents.coder.codegen.batch_stats import emit_batch_stats
 from kernelstitch.agents.coder.codegen.cat import emit_cat
 from kernelstitch.agents.coder.codegen.common import (
@@ -29,6 +30,7 @@ from kernelstitch.agents.coder.codegen.pool import emit_pool
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.coder.codegen.scan import emit_scan
 from kernelstitch.agents.plan.kernel_spec import (
+    ArgReduceSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
@@ -39,12 +41,12 @@ from kernelstitch.agents.plan.kernel_spec import (
     ReductionKnobs,
     ReductionSpec,
     ScanSpec,
+    Spec,
     TensorArg,
 )
 
 
-def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec,
-         knobs: ReductionKnobs | None = None) -> KernelSource:
+def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
     """Dispatches on the spec type; a reduction's `knobs` (the plan's, when the search varies
     them) choose among the emitter's designs."""
     if isinstance(spec, ElementwiseSpec):
@@ -64,10 +66,13 @@ def emit(spec: ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStat
         return emit_scan(spec)
     if isinstance(spec, CatSpec):
         return emit_cat(spec)
+    if isinstance(spec, ArgReduceSpec):
+        return emit_arg_reduce(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
 __all__ = [
+    "ArgReduceSpec",
     "BatchStatsSpec",
     "CatSegment",
     "CatSpec",
