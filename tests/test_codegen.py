@@ -26,6 +26,7 @@ from kernelstitch.agents.coder.codegen import (
     ReductionSpec,
     ScanSpec,
     TensorArg,
+    TriangleSpec,
     build_extension_sources,
     c_float,
     compile_ops,
@@ -178,6 +179,17 @@ def arg_reduce_specs() -> list[ArgReduceSpec]:
         ArgReduceSpec("arg_min_rows", "argmin", (x, m), -1, False, (E("mul", ("x", "m"), "p"),), "p"),
         ArgReduceSpec("arg_max_all", "argmax", (x,), None),
         ArgReduceSpec("arg_min_f16_keep", "argmin", (TensorArg("x", "float16"),), -1, True),
+    ]
+
+
+def triangle_specs() -> list[TriangleSpec]:
+    """triu / tril: plain, a negative and a positive diagonal with a prologue and a broadcast
+    operand, 16-bit storage."""
+    x, m = TensorArg("x", "float32"), TensorArg("m", "float32")
+    return [
+        TriangleSpec("tri_upper", "triu", (x,), 0, "float32"),
+        TriangleSpec("tri_lower_scaled", "tril", (x, m), -1, "float32", (E("mul", ("x", "m"), "p"),), "p"),
+        TriangleSpec("tri_upper_k2_bf16", "triu", (TensorArg("x", "bfloat16"),), 2, "bfloat16"),
     ]
 
 
@@ -399,7 +411,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -438,7 +450,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -575,7 +587,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

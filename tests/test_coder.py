@@ -293,6 +293,11 @@ def interpret(spec: dict):
             scan, d = (torch.cumsum if spec["kind"] == "sum" else torch.cumprod), spec["dim"]
             y = scan(x.flip(d), d).flip(d) if spec["reverse"] else scan(x, d)
             return y.to(_DT[spec["out_dtype"]])
+        if spec["type"] == "triangle":
+            _run_ops(spec["prologue"], env)
+            x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]
+            x = x.expand(torch.broadcast_shapes(*(v.shape for v in tensors)))
+            return getattr(torch, spec["kind"])(x, spec["diagonal"]).to(_DT[spec["out_dtype"]])
         if spec["type"] == "arg_reduce":
             _run_ops(spec["prologue"], env)
             x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]

@@ -138,6 +138,24 @@ class ArgReduceSpec:
     prologue_out: str = ""
 
 
+TriangleKind = Literal["triu", "tril"]
+
+
+@dataclass(frozen=True)
+class TriangleSpec:
+    """torch.triu / torch.tril with `diagonal` over the last two dims of the value `prologue`
+    computes from `inputs` (all broadcast to one shape; empty prologue: `inputs[0]` itself):
+    kept where col - row >= diagonal (triu) or <= diagonal (tril), else 0."""
+
+    name: str
+    kind: TriangleKind
+    inputs: tuple[TensorArg, ...]
+    diagonal: int
+    out_dtype: DType
+    prologue: tuple[ElementwiseOp, ...] = ()
+    prologue_out: str = ""
+
+
 @dataclass(frozen=True)
 class ScanSpec:
     """A cumulative sum or product (torch.cumsum / torch.cumprod) along `dim` of a tensor seen as
@@ -286,7 +304,7 @@ class GemmSpec:
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
 Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
-        | ArgReduceSpec)
+        | ArgReduceSpec | TriangleSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -323,6 +341,11 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "arg_reduce", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "keepdim": spec.keepdim,
                 "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out}
+    if isinstance(spec, TriangleSpec):
+        return {"type": "triangle", "name": spec.name, "kind": spec.kind,
+                "inputs": [_arg(t) for t in spec.inputs], "diagonal": spec.diagonal,
+                "out_dtype": spec.out_dtype, "prologue": [_op(o) for o in spec.prologue],
+                "prologue_out": spec.prologue_out}
     if isinstance(spec, ScanSpec):
         return {"type": "scan", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
@@ -380,6 +403,12 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
         return ArgReduceSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
             dim=None if data.get("dim") is None else int(data["dim"]), keepdim=bool(data.get("keepdim", False)),
+            prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
+            prologue_out=data.get("prologue_out", ""))
+    if kind == "triangle":
+        return TriangleSpec(
+            name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
+            diagonal=int(data["diagonal"]), out_dtype=data["out_dtype"],
             prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
             prologue_out=data.get("prologue_out", ""))
     if kind == "scan":

@@ -24,6 +24,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     ReductionSpec,
     ScanSpec,
     TensorArg,
+    TriangleSpec,
     spec_to_json,
 )
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
@@ -34,6 +35,7 @@ from kernelstitch.agents.planner.ops import (
     REDUCTION_KINDS,
     SCAN_KINDS,
     SDPA_OP,
+    TRIANGLE_KINDS,
     base_op,
     elementwise_flops,
     norm_affine,
@@ -174,7 +176,8 @@ class _StepBuilder:
     def step(self, g: Group, index: int) -> PlanStep:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
-                 "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "arg_reduce": self.arg_reduce, "cat": self.cat,
+                 "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "arg_reduce": self.arg_reduce,
+                 "triangle": self.triangle, "cat": self.cat,
                  "gemm": self.gemm}.get(g.kind, self.torch_call)
         return build(g, sid)
 
@@ -328,6 +331,20 @@ class _StepBuilder:
         over = "every element" if spec.dim is None else f"dim {spec.dim}"
         return self.fused_step(
             g, sid, spec, f"{kind} over {over}{self.fused_parts(g)}",
+            sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
+            src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
+
+    def triangle(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        kind = TRIANGLE_KINDS[anchor.op]
+        src = self.node(anchor.args[0].node).meta
+        inputs = self.ordered_prologue_inputs(g)
+        spec = TriangleSpec(
+            name=f"ks_{sid}_{kind}", kind=kind, inputs=tuple(self.tensor_arg(i) for i in inputs),
+            diagonal=int(anchor.arg(1, "diagonal", 0)), out_dtype=anchor.meta.dtype,
+            prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "")
+        return self.fused_step(
+            g, sid, spec, f"{kind} (diagonal {spec.diagonal}){self.fused_parts(g)}",
             sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
             src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
 

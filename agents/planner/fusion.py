@@ -34,6 +34,7 @@ from kernelstitch.agents.planner.ops import (
     POOL_OPS,
     REDUCTION_KINDS,
     SCAN_KINDS,
+    TRIANGLE_KINDS,
     float_tensors,
     masked_float_tensors,
     norm_affine,
@@ -44,7 +45,7 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "cat", "gemm", "library",
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "triangle", "cat", "gemm", "library",
                     "fallback"]
 Shape = tuple
 
@@ -164,6 +165,8 @@ class _Scheduler:
             return self.compiled_or_fallback(node, "reduction", self.reduction_problem(node))
         if node.op in SCAN_KINDS:
             return self.compiled_or_fallback(node, "scan", self.scan_problem(node))
+        if node.op in TRIANGLE_KINDS:
+            return self.compiled_or_fallback(node, "triangle", self.triangle_problem(node))
         if node.op in ARG_REDUCE_KINDS:
             return self.compiled_or_fallback(node, "arg_reduce", self.arg_reduce_problem(node))
         if node.op == CAT_OP:
@@ -257,6 +260,16 @@ class _Scheduler:
             return "scan with a dtype argument"
         return None
 
+    def triangle_problem(self, node: Node) -> str | None:
+        problem = self.operand_problem(node, "masked value")
+        if problem:
+            return problem
+        if len(self.shape(node.args[0].node)) < 2:
+            return "triu / tril of a tensor with fewer than 2 dims"
+        if not isinstance(node.arg(1, "diagonal", 0), int):
+            return "triu / tril diagonal is not an int"
+        return None
+
     def arg_reduce_problem(self, node: Node) -> str | None:
         src = node.args[0]
         if not isinstance(src, NodeRef):
@@ -328,7 +341,7 @@ class _Scheduler:
                 continue
             if kind == "elementwise":
                 self.place_elementwise(node)
-            elif kind in ("reduction", "pool", "batch_stats", "scan", "arg_reduce"):
+            elif kind in ("reduction", "pool", "batch_stats", "scan", "arg_reduce", "triangle"):
                 self.place_reduction(node, kind)
             elif kind == "cat":
                 self.place_cat(node)
@@ -458,7 +471,7 @@ class _Scheduler:
             full = self.shape(src)
             inputs = self._external_inputs(g.nodes)
             if (all(self.users_within(m, members) for m in g.nodes)
-                    and (kind in ("scan", "arg_reduce") or not reads_bool(self.graph, g.nodes, set(g.nodes)))
+                    and (kind in ("scan", "arg_reduce", "triangle") or not reads_bool(self.graph, g.nodes, set(g.nodes)))
                     and self.users.get(src, []) == [node.name]
                     and any(self.shape(i) == full for i in inputs)
                     and not (affine & set(inputs))

@@ -40,6 +40,8 @@ SCAN_KINDS = {"aten.cumsum.default": "sum", "aten.cumprod.default": "prod",
               "kernelstitch.cumsum_reverse": "sum", "kernelstitch.cumprod_reverse": "prod"}
 # argmax / argmin (int64 indices) as the arg-reduce kernels (codegen/arg_reduce.py), with a prologue.
 ARG_REDUCE_KINDS = {"aten.argmax.default": "argmax", "aten.argmin.default": "argmin"}
+# triu / tril (a diagonal) as the triangle kernel (codegen/triangle.py), with a prologue.
+TRIANGLE_KINDS = {"aten.triu.default": "triu", "aten.tril.default": "tril"}
 POOL_OPS: dict[str, tuple[str, int]] = {
     **{f"aten.max_pool{d}d.default": ("max", d) for d in (1, 2, 3)},
     **{f"aten.avg_pool{d}d.default": ("avg", d) for d in (1, 2, 3)},
@@ -49,7 +51,8 @@ POOL_OPS: dict[str, tuple[str, int]] = {
 # (x, running_mean | None, running_var | None) -> fp32 [2, C] (mean, rstd), kwargs eps, momentum.
 BATCH_STATS_OP = "kernelstitch.batch_norm_stats"
 # Ops whose first argument a kernel of ours reads through an elementwise prologue.
-PROLOGUE_ANCHORS = frozenset(REDUCTION_KINDS) | frozenset(POOL_OPS) | frozenset(ARG_REDUCE_KINDS) | {BATCH_STATS_OP}
+PROLOGUE_ANCHORS = (frozenset(REDUCTION_KINDS) | frozenset(POOL_OPS) | frozenset(ARG_REDUCE_KINDS)
+                    | frozenset(TRIANGLE_KINDS) | {BATCH_STATS_OP})
 GEMM_OPS = frozenset({"aten.linear.default", "aten.matmul.default", "aten.mm.default",
                       "aten.addmm.default"})
 CONV_OPS = frozenset({"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",

@@ -102,7 +102,8 @@ def knob_variants(variant: PlanVariant, ran: dict[str, list[str]]) -> list[PlanV
     the names of its kernels that ran."""
     out = []
     for alt in KNOB_ALTERNATIVES:
-        steps = [s for s in variant.plan.steps if s.technique == "fused_reduction"
+        # knobs are the reduction emitter's: a scan's or arg-reduce's `_rows` kernel has none
+        steps = [s for s in variant.plan.steps if (s.spec or {}).get("type") == "reduction"
                  and any(f"{(s.spec or {}).get('name')}{family}" in kernel
                          for kernel in ran.get(s.id, ()) for family in alt.families)]
         if not steps:

@@ -29,6 +29,7 @@ from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.pool import emit_pool
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.coder.codegen.scan import emit_scan
+from kernelstitch.agents.coder.codegen.triangle import emit_triangle
 from kernelstitch.agents.plan.kernel_spec import (
     ArgReduceSpec,
     BatchStatsSpec,
@@ -43,6 +44,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     ScanSpec,
     Spec,
     TensorArg,
+    TriangleSpec,
 )
 
 
@@ -68,6 +70,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         return emit_cat(spec)
     if isinstance(spec, ArgReduceSpec):
         return emit_arg_reduce(spec)
+    if isinstance(spec, TriangleSpec):
+        return emit_triangle(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
@@ -89,6 +93,7 @@ __all__ = [
     "ReductionSpec",
     "ScanSpec",
     "TensorArg",
+    "TriangleSpec",
     "build_extension_sources",
     "c_float",
     "compile_ops",

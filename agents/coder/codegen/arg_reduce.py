@@ -11,12 +11,13 @@ are int64, the first one on ties, a NaN winning as in torch.
 from __future__ import annotations
 
 from kernelstitch.agents.coder.codegen.common import (
-    CUDA_TYPE,
+    binding_operands,
     check_identifier,
     check_inputs,
     input_checks,
     operand_args,
     operand_params,
+    value_reader,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -47,30 +48,20 @@ def emit_arg_reduce(spec: ArgReduceSpec) -> KernelSource:
         raise ValueError(f"{name}: unknown arg-reduce kind {spec.kind!r}")
     names = [t.name for t in spec.inputs]
     check_inputs(name, names, [], "the compared tensor or the prologue's first operand")
-    nin = len(spec.inputs)
     pro = compile_ops(f"{name}_pro", tuple(names), spec.prologue, (spec.prologue_out or names[0],))
-    value_params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
-                             for k, t in enumerate(spec.inputs))
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
     cuda = render(
         "arg_reduce/kernel.cu", name=name, kind=spec.kind, cmp=COMPARE[spec.kind], pro=pro.source,
-        params=operand_params(spec.inputs), value_params=value_params,
-        args=", ".join(f"p{k}, d{k}" for k in range(nin)),
-        loads="\n  ".join(f"float a{k}[1]; ks_load<1>(p{k}, d{k}, i, a{k});" for k in range(nin)),
-        pro_args=", ".join(f"a{k}[0]" for k in range(nin)), launcher_sig=launcher_sig,
+        params=operand_params(spec.inputs), **value_reader(spec.inputs), launcher_sig=launcher_sig,
         launch_args=operand_args(spec.inputs),
     )
     keepdim = "true" if spec.keepdim else "false"
     dim_setup = (_ALL_ELEMENTS.format(keepdim=keepdim) if spec.dim is None
                  else _ONE_DIM.format(dim=int(spec.dim), name=name, keepdim=keepdim))
     binding = render(
-        "arg_reduce/binding.cpp", name=name, kind=spec.kind, nin=nin, dim_setup=dim_setup,
-        cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks=input_checks(name, spec.inputs),
-        ins_list=", ".join(f"in_{k}" for k in range(nin)),
-        in_refs=", ".join(f"&in_{k}" for k in range(nin)), in_shapes=", ".join("s" for _ in range(nin)),
-        in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(nin)),
+        "arg_reduce/binding.cpp", name=name, kind=spec.kind, dim_setup=dim_setup,
+        checks=input_checks(name, spec.inputs), **binding_operands(spec.inputs),
     )
     over = "every element" if spec.dim is None else f"dim {spec.dim}"
     return KernelSource(

@@ -82,6 +82,35 @@ def operand_args(inputs: tuple[TensorArg, ...] | list[TensorArg], indices: list[
     return ", ".join(f"static_cast<const {CUDA_TYPE[inputs[k].dtype]}*>(ins[{k}]), descs[{k}]" for k in ks)
 
 
+def value_reader(inputs: tuple[TensorArg, ...] | list[TensorArg]) -> dict[str, str]:
+    """Template arguments of the one-value readers (`{name}_value(...)` in cuda/scan, arg_reduce,
+    triangle): its parameters, the arguments that pass them on, each input's scalar load at
+    index `i` and the prologue's arguments."""
+    nin = len(inputs)
+    return {
+        "value_params": ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
+                                  for k, t in enumerate(inputs)),
+        "args": ", ".join(f"p{k}, d{k}" for k in range(nin)),
+        "loads": "\n  ".join(f"float a{k}[1]; ks_load<1>(p{k}, d{k}, i, a{k});" for k in range(nin)),
+        "pro_args": ", ".join(f"a{k}[0]" for k in range(nin)),
+    }
+
+
+def binding_operands(inputs: tuple[TensorArg, ...] | list[TensorArg]) -> dict[str, str]:
+    """Template arguments of a binding over broadcast inputs `in_0..`: its C++ parameters, the
+    inputs as a list, their addresses and the shape each is described against (`s`), their
+    data pointers."""
+    ks = range(len(inputs))
+    return {
+        "nin": str(len(inputs)),
+        "cparams": ", ".join(f"at::Tensor in_{k}" for k in ks),
+        "ins_list": ", ".join(f"in_{k}" for k in ks),
+        "in_refs": ", ".join(f"&in_{k}" for k in ks),
+        "in_shapes": ", ".join("s" for _ in ks),
+        "in_ptrs": ", ".join(f"in_{k}.data_ptr()" for k in ks),
+    }
+
+
 def vector_width(dtypes: list[DType] | tuple[DType, ...]) -> int:
     """Elements per 16-byte access: set by the narrowest storage type so every operand moves whole
     16-byte chunks (an fp32 operand in a kernel with fp16 operands moves two float4s per step)."""

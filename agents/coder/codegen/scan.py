@@ -13,11 +13,13 @@ from __future__ import annotations
 from kernelstitch.agents.coder.codegen.common import (
     CUDA_TYPE,
     TORCH_DTYPE,
+    binding_operands,
     check_identifier,
     check_inputs,
     input_checks,
     operand_args,
     operand_params,
+    value_reader,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -34,30 +36,21 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
     names = [t.name for t in spec.inputs]
     check_inputs(name, names, [], "the scanned tensor or the prologue's first operand")
     combine, identity = COMBINE[spec.kind]
-    nin = len(spec.inputs)
     out_t = CUDA_TYPE[spec.out_dtype]
     pro = compile_ops(f"{name}_pro", tuple(names), spec.prologue, (spec.prologue_out or names[0],))
     params = operand_params(spec.inputs)
-    value_params = ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
-                             for k, t in enumerate(spec.inputs))
-    args = ", ".join(f"p{k}, d{k}" for k in range(nin))
     launch_args = operand_args(spec.inputs)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
     cuda = render(
         "scan/kernel.cu", name=name, kind=spec.kind, reverse_note=", reversed" if spec.reverse else "",
-        pro=pro.source, combine=combine, identity=identity, params=params, value_params=value_params, args=args,
-        loads="\n  ".join(f"float a{k}[1]; ks_load<1>(p{k}, d{k}, i, a{k});" for k in range(nin)),
-        pro_args=", ".join(f"a{k}[0]" for k in range(nin)), out_t=out_t,
+        pro=pro.source, combine=combine, identity=identity, params=params, out_t=out_t,
+        **value_reader(spec.inputs),
         reverse="true" if spec.reverse else "false", launcher_sig=launcher_sig, launch_args=launch_args,
     )
     binding = render(
-        "scan/binding.cpp", name=name, kind=spec.kind, nin=nin, dim=int(spec.dim),
-        cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks=input_checks(name, spec.inputs),
-        ins_list=", ".join(f"in_{k}" for k in range(nin)), out_dtype=TORCH_DTYPE[spec.out_dtype],
-        in_refs=", ".join(f"&in_{k}" for k in range(nin)), in_shapes=", ".join("s" for _ in range(nin)),
-        in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(nin)),
+        "scan/binding.cpp", name=name, kind=spec.kind, dim=int(spec.dim), checks=input_checks(name, spec.inputs),
+        out_dtype=TORCH_DTYPE[spec.out_dtype], **binding_operands(spec.inputs),
     )
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
