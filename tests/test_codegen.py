@@ -22,6 +22,7 @@ from kernelstitch.agents.coder.codegen import (
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
+    NllLossSpec,
     PoolSpec,
     ReductionSpec,
     ScanSpec,
@@ -190,6 +191,17 @@ def triangle_specs() -> list[TriangleSpec]:
         TriangleSpec("tri_upper", "triu", (x,), 0, "float32"),
         TriangleSpec("tri_lower_scaled", "tril", (x, m), -1, "float32", (E("mul", ("x", "m"), "p"),), "p"),
         TriangleSpec("tri_upper_k2_bf16", "triu", (TensorArg("x", "bfloat16"),), 2, "bfloat16"),
+    ]
+
+
+def nll_specs() -> list[NllLossSpec]:
+    """cross_entropy's negative log-likelihood: mean (fp32), sum with another ignore_index,
+    per row (bf16 logits)."""
+    t, f32, bf16 = TensorArg("t", "int64"), TensorArg("x", "float32"), TensorArg("x", "bfloat16")
+    return [
+        NllLossSpec("nll_mean", f32, t, TensorArg("lse", "float32"), "mean", -100, "float32"),
+        NllLossSpec("nll_sum", f32, t, TensorArg("lse", "float32"), "sum", 3, "float32"),
+        NllLossSpec("nll_none_bf16", bf16, t, TensorArg("lse", "bfloat16"), "none", -100, "bfloat16"),
     ]
 
 
@@ -411,7 +423,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -450,7 +462,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -587,7 +599,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

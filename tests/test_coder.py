@@ -277,6 +277,13 @@ def interpret(spec: dict):
                 y = y + tensors[2].float()
             y = _ew(spec["activation"], [y], {}) if spec["activation"] != "none" else y
             return y.to(_DT[spec["out_dtype"]])
+        if spec["type"] == "nll":
+            x, t, lse = tensors[0].float(), tensors[1], tensors[2].float()
+            counts = t != spec["ignore_index"]
+            picked = x.gather(1, torch.where(counts, t, 0).unsqueeze(1)).squeeze(1)
+            loss = torch.where(counts, lse - picked, 0.0)
+            total = {"none": loss, "sum": loss.sum(), "mean": loss.sum() / counts.sum()}[spec["reduction"]]
+            return total.to(_DT[spec["out_dtype"]])
         env = {t["name"]: v.float() for t, v in zip(spec["inputs"], tensors)}
         if spec["type"] == "cat":
             parts = []

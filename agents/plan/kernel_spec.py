@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-DType = Literal["float32", "float16", "bfloat16", "bool"]  # bool: inputs only (masks)
+DType = Literal["float32", "float16", "bfloat16", "bool", "int64"]  # bool: masks; int64: NllLossSpec targets
 
 # Unary ops: one value argument.  Binary ops: two (value or float constant).
 UNARY_OPS = frozenset(
@@ -154,6 +154,24 @@ class TriangleSpec:
     out_dtype: DType
     prologue: tuple[ElementwiseOp, ...] = ()
     prologue_out: str = ""
+
+
+NllReduction = Literal["none", "mean", "sum"]
+
+
+@dataclass(frozen=True)
+class NllLossSpec:
+    """cross_entropy's negative log-likelihood: for logits [N, C], int64 targets [N] and each
+    row's logsumexp `lse` [N] (a reduction step before it), loss_i = lse_i - logits[i, t_i], 0
+    where t_i == ignore_index; `reduction` none ([N]), sum, or mean over the counted rows (0-d)."""
+
+    name: str
+    logits: TensorArg
+    target: TensorArg
+    lse: TensorArg
+    reduction: NllReduction
+    ignore_index: int
+    out_dtype: DType
 
 
 @dataclass(frozen=True)
@@ -304,7 +322,7 @@ class GemmSpec:
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
 Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
-        | ArgReduceSpec | TriangleSpec)
+        | ArgReduceSpec | TriangleSpec | NllLossSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -346,6 +364,10 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "inputs": [_arg(t) for t in spec.inputs], "diagonal": spec.diagonal,
                 "out_dtype": spec.out_dtype, "prologue": [_op(o) for o in spec.prologue],
                 "prologue_out": spec.prologue_out}
+    if isinstance(spec, NllLossSpec):
+        return {"type": "nll", "name": spec.name, "logits": _arg(spec.logits), "target": _arg(spec.target),
+                "lse": _arg(spec.lse), "reduction": spec.reduction, "ignore_index": spec.ignore_index,
+                "out_dtype": spec.out_dtype}
     if isinstance(spec, ScanSpec):
         return {"type": "scan", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
@@ -411,6 +433,11 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             diagonal=int(data["diagonal"]), out_dtype=data["out_dtype"],
             prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
             prologue_out=data.get("prologue_out", ""))
+    if kind == "nll":
+        return NllLossSpec(
+            name=data["name"], logits=_arg_from(data["logits"]), target=_arg_from(data["target"]),
+            lse=_arg_from(data["lse"]), reduction=data["reduction"], ignore_index=int(data["ignore_index"]),
+            out_dtype=data["out_dtype"])
     if kind == "scan":
         return ScanSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

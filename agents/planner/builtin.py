@@ -20,6 +20,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
+    NllLossSpec,
     PoolSpec,
     ReductionSpec,
     ScanSpec,
@@ -177,7 +178,7 @@ class _StepBuilder:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
                  "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "arg_reduce": self.arg_reduce,
-                 "triangle": self.triangle, "cat": self.cat,
+                 "triangle": self.triangle, "nll": self.nll, "cat": self.cat,
                  "gemm": self.gemm}.get(g.kind, self.torch_call)
         return build(g, sid)
 
@@ -347,6 +348,20 @@ class _StepBuilder:
             g, sid, spec, f"{kind} (diagonal {spec.diagonal}){self.fused_parts(g)}",
             sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
             src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
+
+    def nll(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        x, t, lse = (a.node for a in anchor.args[:3])
+        spec = NllLossSpec(
+            name=f"ks_{sid}_nll", logits=self.tensor_arg(x), target=self.tensor_arg(t), lse=self.tensor_arg(lse),
+            reduction=anchor.kwargs["reduction"], ignore_index=int(anchor.kwargs["ignore_index"]),
+            out_dtype=anchor.meta.dtype)
+        rows = self.node(t).meta.numel
+        return self.fused_step(
+            g, sid, spec, f"cross_entropy's negative log-likelihood (reduction {spec.reduction}) "
+            "from the rows' logsumexp and the logit at each target",
+            _nbytes(self.node(t).meta) + _nbytes(self.node(lse).meta) + rows * ELEMENT_SIZE[self.node(x).meta.dtype]
+            + _nbytes(anchor.meta), 2 * rows, [x, t, lse])
 
     def batch_stats(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)

@@ -31,6 +31,7 @@ from kernelstitch.agents.planner.ops import (
     FLOAT_DTYPES,
     GEMM_OPS,
     LIBRARY_OPS,
+    NLL_OP,
     POOL_OPS,
     REDUCTION_KINDS,
     SCAN_KINDS,
@@ -45,7 +46,7 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "triangle", "cat", "gemm", "library",
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "triangle", "nll", "cat", "gemm", "library",
                     "fallback"]
 Shape = tuple
 
@@ -165,6 +166,8 @@ class _Scheduler:
             return self.compiled_or_fallback(node, "reduction", self.reduction_problem(node))
         if node.op in SCAN_KINDS:
             return self.compiled_or_fallback(node, "scan", self.scan_problem(node))
+        if node.op == NLL_OP:  # made only where the kernel takes it (rewrites._cross_entropy)
+            return "nll"
         if node.op in TRIANGLE_KINDS:
             return self.compiled_or_fallback(node, "triangle", self.triangle_problem(node))
         if node.op in ARG_REDUCE_KINDS:

@@ -42,6 +42,9 @@ SCAN_KINDS = {"aten.cumsum.default": "sum", "aten.cumprod.default": "prod",
 ARG_REDUCE_KINDS = {"aten.argmax.default": "argmax", "aten.argmin.default": "argmin"}
 # triu / tril (a diagonal) as the triangle kernel (codegen/triangle.py), with a prologue.
 TRIANGLE_KINDS = {"aten.triu.default": "triu", "aten.tril.default": "tril"}
+# cross_entropy's negative log-likelihood from the rows' logsumexp (rewrites._cross_entropy):
+# (logits [N, C], int64 targets [N], lse [N]), kwargs reduction ("none" | "mean" | "sum"), ignore_index.
+NLL_OP = "kernelstitch.nll_loss"
 POOL_OPS: dict[str, tuple[str, int]] = {
     **{f"aten.max_pool{d}d.default": ("max", d) for d in (1, 2, 3)},
     **{f"aten.avg_pool{d}d.default": ("avg", d) for d in (1, 2, 3)},

@@ -57,6 +57,12 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   ATen's definition.  ``F.kl_div(..., reduction="batchmean")`` is that sum divided by
   ``input.size(0)``: read as the mean over dim 0 of the sums over the other dims (the same sum,
   regrouped), so no division by a run-time size is left to PyTorch.
+* `cross_entropy`: ``cross_entropy(x, t, reduction, ignore_index)`` for logits [N, C] and class
+  indices [N] (no weight, no label smoothing) == ``lse_i - x[i, t_i]`` with ``lse = logsumexp(x,
+  1)``, 0 where ``t_i == ignore_index``, then the mean over the rows that count / sum / nothing:
+  ``log_softmax(x)[i, c] = x[i, c] - lse_i``, so torch's ``nll_loss(log_softmax(x), t)`` is that
+  (the same rows ignored, the same divisor).  One row reduction and one pick per row
+  (`kernelstitch.nll_loss`, codegen/nll.py): the [N, C] log-probabilities are never stored.
 * `einsum_matmul`: ``einsum("...c,cn->...n", a, b)`` (one contracted index, last of ``a`` and
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
@@ -90,6 +96,8 @@ from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
     CONV_OPS,
+    FLOAT_DTYPES,
+    NLL_OP,
     POOL_OPS,
     PROLOGUE_ANCHORS,
     float_tensors,
@@ -117,7 +125,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
     sdpa = (_attention,) if attention else ()
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
-                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _einsum_matmul,
+                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _einsum_matmul,
                  _reverse_scan, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
@@ -711,6 +719,36 @@ def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
                                            rows), distance("neg", negative)), rows)
     op("hinge", "aten.clamp.default", (gap, 0.0, None), rows)
     return _reduced_loss(new, node, reduction, rows.rank, common)
+
+
+_NLL_REDUCTION = {0: "none", 1: "mean", 2: "sum"}  # torch's Reduction enum
+
+
+def _cross_entropy(graph: Graph):
+    return _replace_each(graph, "aten.cross_entropy_loss.default", _cross_entropy_nodes)
+
+
+def _cross_entropy_nodes(graph: Graph, node: Node) -> list[Node] | None:
+    """logsumexp over the classes, then `kernelstitch.nll_loss` named as `node` (None for
+    probabilities as targets, class weights, label smoothing, or logits that are not [N, C]
+    floating point with int64 targets [N])."""
+    x, t = node.args[0], node.args[1]
+    weight, reduction = node.arg(2, "weight"), node.arg(3, "reduction", 1)
+    ignore, smoothing = node.arg(4, "ignore_index", -100), node.arg(5, "label_smoothing", 0.0)
+    if not (isinstance(x, NodeRef) and isinstance(t, NodeRef)) or weight is not None \
+            or reduction not in _NLL_REDUCTION or not isinstance(ignore, int) or isinstance(ignore, bool) \
+            or smoothing != 0.0 or node.meta is None:
+        return None
+    mx, mt = graph.node(x.node).meta, graph.node(t.node).meta
+    if mx is None or mt is None or mx.rank != 2 or mx.dtype not in FLOAT_DTYPES or mt.rank != 1 \
+            or mt.dtype != "int64" or mt.shape[0] != mx.shape[0] or node.meta.dtype != mx.dtype:
+        return None
+    common = _synthetic_at(node)
+    rows = TensorMeta(mx.shape[:1], mx.example_shape[:1], mx.dtype)
+    lse = Node(f"{node.name}_lse", "aten.logsumexp.default", (x, [1], False), {}, (rows,), **common)
+    nll = Node(node.name, NLL_OP, (x, t, NodeRef(lse.name)),
+               {"reduction": _NLL_REDUCTION[reduction], "ignore_index": ignore}, node.outputs, **common)
+    return [lse, nll]
 
 
 def _kl_div(graph: Graph):

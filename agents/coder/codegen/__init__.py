@@ -26,6 +26,7 @@ from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops, op_expression
 from kernelstitch.agents.coder.codegen.gemm import emit_gemm
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.nll import emit_nll
 from kernelstitch.agents.coder.codegen.pool import emit_pool
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.coder.codegen.scan import emit_scan
@@ -38,6 +39,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
+    NllLossSpec,
     PoolSpec,
     ReductionKnobs,
     ReductionSpec,
@@ -72,6 +74,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         return emit_arg_reduce(spec)
     if isinstance(spec, TriangleSpec):
         return emit_triangle(spec)
+    if isinstance(spec, NllLossSpec):
+        return emit_nll(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
@@ -89,6 +93,7 @@ __all__ = [
     "ElementwiseSpec",
     "GemmSpec",
     "KernelSource",
+    "NllLossSpec",
     "PoolSpec",
     "ReductionSpec",
     "ScanSpec",
