@@ -142,3 +142,21 @@ def test_fills_are_elementwise_and_an_exclusive_scan_plans_without_fallback(tmp_
     with torch.no_grad():
         for got, want in zip(new(*inputs), reference(*inputs)):
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_segments_reading_one_tensor_keep_their_producers_apart(tmp_path):
+    """Swin V2 concatenates two chains of one tensor: a tensor read by two segments is not a
+    cat the kernel takes, so the second chain stays its own kernel and the cat reads its result."""
+    source = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cat([torch.relu(x), torch.sigmoid(x) * 2, x + 1], dim=1)
+
+def get_inputs():
+    return [torch.randn(4, 6)]
+'''
+    plan = plan_builtin(capture(write(tmp_path, source)))
+    (cat,) = [s.kernel_spec() for s in plan.steps if (s.spec or {}).get("type") == "cat"]
+    names = [t.name for t in cat.inputs]
+    assert len(names) == len(set(names)) and names.count("x") == 1
+    assert "pytorch_fallback" not in [s.technique for s in plan.steps]

@@ -491,16 +491,22 @@ class _Scheduler:
         """A cat node, with the elementwise group that produced each of its inputs when nothing
         else reads that group's values (the segment is then computed where it is stored)."""
         g = self.new_group("cat", [node.name], node.name)
+        # what each segment reads: its input itself, or the inputs of the chain it computes; no
+        # tensor may be read by two segments (each input is described against its segment's shape)
+        reads = {ref.node: {ref.node} for ref in node.arg(0, "tensors")}
         for ref in node.arg(0, "tensors"):
             producer = self.group_of.get(ref.node)
             if producer is None or producer.kind != "elementwise" or producer.nodes[-1] != ref.node:
                 continue
             members = set(g.nodes) | set(producer.nodes)
+            chain_reads = set(self._external_inputs(producer.nodes))
+            others = set().union(*(r for k, r in reads.items() if k != ref.node))
             if (all(self.users_within(m, members) for m in producer.nodes)
-                    and not self.creates_cycle(members)):
+                    and not chain_reads & others and not self.creates_cycle(members)):
                 g.prologue.extend(producer.nodes)
                 g.nodes[:0] = producer.nodes
                 self.absorb(g, producer)
+                reads[ref.node] = chain_reads
 
     def _external_inputs(self, nodes: list[str]) -> list[str]:
         inside = set(nodes)
