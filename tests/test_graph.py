@@ -142,3 +142,32 @@ def test_malformed_graph_json_is_rejected():
         Graph.from_json(data)
     with pytest.raises(GraphError, match="schema_version"):
         Graph.from_json({**data, "schema_version": 99})
+
+
+def test_a_flatten_into_a_fixed_linear_keeps_the_batch_dynamic(tmp_path):
+    """MobileNet's `avg_pool2d(x, 7).view(x.size(0), -1)` into a Linear: exporting every size
+    dynamic fails on the spatial sizes; the batch stays symbolic (the verifier tries other batch
+    sizes), the other sizes as captured, and a note says so."""
+    path = write(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+                self.fc = nn.Linear(8, 5)
+            def forward(self, x):
+                x = F.avg_pool2d(self.conv(x), 7)
+                return self.fc(x.view(x.size(0), -1))
+        def get_inputs():
+            return [torch.randn(2, 3, 14, 14)]
+        def get_init_inputs():
+            return []
+    """)
+    graph = capture(path)
+    (x,) = graph.user_inputs()
+    assert isinstance(x.meta.shape[0], str) and x.meta.shape[1:] == (3, 14, 14)
+    (view,) = [n for n in graph.calls() if n.op == "aten.view.default"]
+    assert isinstance(view.args[1][0], NodeRef)  # x.size(0), not the captured 2
+    assert any("only the batch dims are dynamic" in note for note in graph.notes)

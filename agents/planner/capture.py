@@ -154,8 +154,20 @@ def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str, pr
     try:
         return torch.export.export(model, tuple(inputs), dynamic_shapes=dynamic_shapes,
                                    strict=False), True, []
-    except Exception as dynamic_exc:  # noqa: BLE001 - any export failure: retry static
+    except Exception as dynamic_exc:  # noqa: BLE001 - any export failure: retry batch-only, then static
         first = dynamic_exc
+    # Only the leading (batch) dims dynamic: a flatten into a Linear of fixed in-features, or a
+    # pooling that must end at 1x1 (level3/19's `x.view(x.size(0), -1)`), pins the spatial sizes
+    # but not the batch, which users do change.
+    inputs = _meta_inputs(problem)
+    batch_only = tuple({0: Dim.AUTO} if isinstance(x, torch.Tensor) and x.dim() > 0 else None for x in inputs)
+    try:
+        exported = torch.export.export(model, tuple(inputs), dynamic_shapes=batch_only, strict=False)
+        return exported, False, [
+            f"only the batch dims are dynamic: dynamic export of every size failed ({type(first).__name__}: "
+            f"{_first_lines(str(first), 1)}); the candidate accepts other batch sizes, the other sizes as captured"]
+    except Exception:  # noqa: BLE001 - retry static, reporting the first failure
+        pass
     inputs = _meta_inputs(problem)
     try:
         exported = torch.export.export(model, tuple(inputs), strict=False)
