@@ -36,6 +36,7 @@ from kernelstitch.agents.coder.codegen import (
     emit_gemm,
     emit_reduction,
 )
+from kernelstitch.agents.coder.codegen.common import renamed_kernel
 from kernelstitch.agents.plan.kernel_spec import ATTR_OPS, BINARY_OPS, UNARY_OPS
 from spill_scope import REPRESENTATIVE_REDUCTIONS, full_spill_check
 
@@ -348,10 +349,25 @@ def test_kernels_identical_but_for_their_name_are_compiled_once():
     assert "ks_s1_elementwise_kernel" in cuda and "ks_s7_elementwise_kernel" not in cuda
     assert "ks_s9_elementwise_kernel" in cuda
     assert copies[1].name + "_launch" not in cpp and base[1].name + "_launch" in cuda
-    alias = cpp[cpp.index("at::Tensor ks_s7_elementwise("):]
-    alias = alias[:alias.index("\n}\n")]
-    assert "ks_s1_elementwise_launch(" in alias and "ks_s7_elementwise_launch" not in alias
+    # the same binding too: one line forwarding to the first one's binding
+    forward = "at::Tensor ks_s7_elementwise(at::Tensor in_0, at::Tensor in_1) { return ks_s1_elementwise(in_0, in_1); }"
+    assert forward in cpp and "ks_s7_elementwise_launch" not in cpp
     assert cpp.count("void ks_s1_elementwise_launch(") == 1  # one prototype
+
+
+def test_a_copy_whose_binding_differs_calls_the_first_ones_launchers():
+    """Two reductions whose kernels are the same text but whose bindings differ (the dim is the
+    binding's): the copy keeps its own binding body, calling the first one's launchers."""
+    first = reduction_specs()[0]
+    other_dim = replace(first, name="red_other_dim", dim=first.dim - 1)
+    kernels = [emit(first), emit(other_dim)]
+    if renamed_kernel(kernels[0].cuda, first.name) != renamed_kernel(kernels[1].cuda, other_dim.name):
+        pytest.skip("the dim changed the kernel text too: nothing to alias")
+    cpp, cuda, _ = build_extension_sources(kernels)
+    alias = cpp[cpp.index("at::Tensor red_other_dim("):]
+    alias = alias[:alias.index("\n}\n")]
+    assert f"{first.name}_launch" in alias and "red_other_dim_launch" not in cpp
+    assert f"return {first.name}(" not in alias
 
 
 def test_elementwise_tiled_path_is_instantiated_for_the_named_inputs_only():
@@ -657,3 +673,15 @@ int main() {
     bad, checked, out_of_range = subprocess.run([str(tmp_path / "fd")], check=True, capture_output=True, text=True,
                                                 timeout=60).stdout.split()
     assert (bad, out_of_range) == ("0", "1") and int(checked) > 2_000_000
+
+
+def test_copies_that_differ_only_in_operand_names_share_one_binding_body():
+    """An unrolled RNN's steps read differently named values: the bindings' messages differ,
+    their code does not, so the copy forwards (its failed checks would name the first kernel)."""
+    first = ScanSpec("ks_s2_cumsum", "sum", (TensorArg("h_0", "float32"),), 1, "float32")
+    copy = ScanSpec("ks_s4_cumsum", "sum", (TensorArg("h_1", "float32"),), 1, "float32")
+    kernels = [emit(first), emit(copy)]
+    assert "(h_1)" in kernels[1].binding and "(h_0)" in kernels[0].binding
+    cpp, cuda, _ = build_extension_sources(kernels)
+    assert "at::Tensor ks_s4_cumsum(at::Tensor in_0) { return ks_s2_cumsum(in_0); }" in cpp
+    assert "(h_1)" not in cpp and "ks_s4_cumsum_launch" not in cpp + cuda

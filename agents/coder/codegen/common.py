@@ -137,8 +137,10 @@ def build_extension_sources(kernels: list[KernelSource]) -> tuple[str, str, list
     source concatenates the kernels' cuda texts (each starts with the guarded CUDA prelude).
     Kernels whose cuda text is the same but for their own name (a ResNet's twenty identical
     batch_norm + ReLU steps) are compiled once: nvcc's time grows with every instantiation, and
-    one translation unit is compiled by one nvcc process.  Their bindings call the first one's
-    launchers; each keeps its own function name.
+    one translation unit is compiled by one nvcc process.  Each keeps its own function name: a
+    copy whose binding is the same too is one line forwarding to the first one's binding (an
+    unrolled RNN's 256 identical steps compile one binding body, not 256), else its binding calls
+    the first one's launchers.
     """
     names = [k.function for k in kernels]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -148,7 +150,7 @@ def build_extension_sources(kernels: list[KernelSource]) -> tuple[str, str, list
     decls, bindings, cudas = [], [], []
     for k in kernels:
         canon = first_of.setdefault(renamed_kernel(k.cuda, k.function), k)
-        alias = _as_alias(k, canon) if canon is not k else None
+        alias = (_forwarding(k, canon) or _as_alias(k, canon)) if canon is not k else None
         if alias is None:
             decls.append(k.launcher_decl)
             bindings.append(k.binding)
@@ -162,6 +164,7 @@ def build_extension_sources(kernels: list[KernelSource]) -> tuple[str, str, list
 
 
 _PLACEHOLDER = "\0KS_KERNEL\0"
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _LAUNCHER_NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
@@ -169,6 +172,26 @@ def renamed_kernel(text: str, name: str, to: str = _PLACEHOLDER) -> str:
     """`text` with the kernel name `name` (and every `name_...` symbol) written `to`: two kernels
     whose texts are equal this way differ only by their names."""
     return re.sub(rf"\b{re.escape(name)}(?=\b|_)", to, text)
+
+
+def _forwarding(kernel: KernelSource, canon: KernelSource) -> str | None:
+    """`kernel`'s binding as one call of `canon`'s, when both bindings are the same but for the
+    kernel name and the text of their messages (which name the plan's operands: a failed check
+    then names `canon`'s kernel and operands), or None."""
+    def code_of(k: KernelSource) -> str:
+        return _STRING_LITERAL.sub('""', renamed_kernel(k.binding, k.function))
+
+    if code_of(kernel) != code_of(canon):
+        return None
+    head = re.search(rf"^([^\n(]*?)\b{re.escape(kernel.function)}\s*\(([^)]*)\)\s*\{{", kernel.binding, re.M)
+    if head is None or not head.group(1).strip():
+        return None
+    params = head.group(2)
+    names = [p.strip().split()[-1] for p in params.split(",") if p.strip()]
+    if not all(n.isidentifier() for n in names):
+        return None
+    return (f"\n// {kernel.function}: the same kernel and binding as {canon.function}\n"
+            f"{head.group(1).strip()} {kernel.function}({params}) {{ return {canon.function}({', '.join(names)}); }}\n")
 
 
 def _as_alias(kernel: KernelSource, canon: KernelSource) -> str | None:
