@@ -21,11 +21,17 @@ from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_r
 from kernelstitch.agents.coder.codegen.templates import TemplateError, render, substitute
 from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionSpec, TensorArg
 from test_codegen import (
+    arg_reduce_specs,
     batch_stats_specs,
+    cat_specs,
     elementwise_specs,
     gemm_specs,
+    mask_specs,
+    nll_specs,
     pool_specs,
     reduction_specs,
+    scan_specs,
+    triangle_specs,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,8 +39,11 @@ CUDA_DIR = ROOT / "agents" / "coder" / "codegen" / "cuda"
 
 
 def all_specs() -> list:
-    """The test specs, plus what they leave out: a GEMM without exact GELU, with and without bias."""
-    return elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + gemm_specs() + [
+    """The test specs of every family, plus what they leave out: a GEMM without exact GELU, with
+    and without bias.  (Every family: `rendered()` is per process, so a family missing here would
+    pass only when another test of the same worker happened to render its files.)"""
+    return elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + gemm_specs() + scan_specs() \
+        + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + [
         GemmSpec("g_plain", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32"),
         GemmSpec("g_gelu_nobias", TensorArg("x", "float16"), TensorArg("w", "float16"), None, "gelu", "float16"),
     ]

@@ -303,51 +303,49 @@ class _StepBuilder:
                     todo.append(r)
         return [n.name for n in self.graph.nodes if n.name in found]
 
+    def prologue_operands(self, g: Group) -> dict:
+        """The spec fields of a one-pass kernel reading its anchor's input through the group's
+        prologue (scan, arg-reduce, triangle): inputs, prologue ops, the prologue's result."""
+        anchor = self.node(g.anchor)
+        return {"inputs": tuple(self.tensor_arg(i) for i in self.ordered_prologue_inputs(g)),
+                "prologue": tuple(self.ops(g.prologue)),
+                "prologue_out": anchor.args[0].node if g.prologue else ""}
+
+    def one_pass_step(self, g: Group, sid: str, spec: ScanSpec | ArgReduceSpec | TriangleSpec,
+                      what: str) -> PlanStep:
+        """The step of a kernel that reads each input once and writes its output once."""
+        anchor = self.node(g.anchor)
+        inputs = [t.name for t in spec.inputs]
+        src = self.node(anchor.args[0].node).meta
+        return self.fused_step(
+            g, sid, spec, f"{what}{self.fused_parts(g)}",
+            sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
+            src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
+
     def scan(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)
         kind = SCAN_KINDS[anchor.op]
-        src = self.node(anchor.args[0].node).meta
-        inputs = self.ordered_prologue_inputs(g)
-        spec = ScanSpec(
-            name=f"ks_{sid}_cum{kind}", kind=kind, inputs=tuple(self.tensor_arg(i) for i in inputs),
-            dim=int(anchor.arg(1, "dim")), out_dtype=anchor.meta.dtype,
-            prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "",
-            reverse=anchor.op.startswith("kernelstitch."))
+        spec = ScanSpec(name=f"ks_{sid}_cum{kind}", kind=kind, dim=int(anchor.arg(1, "dim")),
+                        out_dtype=anchor.meta.dtype, reverse=anchor.op.startswith("kernelstitch."),
+                        **self.prologue_operands(g))
         direction = " from the end" if spec.reverse else ""
-        return self.fused_step(
-            g, sid, spec, f"cumulative {kind} along dim {spec.dim}{direction}{self.fused_parts(g)}",
-            sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
-            src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
+        return self.one_pass_step(g, sid, spec, f"cumulative {kind} along dim {spec.dim}{direction}")
 
     def arg_reduce(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)
         kind = ARG_REDUCE_KINDS[anchor.op]
-        src = self.node(anchor.args[0].node).meta
-        inputs = self.ordered_prologue_inputs(g)
         dim = anchor.arg(1, "dim")
-        spec = ArgReduceSpec(
-            name=f"ks_{sid}_{kind}", kind=kind, inputs=tuple(self.tensor_arg(i) for i in inputs),
-            dim=None if dim is None else int(dim), keepdim=bool(anchor.arg(2, "keepdim", False)),
-            prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "")
+        spec = ArgReduceSpec(name=f"ks_{sid}_{kind}", kind=kind, dim=None if dim is None else int(dim),
+                             keepdim=bool(anchor.arg(2, "keepdim", False)), **self.prologue_operands(g))
         over = "every element" if spec.dim is None else f"dim {spec.dim}"
-        return self.fused_step(
-            g, sid, spec, f"{kind} over {over}{self.fused_parts(g)}",
-            sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
-            src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
+        return self.one_pass_step(g, sid, spec, f"{kind} over {over}")
 
     def triangle(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)
         kind = TRIANGLE_KINDS[anchor.op]
-        src = self.node(anchor.args[0].node).meta
-        inputs = self.ordered_prologue_inputs(g)
-        spec = TriangleSpec(
-            name=f"ks_{sid}_{kind}", kind=kind, inputs=tuple(self.tensor_arg(i) for i in inputs),
-            diagonal=int(anchor.arg(1, "diagonal", 0)), out_dtype=anchor.meta.dtype,
-            prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "")
-        return self.fused_step(
-            g, sid, spec, f"{kind} (diagonal {spec.diagonal}){self.fused_parts(g)}",
-            sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
-            src.numel * (elementwise_flops(list(spec.prologue)) + 1), inputs)
+        spec = TriangleSpec(name=f"ks_{sid}_{kind}", kind=kind, diagonal=int(anchor.arg(1, "diagonal", 0)),
+                            out_dtype=anchor.meta.dtype, **self.prologue_operands(g))
+        return self.one_pass_step(g, sid, spec, f"{kind} (diagonal {spec.diagonal})")
 
     def nll(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)

@@ -52,8 +52,8 @@ def emit_arg_reduce(spec: ArgReduceSpec) -> KernelSource:
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
     cuda = render(
-        "arg_reduce/kernel.cu", name=name, kind=spec.kind, cmp=COMPARE[spec.kind], pro=pro.source,
-        params=operand_params(spec.inputs), **value_reader(spec.inputs), launcher_sig=launcher_sig,
+        "arg_reduce/kernel.cu", name=name, kind=spec.kind, cmp=COMPARE[spec.kind],
+        params=operand_params(spec.inputs), **value_reader(name, spec.inputs, pro.source, "compared"), launcher_sig=launcher_sig,
         launch_args=operand_args(spec.inputs),
     )
     keepdim = "true" if spec.keepdim else "false"

@@ -82,18 +82,19 @@ def operand_args(inputs: tuple[TensorArg, ...] | list[TensorArg], indices: list[
     return ", ".join(f"static_cast<const {CUDA_TYPE[inputs[k].dtype]}*>(ins[{k}]), descs[{k}]" for k in ks)
 
 
-def value_reader(inputs: tuple[TensorArg, ...] | list[TensorArg]) -> dict[str, str]:
-    """Template arguments of the one-value readers (`{name}_value(...)` in cuda/scan, arg_reduce,
-    triangle): its parameters, the arguments that pass them on, each input's scalar load at
-    index `i` and the prologue's arguments."""
+def value_reader(name: str, inputs: tuple[TensorArg, ...] | list[TensorArg], prologue: str, what: str) -> dict[str, str]:
+    """Template arguments of a one-pass kernel's value reader (cuda/one_pass/value.cu, in scan,
+    arg_reduce and triangle): `value_fn`, the prologue function (its source) and `{name}_value(...,
+    i)` that reads every input at index i and applies it; `args`, the arguments passing the
+    kernel's operands on to it."""
     nin = len(inputs)
-    return {
-        "value_params": ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
-                                  for k, t in enumerate(inputs)),
-        "args": ", ".join(f"p{k}, d{k}" for k in range(nin)),
-        "loads": "\n  ".join(f"float a{k}[1]; ks_load<1>(p{k}, d{k}, i, a{k});" for k in range(nin)),
-        "pro_args": ", ".join(f"a{k}[0]" for k in range(nin)),
-    }
+    value_fn = templates.render(
+        "one_pass/value.cu", name=name, pro=prologue, what=what,
+        value_params=", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
+                               for k, t in enumerate(inputs)),
+        loads="\n  ".join(f"float a{k}[1]; ks_load<1>(p{k}, d{k}, i, a{k});" for k in range(nin)),
+        pro_args=", ".join(f"a{k}[0]" for k in range(nin)))
+    return {"value_fn": value_fn, "args": ", ".join(f"p{k}, d{k}" for k in range(nin))}
 
 
 def binding_operands(inputs: tuple[TensorArg, ...] | list[TensorArg]) -> dict[str, str]:

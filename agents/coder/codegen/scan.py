@@ -44,8 +44,8 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
                     "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
     cuda = render(
         "scan/kernel.cu", name=name, kind=spec.kind, reverse_note=", reversed" if spec.reverse else "",
-        pro=pro.source, combine=combine, identity=identity, params=params, out_t=out_t,
-        **value_reader(spec.inputs),
+        combine=combine, identity=identity, params=params, out_t=out_t,
+        **value_reader(name, spec.inputs, pro.source, "scanned"),
         reverse="true" if spec.reverse else "false", launcher_sig=launcher_sig, launch_args=launch_args,
     )
     binding = render(

@@ -35,7 +35,7 @@ def emit_triangle(spec: TriangleSpec) -> KernelSource:
                     "int64_t n, int64_t R, int64_t C, cudaStream_t stream)")
     cuda = render(
         "triangle/kernel.cu", name=name, kind=spec.kind, diagonal=int(spec.diagonal), keep=KEEP[spec.kind],
-        pro=pro.source, params=operand_params(spec.inputs), **value_reader(spec.inputs), out_t=out_t,
+        params=operand_params(spec.inputs), **value_reader(name, spec.inputs, pro.source, "masked"), out_t=out_t,
         launcher_sig=launcher_sig,
         launch_args=operand_args(spec.inputs),
     )

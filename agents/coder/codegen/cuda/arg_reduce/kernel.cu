@@ -1,15 +1,8 @@
 #include "../ks_prelude.cuh"
 
 // ---- arg-reduce kernel {{name}}: {{kind}} along one dim ----
-{{pro}}
+{{value_fn}}
 
-// The compared value at input index i: every input read through its descriptor, the prologue.
-__device__ __forceinline__ float {{name}}_value({{value_params}}, const int64_t i) {
-  {{loads}}
-  float v;
-  {{name}}_pro({{pro_args}}, v);
-  return v;
-}
 
 // Whether (v, iv) wins over the best so far (b, ib): the {{kind}} as torch defines it. A NaN wins
 // over every number; between equal values (or two NaNs) the lower index wins.

@@ -1,16 +1,9 @@
 #include "../ks_prelude.cuh"
 
 // ---- scan kernel {{name}}: cumulative {{kind}} along one dim{{reverse_note}} ----
-{{pro}}
+{{value_fn}}
 __device__ __forceinline__ float {{name}}_op(float a, float b) { return {{combine}}; }
 
-// The scanned value at output index i: every input read through its descriptor, the prologue.
-__device__ __forceinline__ float {{name}}_value({{value_params}}, const int64_t i) {
-  {{loads}}
-  float v;
-  {{name}}_pro({{pro_args}}, v);
-  return v;
-}
 
 // Rows along the contiguous dim (inner == 1): a warp per row, 4 consecutive values per lane per
 // 128-value chunk; a lane-local scan, a warp scan of the lane totals (shuffles), and the carry of

@@ -1,15 +1,8 @@
 #include "../ks_prelude.cuh"
 
 // ---- triangle kernel {{name}}: {{kind}} (diagonal {{diagonal}}) ----
-{{pro}}
+{{value_fn}}
 
-// The value at index i: every input read through its descriptor, the prologue.
-__device__ __forceinline__ float {{name}}_value({{value_params}}, const int64_t i) {
-  {{loads}}
-  float v;
-  {{name}}_pro({{pro_args}}, v);
-  return v;
-}
 
 // Matrices [.., R, C] in one flat range: a thread per 4 consecutive outputs (loads in flight
 // together); out = value where col - row {{keep}} diagonal, else 0 (not value * 0: a NaN or
