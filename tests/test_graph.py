@@ -171,3 +171,24 @@ def test_a_flatten_into_a_fixed_linear_keeps_the_batch_dynamic(tmp_path):
     (view,) = [n for n in graph.calls() if n.op == "aten.view.default"]
     assert isinstance(view.args[1][0], NodeRef)  # x.size(0), not the captured 2
     assert any("only the batch dims are dynamic" in note for note in graph.notes)
+
+
+def test_a_batch_size_the_code_pins_is_said_in_the_notes(tmp_path):
+    """Swin's window reshapes pin the batch without failing the export: the plan's notes say the
+    candidate accepts only that batch size (the Verifier's other-shape cases would reject it)."""
+    path = write(tmp_path, """
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, x):
+                return x.view(2, 8) * 2.0
+        def get_inputs():
+            return [torch.randn(2, 8)]
+        def get_init_inputs():
+            return []
+    """)
+    graph = capture(path)
+    (x,) = graph.user_inputs()
+    assert x.meta.shape[0] == 2
+    assert any("export fixed the batch size (x to 2)" in note for note in graph.notes)
+    assert not any("batch size" in note for note in capture(EXAMPLES / "mlp.py").notes)

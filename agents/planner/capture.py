@@ -152,8 +152,8 @@ def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str, pr
         for x in inputs
     )
     try:
-        return torch.export.export(model, tuple(inputs), dynamic_shapes=dynamic_shapes,
-                                   strict=False), True, []
+        exported = torch.export.export(model, tuple(inputs), dynamic_shapes=dynamic_shapes, strict=False)
+        return exported, True, _specialised_note(exported)
     except Exception as dynamic_exc:  # noqa: BLE001 - any export failure: retry batch-only, then static
         first = dynamic_exc
     # Only the leading (batch) dims dynamic: a flatten into a Linear of fixed in-features, or a
@@ -184,6 +184,26 @@ def _export(model: torch.nn.Module, inputs: list[Any], path: Path, name: str, pr
     note = (f"sizes are static: dynamic export failed ({type(first).__name__}: "
             f"{_first_lines(str(first), 1)}); the candidate may only accept the captured shapes")
     return exported, False, [note]
+
+
+def _specialised_note(exported) -> list[str]:
+    """A note when export fixed an input's leading (batch) size although asked to keep it
+    dynamic: the code pins it (Swin's window reshapes), so the candidate accepts only that batch
+    size and the Verifier's other-shape cases will say so.  Other fixed sizes are the norm (a
+    weight pins the features) and a size of 1 is fixed by design: neither is noted."""
+    from torch.fx.experimental.symbolic_shapes import is_concrete_int
+
+    users = set(exported.graph_signature.user_inputs)
+    fixed = []
+    for node in exported.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" and node.name in users else None
+        shape = getattr(val, "shape", None)
+        if shape and is_concrete_int(shape[0]) and int(shape[0]) > 1:
+            fixed.append(f"{node.name} to {int(shape[0])}")
+    if not fixed:
+        return []
+    return [f"export fixed the batch size ({', '.join(fixed)}): the code pins it, so the candidate "
+            "accepts only that batch size"]
 
 
 # torch.export limits a user meets in ordinary modules: (exception name, text in the message) ->
