@@ -42,6 +42,9 @@ SCAN_KINDS = {"aten.cumsum.default": "sum", "aten.cumprod.default": "prod",
 ARG_REDUCE_KINDS = {"aten.argmax.default": "argmax", "aten.argmin.default": "argmin"}
 # triu / tril (a diagonal) as the triangle kernel (codegen/triangle.py), with a prologue.
 TRIANGLE_KINDS = {"aten.triu.default": "triu", "aten.tril.default": "tril"}
+# masked_fill(x, m == 0, v) read as one elementwise select on m itself (rewrites._masked_fill_eq):
+# (cond, a, b) -> a where cond != 0 else b, cond a float or bool tensor, a / b tensors or numbers.
+WHERE_NONZERO_OP = "kernelstitch.where_nonzero"
 # cross_entropy's negative log-likelihood from the rows' logsumexp (rewrites._cross_entropy):
 # (logits [N, C], int64 targets [N], lse [N]), kwargs reduction ("none" | "mean" | "sum"), ignore_index.
 NLL_OP = "kernelstitch.nll_loss"
@@ -248,10 +251,15 @@ def _operand(value: Any) -> str | float | None:
 def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
     """The codegen ops computing `node` (defining `node.name`), or None if not elementwise."""
     parts = node.op.split(".")
+    out = node.name
+    if node.op == WHERE_NONZERO_OP:
+        args = [_operand(a) for a in node.args]
+        if len(args) != 3 or None in args or not isinstance(node.args[0], NodeRef):
+            return None
+        return [ElementwiseOp("where", tuple(args), out)]
     if len(parts) != 3 or parts[0] != "aten":
         return None
     name, overload = parts[1], parts[2]
-    out = node.name
 
     def op(kind: str, *args: Any, attrs: dict[str, float | None] | None = None,
            dest: str | None = None) -> ElementwiseOp:
@@ -272,6 +280,12 @@ def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
                 node.kwargs.get(k) is not None for k in ("dtype", "layout", "memory_format")):
             return None
         return [op("where", a, value, value)]
+    if name == "masked_fill" and overload == "Scalar":
+        # x where the (bool) mask is false, the number where it is true; the mask reads as 0 / 1
+        mask, value = (operands[1], _scalar(node.arg(2, "value"))) if len(operands) > 2 else (None, None)
+        if not isinstance(node.args[1], NodeRef) or value is None:
+            return None
+        return [op("where", mask, value, a)]
     if name in ("add", "sub") and overload in ("Tensor", "Scalar"):
         b = operands[1] if len(operands) > 1 else None
         alpha = _scalar(node.arg(2, "alpha", 1))

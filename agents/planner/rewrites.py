@@ -63,6 +63,11 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   ``log_softmax(x)[i, c] = x[i, c] - lse_i``, so torch's ``nll_loss(log_softmax(x), t)`` is that
   (the same rows ignored, the same divisor).  One row reduction and one pick per row
   (`kernelstitch.nll_loss`, codegen/nll.py): the [N, C] log-probabilities are never stored.
+* `masked_fill_eq`: ``x.masked_fill(m == 0, v)`` == ``where(m != 0, x, v)`` and
+  ``x.masked_fill(m != 0, v)`` == ``where(m != 0, v, x)`` (`kernelstitch.where_nonzero`, one
+  elementwise select): the same test of each element of m against 0 (NaN != 0, as torch's
+  ``eq`` is false for it), so the bool mask (GPT's ``self.bias[:, :, :T, :T] == 0``) is never
+  built: it was a PyTorch kernel and a bool tensor the fused kernel would read.
 * `einsum_matmul`: ``einsum("...c,cn->...n", a, b)`` (one contracted index, last of ``a`` and
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
@@ -100,6 +105,7 @@ from kernelstitch.agents.planner.ops import (
     NLL_OP,
     POOL_OPS,
     PROLOGUE_ANCHORS,
+    WHERE_NONZERO_OP,
     float_tensors,
     pool_params,
     translate_elementwise,
@@ -125,7 +131,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
     sdpa = (_attention,) if attention else ()
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
-                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _einsum_matmul,
+                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
                  _reverse_scan, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
@@ -719,6 +725,28 @@ def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
                                            rows), distance("neg", negative)), rows)
     op("hinge", "aten.clamp.default", (gap, 0.0, None), rows)
     return _reduced_loss(new, node, reduction, rows.rank, common)
+
+
+def _masked_fill_eq(graph: Graph):
+    """`masked_fill(x, eq(m, 0), v)` / `masked_fill(x, ne(m, 0), v)` as one select on m."""
+    edits: list[GraphEdit] = []
+    for node in graph.nodes:
+        if node.op != "aten.masked_fill.Scalar" or not isinstance(node.args[1], NodeRef):
+            continue
+        x, v, test = node.args[0], node.arg(2, "value"), graph.node(node.args[1].node)
+        if test.op not in ("aten.eq.Scalar", "aten.ne.Scalar") or not isinstance(test.args[0], NodeRef) \
+                or isinstance(test.args[1], bool) or test.args[1] != 0:
+            continue
+        m = graph.node(test.args[0].node).meta
+        if m is None or node.meta is None or m.dtype not in (*FLOAT_DTYPES, "bool") \
+                or node.meta.dtype not in FLOAT_DTYPES or not isinstance(v, (int, float)) or isinstance(v, bool):
+            continue
+        keep, fill = (x, float(v)) if test.op == "aten.eq.Scalar" else (float(v), x)
+        edits.append(GraphEdit(renamed(node, op=WHERE_NONZERO_OP, args=(test.args[0], keep, fill),
+                                       kwargs={}, synthetic=True)))
+    notes = [f"{len(edits)} masked_fill(x, m == 0 / m != 0, v) read as one select on m "
+             "(no bool mask built)"] if edits else []
+    return edits, set(), notes
 
 
 _NLL_REDUCTION = {0: "none", 1: "mean", 2: "sum"}  # torch's Reduction enum
