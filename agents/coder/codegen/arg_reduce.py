@@ -13,13 +13,9 @@ from __future__ import annotations
 from kernelstitch.agents.coder.codegen.common import (
     binding_operands,
     check_identifier,
-    check_inputs,
     input_checks,
-    operand_args,
-    operand_params,
-    value_reader,
+    one_pass_operands,
 )
-from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
 from kernelstitch.agents.plan.kernel_spec import ArgReduceSpec
@@ -46,15 +42,11 @@ def emit_arg_reduce(spec: ArgReduceSpec) -> KernelSource:
     name = check_identifier(spec.name)
     if spec.kind not in COMPARE:
         raise ValueError(f"{name}: unknown arg-reduce kind {spec.kind!r}")
-    names = [t.name for t in spec.inputs]
-    check_inputs(name, names, [], "the compared tensor or the prologue's first operand")
-    pro = compile_ops(f"{name}_pro", tuple(names), spec.prologue, (spec.prologue_out or names[0],))
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
     cuda = render(
-        "arg_reduce/kernel.cu", name=name, kind=spec.kind, cmp=COMPARE[spec.kind],
-        params=operand_params(spec.inputs), **value_reader(name, spec.inputs, pro.source, "compared"), launcher_sig=launcher_sig,
-        launch_args=operand_args(spec.inputs),
+        "arg_reduce/kernel.cu", name=name, kind=spec.kind, cmp=COMPARE[spec.kind], launcher_sig=launcher_sig,
+        **one_pass_operands(name, spec.inputs, spec.prologue, spec.prologue_out, "compared"),
     )
     keepdim = "true" if spec.keepdim else "false"
     dim_setup = (_ALL_ELEMENTS.format(keepdim=keepdim) if spec.dim is None
@@ -66,7 +58,7 @@ def emit_arg_reduce(spec: ArgReduceSpec) -> KernelSource:
     over = "every element" if spec.dim is None else f"dim {spec.dim}"
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
-        python_args=tuple(names),
+        python_args=tuple(t.name for t in spec.inputs),
         notes=(
             f"{spec.kind} over {over} with its prologue fused: a block per contiguous row "
             "(shuffles, shared memory), a thread per column otherwise; int64 indices",

@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 
 from kernelstitch.agents.coder.codegen import templates
+from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.plan.kernel_spec import (
     DType,
+    ElementwiseOp,
     TensorArg,
 )
 
@@ -82,19 +84,25 @@ def operand_args(inputs: tuple[TensorArg, ...] | list[TensorArg], indices: list[
     return ", ".join(f"static_cast<const {CUDA_TYPE[inputs[k].dtype]}*>(ins[{k}]), descs[{k}]" for k in ks)
 
 
-def value_reader(name: str, inputs: tuple[TensorArg, ...] | list[TensorArg], prologue: str, what: str) -> dict[str, str]:
-    """Template arguments of a one-pass kernel's value reader (cuda/one_pass/value.cu, in scan,
-    arg_reduce and triangle): `value_fn`, the prologue function (its source) and `{name}_value(...,
-    i)` that reads every input at index i and applies it; `args`, the arguments passing the
-    kernel's operands on to it."""
+def one_pass_operands(name: str, inputs: tuple[TensorArg, ...], prologue: tuple[ElementwiseOp, ...],
+                      prologue_out: str, what: str) -> dict[str, str]:
+    """Template arguments of a one-pass kernel (scan, arg_reduce, triangle) reading the value its
+    prologue computes from broadcast `inputs` (the first: the `what` tensor, or the prologue's
+    first operand; checked): `params` / `launch_args`, its operands; `value_fn`, the prologue and
+    `{name}_value(..., i)` that reads every input at index i and applies it
+    (cuda/one_pass/value.cu); `args`, the operands passed on to it."""
+    names = [t.name for t in inputs]
+    check_inputs(name, names, [], f"the {what} tensor or the prologue's first operand")
+    pro = compile_ops(f"{name}_pro", tuple(names), prologue, (prologue_out or names[0],))
     nin = len(inputs)
     value_fn = templates.render(
-        "one_pass/value.cu", name=name, pro=prologue, what=what,
+        "one_pass/value.cu", name=name, pro=pro.source, what=what,
         value_params=", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
                                for k, t in enumerate(inputs)),
         loads="\n  ".join(f"float a{k}[1]; ks_load<1>(p{k}, d{k}, i, a{k});" for k in range(nin)),
         pro_args=", ".join(f"a{k}[0]" for k in range(nin)))
-    return {"value_fn": value_fn, "args": ", ".join(f"p{k}, d{k}" for k in range(nin))}
+    return {"params": operand_params(inputs), "launch_args": operand_args(inputs), "value_fn": value_fn,
+            "args": ", ".join(f"p{k}, d{k}" for k in range(nin))}
 
 
 def binding_operands(inputs: tuple[TensorArg, ...] | list[TensorArg]) -> dict[str, str]:

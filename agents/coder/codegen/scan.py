@@ -15,13 +15,9 @@ from kernelstitch.agents.coder.codegen.common import (
     TORCH_DTYPE,
     binding_operands,
     check_identifier,
-    check_inputs,
     input_checks,
-    operand_args,
-    operand_params,
-    value_reader,
+    one_pass_operands,
 )
-from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
 from kernelstitch.agents.plan.kernel_spec import ScanSpec
@@ -33,20 +29,14 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
     name = check_identifier(spec.name)
     if spec.kind not in COMBINE:
         raise ValueError(f"{name}: unknown scan kind {spec.kind!r}")
-    names = [t.name for t in spec.inputs]
-    check_inputs(name, names, [], "the scanned tensor or the prologue's first operand")
+    operands = one_pass_operands(name, spec.inputs, spec.prologue, spec.prologue_out, "scanned")
     combine, identity = COMBINE[spec.kind]
-    out_t = CUDA_TYPE[spec.out_dtype]
-    pro = compile_ops(f"{name}_pro", tuple(names), spec.prologue, (spec.prologue_out or names[0],))
-    params = operand_params(spec.inputs)
-    launch_args = operand_args(spec.inputs)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
     cuda = render(
         "scan/kernel.cu", name=name, kind=spec.kind, reverse_note=", reversed" if spec.reverse else "",
-        combine=combine, identity=identity, params=params, out_t=out_t,
-        **value_reader(name, spec.inputs, pro.source, "scanned"),
-        reverse="true" if spec.reverse else "false", launcher_sig=launcher_sig, launch_args=launch_args,
+        combine=combine, identity=identity, out_t=CUDA_TYPE[spec.out_dtype], **operands,
+        reverse="true" if spec.reverse else "false", launcher_sig=launcher_sig,
     )
     binding = render(
         "scan/binding.cpp", name=name, kind=spec.kind, dim=int(spec.dim), checks=input_checks(name, spec.inputs),
@@ -54,7 +44,7 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
     )
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
-        python_args=tuple(names),
+        python_args=tuple(t.name for t in spec.inputs),
         notes=(
             f"cumulative {spec.kind}{' (reversed)' if spec.reverse else ''} with its prologue fused: "
             "a warp per contiguous row (shuffle scan, chunk carry), a thread per column otherwise",

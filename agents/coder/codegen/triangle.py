@@ -9,13 +9,9 @@ from kernelstitch.agents.coder.codegen.common import (
     TORCH_DTYPE,
     binding_operands,
     check_identifier,
-    check_inputs,
     input_checks,
-    operand_args,
-    operand_params,
-    value_reader,
+    one_pass_operands,
 )
-from kernelstitch.agents.coder.codegen.expr import compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
 from kernelstitch.agents.plan.kernel_spec import TriangleSpec
@@ -27,17 +23,12 @@ def emit_triangle(spec: TriangleSpec) -> KernelSource:
     name = check_identifier(spec.name)
     if spec.kind not in KEEP:
         raise ValueError(f"{name}: unknown triangle kind {spec.kind!r}")
-    names = [t.name for t in spec.inputs]
-    check_inputs(name, names, [], "the masked tensor or the prologue's first operand")
-    out_t = CUDA_TYPE[spec.out_dtype]
-    pro = compile_ops(f"{name}_pro", tuple(names), spec.prologue, (spec.prologue_out or names[0],))
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     "int64_t n, int64_t R, int64_t C, cudaStream_t stream)")
     cuda = render(
         "triangle/kernel.cu", name=name, kind=spec.kind, diagonal=int(spec.diagonal), keep=KEEP[spec.kind],
-        params=operand_params(spec.inputs), **value_reader(name, spec.inputs, pro.source, "masked"), out_t=out_t,
-        launcher_sig=launcher_sig,
-        launch_args=operand_args(spec.inputs),
+        out_t=CUDA_TYPE[spec.out_dtype], launcher_sig=launcher_sig,
+        **one_pass_operands(name, spec.inputs, spec.prologue, spec.prologue_out, "masked"),
     )
     binding = render(
         "triangle/binding.cpp", name=name, kind=spec.kind, checks=input_checks(name, spec.inputs),
@@ -45,7 +36,7 @@ def emit_triangle(spec: TriangleSpec) -> KernelSource:
     )
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
-        python_args=tuple(names),
+        python_args=tuple(t.name for t in spec.inputs),
         notes=(f"{spec.kind} (diagonal {spec.diagonal}) with its prologue fused: 4 outputs a thread, "
                "the zeroed part never read",
                "operands through run-time descriptors"),
