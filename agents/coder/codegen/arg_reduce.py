@@ -13,7 +13,6 @@ from __future__ import annotations
 from kernelstitch.agents.coder.codegen.common import (
     binding_operands,
     check_identifier,
-    input_checks,
     one_pass_operands,
 )
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -53,7 +52,7 @@ def emit_arg_reduce(spec: ArgReduceSpec) -> KernelSource:
                  else _ONE_DIM.format(dim=int(spec.dim), name=name, keepdim=keepdim))
     binding = render(
         "arg_reduce/binding.cpp", name=name, kind=spec.kind, dim_setup=dim_setup,
-        checks=input_checks(name, spec.inputs), **binding_operands(spec.inputs),
+        **binding_operands(name, spec.inputs),
     )
     over = "every element" if spec.dim is None else f"dim {spec.dim}"
     return KernelSource(

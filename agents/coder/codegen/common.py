@@ -105,14 +105,15 @@ def one_pass_operands(name: str, inputs: tuple[TensorArg, ...], prologue: tuple[
             "args": ", ".join(f"p{k}, d{k}" for k in range(nin))}
 
 
-def binding_operands(inputs: tuple[TensorArg, ...] | list[TensorArg]) -> dict[str, str]:
-    """Template arguments of a binding over broadcast inputs `in_0..`: its C++ parameters, the
-    inputs as a list, their addresses and the shape each is described against (`s`), their
-    data pointers."""
+def binding_operands(name: str, inputs: tuple[TensorArg, ...] | list[TensorArg]) -> dict[str, str]:
+    """Template arguments of a binding over broadcast inputs `in_0..`: its C++ parameters, their
+    checks (`input_checks`), the inputs as a list, their addresses and the shape each is
+    described against (`s`), their data pointers."""
     ks = range(len(inputs))
     return {
         "nin": str(len(inputs)),
         "cparams": ", ".join(f"at::Tensor in_{k}" for k in ks),
+        "checks": input_checks(name, inputs),
         "ins_list": ", ".join(f"in_{k}" for k in ks),
         "in_refs": ", ".join(f"&in_{k}" for k in ks),
         "in_shapes": ", ".join("s" for _ in ks),

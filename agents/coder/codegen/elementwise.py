@@ -11,8 +11,8 @@ from __future__ import annotations
 from kernelstitch.agents.coder.codegen.common import (
     CUDA_TYPE,
     TORCH_DTYPE,
+    binding_operands,
     check_identifier,
-    input_checks,
     vector_width,
 )
 from kernelstitch.agents.coder.codegen.expr import compile_ops
@@ -76,18 +76,13 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         ret_type, ret = "std::vector<at::Tensor>", "{" + ", ".join(f"out_{k}" for k in range(nout)) + "}"
     binding = render(
         "elementwise/binding.cpp", name=name, returns="one tensor" if nout == 1 else f"{nout} tensors",
-        ret_type=ret_type, ret=ret, nin=nin, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
-        cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks=input_checks(name, spec.inputs),
-        ins_list=", ".join(f"in_{k}" for k in range(nin)),
+        ret_type=ret_type, ret=ret, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
+        **binding_operands(name, spec.inputs),
         outs_alloc="\n  ".join(
             f"at::Tensor out_{k} = at::empty(shape, in_0.options().dtype({TORCH_DTYPE[spec.out_dtype]}));"
             for k in range(nout)
         ),
-        in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(nin)),
         out_ptrs=", ".join(f"out_{k}.data_ptr()" for k in range(nout)),
-        in_refs=", ".join(f"&in_{k}" for k in range(nin)),
-        in_shapes=", ".join("s" for _ in range(nin)),
     )
     return KernelSource(
         function=name,

@@ -15,7 +15,6 @@ from kernelstitch.agents.coder.codegen.common import (
     TORCH_DTYPE,
     binding_operands,
     check_identifier,
-    input_checks,
     one_pass_operands,
 )
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -39,8 +38,8 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
         reverse="true" if spec.reverse else "false", launcher_sig=launcher_sig,
     )
     binding = render(
-        "scan/binding.cpp", name=name, kind=spec.kind, dim=int(spec.dim), checks=input_checks(name, spec.inputs),
-        out_dtype=TORCH_DTYPE[spec.out_dtype], **binding_operands(spec.inputs),
+        "scan/binding.cpp", name=name, kind=spec.kind, dim=int(spec.dim),
+        out_dtype=TORCH_DTYPE[spec.out_dtype], **binding_operands(name, spec.inputs),
     )
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",

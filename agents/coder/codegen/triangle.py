@@ -9,7 +9,6 @@ from kernelstitch.agents.coder.codegen.common import (
     TORCH_DTYPE,
     binding_operands,
     check_identifier,
-    input_checks,
     one_pass_operands,
 )
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
@@ -31,8 +30,8 @@ def emit_triangle(spec: TriangleSpec) -> KernelSource:
         **one_pass_operands(name, spec.inputs, spec.prologue, spec.prologue_out, "masked"),
     )
     binding = render(
-        "triangle/binding.cpp", name=name, kind=spec.kind, checks=input_checks(name, spec.inputs),
-        out_dtype=TORCH_DTYPE[spec.out_dtype], **binding_operands(spec.inputs),
+        "triangle/binding.cpp", name=name, kind=spec.kind,
+        out_dtype=TORCH_DTYPE[spec.out_dtype], **binding_operands(name, spec.inputs),
     )
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
