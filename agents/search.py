@@ -24,7 +24,12 @@ from typing import Any
 from kernelstitch.agents.coder.builtin import CoderError, code_builtin, write_candidate
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import Graph
-from kernelstitch.agents.planner.variants import PlanVariant, knob_variants, propose_variants
+from kernelstitch.agents.planner.variants import (
+    PlanVariant,
+    knob_variants,
+    propose_variants,
+    takes_reduction_knobs,
+)
 from kernelstitch.agents.verifier.selection import (
     MeasuredVariant,
     Selection,
@@ -265,13 +270,13 @@ def _time(gpu: TimingWorker, built: BuiltVariants, budget_s: float, profile: boo
 
 def hot_reductions(plan: Plan, kernel_ms: dict[str, float],
                    share: float = HOT_SHARE) -> dict[str, tuple[float, list[str]]]:
-    """The plan's fused reductions whose kernels took at least `share` of the profiled GPU
-    time: step id -> (its share, its kernels that ran).  Kernels are named after their spec."""
+    """The plan's reduction steps (those the knobs apply to) whose kernels took at least
+    `share` of the profiled GPU time: step id -> (its share, its kernels that ran).  Kernels are named after their spec."""
     total = sum(kernel_ms.values())
     hot = {}
     for step in plan.steps:
         name = (step.spec or {}).get("name")
-        if step.technique != "fused_reduction" or not name or total <= 0:
+        if not takes_reduction_knobs(step) or not name or total <= 0:
             continue
         mine = {kernel: ms for kernel, ms in kernel_ms.items() if name in kernel}
         fraction = sum(mine.values()) / total

@@ -75,3 +75,18 @@ def test_hot_reductions_are_the_steps_whose_kernels_dominate(plan):
     assert hot_reductions(plan, kernels) == {"s1": (0.3, ["void ks_s1_softmax_cluster<4>()"])}
     assert hot_reductions(plan, kernels, share=0.5) == {}
     assert hot_reductions(plan, {}) == {}
+
+
+def test_a_hot_scan_is_not_a_hot_reduction_and_gets_no_knob_variant(tmp_path):
+    """A scan is a fused_reduction step too, and its `_rows` kernel matches the row family's
+    ending, but the knobs are the reduction emitter's: no round-2 variant for it."""
+    from kernelstitch.agents.planner.variants import PlanVariant, knob_variants
+    from test_norms import write
+    from test_scan import SCANS
+
+    scans = plan_builtin(capture(write(tmp_path, SCANS)))
+    step = scans.steps[0]
+    assert step.technique == "fused_reduction" and step.spec["type"] == "scan"
+    kernel = f"void {step.spec['name']}_rows<>()"
+    assert hot_reductions(scans, {kernel: 1.0}) == {}
+    assert knob_variants(PlanVariant("default", "", scans), {step.id: [kernel]}) == []

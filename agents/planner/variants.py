@@ -96,14 +96,19 @@ KNOB_ALTERNATIVES: tuple[KnobAlternative, ...] = (
 )
 
 
+def takes_reduction_knobs(step: PlanStep) -> bool:
+    """Whether the step's kernel is the reduction emitter's, whose designs the knobs choose (a
+    scan's or arg-reduce's `_rows` kernel, also a fused_reduction step, has none)."""
+    return (step.spec or {}).get("type") == "reduction"
+
+
 def knob_variants(variant: PlanVariant, ran: dict[str, list[str]]) -> list[PlanVariant]:
     """A next round's variants: `variant` (the fastest of the last round) with one reduction
     knob flipped in the steps the profile found hot.  `ran`: hot fused_reduction step id ->
     the names of its kernels that ran."""
     out = []
     for alt in KNOB_ALTERNATIVES:
-        # knobs are the reduction emitter's: a scan's or arg-reduce's `_rows` kernel has none
-        steps = [s for s in variant.plan.steps if (s.spec or {}).get("type") == "reduction"
+        steps = [s for s in variant.plan.steps if takes_reduction_knobs(s)
                  and any(f"{(s.spec or {}).get('name')}{family}" in kernel
                          for kernel in ran.get(s.id, ()) for family in alt.families)]
         if not steps:
