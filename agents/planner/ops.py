@@ -31,7 +31,6 @@ _NORM_ARGS = {  # op -> ((weight index, key), (bias index, key), (eps index, key
     "aten.group_norm.default": ((2, "weight"), (3, "bias"), (4, "eps")),
     "aten.instance_norm.default": ((1, "weight"), (2, "bias"), (7, "eps")),
 }
-# Pooling over 1-3 trailing spatial dims: op -> (PoolSpec kind, spatial dims).
 CAT_OP = "aten.cat.default"  # planned as a concatenation kernel (codegen/cat.py)
 
 # Cumulative scans the scan kernels compute (op -> kind), with an elementwise prologue.
@@ -48,6 +47,7 @@ WHERE_NONZERO_OP = "kernelstitch.where_nonzero"
 # cross_entropy's negative log-likelihood from the rows' logsumexp (rewrites._cross_entropy):
 # (logits [N, C], int64 targets [N], lse [N]), kwargs reduction ("none" | "mean" | "sum"), ignore_index.
 NLL_OP = "kernelstitch.nll_loss"
+# Pooling over 1-3 trailing spatial dims: op -> (PoolSpec kind, spatial dims).
 POOL_OPS: dict[str, tuple[str, int]] = {
     **{f"aten.max_pool{d}d.default": ("max", d) for d in (1, 2, 3)},
     **{f"aten.avg_pool{d}d.default": ("avg", d) for d in (1, 2, 3)},
