@@ -567,8 +567,12 @@ _PLAN_CASES = [  # outer, R, inner, device, normalising, force_tile -> path, thr
     ((8, 16, 1000, H100, True, False), ("colreg", 256, 1, 0)),  # R <= 16: a thread per column
     ((8, 17, 1000, H100, True, False), ("cols", 16, 8, 0)),
     ((8, 16, 1000, H100, True, True), ("tile", 128, 2, 0)),  # kinds without column kernels
+    ((1, 1 << 30, 1, H100, False, False), ("flat", 256, 1, 0)),  # a loss's mean over every value: row chunks
+    ((16384, 20000, 1, H100, False, False), ("flat", 256, 1, 0)),  # reduce rows longer than KS_ROW_CAP
+    ((64, 100_000, 1, H100, "layer_norm", False), ("tile", 1, 256, 0)),  # normalising long rows: tile + apply
+    ((100, 16384, 1, H100, False, True), ("flat", 256, 1, 0)),  # rows the row kernels cannot read
 ]
-_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols", 4: "row_sub", 5: "colreg", 6: "colloop"}
+_PATHS = {0: "row_warp", 1: "row_block", 2: "tile", 3: "cols", 4: "row_sub", 5: "colreg", 6: "colloop", 7: "flat"}
 
 
 @pytest.mark.nvcc
@@ -685,3 +689,34 @@ def test_copies_that_differ_only_in_operand_names_share_one_binding_body():
     cpp, cuda, _ = build_extension_sources(kernels)
     assert "at::Tensor ks_s4_cumsum(at::Tensor in_0) { return ks_s2_cumsum(in_0); }" in cpp
     assert "(h_1)" not in cpp and "ks_s4_cumsum_launch" not in cpp + cuda
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_flat_plan_chunks_cover_the_row_in_multiples_of_eight(tmp_path):
+    """The flat path's chunks (KS_PATH_FLAT): a multiple of 8 values each (any 16-byte width starts
+    aligned), together exactly the row, about 8 blocks an SM, none shorter than KS_FLAT_MIN_CHUNK
+    unless the row is, and a workspace of one partial state per chunk and row."""
+    from kernelstitch.agents.coder.codegen.common import SHARED_TYPES
+
+    cases = [(1, 1 << 30), (1, 1_000_003), (3, 40_000), (2000, 20_000), (5, 17_000)]
+    (tmp_path / "flat.cpp").write_text(SHARED_TYPES + """
+#include <cstdio>
+int main() {
+  const long long cases[][2] = {""" + ", ".join(f"{{{o}LL, {r}LL}}" for o, r in cases) + """};
+  for (const auto& c : cases) {
+    const KsRedPlan p = ks_plan_reduction(c[0], c[1], 1, 132, 227 * 1024, 2, false, false, false);
+    printf("%d %lld %lld %lld\\n", p.path, (long long)p.splits, (long long)p.r_per_split, (long long)p.workspace_floats);
+  }
+}
+""")
+    subprocess.run(["nvcc", "-o", str(tmp_path / "flat"), str(tmp_path / "flat.cpp")], check=True,
+                   capture_output=True, timeout=240)
+    out = subprocess.run([str(tmp_path / "flat")], check=True, capture_output=True, text=True, timeout=60).stdout
+    for (outer, R), line in zip(cases, out.splitlines(), strict=True):
+        path, splits, chunk, workspace = map(int, line.split())
+        assert path == 7 and chunk % 8 == 0 and (splits - 1) * chunk < R <= splits * chunk, (outer, R, line)
+        assert splits == 1 or chunk >= 16384, (outer, R, line)
+        assert outer * splits <= 132 * 8 or splits == 1, (outer, R, line)
+        assert workspace == (splits * outer * 2 if splits > 1 else 0), (outer, R, line)
+    assert out.splitlines()[0].split()[1] == str(132 * 8)  # 2^30 values: 8 chunks an SM

@@ -280,7 +280,9 @@ REF = {
 
 @pytest.mark.parametrize("kind", list(REF))
 @pytest.mark.parametrize("shape", [(333, 777), (64, 4096), (3, 100_000), (2, 5, 1000), (129, 24),
-                                   (3001, 1), (4099, 17), (1025, 64), (333, 200), (65, 512)])
+                                   (3001, 1), (4099, 17), (1025, 64), (333, 200), (65, 512),
+                                   # the flat path: one long row (odd: scalar loads), rows in chunks
+                                   (1, 2_000_003), (2, 1 << 21), (300, 16_388)])
 def test_reduce_last_dim_with_prologue_epilogue(ext, kind, shape):
     x, s, e = rnd(*shape), rnd(shape[-1]), rnd(*shape[:-1])
     got = poisoned(getattr(ext, f"t_{kind}"), x, s, e)

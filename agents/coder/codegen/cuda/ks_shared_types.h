@@ -15,6 +15,7 @@
                               (H200: R = 16 beat the clusters 3x; R = 64 lost 2.7x to them: 64-bit operand
                               index math per value and 102 registers) */
 #define KS_COLLOOP_MAX_R 4096  /* strided reductions up to this long may take a thread per column */
+#define KS_FLAT_MIN_CHUNK 16384  /* values per block of the flat path: 4 rounds of 4 x 16 bytes in flight a thread */
 #define KS_COLLOOP_MIN_COLS_PER_SM 512  /* ... when there are this many columns per SM: 16 KB of loads in flight an SM */
 
 // How an operand maps the linear index i of the iteration space (contiguous, row-major) to an
@@ -50,7 +51,8 @@ enum KsRedPath : int {
   KS_PATH_COLS = 3,        // normalising kinds, inner >= 16: a block keeps an [R, 16] tile in shared memory
   KS_PATH_ROW_SUB = 4,     // inner == 1, R <= KS_ROW_SUB_MAX: threads_x lanes per row, 32 / threads_x rows a warp
   KS_PATH_COLREG = 5,      // normalising kinds, R <= KS_COLREG_MAX_R, inner >= 32: a thread per column, in registers
-  KS_PATH_COLLOOP = 6      // inner >= 32, R <= KS_COLLOOP_MAX_R, columns fill the GPU: a thread per column walks R
+  KS_PATH_COLLOOP = 6,     // inner >= 32, R <= KS_COLLOOP_MAX_R, columns fill the GPU: a thread per column walks R
+  KS_PATH_FLAT = 7         // reduce kinds, inner == 1, rows the row kernels do not take: chunks of a row per block
 };
 
 struct KsRedPlan {
@@ -208,6 +210,20 @@ static inline KsRedPlan ks_plan_reduction(int64_t outer, int64_t R, int64_t inne
     p.threads_x = KS_COLS_WIDTH;
     const int64_t ty = ks_pow2_ceil(ks_cdiv(R, 32));
     p.threads_y = (int)(ty < 8 ? 8 : (ty > 64 ? 64 : ty));
+    return p;
+  }
+  // Reduce kinds over long rows (inner == 1): the flat kernels, enough row chunks for 8 blocks
+  // an SM.  Normalising kinds keep the tile path: their apply kernel reads its statistics.
+  if (inner == 1 && !normalizing) {
+    p.path = KS_PATH_FLAT;
+    p.threads_x = 256;
+    p.threads_y = 1;
+    int64_t s = ks_cdiv((int64_t)sms * 8, outer);
+    const int64_t most = R / KS_FLAT_MIN_CHUNK > 1 ? R / KS_FLAT_MIN_CHUNK : 1;
+    if (s > most) s = most;
+    p.r_per_split = ks_cdiv(ks_cdiv(R, s), 8) * 8;  // chunks start at multiples of any 16-byte width
+    p.splits = ks_cdiv(R, p.r_per_split);
+    p.workspace_floats = p.splits > 1 ? p.splits * outer * state_floats : 0;
     return p;
   }
   p.path = KS_PATH_TILE;

@@ -6,6 +6,8 @@ with the binding) picks the path at run time:
 
 * `row.py`: inner == 1, R <= 16K: the row in registers, a warp or a block per row.
 * `colloop.py`: a strided dim with columns enough to fill the GPU: a thread per column walks R.
+* `flat.py`: reduce kinds over long rows (inner == 1) the row kernels do not take, full
+  reductions to one value above all: chunks of a row per block, 16-byte loads.
 * `cols.py`: softmax kinds along a strided dim: registers for short R, thread-block clusters
   (`cluster_cols.py`), else [R, 16] tiles in shared memory.
 * `tile.py`: everything else (and every fallback): coalesced along inner, online states, R split
@@ -16,7 +18,7 @@ with the binding) picks the path at run time:
 from __future__ import annotations
 
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
-from kernelstitch.agents.coder.codegen.reduction import colloop, cols, row, tile
+from kernelstitch.agents.coder.codegen.reduction import colloop, cols, flat, row, tile
 from kernelstitch.agents.coder.codegen.reduction.binding import binding
 from kernelstitch.agents.coder.codegen.reduction.context import (
     COLUMN_TILE_KINDS,
@@ -41,9 +43,9 @@ def emit_reduction(spec: ReductionSpec, variant: ReductionVariant = ReductionVar
     )
     cuda = render(
         "reduction/kernel.cu", name=name, kind=spec.kind, pro=r.pro.source, epi=r.epi.source,
-        row_kernel=row.kernel(r, variant), cols_kernel=cols.kernel(r, variant), colloop_kernel=colloop.kernel(r),
+        row_kernel=row.kernel(r, variant), cols_kernel=cols.kernel(r, variant), colloop_kernel=colloop.kernel(r), flat_kernel=flat.kernel(r),
         tile_kernel=tile.kernels(r), apply_kernel=tile.apply_kernel(r), launcher_sig=launcher_sig, out_t=r.out_t,
-        row_launch=row.launches(r), cols_launch=cols.launch(r, variant), colloop_launch=colloop.launch(r),
+        row_launch=row.launches(r), cols_launch=cols.launch(r, variant), colloop_launch=colloop.launch(r), flat_launch=flat.launch(r),
         tile_launch=tile.launch(r),
     )
     return KernelSource(

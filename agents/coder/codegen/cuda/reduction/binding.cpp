@@ -21,8 +21,9 @@ at::Tensor {{name}}({{cparams}}) {
   (void)os;
   KsOperand descs[{{n}}];
   auto row_path = [&]() { return plan.path == KS_PATH_ROW_WARP || plan.path == KS_PATH_ROW_BLOCK || plan.path == KS_PATH_ROW_SUB; };
-  // 16-byte operands where the path reads them so: rows (R % vec) or the column kernels (inner).
-  const int want = ((row_path() && R % {{vec}} == 0) || (plan.path == KS_PATH_COLS && inner % {{vec}} == 0)) ? {{vec}} : 1;
+  // 16-byte operands where the path reads them so: rows, flat chunks (R % vec) or the column kernels (inner).
+  const int want = (((row_path() || plan.path == KS_PATH_FLAT) && R % {{vec}} == 0) ||
+                    (plan.path == KS_PATH_COLS && inner % {{vec}} == 0)) ? {{vec}} : 1;
   int vec = ks_describe_all({{{ptrs}}}, {{{shapes}}}, want, descs);
   // Row kernels read only row-affine layouts (full rows, row vectors, per-row values; group_norm's
   // any layout but general strides): try the scalar width (rows of any length), else take the

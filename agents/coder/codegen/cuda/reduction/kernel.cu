@@ -7,6 +7,7 @@
 {{row_kernel}}
 {{cols_kernel}}
 {{colloop_kernel}}
+{{flat_kernel}}
 {{tile_kernel}}
 {{apply_kernel}}
 {{launcher_sig}} {
@@ -14,6 +15,7 @@
   if (outer <= 0 || inner <= 0) return;
 {{row_launch}}
 {{colloop_launch}}
+{{flat_launch}}
 {{cols_launch}}
 {{tile_launch}}
 }
