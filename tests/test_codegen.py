@@ -161,7 +161,7 @@ def pool_specs() -> list[PoolSpec]:
 
 def scan_specs() -> list[ScanSpec]:
     """Cumulative sum / product: plain, with a prologue and a broadcast operand, reversed, 16-bit
-    storage (fp32 accumulation)."""
+    storage (fp32 accumulation), exclusive (forward, and reversed over a strided dim)."""
     x, m = TensorArg("x", "float32"), TensorArg("m", "float32")
     return [
         ScanSpec("scan_sum", "sum", (x,), 1, "float32"),
@@ -169,6 +169,8 @@ def scan_specs() -> list[ScanSpec]:
         ScanSpec("scan_prod_rev", "prod", (x,), 0, "float32", reverse=True),
         ScanSpec("scan_sum_rev_f16", "sum", (TensorArg("x", "float16"),), -1, "float16", reverse=True),
         ScanSpec("scan_sum_bf16", "sum", (TensorArg("x", "bfloat16"),), 1, "bfloat16"),
+        ScanSpec("scan_sum_excl", "sum", (x,), 1, "float32", exclusive=True),
+        ScanSpec("scan_prod_rev_excl", "prod", (x,), 0, "float32", reverse=True, exclusive=True),
     ]
 
 

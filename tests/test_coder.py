@@ -298,7 +298,11 @@ def interpret(spec: dict):
             x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]
             x = x.expand(torch.broadcast_shapes(*(v.shape for v in tensors)))
             scan, d = (torch.cumsum if spec["kind"] == "sum" else torch.cumprod), spec["dim"]
-            y = scan(x.flip(d), d).flip(d) if spec["reverse"] else scan(x, d)
+            y = scan(x.flip(d) if spec["reverse"] else x, d)
+            if spec.get("exclusive"):  # shift by one along d, the identity first
+                first = torch.full_like(y.narrow(d, 0, 1), 0.0 if spec["kind"] == "sum" else 1.0)
+                y = torch.cat((first, y.narrow(d, 0, y.shape[d] - 1)), d)
+            y = y.flip(d) if spec["reverse"] else y
             return y.to(_DT[spec["out_dtype"]])
         if spec["type"] == "triangle":
             _run_ops(spec["prologue"], env)
@@ -310,6 +314,26 @@ def interpret(spec: dict):
             x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]
             x = x.expand(torch.broadcast_shapes(*(v.shape for v in tensors)))
             return getattr(torch, spec["kind"])(x, spec["dim"], keepdim=spec["keepdim"])
+        if spec["type"] == "pool":
+            _run_ops(spec["prologue"], env)
+            x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]
+            F, nd = torch.nn.functional, spec["nd"]
+            if spec["kind"] == "adaptive_avg":
+                y = getattr(F, f"adaptive_avg_pool{nd}d")(x, spec["output_size"])
+            elif spec["kind"] == "max":
+                y = getattr(F, f"max_pool{nd}d")(x, spec["kernel"], spec["stride"], spec["padding"],
+                                                 spec["dilation"], ceil_mode=spec["ceil_mode"])
+            else:
+                extra = {"divisor_override": spec["divisor"] or None} if nd > 1 else {}
+                y = getattr(F, f"avg_pool{nd}d")(x, spec["kernel"], spec["stride"], spec["padding"],
+                                                 spec["ceil_mode"], spec["count_include_pad"], **extra)
+            return y.to(_DT[spec["out_dtype"]])
+        if spec["type"] == "batch_stats":  # [2, C]: means, 1 / sqrt(biased variance + eps)
+            _run_ops(spec["prologue"], env)
+            x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]
+            dims = [0] + list(range(2, x.dim()))
+            var, mean = torch.var_mean(x, dims, correction=0)
+            return torch.stack((mean, torch.rsqrt(var + spec["eps"])))
         if spec["type"] == "elementwise":
             _run_ops(spec["ops"], env)
             shape = torch.broadcast_shapes(*(v.shape for v in tensors))

@@ -96,7 +96,8 @@ def test_scan_kernels_and_program_are_emitted(tmp_path):
 
 
 @pytest.mark.parametrize("problem, reverse", [("89_cumsum", False), ("90_cumprod", False),
-                                              ("91_cumsum_reverse", True), ("93_masked_cumsum", False)])
+                                              ("91_cumsum_reverse", True), ("92_cumsum_exclusive", False),
+                                              ("93_masked_cumsum", False)])
 def test_kernelbench_scans_plan_without_fallback(problem, reverse):
     from test_norms_gpu import KERNELBENCH
 
@@ -105,6 +106,53 @@ def test_kernelbench_scans_plan_without_fallback(problem, reverse):
     plan = plan_builtin(capture(KERNELBENCH / "level1" / f"{problem}.py"))
     assert [s.technique for s in plan.steps] == ["fused_reduction"]
     assert _scans(plan)[0].reverse is reverse
+    assert _scans(plan)[0].exclusive is (problem == "92_cumsum_exclusive")  # one scan, no cat
+
+
+EXCLUSIVE = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, x, y):
+        n = x.size(1)
+        sums = torch.cumsum(x.narrow(1, 0, n - 1), dim=1)
+        sums = torch.cat((torch.zeros_like(x[:, :1]), sums), dim=1)
+        products = torch.cumprod(y[:-1], dim=0)
+        products = torch.cat((torch.ones_like(y[:1]), products), dim=0)
+        return sums, products, SECOND
+
+def get_inputs():
+    return [torch.randn(6, 37), torch.rand(9, 4) + 0.5]
+'''
+
+
+def test_identity_then_scan_of_all_but_the_last_is_one_exclusive_scan(tmp_path):
+    source = EXCLUSIVE.replace("SECOND", "x * 2")
+    plan = plan_builtin(capture(write(tmp_path, source)))
+    scans = _scans(plan)
+    assert [(s.kind, s.dim, s.exclusive, s.reverse) for s in scans] == [("sum", 1, True, False), ("prod", 0, True, False)]
+    ops = [plan.graph.node(n).op for s in plan.steps for n in s.nodes]
+    assert "aten.cat.default" not in ops and "aten.narrow.default" not in ops
+    assert any("exclusive scan" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize("change", [
+    ("torch.zeros_like(x[:, :1])", "torch.ones_like(x[:, :1])"),  # not the sum's identity
+    ("x.narrow(1, 0, n - 1)", "x.narrow(1, 1, n - 1)"),  # all but the first: not exclusive
+    ("sums), dim=1)", "sums), dim=1) * sums.sum()"),  # the scan is read elsewhere too
+])
+def test_near_misses_keep_the_scan_and_the_cat(tmp_path, change):
+    source = EXCLUSIVE.replace(*change).replace("SECOND", "x * 2")
+    plan = plan_builtin(capture(write(tmp_path, source)))
+    assert not any(s.exclusive for s in _scans(plan) if s.kind == "sum")
+
+
+def test_exclusive_scan_program_matches_the_module_with_interpreted_kernels(tmp_path):
+    import torch
+    from test_coder import interpreted_problem
+
+    _, reference, new, inputs = interpreted_problem(tmp_path, EXCLUSIVE.replace("SECOND", "x * 2"))
+    with torch.no_grad():
+        for got, want in zip(new(*inputs), reference(*inputs), strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_scan_program_matches_the_module_with_interpreted_kernels(tmp_path):

@@ -58,6 +58,22 @@ def test_half_precision_storage_accumulates_in_fp32(ext):
     _close(ext.scan_sum_bf16(bf16), torch.cumsum(bf16.float(), 1).bfloat16(), atol=4.0, rtol=1e-2)
 
 
+def _exclusive(y, d, identity):
+    first = torch.full_like(y.narrow(d, 0, 1), identity)
+    return torch.cat((first, y.narrow(d, 0, y.shape[d] - 1)), d)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_exclusive_scans(ext, shape):
+    """Forward exclusive sums along the contiguous dim (lane and chunk boundaries), reversed
+    exclusive products along a strided dim."""
+    x = torch.randn(*shape, device="cuda")
+    _close(ext.scan_sum_excl(x), _exclusive(torch.cumsum(x, 1), 1, 0.0), atol=1e-3)
+    p = torch.rand(*shape, device="cuda") + 0.5
+    want = _exclusive(torch.cumprod(p.flip(0), 0), 0, 1.0).flip(0)
+    _close(ext.scan_prod_rev_excl(p), want, rtol=1e-4)
+
+
 @pytest.mark.parametrize("n", [4096, 4099, 1])
 def test_bool_masks_read_as_zero_and_one(ext, n):
     """Vector loads of 4 (fp32) and 8 (fp16) bools, the scalar tail, a misaligned view."""
@@ -76,6 +92,7 @@ def test_scan_module_matches_its_reference(tmp_path):
 
 
 @pytest.mark.parametrize("problem", ["level1/89_cumsum.py", "level1/90_cumprod.py",
-                                     "level1/91_cumsum_reverse.py", "level1/93_masked_cumsum.py"])
+                                     "level1/91_cumsum_reverse.py", "level1/92_cumsum_exclusive.py",
+                                     "level1/93_masked_cumsum.py"])
 def test_kernelbench_scan_problem_generates_and_verifies(problem, tmp_path):
     kernelbench_problem_verifies(problem, tmp_path)

@@ -179,7 +179,8 @@ class ScanSpec:
     """A cumulative sum or product (torch.cumsum / torch.cumprod) along `dim` of a tensor seen as
     [outer, R, inner], of the value `prologue` computes from `inputs` (all broadcast to one
     shape; empty prologue: `inputs[0]` itself), accumulated in fp32 and stored as `out_dtype`.
-    `reverse` scans from the end of the dim (`x.flip(d).cumsum(d).flip(d)`)."""
+    `reverse` scans from the end of the dim (`x.flip(d).cumsum(d).flip(d)`); `exclusive` leaves the
+    value at a position out of its own result (the first result is the identity: 0 or 1)."""
 
     name: str
     kind: ScanKind
@@ -189,6 +190,7 @@ class ScanSpec:
     prologue: tuple[ElementwiseOp, ...] = ()
     prologue_out: str = ""
     reverse: bool = False
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)
@@ -372,7 +374,7 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "scan", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
                 "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
-                "reverse": spec.reverse}
+                "reverse": spec.reverse, "exclusive": spec.exclusive}
     if isinstance(spec, ReductionSpec):
         return {"type": "reduction", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim,
@@ -443,7 +445,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
             dim=int(data["dim"]), out_dtype=data["out_dtype"],
             prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
-            prologue_out=data.get("prologue_out", ""), reverse=bool(data.get("reverse", False)))
+            prologue_out=data.get("prologue_out", ""), reverse=bool(data.get("reverse", False)),
+            exclusive=bool(data.get("exclusive", False)))
     if kind == "reduction":
         return ReductionSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

@@ -32,8 +32,10 @@ from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
 from kernelstitch.agents.planner.ops import (
     ARG_REDUCE_KINDS,
     ELEMENT_SIZE,
+    EXCLUSIVE_SCANS,
     RECURRENT_LIBRARY_OPS,
     REDUCTION_KINDS,
+    REVERSE_SCANS,
     SCAN_KINDS,
     SDPA_OP,
     TRIANGLE_KINDS,
@@ -326,9 +328,9 @@ class _StepBuilder:
         anchor = self.node(g.anchor)
         kind = SCAN_KINDS[anchor.op]
         spec = ScanSpec(name=f"ks_{sid}_cum{kind}", kind=kind, dim=int(anchor.arg(1, "dim")),
-                        out_dtype=anchor.meta.dtype, reverse=anchor.op.startswith("kernelstitch."),
-                        **self.prologue_operands(g))
-        direction = " from the end" if spec.reverse else ""
+                        out_dtype=anchor.meta.dtype, reverse=anchor.op in REVERSE_SCANS,
+                        exclusive=anchor.op in EXCLUSIVE_SCANS, **self.prologue_operands(g))
+        direction = (" from the end" if spec.reverse else "") + (", exclusive" if spec.exclusive else "")
         return self.one_pass_step(g, sid, spec, f"cumulative {kind} along dim {spec.dim}{direction}")
 
     def arg_reduce(self, g: Group, sid: str) -> PlanStep:

@@ -36,7 +36,11 @@ CAT_OP = "aten.cat.default"  # planned as a concatenation kernel (codegen/cat.py
 # Cumulative scans the scan kernels compute (op -> kind), with an elementwise prologue.
 SCAN_KINDS = {"aten.cumsum.default": "sum", "aten.cumprod.default": "prod",
               # synthetic (rewrites._reverse_scan): x.flip(d).cumsum(d).flip(d) in one pass
-              "kernelstitch.cumsum_reverse": "sum", "kernelstitch.cumprod_reverse": "prod"}
+              "kernelstitch.cumsum_reverse": "sum", "kernelstitch.cumprod_reverse": "prod",
+              # synthetic (rewrites._exclusive_scan): cat((zeros, x[:-1].cumsum(d)), d) in one pass
+              "kernelstitch.cumsum_exclusive": "sum", "kernelstitch.cumprod_exclusive": "prod"}
+REVERSE_SCANS = frozenset({"kernelstitch.cumsum_reverse", "kernelstitch.cumprod_reverse"})
+EXCLUSIVE_SCANS = frozenset({"kernelstitch.cumsum_exclusive", "kernelstitch.cumprod_exclusive"})
 # argmax / argmin (int64 indices) as the arg-reduce kernels (codegen/arg_reduce.py), with a prologue.
 ARG_REDUCE_KINDS = {"aten.argmax.default": "argmax", "aten.argmin.default": "argmin"}
 # triu / tril (a diagonal) as the triangle kernel (codegen/triangle.py), with a prologue.

@@ -68,6 +68,20 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   elementwise select): the same test of each element of m against 0 (NaN != 0, as torch's
   ``eq`` is false for it), so the bool mask (GPT's ``self.bias[:, :, :T, :T] == 0``) is never
   built: it was a PyTorch kernel and a bool tensor the fused kernel would read.
+* `exclusive_scan`: ``cat((zeros [.., 1, ..], cumsum(x.narrow(d, 0, n - 1), d)), d)`` (KernelBench's
+  exclusive cumsum; ``ones`` and ``cumprod`` alike) == the exclusive scan of x along d: position
+  0 holds the identity, position k > 0 the scan of x over 0..k-1, which is the inclusive scan of
+  the first n - 1 values shifted by one (`kernelstitch.cumsum_exclusive`): one kernel reads x
+  once and writes the output once, where the scan of the narrowed copy then the cat wrote it twice.
+* `pool_before_pointwise_conv`: ``avg_pool(conv(z, W, b))`` for a 1x1 convolution (stride 1, no
+  padding, no dilation, any groups) == ``conv(avg_pool(z), W, b)``: at each pixel the conv is the
+  same linear map over channels, and an average pool is a weighted sum over pixels whose weights
+  add up to 1, so the two commute (the bias survives the average).  Not where the average counts
+  padded zeros (padding with count_include_pad, or a divisor_override) and the conv has a bias:
+  there the conv-first zeros are 0, not b.  Adaptive average pooling alike.  DenseNet's
+  transition (BN, ReLU, 1x1 conv, 2x2 average pool): the conv runs on a quarter of the pixels and
+  the full-size conv output is never stored; applied only where the pool at least halves the
+  pixels.
 * `einsum_matmul`: ``einsum("...c,cn->...n", a, b)`` (one contracted index, last of ``a`` and
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
@@ -83,6 +97,7 @@ replacing or preceding captured ones); the plan records them so the coder sees t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -129,10 +144,10 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
     `attention`: written-out attention read as scaled_dot_product_attention (attention.py)."""
     result = RewriteResult(graph)
     sdpa = (_attention,) if attention else ()
-    for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum,
+    for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum, _pool_before_pointwise_conv,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
                  _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
-                 _reverse_scan, _recompute_prologue):
+                 _reverse_scan, _exclusive_scan, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -367,6 +382,55 @@ def conv_bias_adds(graph: Graph) -> dict[str, str]:
     return found
 
 
+_POINTWISE_CONVS = {"aten.conv1d.default": 1, "aten.conv2d.default": 2, "aten.conv3d.default": 3}
+
+
+def _pointwise_conv(graph: Graph, node: Node) -> bool:
+    """A 1x1(x1) convolution with stride 1, no padding, no dilation (any groups, any bias)."""
+    nd = _POINTWISE_CONVS.get(node.op)
+    if nd is None or not isinstance(node.args[1], NodeRef) or not isinstance(node.args[0], NodeRef):
+        return False
+    weight = graph.node(node.args[1].node).meta
+    ones = (lambda v, one: v in (one, [one] * nd, (one,) * nd, [one], (one,)))  # noqa: E731
+    return (weight is not None and tuple(weight.shape[2:]) == (1,) * nd and ones(node.arg(3, "stride", 1), 1)
+            and ones(node.arg(4, "padding", 0), 0) and ones(node.arg(5, "dilation", 1), 1))
+
+
+def _pool_before_pointwise_conv(graph: Graph):
+    """``avg_pool(conv1x1(z))`` as ``conv1x1(avg_pool(z))`` (module docstring): a pool of z named
+    `{pool}_first`, then the conv named as the pool."""
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    for pool in graph.nodes:
+        kind_nd = POOL_OPS.get(pool.op)
+        if kind_nd is None or kind_nd[0] == "max" or not isinstance(pool.args[0], NodeRef) or pool.meta is None:
+            continue
+        conv = graph.node(pool.args[0].node)
+        if not _pointwise_conv(graph, conv) or _POINTWISE_CONVS[conv.op] != kind_nd[1] \
+                or _single_user(graph, users, conv.name) != pool.name or conv.meta is None:
+            continue
+        z = graph.node(conv.args[0].node).meta
+        if z is None or z.rank != conv.meta.rank or pool.meta.rank != conv.meta.rank \
+                or 2 * math.prod(pool.meta.example_shape[2:]) > math.prod(conv.meta.example_shape[2:]):
+            continue
+        if conv.arg(2, "bias") is not None and kind_nd[0] == "avg":
+            padded = any(p != 0 for p in ([pool.arg(3, "padding", 0)] if isinstance(pool.arg(3, "padding", 0), int)
+                                          else pool.arg(3, "padding", 0)))
+            if (padded and pool.arg(5, "count_include_pad", True)) or pool.arg(6, "divisor_override") is not None:
+                continue
+        common = _synthetic_at(pool)
+        meta = TensorMeta(z.shape[:2] + pool.meta.shape[2:], z.example_shape[:2] + pool.meta.example_shape[2:],
+                          pool.meta.dtype)
+        first = Node(f"{pool.name}_first", pool.op, (conv.args[0],) + tuple(pool.args[1:]), dict(pool.kwargs),
+                     (meta,), **common)
+        edits += [GraphEdit(first, before=pool.name),
+                  GraphEdit(renamed(pool, op=conv.op, args=(NodeRef(first.name),) + tuple(conv.args[1:]),
+                                    kwargs=dict(conv.kwargs), synthetic=True))]
+    notes = [f"{len(edits) // 2} average pool(s) after a 1x1 convolution moved before it (exact: both "
+             "linear, the conv per pixel): the conv runs on the pooled pixels"] if edits else []
+    return edits, set(), notes
+
+
 def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
     edits: list[GraphEdit] = []
     for node in graph.nodes:
@@ -536,6 +600,62 @@ def _reverse_scan(graph: Graph):
                                        kwargs={}, synthetic=True)))
     notes = [f"{len(edits)} flip / cumulative scan / flip chain(s) read as one scan from the end "
              "of the dim (no flipped copies)"] if edits else []
+    return edits, set(), notes
+
+
+EXCLUSIVE_SCAN_OPS = {"aten.cumsum.default": ("kernelstitch.cumsum_exclusive", 0.0),
+                      "aten.cumprod.default": ("kernelstitch.cumprod_exclusive", 1.0)}
+_FILLS = {"aten.zeros_like.default": 0.0, "aten.zeros.default": 0.0,
+          "aten.ones_like.default": 1.0, "aten.ones.default": 1.0}
+
+
+def _all_but_last(graph: Graph, ref: object, dim: int) -> NodeRef | None:
+    """x when `ref` is ``x.narrow(dim, 0, n - 1)`` / ``x[..., :n - 1]`` along `dim` (n: x's size
+    there), checked on the traced shapes (ints, or symbols as "s27" / "s27 - 1")."""
+    node = graph.node(ref.node) if isinstance(ref, NodeRef) else None
+    if node is None or node.meta is None or node.op not in ("aten.narrow.default", "aten.slice.Tensor"):
+        return None
+    x = node.args[0]
+    if not isinstance(x, NodeRef) or graph.node(x.node).meta is None:
+        return None
+    start = node.arg(2, "start", 0)
+    step = node.arg(4, "step", 1) if node.op == "aten.slice.Tensor" else 1
+    full, part = graph.node(x.node).meta.shape, node.meta.shape
+    rank = len(full)
+    if rank == 0 or start not in (0, None) or step != 1 or not isinstance(node.arg(1, "dim"), int) \
+            or node.arg(1, "dim") % rank != dim % rank or len(part) != rank:
+        return None
+    n, k = full[dim % rank], part[dim % rank]
+    shorter = k == n - 1 if isinstance(n, int) and isinstance(k, int) else str(k) == f"{n} - 1"
+    same_rest = all(a == b for i, (a, b) in enumerate(zip(full, part, strict=True)) if i != dim % rank)
+    return x if shorter and same_rest else None
+
+
+def _exclusive_scan(graph: Graph):
+    """``cat((identity [.., 1, ..], scan(x.narrow(d, 0, n - 1), d)), d)`` as one exclusive scan of
+    x (`kernelstitch.cumsum_exclusive`); only when the scan has that one reader, the leading block
+    is a fill with the scan's identity of the output's dtype, and the shapes say so."""
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    for cat in graph.nodes:
+        if cat.op != "aten.cat.default" or cat.meta is None or not isinstance(cat.args[0], (list, tuple)) \
+                or len(cat.args[0]) != 2 or not all(isinstance(r, NodeRef) for r in cat.args[0]):
+            continue
+        d, rank = cat.arg(1, "dim", 0), cat.meta.rank
+        fill, scan = (graph.node(r.node) for r in cat.args[0])
+        if scan.op not in EXCLUSIVE_SCAN_OPS or not isinstance(d, int) or rank == 0 \
+                or scan.kwargs.get("dtype") is not None or _single_user(graph, users, scan.name) != cat.name:
+            continue
+        op, identity = EXCLUSIVE_SCAN_OPS[scan.op]
+        dim = scan.arg(1, "dim")
+        x = _all_but_last(graph, scan.args[0], d) if isinstance(dim, int) and dim % rank == d % rank else None
+        if x is None or _FILLS.get(fill.op) != identity or fill.meta is None or fill.meta.dtype != cat.meta.dtype \
+                or fill.meta.shape[d % rank] != 1 or graph.node(x.node).meta.shape != cat.meta.shape \
+                or not float_tensors(graph, scan):
+            continue
+        edits.append(GraphEdit(renamed(cat, op=op, args=(x, dim), kwargs={}, synthetic=True)))
+    notes = [f"{len(edits)} cat of the identity and a scan of all but the last value read as one "
+             "exclusive scan (no narrowed scan stored, no copy into the cat)"] if edits else []
     return edits, set(), notes
 
 

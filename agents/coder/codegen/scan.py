@@ -1,4 +1,5 @@
-"""Scan emitter: torch.cumsum / torch.cumprod along one dim, forward or reversed, with the
+"""Scan emitter: torch.cumsum / torch.cumprod along one dim, forward or reversed, inclusive or
+exclusive (each result leaves its own position out), with the
 elementwise ops before it (prologue: `x * mask` of a masked cumulative sum) in the same kernel,
 so the scanned value is never stored (cuda/scan/).
 
@@ -34,8 +35,10 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
                     "int64_t outer, int64_t R, int64_t inner, cudaStream_t stream)")
     cuda = render(
         "scan/kernel.cu", name=name, kind=spec.kind, reverse_note=", reversed" if spec.reverse else "",
+        exclusive_note=", exclusive" if spec.exclusive else "",
         combine=combine, identity=identity, out_t=CUDA_TYPE[spec.out_dtype], **operands,
-        reverse="true" if spec.reverse else "false", launcher_sig=launcher_sig,
+        reverse="true" if spec.reverse else "false", exclusive="true" if spec.exclusive else "false",
+        launcher_sig=launcher_sig,
     )
     binding = render(
         "scan/binding.cpp", name=name, kind=spec.kind, dim=int(spec.dim),
@@ -45,7 +48,8 @@ def emit_scan(spec: ScanSpec) -> KernelSource:
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
         python_args=tuple(t.name for t in spec.inputs),
         notes=(
-            f"cumulative {spec.kind}{' (reversed)' if spec.reverse else ''} with its prologue fused: "
+            f"cumulative {spec.kind}{' (reversed)' if spec.reverse else ''}{' (exclusive)' if spec.exclusive else ''} "
+            "with its prologue fused: "
             "a warp per contiguous row (shuffle scan, chunk carry), a thread per column otherwise",
             "fp32 accumulation; operands through run-time descriptors",
         ),

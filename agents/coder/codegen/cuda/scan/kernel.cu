@@ -1,6 +1,6 @@
 #include "../ks_prelude.cuh"
 
-// ---- scan kernel {{name}}: cumulative {{kind}} along one dim{{reverse_note}} ----
+// ---- scan kernel {{name}}: cumulative {{kind}} along one dim{{reverse_note}}{{exclusive_note}} ----
 {{value_fn}}
 __device__ __forceinline__ float {{name}}_op(float a, float b) { return {{combine}}; }
 
@@ -36,7 +36,9 @@ __global__ void __launch_bounds__(256) {{name}}_rows({{params}}, {{out_t}}* __re
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int64_t k = c0 + lane * 4 + j;
-      if (k < R) out[base + ({{reverse}} ? R - 1 - k : k)] = ks_from_float<{{out_t}}>({{name}}_op(before, v[j]));
+      // exclusive: the lane's values before j (the identity's combine for j == 0 is `before` itself)
+      const float y = {{exclusive}} ? (j == 0 ? before : {{name}}_op(before, v[j > 0 ? j - 1 : 0])) : {{name}}_op(before, v[j]);
+      if (k < R) out[base + ({{reverse}} ? R - 1 - k : k)] = ks_from_float<{{out_t}}>(y);
     }
     carry = {{name}}_op(carry, __shfl_sync(full, t, 31));
   }
@@ -53,8 +55,9 @@ __global__ void __launch_bounds__(256) {{name}}_cols({{params}}, {{out_t}}* __re
   float acc = {{identity}};
   for (int64_t r = 0; r < R; ++r) {
     const int64_t i = (o * R + ({{reverse}} ? R - 1 - r : r)) * inner + c;
+    const float before = acc;  // exclusive: stored before this position's value is combined
     acc = {{name}}_op(acc, {{name}}_value({{args}}, i));
-    out[i] = ks_from_float<{{out_t}}>(acc);
+    out[i] = ks_from_float<{{out_t}}>({{exclusive}} ? before : acc);
   }
 }
 
