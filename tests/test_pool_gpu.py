@@ -141,6 +141,19 @@ def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
 @pytest.mark.parametrize("problem", [
     "level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish.py", "level2/50_ConvTranspose3d_Scaling_AvgPool_BiasAdd_Scaling.py",
     "level2/6_Conv3d_Softmax_MaxPool_MaxPool.py", "level2/67_Conv2d_GELU_GlobalAvgPool.py",
-    "level2/98_Matmul_AvgPool_GELU_Scale_Max.py", "level2/32_Conv2d_Scaling_Min.py"])
+    "level2/98_Matmul_AvgPool_GELU_Scale_Max.py", "level2/32_Conv2d_Scaling_Min.py",
+    "level3/13_DenseNet121TransitionLayer.py"])
 def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
     kernelbench_problem_verifies(problem, tmp_path)
+
+
+@pytest.mark.parametrize("bias, pool", [
+    (True, "nn.AvgPool2d(kernel_size=2, stride=2)"),
+    (False, "nn.AvgPool2d(kernel_size=3, stride=2, padding=1)"),
+    (True, "nn.AdaptiveAvgPool2d((3, 2))"),
+])
+def test_pool_before_pointwise_conv_matches_the_module(bias, pool, tmp_path):
+    """rewrites._pool_before_pointwise_conv on the GPU: the pooled BN + ReLU, then cuDNN's 1x1 conv."""
+    from test_pool_conv_commute import _source
+
+    module_matches_reference(_source(bias=bias, pool=pool), {}, tmp_path)
