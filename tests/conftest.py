@@ -9,6 +9,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import zlib
 
 os.environ.setdefault("KERNELSTITCH_CPU_NVCC", "0")
 if "KERNELSTITCH_CACHE_DIR" not in os.environ:  # xdist workers inherit the controller's folder
@@ -30,6 +31,7 @@ SLOW_MODULES = {  # tests of tens of seconds on the 2-core VM (durations of 2026
     "test_bench_coverage", "test_llm_bounds", "test_constants_inplace", "test_layers", "test_server_malformed",
     "test_server_fuzz", "test_verifier_static", "test_bench_run",
 }
+KERNELBENCH_GPU_LANES = 4
 GROUPED_MODULES = {  # an expensive module-scoped fixture: built once
     "test_coder", "test_verifier_binding", "test_bench_coverage", "test_llm_allowance", "test_search",
     "test_reduction_knobs", "test_llm_agents", "test_compile_cache", "test_worker",
@@ -51,3 +53,9 @@ def pytest_collection_modifyitems(config, items):
         module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
         if module in GROUPED_MODULES:
             item.add_marker(pytest.mark.xdist_group(module))
+        elif item.get_closest_marker("gpu") and "kernelbench" in item.name:
+            # whole KernelBench problems hold up to ~16 GB of GPU memory each (4 GB tensors, the
+            # reference's and the candidate's outputs, torch.compile): at most KERNELBENCH_GPU_LANES
+            # at once under --dist loadgroup (16 workers on one H100 ran out of memory)
+            lane = zlib.crc32(item.nodeid.encode()) % KERNELBENCH_GPU_LANES
+            item.add_marker(pytest.mark.xdist_group(f"kernelbench_gpu_{lane}"))
