@@ -83,8 +83,8 @@ def test_cat_program_is_emitted(tmp_path):
     assert "_s0(" in cat.cuda and "case 2:" in cat.cuda and "g.off[mid] <= d" in cat.cuda and "ks_broadcast_shape({in_0, in_1})" in cat.binding
 
 
-@pytest.mark.parametrize("problem", ["level3/17_SqueezeNetFireModule", "level3/6_GoogleNetInceptionModule",
-                                     "level1/92_cumsum_exclusive"])
+# (level1/92's cat of zeros and a cumsum is one exclusive scan now: tests/test_scan.py)
+@pytest.mark.parametrize("problem", ["level3/17_SqueezeNetFireModule", "level3/6_GoogleNetInceptionModule"])
 def test_kernelbench_cats_plan_without_fallback(problem):
     from test_norms_gpu import KERNELBENCH
 
@@ -114,11 +114,13 @@ def test_cat_program_matches_the_module_with_interpreted_kernels(tmp_path):
         torch.testing.assert_close(new(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)
 
 
-EXCLUSIVE = _HEADER + '''
+# A zero column before a computed block (not a scan of all but the last value: that is one
+# exclusive scan, rewrites._exclusive_scan).
+PADDED = _HEADER + '''
 class Model(nn.Module):
     def forward(self, x):
-        cumsum = torch.cumsum(x.narrow(dim=1, start=0, length=x.size(1) - 1), dim=1)
-        return torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), cumsum), dim=1), torch.full_like(x, 2.5)
+        rest = torch.relu(x.narrow(dim=1, start=0, length=x.size(1) - 1))
+        return torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), rest), dim=1), torch.full_like(x, 2.5)
 
 def get_inputs():
     x = torch.randn(4, 10)
@@ -127,18 +129,18 @@ def get_inputs():
 '''
 
 
-def test_fills_are_elementwise_and_an_exclusive_scan_plans_without_fallback(tmp_path):
-    """level1/92's exclusive cumsum: `zeros_like` is `where(x, 0, 0)` (0 for any x, NaN too),
-    computed inside the cat's first segment; `full_like` likewise."""
+def test_fills_are_elementwise_and_computed_inside_a_cat(tmp_path):
+    """`zeros_like` is `where(x, 0, 0)` (0 for any x, NaN too), computed inside the cat's first
+    segment; `full_like` likewise."""
     import torch
     from test_coder import interpreted_problem
 
-    path = write(tmp_path, EXCLUSIVE)
+    path = write(tmp_path, PADDED)
     plan = plan_builtin(capture(path))
     assert "pytorch_fallback" not in [s.technique for s in plan.steps]
     (cat,) = _cats(plan)
     assert [(o.op, o.args[1:]) for o in cat.segments[0].ops] == [("where", (0.0, 0.0))]
-    _, reference, new, inputs = interpreted_problem(tmp_path, EXCLUSIVE)
+    _, reference, new, inputs = interpreted_problem(tmp_path, PADDED)
     with torch.no_grad():
         for got, want in zip(new(*inputs), reference(*inputs)):
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
