@@ -26,6 +26,7 @@ from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import Graph
 from kernelstitch.agents.planner.variants import (
     PlanVariant,
+    autotune_variant,
     knob_variants,
     propose_variants,
     takes_reduction_knobs,
@@ -285,18 +286,32 @@ def hot_reductions(plan: Plan, kernel_ms: dict[str, float],
     return hot
 
 
+def library_share(kernel_ms: dict[str, float]) -> float:
+    """The share of the profiled GPU time in kernels that are not ours (ours are named after
+    their spec, `ks_...`): cuDNN's convolutions, cuBLAS, PyTorch's own kernels."""
+    total = sum(kernel_ms.values())
+    return sum(ms for kernel, ms in kernel_ms.items() if "ks_" not in kernel) / total if total > 0 else 0.0
+
+
 def _next_round(ctx, built: BuiltVariants, profile: dict[str, Any] | None,
                 out_dir: Path) -> list[str]:
     """The profile of round 1's fastest variant picks what round 2 varies: the reduction
     kernels that dominate its GPU time get the alternative designs of the kernel families that
-    ran (knob_variants).  Returns the names of the variants added to `built`."""
+    ran (knob_variants); library kernels that do, in a plan with cuDNN convolutions, get cuDNN's
+    autotuned algorithms (autotune_variant).  Returns the names of the variants added to `built`."""
     if not profile or profile.get("variant") not in built.paths:
         return []
     best = profile["variant"]
-    hot = hot_reductions(built.plans[best], profile.get("kernel_ms") or {})
-    shares = ", ".join(f"{sid} {share:.0%}" for sid, (share, _) in hot.items())
-    proposed = knob_variants(PlanVariant(best, built.reasons[best], built.plans[best]),
-                             {sid: kernels for sid, (_, kernels) in hot.items()})
+    kernel_ms = profile.get("kernel_ms") or {}
+    hot = hot_reductions(built.plans[best], kernel_ms)
+    library = library_share(kernel_ms)
+    shares = ", ".join([f"{sid} {share:.0%}" for sid, (share, _) in hot.items()]
+                       + ([f"library kernels {library:.0%}"] if library >= HOT_SHARE else []))
+    fastest = PlanVariant(best, built.reasons[best], built.plans[best])
+    proposed = knob_variants(fastest, {sid: kernels for sid, (_, kernels) in hot.items()})
+    autotuned = autotune_variant(fastest) if library >= HOT_SHARE else None
+    if autotuned is not None:
+        proposed.append(autotuned)
     added = []
     for k, v in enumerate(proposed, start=1):
         if v.name in built.plans:

@@ -305,3 +305,55 @@ def get_inputs():
 def get_init_inputs():
     return []
 '''
+
+
+def test_library_kernels_that_dominate_a_conv_plan_get_cudnn_autotuning_in_round_2(tmp_path, conv_graph):
+    """The fastest variant's GPU time is mostly cuDNN's: round 2 times it again with cuDNN
+    choosing its algorithms by timing them (cudnn.benchmark during forward), and delivers that
+    only as a measured winner."""
+    gpu = FakeGpu({"default": 0.8, "autotune": 0.5},
+                  kernel_ms={"sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw": 0.8,
+                             "void ks_s1_relu_vec<4>(float const*, float*)": 0.2})
+    found = run_search(context(tmp_path), conv_graph, tmp_path / "out", FakeVerify({"*": accepted(2.0)}),
+                       RunStore(tmp_path / "runs.sqlite"), 1, worker=gpu)
+    assert len(gpu.rounds) == 2 and "autotune" in gpu.rounds[1] and "autotune" not in gpu.rounds[0]
+    assert found.selection.winner == "autotune" and found.plan.host.cudnn_benchmark
+    row = next(v for v in found.selection.variants if v.name == "autotune")
+    assert "library kernels 80%" in row.reason and "cudnn.benchmark" in row.reason
+    program = (tmp_path / "out" / "variants" / "autotune" / "model_new.py").read_text()
+    assert "self._cudnn_benchmark = True" in program and "with _CudnnAutotune(self._cudnn_benchmark):" in program
+
+
+def test_our_own_kernels_dominating_a_conv_plan_get_no_autotune_variant(tmp_path, conv_graph):
+    gpu = FakeGpu({"default": 0.8},
+                  kernel_ms={"sm90_xmma_fprop_implicit_gemm": 0.1, "void ks_s1_relu_vec<4>(float const*, float*)": 0.9})
+    run_search(context(tmp_path), conv_graph, tmp_path / "out", FakeVerify({"*": accepted(2.0)}),
+               RunStore(tmp_path / "runs.sqlite"), 1, worker=gpu)
+    assert not any("autotune" in n for r in gpu.rounds for n in r)
+
+
+def test_cudnn_autotune_is_scoped_to_forward_and_round_trips_in_the_plan():
+    """The program's context manager restores the caller's cudnn.benchmark (on the CPU: the
+    flag only); the host setting survives the plan's JSON."""
+    import torch
+    from kernelstitch.agents.coder.wrapper import _TEMPLATE
+    from kernelstitch.agents.plan import Plan
+    from kernelstitch.agents.planner.variants import PlanVariant, autotune_variant
+
+    helper = _TEMPLATE[_TEMPLATE.index("class _CudnnAutotune"):_TEMPLATE.index("class _CudaGraphs")]
+    scope: dict = {"torch": torch}
+    exec(helper.replace("{{", "{").replace("}}", "}"), scope)
+    before = torch.backends.cudnn.benchmark
+    seen = []
+    with scope["_CudnnAutotune"](True):
+        seen.append(torch.backends.cudnn.benchmark)
+    with scope["_CudnnAutotune"](False):
+        seen.append(torch.backends.cudnn.benchmark)
+    assert seen == [True, before] and torch.backends.cudnn.benchmark == before
+
+    plan = propose_variants(capture(CONV), limit=1)[0].plan
+    tuned = autotune_variant(PlanVariant("default", "", plan))
+    assert tuned is not None and tuned.name == "autotune"
+    again = Plan.from_json(tuned.plan.to_json())
+    assert again.host.cudnn_benchmark and not plan.host.cudnn_benchmark
+    assert autotune_variant(tuned) is None  # already on

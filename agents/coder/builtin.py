@@ -82,7 +82,8 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
         functions=functions, cflags=list(EXTRA_CFLAGS), cuda_cflags=list(EXTRA_CUDA_CFLAGS),
         ldflags=list(EXTRA_LDFLAGS) if needs_cublaslt else [], init_sig=init_sig,
         forward_inputs=[f"v_{n.name}" for n in full_graph.user_inputs()], body=body,
-        cuda_graph=plan.host.cuda_graph, constants=dict(program.constants.values()))
+        cuda_graph=plan.host.cuda_graph, constants=dict(program.constants.values()),
+        cudnn_benchmark=plan.host.cudnn_benchmark)
     return Candidate(source=source, plan=plan, kernels=ordered, torch_ops=dict(program.torch_ops),
                      kernel_steps={sid: k.function for sid, k in kernels.items()})
 

@@ -22,6 +22,9 @@
   device, parameter pointers) with static input buffers, and return clones of its outputs.  The
   warm-up run before a capture restores the module's buffers after it (training batch_norm's
   running statistics are updated once per call, as by the original).
+* With `plan.host.cudnn_benchmark`, forward runs with `torch.backends.cudnn.benchmark` on (the
+  caller's value restored after it): cuDNN picks each convolution's algorithm by timing them
+  once per shape instead of by heuristic.
 """
 
 from __future__ import annotations
@@ -265,6 +268,24 @@ def _adopt(target, source):
         target.add_module(name, holder)
 
 
+class _CudnnAutotune:
+    """`torch.backends.cudnn.benchmark` on for this forward only (plan.host.cudnn_benchmark):
+    cuDNN times its convolution algorithms once per input shape and keeps the fastest, where
+    PyTorch's default picks one by heuristic.  The caller's setting is restored on exit."""
+
+    def __init__(self, on):
+        self._on, self._before = on, None
+
+    def __enter__(self):
+        if self._on:
+            self._before = torch.backends.cudnn.benchmark
+            torch.backends.cudnn.benchmark = True
+
+    def __exit__(self, *exc):
+        if self._on:
+            torch.backends.cudnn.benchmark = self._before
+
+
 class _CudaGraphs:
     """One CUDA graph per (input shapes/dtypes/strides/device, parameter pointers): launch-bound
     forwards replay instead of launching kernel by kernel.  Outputs are cloned on every call, so
@@ -316,11 +337,13 @@ class ModelNew(nn.Module):
         {reference_call}
         _adopt(self, reference)  # same parameter/buffer names; the reference is not kept
 {constants}        self._cuda_graphs = {cuda_graphs}
+        self._cudnn_benchmark = {cudnn_benchmark}
 
     def forward(self{forward_params}):
-        if self._cuda_graphs is not None and _CudaGraphs.usable(({forward_args})):
-            return self._cuda_graphs.run(self._compute, self, ({forward_args}))
-        return self._compute({forward_call})
+        with _CudnnAutotune(self._cudnn_benchmark):
+            if self._cuda_graphs is not None and _CudaGraphs.usable(({forward_args})):
+                return self._cuda_graphs.run(self._compute, self, ({forward_args}))
+            return self._compute({forward_call})
 
     def _compute(self{forward_params}):
 {body}
@@ -331,7 +354,8 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
                      torch_ops: dict[str, str], cpp: str, cuda: str, functions: list[str],
                      cflags: list[str], cuda_cflags: list[str], ldflags: list[str],
                      init_sig: Signature, forward_inputs: list[str], body: list[str],
-                     cuda_graph: bool, constants: dict[str, str] | None = None) -> str:
+                     cuda_graph: bool, constants: dict[str, str] | None = None,
+                     cudnn_benchmark: bool = False) -> str:
     """The candidate's text.  `constants`: buffer name -> expression of the tensor constants
     forward reads (registered once in __init__, non-persistent: state_dict keys stay the
     reference's; they follow the module's device)."""
@@ -354,6 +378,7 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
         init_params=(", " + init_params) if init_params else "",
         reference_call=reference_call(init_sig),
         cuda_graphs="_CudaGraphs()" if cuda_graph else "None",
+        cudnn_benchmark="True" if cudnn_benchmark else "False",
         forward_params=forward_params, forward_args=args_tuple,
         forward_call=", ".join(forward_inputs), body=body_text,
         constants="".join(f"{INDENT}self.register_buffer({name!r}, {expr}, persistent=False)"

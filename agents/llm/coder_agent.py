@@ -254,6 +254,7 @@ class CoderAgent:
         host = (f"CUDA graph {'on' if h.cuda_graph else 'off'}, channels_last "
                 f"{'on' if h.channels_last else 'off'}, preallocated outputs "
                 f"{'on' if h.preallocate_outputs else 'off'}"
+                + (", cuDNN autotuning (cudnn.benchmark) on" if h.cudnn_benchmark else "")
                 + (f" ({reasons})" if reasons else ""))
         if self.seed_source:
             seed_text = (f"{self.seed_note}\n\n```python\n{compact_seed(self.seed_source)}```")

@@ -69,6 +69,9 @@ class HostSettings:
     cuda_graph: bool = False
     channels_last: bool = False
     preallocate_outputs: bool = False
+    # cuDNN times its convolution algorithms per shape (torch.backends.cudnn.benchmark) during
+    # forward: a measured alternative only (planner/variants.py autotune_variant)
+    cudnn_benchmark: bool = False
     reasons: list[str] = field(default_factory=list)
 
 
@@ -135,6 +138,7 @@ class Plan:
             cuda_graph=host_obj.get("cuda_graph", bool, default=False),
             channels_last=host_obj.get("channels_last", bool, default=False),
             preallocate_outputs=host_obj.get("preallocate_outputs", bool, default=False),
+            cudnn_benchmark=host_obj.get("cudnn_benchmark", bool, default=False),
             reasons=_str_list(host_obj.get("reasons", list, default=[]), "plan.host.reasons"),
         )
         edits = obj.get("graph_edits", list, default=[])
@@ -299,7 +303,8 @@ def render_plan_markdown(plan: Plan | dict[str, Any]) -> str:
     out += ["", ("Host settings: "
                  f"CUDA graph {'on' if h.cuda_graph else 'off'}, "
                  f"channels_last {'on' if h.channels_last else 'off'}, "
-                 f"preallocated outputs {'on' if h.preallocate_outputs else 'off'}.")]
+                 f"preallocated outputs {'on' if h.preallocate_outputs else 'off'}"
+                 + (", cuDNN autotuning on" if h.cudnn_benchmark else "") + ".")]
     out += [f"- {r}" for r in h.reasons]
     if plan.notes:
         out += ["", "Notes:"] + [f"- {n}" for n in plan.notes]

@@ -24,7 +24,7 @@ from kernelstitch.agents.planner.builtin import (
     plan_builtin,
 )
 from kernelstitch.agents.planner.cost import estimate_ms
-from kernelstitch.agents.planner.ops import base_op
+from kernelstitch.agents.planner.ops import CONV_OPS, base_op
 
 DEFAULT_VARIANT = "default"
 
@@ -195,6 +195,28 @@ def graph_capturable(step: PlanStep, graph: Graph | None) -> bool:
     return True
 
 
+def cudnn_conv_steps(plan: Plan) -> list[PlanStep]:
+    """The steps whose convolutions cuDNN runs (library calls, fallbacks)."""
+    return [s for s in plan.steps if any(plan.graph.node(n).op in CONV_OPS for n in s.nodes)]
+
+
+def autotune_variant(variant: PlanVariant) -> PlanVariant | None:
+    """`variant` with cuDNN choosing its convolution algorithms by timing them once per shape
+    (torch.backends.cudnn.benchmark during forward) instead of by heuristic; None without a
+    cuDNN convolution.  Measured only: the autotuned choice can lose (its first call per shape
+    pays for the timing; the verifier's warm-up runs it)."""
+    plan = variant.plan
+    if plan.host.cudnn_benchmark or not cudnn_conv_steps(plan):
+        return None
+    host = replace(plan.host, cudnn_benchmark=True, reasons=[
+        *plan.host.reasons, "variant: cuDNN times its convolution algorithms per shape "
+                            "(torch.backends.cudnn.benchmark during forward), measured against "
+                            "its heuristic choice"])
+    why = "cuDNN's convolution algorithms chosen by timing them (cudnn.benchmark)"
+    reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
+    return PlanVariant(_join(variant.name, "autotune"), reason, replace(plan, host=host))
+
+
 def _join(name: str, suffix: str) -> str:
     return suffix if name == DEFAULT_VARIANT else f"{name}-{suffix}"
 
@@ -205,7 +227,7 @@ def _signature(plan: Plan) -> tuple:
         return (s.technique, tuple(s.nodes), repr(s.spec), s.channels_last, s.reduction_knobs)
 
     return (tuple(step_key(s) for s in plan.steps), plan.host.cuda_graph,
-            plan.host.channels_last, repr(plan.graph_edits))
+            plan.host.channels_last, plan.host.cudnn_benchmark, repr(plan.graph_edits))
 
 
 def _distinct(base: PlanVariant, variants: list[PlanVariant]) -> list[PlanVariant]:
