@@ -689,6 +689,32 @@ def test_tamper_snapshot_ignores_torchs_own_lazy_wrapping_and_finds_real_patches
     assert "('timer_tampering', 'time.perf_counter')" in out
 
 
+def test_settings_left_changed_are_found_and_restored_ones_are_not():
+    """A candidate may change a numeric setting inside its forward (the built-in coder's cuDNN
+    autotuning) but must restore it: one left changed (cuDNN off, TF32 on) would make the
+    original timed after it in the same worker run differently."""
+    import subprocess
+    import sys
+
+    script = textwrap.dedent("""
+        import torch
+        from kernelstitch.agents.verifier import tamper
+        from kernelstitch.agents.verifier.gpu_common import strict_fp32
+        strict_fp32()
+        before = {**tamper.snapshot(), **tamper.settings()}
+        with torch.backends.cudnn.flags(enabled=True, benchmark=True):  # scoped: restored
+            pass
+        assert tamper.changed(before) == [], tamper.changed(before)
+        torch.backends.cudnn.enabled = False
+        torch.backends.cuda.matmul.allow_tf32 = True
+        print(sorted(tamper.changed(before)))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert "('monkeypatches_runtime', 'torch.backends.cudnn.enabled (a setting)')" in out
+    assert "('monkeypatches_runtime', 'torch.backends.cuda.matmul.allow_tf32 (a setting)')" in out
+
+
 # --------------------------------------------------------------------------------------------
 # indirect spellings of a reference op (issue 21): name resolution sees through them
 

@@ -276,14 +276,17 @@ class _CudnnAutotune:
     def __init__(self, on):
         self._on, self._before = on, None
 
+    # torch's own getter and setter of the flag (what `torch.backends.cudnn.benchmark = v` calls):
+    # the candidate assigns no torch attribute, and the Verifier checks the flag is back after
+    # every call (verifier/tamper.py's settings)
     def __enter__(self):
         if self._on:
-            self._before = torch.backends.cudnn.benchmark
-            torch.backends.cudnn.benchmark = True
+            self._before = torch._C._get_cudnn_benchmark()
+            torch._C._set_cudnn_benchmark(True)
 
     def __exit__(self, *exc):
         if self._on:
-            torch.backends.cudnn.benchmark = self._before
+            torch._C._set_cudnn_benchmark(self._before)
 
 
 class _CudaGraphs:

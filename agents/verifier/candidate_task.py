@@ -114,8 +114,9 @@ def _load_failure(exc: BaseException, source: str) -> dict[str, Any]:
 
 
 def _tamper_failures(before: dict[str, object]) -> list[dict[str, Any]]:
-    return [_failure_json(code, f"{name} was replaced at run time", name=name)
-            for code, name in tamper.changed(before)]
+    return [_failure_json(code, f"{name.removesuffix(tamper.SETTING_SUFFIX)} was changed and not restored"
+                          if name.endswith(tamper.SETTING_SUFFIX) else f"{name} was replaced at run time",
+                          name=name) for code, name in tamper.changed(before)]
 
 
 class _Occupier:
@@ -331,7 +332,6 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
 def _candidate_task(path, reference_path, module, cases, work_dir, phase, device, timing_on,
                     timing_seeds, ref_mutates, ref_aliases, timing_budget_s, judge,
                     memory_plan) -> dict[str, Any]:
-    before = _BEFORE_ANY_CANDIDATE
     watch = Stopwatch()
     load_start = watch.now()
     inputs_before = input_generation_seconds()
@@ -346,6 +346,7 @@ def _candidate_task(path, reference_path, module, cases, work_dir, phase, device
         return result
     dev = pick_device(device)
     strict_fp32()
+    before = {**_BEFORE_ANY_CANDIDATE, **tamper.settings()}  # the settings as the task set them
     problem = load_problem(Path(reference_path), module)
     model = _LOADED.get(path)
     if model is None:

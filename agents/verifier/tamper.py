@@ -32,6 +32,23 @@ RUNTIME_ATTRS = [
 ]
 
 
+# Process-wide numeric settings the reference is timed and compared under (gpu_common.strict_fp32
+# sets two of them): a candidate may change one inside its forward (the built-in coder's cuDNN
+# autotuning does, and restores it) but must leave each as it found it, or the original timed
+# after it in the same process would run differently.
+SETTINGS = [
+    ("torch.backends.cudnn.enabled", lambda: torch.backends.cudnn.enabled),
+    ("torch.backends.cudnn.benchmark", lambda: torch.backends.cudnn.benchmark),
+    ("torch.backends.cudnn.deterministic", lambda: torch.backends.cudnn.deterministic),
+    ("torch.backends.cudnn.allow_tf32", lambda: torch.backends.cudnn.allow_tf32),
+    ("torch.backends.cuda.matmul.allow_tf32", lambda: torch.backends.cuda.matmul.allow_tf32),
+    ("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+     lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction),
+    ("torch.get_float32_matmul_precision", torch.get_float32_matmul_precision),
+]
+SETTING_SUFFIX = " (a setting)"
+
+
 def _name(owner: object, attr: str) -> str:
     return f"{getattr(owner, '__name__', type(owner).__name__)}.{attr}"
 
@@ -40,13 +57,20 @@ def snapshot() -> dict[str, object]:
     return {_name(o, a): getattr(o, a, None) for o, a in TIMER_ATTRS + RUNTIME_ATTRS}
 
 
+def settings() -> dict[str, object]:
+    """The SETTINGS' values now: recorded once the task has set them (strict_fp32), just before
+    the candidate runs, and merged into the `before` that `changed` compares with."""
+    return {name + SETTING_SUFFIX: read() for name, read in SETTINGS}
+
+
 def changed(before: dict[str, object]) -> list[tuple[str, str]]:
-    """(code, name) for every attribute that is no longer the object recorded in `before`."""
+    """(code, name) for every attribute that is no longer the object recorded in `before`, and
+    every setting in `before` whose value changed."""
     timer_names = {_name(o, a) for o, a in TIMER_ATTRS}
-    now = snapshot()
+    now = {**snapshot(), **settings()}
     found = []
     for name, value in before.items():
-        if now.get(name) is not value:
+        if (now.get(name) != value) if name.endswith(SETTING_SUFFIX) else (now.get(name) is not value):
             found.append(("timer_tampering" if name in timer_names else "monkeypatches_runtime",
                           name))
     return found
