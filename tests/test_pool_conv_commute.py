@@ -60,6 +60,25 @@ def test_near_misses_keep_the_conv_first(tmp_path, kernel, bias, pool):
     assert not any("moved before it" in n for n in plan.notes)
 
 
+def test_an_unbatched_conv_keeps_its_order(tmp_path):
+    """[C, H, W] input: the rewrite's [N, C, *spatial] bookkeeping does not apply."""
+    source = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 6, kernel_size=1)
+        self.pool = nn.AvgPool2d(kernel_size=2, stride=2)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+
+def get_inputs():
+    return [torch.randn(8, 12, 10)]
+'''
+    plan = plan_builtin(capture(write(tmp_path, source)))
+    assert not any("moved before it" in n for n in plan.notes)
+
+
 @pytest.mark.parametrize("bias, pool", [
     (True, "nn.AvgPool2d(kernel_size=2, stride=2)"),
     (False, "nn.AvgPool2d(kernel_size=3, stride=2, padding=1)"),

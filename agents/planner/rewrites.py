@@ -410,12 +410,13 @@ def _pool_before_pointwise_conv(graph: Graph):
                 or _single_user(graph, users, conv.name) != pool.name or conv.meta is None:
             continue
         z = graph.node(conv.args[0].node).meta
-        if z is None or z.rank != conv.meta.rank or pool.meta.rank != conv.meta.rank \
+        batched = kind_nd[1] + 2  # [N, C, *spatial]: an unbatched conv keeps its order
+        if z is None or z.rank != batched or conv.meta.rank != batched or pool.meta.rank != batched \
                 or 2 * math.prod(pool.meta.example_shape[2:]) > math.prod(conv.meta.example_shape[2:]):
             continue
         if conv.arg(2, "bias") is not None and kind_nd[0] == "avg":
-            padded = any(p != 0 for p in ([pool.arg(3, "padding", 0)] if isinstance(pool.arg(3, "padding", 0), int)
-                                          else pool.arg(3, "padding", 0)))
+            padding = pool.arg(3, "padding", 0)
+            padded = any(p != 0 for p in (padding if isinstance(padding, (list, tuple)) else [padding]))
             if (padded and pool.arg(5, "count_include_pad", True)) or pool.arg(6, "divisor_override") is not None:
                 continue
         common = _synthetic_at(pool)
