@@ -33,14 +33,23 @@ _NORM_ARGS = {  # op -> ((weight index, key), (bias index, key), (eps index, key
 }
 CAT_OP = "aten.cat.default"  # planned as a concatenation kernel (codegen/cat.py)
 
-# Cumulative scans the scan kernels compute (op -> kind), with an elementwise prologue.
-SCAN_KINDS = {"aten.cumsum.default": "sum", "aten.cumprod.default": "prod",
-              # synthetic (rewrites._reverse_scan): x.flip(d).cumsum(d).flip(d) in one pass
-              "kernelstitch.cumsum_reverse": "sum", "kernelstitch.cumprod_reverse": "prod",
-              # synthetic (rewrites._exclusive_scan): cat((zeros, x[:-1].cumsum(d)), d) in one pass
-              "kernelstitch.cumsum_exclusive": "sum", "kernelstitch.cumprod_exclusive": "prod"}
-REVERSE_SCANS = frozenset({"kernelstitch.cumsum_reverse", "kernelstitch.cumprod_reverse"})
-EXCLUSIVE_SCANS = frozenset({"kernelstitch.cumsum_exclusive", "kernelstitch.cumprod_exclusive"})
+# Cumulative scans the scan kernels compute (op -> kind), with an elementwise prologue, and the
+# synthetic scans the rewrites make of them (aten op -> synthetic op): rewrites._reverse_scan's
+# x.flip(d).cumsum(d).flip(d) in one pass, rewrites._exclusive_scan's cat((zeros,
+# x[:-1].cumsum(d)), d) in one pass.
+_ATEN_SCANS = {"aten.cumsum.default": "sum", "aten.cumprod.default": "prod"}
+REVERSE_SCAN_OPS = {"aten.cumsum.default": "kernelstitch.cumsum_reverse",
+                    "aten.cumprod.default": "kernelstitch.cumprod_reverse"}
+EXCLUSIVE_SCAN_OPS = {"aten.cumsum.default": "kernelstitch.cumsum_exclusive",
+                      "aten.cumprod.default": "kernelstitch.cumprod_exclusive"}
+SCAN_IDENTITY = {"sum": 0.0, "prod": 1.0}  # an exclusive scan's first value
+SCAN_KINDS = {**_ATEN_SCANS, **{REVERSE_SCAN_OPS[a]: k for a, k in _ATEN_SCANS.items()},
+              **{EXCLUSIVE_SCAN_OPS[a]: k for a, k in _ATEN_SCANS.items()}}
+REVERSE_SCANS = frozenset(REVERSE_SCAN_OPS.values())
+EXCLUSIVE_SCANS = frozenset(EXCLUSIVE_SCAN_OPS.values())
+# Fills whose value is fixed by the op (full / full_like carry theirs as an argument).
+FILL_VALUES = {"aten.zeros_like.default": 0.0, "aten.ones_like.default": 1.0,
+               "aten.zeros.default": 0.0, "aten.ones.default": 1.0}
 # argmax / argmin (int64 indices) as the arg-reduce kernels (codegen/arg_reduce.py), with a prologue.
 ARG_REDUCE_KINDS = {"aten.argmax.default": "argmax", "aten.argmin.default": "argmin"}
 # triu / tril (a diagonal) as the triangle kernel (codegen/triangle.py), with a prologue.
@@ -277,7 +286,7 @@ def translate_elementwise(node: Node) -> list[ElementwiseOp] | None:
     if name in ("zeros_like", "ones_like", "full_like") and overload == "default":
         # where(x, v, v) is v for every x, NaN included: x only gives the shape (a fill with
         # another dtype, layout or memory format is not translated)
-        value = {"zeros_like": 0.0, "ones_like": 1.0}.get(name)
+        value = FILL_VALUES.get(node.op)
         if name == "full_like":
             value = _scalar(node.arg(1, "fill_value"))
         if value is None or not isinstance(node.args[0], NodeRef) or any(

@@ -116,10 +116,15 @@ from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
     CONV_OPS,
+    EXCLUSIVE_SCAN_OPS,
+    FILL_VALUES,
     FLOAT_DTYPES,
     NLL_OP,
     POOL_OPS,
     PROLOGUE_ANCHORS,
+    REVERSE_SCAN_OPS,
+    SCAN_IDENTITY,
+    SCAN_KINDS,
     WHERE_NONZERO_OP,
     float_tensors,
     pool_params,
@@ -569,10 +574,6 @@ def _max_values(graph: Graph):
     return edits, set(), []
 
 
-REVERSE_SCAN_OPS = {"aten.cumsum.default": "kernelstitch.cumsum_reverse",
-                    "aten.cumprod.default": "kernelstitch.cumprod_reverse"}
-
-
 def _reverse_scan(graph: Graph):
     """`x.flip(d).cumsum(d).flip(d)` is one scan from the end of dim d (`kernelstitch.
     cumsum_reverse(x, d)`): the two flips are full copies a reversed index does not need.
@@ -602,12 +603,6 @@ def _reverse_scan(graph: Graph):
     notes = [f"{len(edits)} flip / cumulative scan / flip chain(s) read as one scan from the end "
              "of the dim (no flipped copies)"] if edits else []
     return edits, set(), notes
-
-
-EXCLUSIVE_SCAN_OPS = {"aten.cumsum.default": ("kernelstitch.cumsum_exclusive", 0.0),
-                      "aten.cumprod.default": ("kernelstitch.cumprod_exclusive", 1.0)}
-_FILLS = {"aten.zeros_like.default": 0.0, "aten.zeros.default": 0.0,
-          "aten.ones_like.default": 1.0, "aten.ones.default": 1.0}
 
 
 def _all_but_last(graph: Graph, ref: object, dim: int) -> NodeRef | None:
@@ -647,10 +642,10 @@ def _exclusive_scan(graph: Graph):
         if scan.op not in EXCLUSIVE_SCAN_OPS or not isinstance(d, int) or rank == 0 \
                 or scan.kwargs.get("dtype") is not None or _single_user(graph, users, scan.name) != cat.name:
             continue
-        op, identity = EXCLUSIVE_SCAN_OPS[scan.op]
+        op, identity = EXCLUSIVE_SCAN_OPS[scan.op], SCAN_IDENTITY[SCAN_KINDS[scan.op]]
         dim = scan.arg(1, "dim")
         x = _all_but_last(graph, scan.args[0], d) if isinstance(dim, int) and dim % rank == d % rank else None
-        if x is None or _FILLS.get(fill.op) != identity or fill.meta is None or fill.meta.dtype != cat.meta.dtype \
+        if x is None or FILL_VALUES.get(fill.op) != identity or fill.meta is None or fill.meta.dtype != cat.meta.dtype \
                 or fill.meta.shape[d % rank] != 1 or graph.node(x.node).meta.shape != cat.meta.shape \
                 or not float_tensors(graph, scan):
             continue
