@@ -321,7 +321,9 @@ def test_library_kernels_that_dominate_a_conv_plan_get_cudnn_autotuning_in_round
     row = next(v for v in found.selection.variants if v.name == "autotune")
     assert "library kernels 80%" in row.reason and "cudnn.benchmark" in row.reason
     program = (tmp_path / "out" / "variants" / "autotune" / "model_new.py").read_text()
-    assert "self._cudnn_benchmark = True" in program and "with _CudnnAutotune(self._cudnn_benchmark):" in program
+    assert "class _CudnnAutotune" in program and "        with _CudnnAutotune():\n" in program
+    default = (tmp_path / "out" / "variants" / "default" / "model_new.py").read_text()
+    assert "_CudnnAutotune" not in default  # the other programs' forward enters no context
 
 
 def test_our_own_kernels_dominating_a_conv_plan_get_no_autotune_variant(tmp_path, conv_graph):
@@ -334,22 +336,23 @@ def test_our_own_kernels_dominating_a_conv_plan_get_no_autotune_variant(tmp_path
 
 def test_cudnn_autotune_is_scoped_to_forward_and_round_trips_in_the_plan():
     """The program's context manager restores the caller's cudnn.benchmark (on the CPU: the
-    flag only); the host setting survives the plan's JSON."""
+    flag only), whatever it was; the host setting survives the plan's JSON."""
     import torch
-    from kernelstitch.agents.coder.wrapper import _TEMPLATE
+    from kernelstitch.agents.coder.wrapper import CUDNN_AUTOTUNE
     from kernelstitch.agents.plan import Plan
     from kernelstitch.agents.planner.variants import PlanVariant, autotune_variant
 
-    helper = _TEMPLATE[_TEMPLATE.index("class _CudnnAutotune"):_TEMPLATE.index("class _CudaGraphs")]
     scope: dict = {"torch": torch}
-    exec(helper.replace("{{", "{").replace("}}", "}"), scope)
+    exec(CUDNN_AUTOTUNE, scope)
     before = torch.backends.cudnn.benchmark
     seen = []
-    with scope["_CudnnAutotune"](True):
+    for caller in (False, True):
+        torch.backends.cudnn.benchmark = caller
+        with scope["_CudnnAutotune"]():
+            seen.append(torch.backends.cudnn.benchmark)
         seen.append(torch.backends.cudnn.benchmark)
-    with scope["_CudnnAutotune"](False):
-        seen.append(torch.backends.cudnn.benchmark)
-    assert seen == [True, before] and torch.backends.cudnn.benchmark == before
+    torch.backends.cudnn.benchmark = before
+    assert seen == [True, False, True, True]
 
     plan = propose_variants(capture(CONV), limit=1)[0].plan
     tuned = autotune_variant(PlanVariant("default", "", plan))

@@ -268,28 +268,7 @@ def _adopt(target, source):
         target.add_module(name, holder)
 
 
-class _CudnnAutotune:
-    """`torch.backends.cudnn.benchmark` on for this forward only (plan.host.cudnn_benchmark):
-    cuDNN times its convolution algorithms once per input shape and keeps the fastest, where
-    PyTorch's default picks one by heuristic.  The caller's setting is restored on exit."""
-
-    def __init__(self, on):
-        self._on, self._before = on, None
-
-    # torch's own getter and setter of the flag (what `torch.backends.cudnn.benchmark = v` calls):
-    # the candidate assigns no torch attribute, and the Verifier checks the flag is back after
-    # every call (verifier/tamper.py's settings)
-    def __enter__(self):
-        if self._on:
-            self._before = torch._C._get_cudnn_benchmark()
-            torch._C._set_cudnn_benchmark(True)
-
-    def __exit__(self, *exc):
-        if self._on:
-            torch._C._set_cudnn_benchmark(self._before)
-
-
-class _CudaGraphs:
+{cudnn_autotune}class _CudaGraphs:
     """One CUDA graph per (input shapes/dtypes/strides/device, parameter pointers): launch-bound
     forwards replay instead of launching kernel by kernel.  Outputs are cloned on every call, so
     they never alias a previous call's."""
@@ -340,17 +319,44 @@ class ModelNew(nn.Module):
         {reference_call}
         _adopt(self, reference)  # same parameter/buffer names; the reference is not kept
 {constants}        self._cuda_graphs = {cuda_graphs}
-        self._cudnn_benchmark = {cudnn_benchmark}
 
     def forward(self{forward_params}):
-        with _CudnnAutotune(self._cudnn_benchmark):
-            if self._cuda_graphs is not None and _CudaGraphs.usable(({forward_args})):
-                return self._cuda_graphs.run(self._compute, self, ({forward_args}))
-            return self._compute({forward_call})
+{forward_body}
 
     def _compute(self{forward_params}):
 {body}
 '''
+
+
+# Only in programs whose plan has host.cudnn_benchmark: the others' forward has no context to enter.
+CUDNN_AUTOTUNE = '''class _CudnnAutotune:
+    """`torch.backends.cudnn.benchmark` on for this forward only (plan.host.cudnn_benchmark):
+    cuDNN times its convolution algorithms once per input shape and keeps the fastest, where
+    PyTorch's default picks one by heuristic.  The caller's setting is restored on exit."""
+
+    # torch's own getter and setter of the flag (what `torch.backends.cudnn.benchmark = v` calls):
+    # the candidate assigns no torch attribute, and the Verifier checks the flag is back after
+    # every call (verifier/tamper.py's settings)
+    def __enter__(self):
+        self._before = torch._C._get_cudnn_benchmark()
+        torch._C._set_cudnn_benchmark(True)
+
+    def __exit__(self, *exc):
+        torch._C._set_cudnn_benchmark(self._before)
+
+
+'''
+
+
+def _forward_body(forward_args: str, forward_call: str, cudnn_benchmark: bool) -> str:
+    """ModelNew.forward: CUDA-graph replay where usable, else the program; inside cuDNN's
+    autotuning context when the plan asks for it."""
+    lines = [f"if self._cuda_graphs is not None and _CudaGraphs.usable(({forward_args})):",
+             f"    return self._cuda_graphs.run(self._compute, self, ({forward_args}))",
+             f"return self._compute({forward_call})"]
+    if cudnn_benchmark:
+        lines = ["with _CudnnAutotune():"] + ["    " + line for line in lines]
+    return "\n".join(INDENT + line for line in lines)
 
 
 def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_json: dict,
@@ -381,9 +387,9 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
         init_params=(", " + init_params) if init_params else "",
         reference_call=reference_call(init_sig),
         cuda_graphs="_CudaGraphs()" if cuda_graph else "None",
-        cudnn_benchmark="True" if cudnn_benchmark else "False",
-        forward_params=forward_params, forward_args=args_tuple,
-        forward_call=", ".join(forward_inputs), body=body_text,
+        cudnn_autotune=CUDNN_AUTOTUNE if cudnn_benchmark else "",
+        forward_params=forward_params, forward_body=_forward_body(args_tuple, ", ".join(forward_inputs), cudnn_benchmark),
+        body=body_text,
         constants="".join(f"{INDENT}self.register_buffer({name!r}, {expr}, persistent=False)"
                           "  # a tensor constant of forward\n"
                           for name, expr in (constants or {}).items()),
