@@ -114,9 +114,7 @@ def _load_failure(exc: BaseException, source: str) -> dict[str, Any]:
 
 
 def _tamper_failures(before: dict[str, object]) -> list[dict[str, Any]]:
-    return [_failure_json(code, f"{name.removesuffix(tamper.SETTING_SUFFIX)} was changed and not restored"
-                          if name.endswith(tamper.SETTING_SUFFIX) else f"{name} was replaced at run time",
-                          name=name) for code, name in tamper.changed(before)]
+    return [_failure_json(code, tamper.describe(name), name=name) for code, name in tamper.changed(before)]
 
 
 class _Occupier:

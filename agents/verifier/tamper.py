@@ -63,6 +63,18 @@ def settings() -> dict[str, object]:
     return {name + SETTING_SUFFIX: read() for name, read in SETTINGS}
 
 
+def is_setting(name: str) -> bool:
+    """Whether a `changed` name is one of the SETTINGS (compared by value, not identity)."""
+    return name.endswith(SETTING_SUFFIX)
+
+
+def describe(name: str) -> str:
+    """What happened to a `changed` name, for the rejection's message."""
+    if is_setting(name):
+        return f"{name.removesuffix(SETTING_SUFFIX)} was changed and not restored"
+    return f"{name} was replaced at run time"
+
+
 def changed(before: dict[str, object]) -> list[tuple[str, str]]:
     """(code, name) for every attribute that is no longer the object recorded in `before`, and
     every setting in `before` whose value changed."""
@@ -70,7 +82,7 @@ def changed(before: dict[str, object]) -> list[tuple[str, str]]:
     now = {**snapshot(), **settings()}
     found = []
     for name, value in before.items():
-        if (now.get(name) != value) if name.endswith(SETTING_SUFFIX) else (now.get(name) is not value):
+        if (now.get(name) != value) if is_setting(name) else (now.get(name) is not value):
             found.append(("timer_tampering" if name in timer_names else "monkeypatches_runtime",
                           name))
     return found
