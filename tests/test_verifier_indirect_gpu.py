@@ -94,3 +94,32 @@ def test_builtin_declaration_counts_only_for_the_builtin_origin(tmp_path):
     assert untrusted.status == "rejected" and untrusted.declared_torch_ops == {}
     assert {"reuses_reference_op"} == {r.code for r in untrusted.reasons}
     assert any(r.line is None for r in untrusted.reasons)  # the profiler's finding too
+
+
+def test_the_cudnn_autotune_program_is_accepted_and_leaves_the_flag_as_it_found_it(tmp_path):
+    """conv2d_bias_relu with the plan's cuDNN autotuning (variants.autotune_variant): the
+    verifier's settings check (tamper.SETTINGS) finds cudnn.benchmark restored after every call,
+    and so does this process after calling the program itself."""
+    import importlib.util
+
+    from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
+    from kernelstitch.agents.planner.capture import capture
+    from kernelstitch.agents.planner.variants import autotune_variant, propose_variants
+
+    source = EXAMPLES / "conv2d_bias_relu.py"
+    tuned = autotune_variant(propose_variants(capture(source), limit=1)[0])
+    assert tuned is not None and tuned.plan.host.cudnn_benchmark
+    path = write_candidate(code_builtin(tuned.plan, source, tmp_path / "model_new.py"), tmp_path)
+    verdict = _verify(source, path, "conv2d_bias_relu_autotune", CandidateOrigin.BUILTIN)
+    assert verdict.status == "accepted", verdict.reasons
+
+    spec = importlib.util.spec_from_file_location("ks_autotune_program", path)
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    reference = importlib.util.spec_from_file_location("ks_autotune_reference", source)
+    problem = importlib.util.module_from_spec(reference)
+    reference.loader.exec_module(problem)
+    model = program.ModelNew(*problem.get_init_inputs()).cuda()
+    torch.backends.cudnn.benchmark = False
+    model(*[x.cuda() for x in problem.get_inputs()])
+    assert torch.backends.cudnn.benchmark is False
