@@ -116,6 +116,7 @@ LARGE_CHEATS = [
 ]
 
 
+@pytest.mark.gpu_memory
 def test_honest_candidate_on_a_6_gib_input_is_accepted_with_a_memory_plan():
     options = VerifyOptions(seeds=3, shape_variants=2, timing=True, compare_compile=False,
                             timing_budget_s=0.3, timeout_s=400)
@@ -128,6 +129,7 @@ def test_honest_candidate_on_a_6_gib_input_is_accepted_with_a_memory_plan():
     assert verdict.timings is not None and verdict.timings.candidate_ms.median > 0
 
 
+@pytest.mark.gpu_memory
 @pytest.mark.parametrize("name, dynamic_codes, options", LARGE_CHEATS,
                          ids=[c[0] for c in LARGE_CHEATS])
 def test_every_dynamic_check_fires_on_a_6_gib_input(name, dynamic_codes, options):
