@@ -27,7 +27,7 @@ _UNARY: dict[str, Callable[[str], str]] = {
     "sigmoid": lambda a: f"ks_sigmoid({a})",
     "tanh": lambda a: f"tanhf({a})",
     "exp": lambda a: f"ks_exp({a})",
-    "log": lambda a: f"logf({a})",
+    "log": lambda a: f"ks_log({a})",
     "sqrt": lambda a: f"sqrtf({a})",
     "rsqrt": lambda a: f"rsqrtf({a})",  # as PyTorch's CUDA kernel
     "reciprocal": lambda a: f"(1.0f / ({a}))",
