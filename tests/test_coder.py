@@ -284,6 +284,16 @@ def interpret(spec: dict):
             loss = torch.where(counts, lse - picked, 0.0)
             total = {"none": loss, "sum": loss.sum(), "mean": loss.sum() / counts.sum()}[spec["reduction"]]
             return total.to(_DT[spec["out_dtype"]])
+        if spec["type"] == "attention":  # what the flash kernel computes, in fp32 through the math path
+            q, k, v = (t.float() for t in tensors[:3])
+            mask = tensors[3] if spec["mask"] else None
+            scores = q @ k.transpose(-2, -1) * spec["scale"]
+            if spec["causal"]:
+                scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.float()
+            p = torch.nan_to_num(torch.softmax(scores, -1), nan=0.0)  # no key takes part: zeros
+            return (p @ v).to(_DT[spec["out_dtype"]])
         env = {t["name"]: v.float() for t, v in zip(spec["inputs"], tensors)}
         if spec["type"] == "cat":
             parts = []

@@ -320,11 +320,46 @@ class GemmSpec:
     weight_layout: Literal["nk", "kn"] = "nk"
 
 
+@dataclass(frozen=True)
+class AttentionSpec:
+    """torch's scaled_dot_product_attention without dropout, as one flash-style kernel:
+    softmax(query key^T * scale + mask) value over query [..., Lq, head_dim] and key, value
+    [..., Lk, head_dim] with the same leading dims.  `mask`: None, a bool tensor (True takes
+    part) or a float one (added to the scores), broadcast to [..., Lq, Lk]; `causal`: key c
+    takes part for query r >= c (is_causal, top-left aligned)."""
+
+    name: str
+    query: TensorArg
+    key: TensorArg
+    value: TensorArg
+    head_dim: int
+    scale: float
+    out_dtype: DType
+    causal: bool = False
+    mask: TensorArg | None = None
+
+
+ATTENTION_MAX_HEAD_DIM = 128  # larger heads' tiles do not fit shared memory in the kernel's design
+_ATTENTION_FLOATS = ("float32", "float16", "bfloat16")
+
+
+def attention_kernel_problem(head_dim: int, dtypes: tuple[str, ...], mask_dtype: str | None) -> str | None:
+    """Why the attention kernel cannot take an attention of this head dim, query / key / value
+    dtypes and mask dtype (None: no mask); None when it can."""
+    if not 1 <= head_dim <= ATTENTION_MAX_HEAD_DIM:
+        return f"head dim {head_dim} outside 1..{ATTENTION_MAX_HEAD_DIM}"
+    if any(d not in _ATTENTION_FLOATS for d in dtypes) or len(set(dtypes)) != 1:
+        return f"query / key / value dtypes {', '.join(dtypes)} (one float dtype needed)"
+    if mask_dtype is not None and mask_dtype != "bool" and mask_dtype not in _ATTENTION_FLOATS:
+        return f"a {mask_dtype} mask"
+    return None
+
+
 # ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
 Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
-        | ArgReduceSpec | TriangleSpec | NllLossSpec)
+        | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -370,6 +405,10 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "nll", "name": spec.name, "logits": _arg(spec.logits), "target": _arg(spec.target),
                 "lse": _arg(spec.lse), "reduction": spec.reduction, "ignore_index": spec.ignore_index,
                 "out_dtype": spec.out_dtype}
+    if isinstance(spec, AttentionSpec):
+        return {"type": "attention", "name": spec.name, "query": _arg(spec.query), "key": _arg(spec.key),
+                "value": _arg(spec.value), "head_dim": spec.head_dim, "scale": spec.scale,
+                "out_dtype": spec.out_dtype, "causal": spec.causal, "mask": _arg(spec.mask)}
     if isinstance(spec, ScanSpec):
         return {"type": "scan", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
@@ -440,6 +479,12 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             name=data["name"], logits=_arg_from(data["logits"]), target=_arg_from(data["target"]),
             lse=_arg_from(data["lse"]), reduction=data["reduction"], ignore_index=int(data["ignore_index"]),
             out_dtype=data["out_dtype"])
+    if kind == "attention":
+        return AttentionSpec(
+            name=data["name"], query=_arg_from(data["query"]), key=_arg_from(data["key"]),
+            value=_arg_from(data["value"]), head_dim=int(data["head_dim"]), scale=float(data["scale"]),
+            out_dtype=data["out_dtype"], causal=bool(data.get("causal", False)),
+            mask=_arg_from(data.get("mask")))
     if kind == "scan":
         return ScanSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

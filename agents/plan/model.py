@@ -19,12 +19,12 @@ from kernelstitch.agents.plan.kernel_spec import ReductionKnobs, Spec, spec_from
 SCHEMA_VERSION = 1
 Technique = Literal[
     "fused_elementwise", "fused_reduction", "gemm_epilogue", "library_call",
-    "pytorch_fallback", "algebraic_rewrite",
+    "pytorch_fallback", "algebraic_rewrite", "fused_attention",
 ]
 TECHNIQUES: tuple[str, ...] = get_args(Technique)
 # Steps that run a kernel the candidate compiles itself (the rest call PyTorch).
 KERNEL_TECHNIQUES = frozenset({"fused_elementwise", "fused_reduction", "gemm_epilogue",
-                               "algebraic_rewrite"})
+                               "algebraic_rewrite", "fused_attention"})
 
 
 class PlanError(ValueError):
@@ -256,6 +256,7 @@ _TECHNIQUE_LABEL = {
     "library_call": "library call (PyTorch)",
     "pytorch_fallback": "PyTorch fallback",
     "algebraic_rewrite": "algebraic rewrite",
+    "fused_attention": "flash attention kernel",
 }
 
 

@@ -14,6 +14,7 @@ from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, Plan
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.kernel_spec import (
     ArgReduceSpec,
+    AttentionSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
@@ -90,16 +91,19 @@ def nothing_to_fuse(steps: list[PlanStep]) -> str | None:
 
 
 def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool = True,
-                 cat_kernels: bool = True) -> Plan:
+                 cat_kernels: bool = True, attention_kernels: bool = True) -> Plan:
     """`attention`: written-out attention as scaled_dot_product_attention (planner/attention.py);
-    `cat_kernels`: torch.cat as our concatenation kernel (else PyTorch's, a measured variant)."""
+    `cat_kernels`: torch.cat as our concatenation kernel (else PyTorch's, a measured variant);
+    `attention_kernels`: scaled_dot_product_attention as our flash-attention kernel where it
+    takes it (else PyTorch's fused attention, a measured variant)."""
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
     rewritten = apply_rewrites(graph, attention=attention)
-    sched = schedule(rewritten.graph, gemm_kernels=use_gemm, cat_kernels=cat_kernels)
+    kernels = {"gemm_kernels": use_gemm, "cat_kernels": cat_kernels, "attention_kernels": attention_kernels}
+    sched = schedule(rewritten.graph, **kernels)
     lone = lone_bias_adds(sched)
     if lone:  # nothing absorbs these bias adds: cuDNN adds the bias in its own pass instead
         rewritten = apply_rewrites(graph, keep_conv_bias=frozenset(lone), attention=attention)
-        sched = schedule(rewritten.graph, gemm_kernels=use_gemm, cat_kernels=cat_kernels)
+        sched = schedule(rewritten.graph, **kernels)
     builder = _StepBuilder(sched, rewritten.algebraic)
     steps = [builder.step(g, k) for k, g in enumerate(sched.groups, start=1)]
     notes = list(graph.notes) + rewritten.notes
@@ -181,7 +185,7 @@ class _StepBuilder:
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
                  "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "arg_reduce": self.arg_reduce,
                  "triangle": self.triangle, "nll": self.nll, "cat": self.cat,
-                 "gemm": self.gemm}.get(g.kind, self.torch_call)
+                 "gemm": self.gemm, "attention": self.attention}.get(g.kind, self.torch_call)
         return build(g, sid)
 
     def elementwise(self, g: Group, sid: str) -> PlanStep:
@@ -362,6 +366,30 @@ class _StepBuilder:
             "from the rows' logsumexp and the logit at each target",
             _nbytes(self.node(t).meta) + _nbytes(self.node(lse).meta) + rows * ELEMENT_SIZE[self.node(x).meta.dtype]
             + _nbytes(anchor.meta), 2 * rows, [x, t, lse])
+
+    def attention(self, g: Group, sid: str) -> PlanStep:
+        node = self.node(g.anchor)
+        q, k, v = (a.node for a in node.args[:3])
+        mask = node.arg(3, "attn_mask", None)
+        mq, lk = self.node(q).meta, self.node(k).meta.example_shape[-2]
+        head = int(mq.shape[-1])
+        scale = node.arg(6, "scale", None)
+        causal = bool(node.arg(5, "is_causal", False))
+        spec = AttentionSpec(
+            name=f"ks_{sid}_attention", query=self.tensor_arg(q), key=self.tensor_arg(k), value=self.tensor_arg(v),
+            head_dim=head, scale=float(scale) if scale is not None else 1.0 / math.sqrt(head),
+            out_dtype=node.meta.dtype, causal=causal, mask=self.tensor_arg(mask.node) if mask is not None else None)
+        inputs = [q, k, v] + ([mask.node] if mask is not None else [])
+        # q k^T and p v: 2 Lq Lk D each per leading index (about half of it under a causal mask)
+        flops = 4 * mq.numel * lk // (2 if causal else 1)
+        what = "causal " if causal else "masked " if mask is not None else ""
+        return PlanStep(
+            id=sid, technique="fused_attention", nodes=[node.name],
+            description=f"{what}scaled_dot_product_attention as one flash-attention kernel (head dim {head}: "
+                        "online softmax, key / value tiles through shared memory, no [L, S] scores in memory)",
+            source_lines=self.lines([node.name]), spec=spec_to_json(spec),
+            estimated_bytes=sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(node.meta),
+            estimated_flops=flops, inputs=inputs, outputs=[node.name])
 
     def batch_stats(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)

@@ -24,6 +24,7 @@ from typing import Literal
 
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
+from kernelstitch.agents.plan.kernel_spec import attention_kernel_problem
 from kernelstitch.agents.planner.ops import (
     ARG_REDUCE_KINDS,
     BATCH_STATS_OP,
@@ -35,6 +36,7 @@ from kernelstitch.agents.planner.ops import (
     POOL_OPS,
     REDUCTION_KINDS,
     SCAN_KINDS,
+    SDPA_OP,
     TRIANGLE_KINDS,
     float_tensors,
     masked_float_tensors,
@@ -47,7 +49,7 @@ from kernelstitch.agents.planner.ops import (
 )
 
 GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "triangle", "nll", "cat", "gemm", "library",
-                    "fallback"]
+                    "attention", "fallback"]
 Shape = tuple
 
 
@@ -107,10 +109,12 @@ def live_nodes(graph: Graph) -> set[str]:
 
 
 class _Scheduler:
-    def __init__(self, graph: Graph, gemm_kernels: bool, cat_kernels: bool = True):
+    def __init__(self, graph: Graph, gemm_kernels: bool, cat_kernels: bool = True,
+                 attention_kernels: bool = True):
         self.graph = graph
         self.gemm_kernels = gemm_kernels
         self.cat_kernels = cat_kernels
+        self.attention_kernels = attention_kernels
         self.live = live_nodes(graph)
         self.order = {n.name: k for k, n in enumerate(graph.nodes)}
         all_users = graph.users()
@@ -184,6 +188,8 @@ class _Scheduler:
             if reason is None:
                 return "gemm" if self.gemm_kernels else "library"
             return "library"
+        if node.op == SDPA_OP and self.attention_kernels and self.attention_problem(node) is None:
+            return "attention"
         if node.op in LIBRARY_OPS:
             return "library"
         if translate_elementwise(node) is not None:
@@ -191,6 +197,31 @@ class _Scheduler:
             return self.compiled_or_fallback(node, "elementwise", None if floating else "non-floating-point tensors")
         self.fallback_reasons[node.name] = f"no built-in kernel for {node.op}"
         return "fallback"
+
+    def attention_problem(self, node: Node) -> str | None:
+        """Why our flash-attention kernel cannot run this scaled_dot_product_attention (it then
+        stays a library call); None when it can."""
+        refs = node.args[:3]
+        if len(refs) < 3 or not all(isinstance(r, NodeRef) for r in refs):
+            return "query, key and value are not all tensors"
+        mq, mk, mv = (self.meta(r.node) for r in refs)
+        if mq is None or mk is None or mv is None:
+            return "unknown query / key / value shapes"
+        if float(node.arg(4, "dropout_p", 0.0) or 0.0) != 0.0 or node.arg(7, "enable_gqa", False):
+            return "dropout or grouped-query attention"
+        if not (mq.rank == mk.rank == mv.rank >= 2) or not (mq.shape[:-2] == mk.shape[:-2] == mv.shape[:-2]):
+            return "query, key and value leading dims differ (broadcast)"
+        head = mq.shape[-1]
+        if not isinstance(head, int) or mk.shape[-1] != head or mv.shape[-1] != head or mk.shape[-2] != mv.shape[-2]:
+            return "head dims differ or are not static"
+        mask = node.arg(3, "attn_mask", None)
+        mask_dtype = None
+        if mask is not None:
+            meta = self.meta(mask.node) if isinstance(mask, NodeRef) else None
+            if meta is None or node.arg(5, "is_causal", False):
+                return "a mask that is not a tensor, or a mask with is_causal"
+            mask_dtype = meta.dtype
+        return attention_kernel_problem(head, (mq.dtype, mk.dtype, mv.dtype), mask_dtype)
 
     def compiled_or_fallback(self, node: Node, kind: str, reason: str | None) -> str:
         """`kind` when nothing stops our kernel (`reason` None), else a fallback with the reason."""
@@ -548,6 +579,7 @@ class _Scheduler:
         return result
 
 
-def schedule(graph: Graph, gemm_kernels: bool = True, cat_kernels: bool = True) -> Schedule:
+def schedule(graph: Graph, gemm_kernels: bool = True, cat_kernels: bool = True,
+             attention_kernels: bool = True) -> Schedule:
     """Group the graph's live nodes into kernels (see the module docstring)."""
-    return _Scheduler(graph, gemm_kernels, cat_kernels).run()
+    return _Scheduler(graph, gemm_kernels, cat_kernels, attention_kernels).run()

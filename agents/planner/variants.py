@@ -62,6 +62,11 @@ def propose_variants(graph: Graph, limit: int = 4,
             "attention-written-out", "attention as written (matmul, softmax, matmul in our kernels "
             "and cuBLAS) instead of PyTorch's fused scaled_dot_product_attention",
             plan_builtin(graph, attention=False)))
+    if any(s.technique == "fused_attention" for s in base.plan.steps):
+        others.append(PlanVariant(
+            "attention-in-pytorch", "scaled_dot_product_attention through PyTorch's fused attention "
+            "(flash / memory-efficient / cuDNN) instead of our flash-attention kernel",
+            plan_builtin(graph, attention_kernels=False)))
     if any((s.spec or {}).get("type") == "cat" for s in base.plan.steps):
         others.append(PlanVariant(
             "cat-in-pytorch", "torch.cat through PyTorch (its batched copy) instead of our "

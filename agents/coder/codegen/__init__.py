@@ -7,11 +7,12 @@ the sources of one `torch.utils.cpp_extension.load_inline` call (pass `EXTRA_CUD
 
 The CUDA and C++ are files under cuda/ (headers at the top, one folder per emitter), filled by
 `templates.render`; the Python modules decide what fills them: `elementwise.py`, `reduction/`
-(one module per kernel family), `cluster_cols.py`, `gemm.py`, `pool.py`, `batch_stats.py`, and `expr.py` (op lists -> fp32
+(one module per kernel family), `cluster_cols.py`, `gemm.py`, `pool.py`, `batch_stats.py`, `attention.py`, and `expr.py` (op lists -> fp32
 CUDA statements).
 """
 
 from kernelstitch.agents.coder.codegen.arg_reduce import emit_arg_reduce
+from kernelstitch.agents.coder.codegen.attention import emit_attention
 from kernelstitch.agents.coder.codegen.batch_stats import emit_batch_stats
 from kernelstitch.agents.coder.codegen.cat import emit_cat
 from kernelstitch.agents.coder.codegen.common import (
@@ -33,6 +34,7 @@ from kernelstitch.agents.coder.codegen.scan import emit_scan
 from kernelstitch.agents.coder.codegen.triangle import emit_triangle
 from kernelstitch.agents.plan.kernel_spec import (
     ArgReduceSpec,
+    AttentionSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
@@ -74,6 +76,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         return emit_arg_reduce(spec)
     if isinstance(spec, TriangleSpec):
         return emit_triangle(spec)
+    if isinstance(spec, AttentionSpec):
+        return emit_attention(spec)
     if isinstance(spec, NllLossSpec):
         return emit_nll(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
@@ -81,6 +85,7 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
 
 __all__ = [
     "ArgReduceSpec",
+    "AttentionSpec",
     "BatchStatsSpec",
     "CatSegment",
     "CatSpec",
@@ -103,6 +108,7 @@ __all__ = [
     "c_float",
     "compile_ops",
     "emit",
+    "emit_attention",
     "emit_batch_stats",
     "emit_elementwise",
     "emit_gemm",

@@ -1,0 +1,61 @@
+"""Flash-attention emitter: scaled_dot_product_attention (no dropout) as one kernel that streams
+key / value tiles through shared memory with an online softmax, so the [Lq, Lk] scores are never
+stored (cuda/attention/).  Python picks the tile (rows_per_thread)."""
+
+from __future__ import annotations
+
+import math
+
+from kernelstitch.agents.coder.codegen.common import CUDA_TYPE, TORCH_DTYPE, check_identifier
+from kernelstitch.agents.coder.codegen.expr import c_float
+from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.templates import render
+from kernelstitch.agents.plan.kernel_spec import AttentionSpec, attention_kernel_problem
+
+MASK_KINDS = {None: 0, "bool": 1}  # any float dtype: 2 (added to the scores)
+
+
+def rows_per_thread(head_dim: int) -> int:
+    """Query rows a thread: 8 where ptxas keeps RM x (scores 4 + head dims a thread) within 128
+    registers without spilling (head dims a thread 1, 2 or 4: head dim <= 32 or 49..64), else 4
+    (head dim 48 spilled at 8 rows)."""
+    return 8 if -(-head_dim // 16) in (1, 2, 4) else 4
+
+
+def emit_attention(spec: AttentionSpec) -> KernelSource:
+    name = check_identifier(spec.name)
+    mask_dtype = spec.mask.dtype if spec.mask is not None else None
+    problem = attention_kernel_problem(spec.head_dim, (spec.query.dtype, spec.key.dtype, spec.value.dtype), mask_dtype)
+    if problem:
+        raise ValueError(f"{name}: {problem}")
+    rm = rows_per_thread(spec.head_dim)
+    launcher_sig = (f"void {name}_launch(const void* q, const void* k, const void* v, const void* mask, void* out, "
+                    "int64_t N, int64_t Lq, int64_t Lk, int64_t sq0, int64_t sq1, int64_t sk0, int64_t sk1, "
+                    "int64_t sv0, int64_t sv1, int64_t sm0, int64_t sm1, int64_t sm2, cudaStream_t stream)")
+    mask_kind = MASK_KINDS.get(mask_dtype, 2)
+    cuda = render(
+        "attention/kernel.cu", name=name, head_dim=spec.head_dim, head_dim_pad=-(-spec.head_dim // 16) * 16,
+        rows_per_thread=rm, causal="true" if spec.causal else "false", mask_kind=mask_kind,
+        mask_what=("" if mask_dtype is None else " + mask" if mask_kind == 2 else ", masked"),
+        causal_what=", causal" if spec.causal else "",
+        q_t=CUDA_TYPE[spec.query.dtype], k_t=CUDA_TYPE[spec.key.dtype], v_t=CUDA_TYPE[spec.value.dtype],
+        mask_t=CUDA_TYPE[mask_dtype or "float32"], out_t=CUDA_TYPE[spec.out_dtype],
+        q_scale=c_float(spec.scale * math.log2(math.e)), launcher_sig=launcher_sig)
+    cparams = "at::Tensor q, at::Tensor k, at::Tensor v" + (", at::Tensor mask" if spec.mask is not None else "")
+    mask_setup = (render("attention/mask.cpp", name=name, mask_name=spec.mask.name,
+                         mask_dtype=TORCH_DTYPE[spec.mask.dtype])
+                  if spec.mask is not None else render("attention/no_mask.cpp"))
+    binding = render(
+        "attention/binding.cpp", name=name, cparams=cparams, head_dim=spec.head_dim,
+        q_name=spec.query.name, k_name=spec.key.name, v_name=spec.value.name,
+        q_dtype=TORCH_DTYPE[spec.query.dtype], k_dtype=TORCH_DTYPE[spec.key.dtype],
+        v_dtype=TORCH_DTYPE[spec.value.dtype], out_dtype=TORCH_DTYPE[spec.out_dtype], mask_setup=mask_setup)
+    args = (spec.query.name, spec.key.name, spec.value.name) + ((spec.mask.name,) if spec.mask else ())
+    what = "causal " if spec.causal else ("masked " if spec.mask is not None else "")
+    return KernelSource(
+        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";", python_args=args,
+        notes=(f"{what}flash attention, head dim {spec.head_dim}: key / value tiles of 64 streamed through "
+               "shared memory, online softmax in base 2, the [Lq, Lk] scores never stored",
+               f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
+               + (", key tiles past the block's last query skipped" if spec.causal else "")),
+    )

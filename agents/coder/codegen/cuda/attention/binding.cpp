@@ -1,0 +1,36 @@
+// ---- binding {{name}}: flash attention ----
+at::Tensor {{name}}({{cparams}}) {
+  TORCH_CHECK(q.is_cuda(), "{{name}}: expected CUDA tensors");
+  const at::Device device = q.device();
+  ks_check_tensor(q, "{{name}}: query ({{q_name}})", {{q_dtype}}, device);
+  ks_check_tensor(k, "{{name}}: key ({{k_name}})", {{k_dtype}}, device);
+  ks_check_tensor(v, "{{name}}: value ({{v_name}})", {{v_dtype}}, device);
+  const int64_t rank = q.dim();
+  TORCH_CHECK(rank >= 2 && k.dim() == rank && v.dim() == rank,
+              "{{name}}: query, key and value need one rank >= 2, got ", ks_str(rank), ", ", ks_str(k.dim()), ", ",
+              ks_str(v.dim()));
+  const int64_t D = q.size(-1), Lq = q.size(-2), Lk = k.size(-2);
+  TORCH_CHECK(D == {{head_dim}} && k.size(-1) == D && v.size(-1) == D,
+              "{{name}}: compiled for head dim {{head_dim}} (query, key and value alike), got ", ks_str(D), ", ",
+              ks_str(k.size(-1)), ", ", ks_str(v.size(-1)));
+  TORCH_CHECK(v.size(-2) == Lk, "{{name}}: key and value lengths differ: ", ks_str(Lk), " and ", ks_str(v.size(-2)));
+  const c10::IntArrayRef lead = q.sizes().slice(0, rank - 2);
+  TORCH_CHECK(k.sizes().slice(0, rank - 2) == lead && v.sizes().slice(0, rank - 2) == lead,
+              "{{name}}: query, key and value need the same leading (batch, head) sizes");
+  const c10::cuda::CUDAGuard guard(device);
+  int64_t N = 1;
+  for (const int64_t s : lead) N *= s;
+  // [N, L, D] views (a copy only where the strides do not allow one), the head dim contiguous
+  auto rows = [&](const at::Tensor& t, int64_t L) {
+    return (t.stride(-1) == 1 ? t : t.contiguous()).reshape({N, L, D});
+  };
+  const at::Tensor q3 = rows(q, Lq), k3 = rows(k, Lk), v3 = rows(v, Lk);
+  at::Tensor out = at::empty(q.sizes(), q.options().dtype({{out_dtype}}));
+  if (out.numel() == 0) return out;
+  {{mask_setup}}
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+  {{name}}_launch(q3.data_ptr(), k3.data_ptr(), v3.data_ptr(), mask_ptr, out.data_ptr(), N, Lq, Lk, q3.stride(0),
+                  q3.stride(1), k3.stride(0), k3.stride(1), v3.stride(0), v3.stride(1), sm0, sm1, sm2, stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}
