@@ -16,6 +16,7 @@ from kernelstitch.agents.coder.codegen import (
     BINDING_PRELUDE,
     CUDA_PRELUDE,
     ArgReduceSpec,
+    AttentionSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
@@ -205,6 +206,23 @@ def nll_specs() -> list[NllLossSpec]:
         NllLossSpec("nll_mean", f32, t, TensorArg("lse", "float32"), "mean", -100, "float32"),
         NllLossSpec("nll_sum", f32, t, TensorArg("lse", "float32"), "sum", 3, "float32"),
         NllLossSpec("nll_none_bf16", bf16, t, TensorArg("lse", "bfloat16"), "none", -100, "bfloat16"),
+    ]
+
+
+def attention_specs() -> list[AttentionSpec]:
+    """Flash attention over every register layout (head dims a thread 1..8, 8 and 4 query rows a
+    thread), the three storage dtypes, causal, a bool and an additive mask."""
+    def spec(name, head, dtype="float32", causal=False, mask=None):
+        q, k, v = (TensorArg(n, dtype) for n in "qkv")
+        m = TensorArg("m", mask) if mask else None
+        return AttentionSpec(name, q, k, v, head, 1.0 / head ** 0.5, dtype, causal, m)
+
+    return [
+        spec("att_d16", 16), spec("att_d32", 32), spec("att_d48_causal", 48, causal=True),
+        spec("att_d64_causal", 64, causal=True), spec("att_d80_f16", 80, "float16"),
+        spec("att_d96_bf16_mask", 96, "bfloat16", mask="bool"), spec("att_d112_addmask", 112, mask="float32"),
+        spec("att_d128", 128), spec("att_d128_causal_f16", 128, "float16", causal=True),
+        spec("att_d64_mask", 64, mask="bool"),
     ]
 
 
@@ -480,7 +498,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + attention_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -621,7 +639,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + attention_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

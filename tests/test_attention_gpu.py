@@ -1,0 +1,105 @@
+"""The flash-attention kernel on a GPU: tests/test_codegen.py's attention specs (one load_inline)
+against a float64 softmax(q k^T * scale + mask) v over odd lengths (1, 77, 130 queries; 1 to 257
+keys), 3-D and 4-D operands read through transposed strides, every head-dim layout, 16-bit
+storage, causal and bool / additive masks with rows no key takes part in (zeros), and logits
+large enough to overflow a naive exp; then attention modules generated and compared with their
+reference, and KernelBench's VisionAttention generated and verified end to end."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_attention import CAUSAL, MHA  # noqa: E402
+from test_codegen import attention_specs  # noqa: E402
+from test_codegen_gpu import load_kernels  # noqa: E402
+from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+SPECS = {s.name: s for s in attention_specs()}
+DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return load_kernels("ks_attention_gpu_tests", list(SPECS.values()))
+
+
+def reference(q, k, v, scale, causal, mask):
+    """float64 attention; a row with no key taking part is zeros (as the kernel and SDPA's
+    fused kernels give)."""
+    s = (q.double() @ k.double().transpose(-2, -1)) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.double()
+    return torch.nan_to_num(torch.softmax(s, -1), nan=0.0) @ v.double()
+
+
+def operands(spec, lead, lq, lk, seed, logit_scale=1.0):
+    """q, k, v [*lead, L, D] as transposed views of [*lead[:-1], L, lead[-1], D] tensors (the
+    head-split layout attention code makes), and the spec's mask broadcast from [lq, lk]."""
+    torch.manual_seed(seed)
+    dt, d = DT[spec.query.dtype], spec.head_dim
+
+    def make(length, scale=1.0):
+        t = torch.randn(*lead[:-1], length, lead[-1], d, device="cuda") * scale
+        return t.to(dt).transpose(-3, -2)
+
+    q, k, v = make(lq, logit_scale), make(lk), make(lk)
+    mask = None
+    if spec.mask is not None:
+        if spec.mask.dtype == "bool":
+            mask = torch.rand(lq, lk, device="cuda") > 0.3
+            mask[0] = False  # a query no key takes part in
+        else:
+            mask = torch.randn(lq, lk, device="cuda").to(DT[spec.mask.dtype])
+    return q, k, v, mask
+
+
+def check(ext, name, lead, lq, lk, seed=0, logit_scale=1.0):
+    spec = SPECS[name]
+    q, k, v, mask = operands(spec, lead, lq, lk, seed, logit_scale)
+    fn = getattr(ext, name)
+    got = fn(q, k, v) if mask is None else fn(q, k, v, mask)
+    assert got.shape == (*lead, lq, spec.head_dim) and got.dtype == q.dtype and got.is_contiguous()
+    want = reference(q, k, v, spec.scale, spec.causal, mask)
+    tol = 2e-5 if spec.query.dtype == "float32" else 1e-2
+    torch.testing.assert_close(got.double(), want, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+@pytest.mark.parametrize("lead, lq, lk", [((2, 3), 77, 100), ((5,), 130, 257), ((1, 2), 1, 1), ((2, 1), 64, 64)],
+                         ids=["4d_77x100", "3d_130x257", "one_query_one_key", "one_tile"])
+def test_attention_matches_float64(ext, name, lead, lq, lk):
+    if SPECS[name].causal and lq > lk:
+        lk = lq  # causal top-left: every query keeps key 0, any lengths work; keep some keys masked
+    check(ext, name, lead, lq, lk, seed=lq + lk)
+
+
+@pytest.mark.parametrize("name", ["att_d32", "att_d64_causal", "att_d128_causal_f16"])
+def test_large_logits_do_not_overflow_the_softmax(ext, name):
+    # scores of several hundred: exp would overflow fp32 without the running max
+    check(ext, name, (2, 2), 70, 70, seed=3, logit_scale=30.0)
+
+
+def test_a_head_dim_other_than_the_compiled_one_is_refused(ext):
+    q = torch.randn(2, 10, 48, device="cuda")
+    with pytest.raises(RuntimeError, match="head dim 32"):
+        ext.att_d32(q, q, q)
+
+
+@pytest.mark.parametrize("text", [CAUSAL, MHA], ids=["gpt_causal_attention", "multihead_attention"])
+def test_attention_modules_match_their_reference(tmp_path, text):
+    module_matches_reference(textwrap.dedent(text), {}, tmp_path)
+
+
+def test_kernelbench_vision_attention_generates_and_verifies(tmp_path):
+    kernelbench_problem_verifies("level3/31_VisionAttention.py", tmp_path)

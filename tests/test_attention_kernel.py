@@ -1,0 +1,106 @@
+"""The flash-attention kernel's planning and emission on the CPU (its GPU behaviour:
+tests/test_attention_gpu.py): which scaled_dot_product_attention calls it takes (and why the
+others stay PyTorch's call), the spec's JSON round trip, the emitter's refusals and tile choice."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import pytest
+from kernelstitch.agents.coder.codegen import AttentionSpec, TensorArg, emit
+from kernelstitch.agents.coder.codegen.attention import rows_per_thread
+from kernelstitch.agents.plan.kernel_spec import spec_from_json, spec_to_json
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+
+# head dims fixed by the module (views with constants): a free [.., D] input's head dim is a
+# symbol the Verifier may vary, and the kernel is compiled for one head dim
+SDPA = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(48, 3 * {e}), nn.Linear(48, 3 * {e}), nn.Linear(48, 3 * {ev})
+
+    def forward(self, x{mask_param}):
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, 3, {e}).transpose(1, 2)
+        k = self.k(x).view(b, t, 3, {e}).transpose(1, 2)
+        v = self.v(x).view(b, t, 3, {ev}).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, k, v{call})
+
+def get_inputs():
+    return [torch.randn(2, 17, 48){mask_input}]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _plan(tmp_path, call="", e=64, ev=None, mask=None):
+    text = SDPA.format(call=call, e=e, ev=ev or e, mask_param=", m" if mask else "",
+                       mask_input=f", {mask}" if mask else "")
+    path = tmp_path / "problem.py"
+    path.write_text(textwrap.dedent(text))
+    return plan_builtin(capture(path))
+
+
+def _attention(plan):
+    return [s for s in plan.steps if s.technique == "fused_attention"
+            or (s.spec or {}).get("op") == "aten.scaled_dot_product_attention.default"]
+
+
+@pytest.mark.parametrize("call, mask, causal, masked, scale", [
+    ("", None, False, False, 1 / math.sqrt(64)),
+    (", is_causal=True", None, True, False, 1 / math.sqrt(64)),
+    (", attn_mask=m, scale=0.5", "torch.rand(17, 17) > 0.3", False, True, 0.5),
+    (", m", "torch.randn(2, 1, 17, 17)", False, True, 1 / math.sqrt(64)),
+], ids=["plain", "causal", "bool_mask_scale", "additive_mask"])
+def test_sdpa_calls_the_kernel_takes(tmp_path, call, mask, causal, masked, scale):
+    steps = _attention(_plan(tmp_path, call, mask=mask))
+    assert [s.technique for s in steps] == ["fused_attention"]
+    spec = steps[0].spec
+    assert spec["causal"] is causal and (spec["mask"] is not None) is masked
+    assert spec["head_dim"] == 64 and spec["scale"] == pytest.approx(scale)
+    assert len(steps[0].inputs) == 3 + masked
+    # causal: about half of the q k^T and p v work
+    full = 4 * 2 * 3 * 17 * 64 * 17
+    assert steps[0].estimated_flops == (full // 2 if causal else full)
+
+
+@pytest.mark.parametrize("call, e, ev", [
+    (", dropout_p=0.1", 64, None),  # random: not ours
+    ("", 256, None),                # head dim beyond the kernel's tiles
+    ("", 64, 32),                   # the value's head dim differs from the key's
+], ids=["dropout", "head_dim_256", "value_head_dim_differs"])
+def test_sdpa_calls_left_to_pytorch(tmp_path, call, e, ev):
+    steps = _attention(_plan(tmp_path, call, e=e, ev=ev))
+    assert [s.technique for s in steps] == ["library_call"]
+
+
+def test_the_spec_round_trips_and_the_emitter_refuses_what_the_kernel_cannot_do():
+    spec = AttentionSpec("ks_s1_attention", TensorArg("q", "bfloat16"), TensorArg("k", "bfloat16"),
+                         TensorArg("v", "bfloat16"), 96, 0.125, "bfloat16", True, TensorArg("m", "bool"))
+    assert spec_from_json(spec_to_json(spec)) == spec
+    source = emit(spec)
+    assert source.python_args == ("q", "k", "v", "m")
+    assert "constexpr bool CAUSAL = true;" in source.cuda and "constexpr int MASK = 1;" in source.cuda
+    assert "constexpr int DP = 96;" in source.cuda and "constexpr int RM = 4;" in source.cuda
+    assert "at::Tensor mask" in source.binding
+    with pytest.raises(ValueError, match="head dim 160"):
+        emit(AttentionSpec("a", spec.query, spec.key, spec.value, 160, 0.1, "bfloat16"))
+    with pytest.raises(ValueError, match="dtypes"):
+        emit(AttentionSpec("a", TensorArg("q", "float32"), spec.key, spec.value, 64, 0.1, "float32"))
+
+
+@pytest.mark.parametrize("head, rows", [(16, 8), (32, 8), (48, 4), (64, 8), (80, 4), (128, 4)])
+def test_query_rows_a_thread_follow_the_register_budget(head, rows):
+    assert rows_per_thread(head) == rows
+    spec = AttentionSpec("a", TensorArg("q", "float32"), TensorArg("k", "float32"), TensorArg("v", "float32"),
+                         head, 0.1, "float32")
+    assert f"constexpr int RM = {rows};" in emit(spec).cuda
+    assert f"constexpr int DP = {-(-head // 16) * 16};" in emit(spec).cuda
