@@ -1,7 +1,8 @@
 """The flash-attention kernel on a GPU: tests/test_codegen.py's attention specs (one load_inline)
 against a float64 softmax(q k^T * scale + mask) v over odd lengths (1, 77, 130 queries; 1 to 257
 keys), 3-D and 4-D operands read through transposed strides, every head-dim layout, 16-bit
-storage, causal and bool / additive masks with rows no key takes part in (zeros), and logits
+storage, causal and bool / additive masks with rows no key takes part in (zeros) and tiles
+no key takes part in (skipped), and logits
 large enough to overflow a naive exp; then attention modules generated and compared with their
 reference, and KernelBench's VisionAttention generated and verified end to end."""
 
@@ -88,6 +89,18 @@ def test_attention_matches_float64(ext, name, lead, lq, lk):
 def test_large_logits_do_not_overflow_the_softmax(ext, name):
     # scores of several hundred: exp would overflow fp32 without the running max
     check(ext, name, (2, 2), 70, 70, seed=3, logit_scale=30.0)
+
+
+@pytest.mark.parametrize("per_batch", [False, True], ids=["one_mask", "mask_per_batch"])
+def test_tiles_a_bool_mask_leaves_empty_are_skipped_and_the_result_matches(ext, per_batch):
+    # a GPT-style tril buffer: the tiles above the diagonal have no key taking part (skipped by the
+    # live-tile pre-pass); per batch: a [B, 1, L, S] mask, each batch its own tiles
+    torch.manual_seed(7)
+    q, k, v = (torch.randn(2, 3, 300, 64, device="cuda") for _ in range(3))
+    tril = torch.ones(300, 300, device="cuda").tril().view(1, 1, 300, 300) != 0
+    mask = torch.cat([tril, tril.transpose(-2, -1)]) if per_batch else tril
+    want = reference(q, k, v, SPECS["att_d64_mask"].scale, False, mask)
+    torch.testing.assert_close(ext.att_d64_mask(q, k, v, mask).double(), want, atol=2e-5, rtol=2e-5)
 
 
 def test_a_head_dim_other_than_the_compiled_one_is_refused(ext):

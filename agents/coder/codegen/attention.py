@@ -31,7 +31,8 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     rm = rows_per_thread(spec.head_dim)
     launcher_sig = (f"void {name}_launch(const void* q, const void* k, const void* v, const void* mask, void* out, "
                     "int64_t N, int64_t Lq, int64_t Lk, int64_t sq0, int64_t sq1, int64_t sk0, int64_t sk1, "
-                    "int64_t sv0, int64_t sv1, int64_t sm0, int64_t sm1, int64_t sm2, cudaStream_t stream)")
+                    "int64_t sv0, int64_t sv1, int64_t sm0, int64_t sm1, int64_t sm2, void* live, cudaStream_t stream)")
+    live_sig = f"int64_t {name}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk)"
     mask_kind = MASK_KINDS.get(mask_dtype, 2)
     cuda = render(
         "attention/kernel.cu", name=name, head_dim=spec.head_dim, head_dim_pad=-(-spec.head_dim // 16) * 16,
@@ -53,9 +54,11 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     args = (spec.query.name, spec.key.name, spec.value.name) + ((spec.mask.name,) if spec.mask else ())
     what = "causal " if spec.causal else ("masked " if spec.mask is not None else "")
     return KernelSource(
-        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";", python_args=args,
+        function=name, cuda=cuda, binding=binding, launcher_decl=f"{launcher_sig};\n{live_sig};", python_args=args,
         notes=(f"{what}flash attention, head dim {spec.head_dim}: key / value tiles of 64 streamed through "
                "shared memory, online softmax in base 2, the [Lq, Lk] scores never stored",
                f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
-               + (", key tiles past the block's last query skipped" if spec.causal else "")),
+               + (", key tiles past the block's last query skipped" if spec.causal else "")
+               + (", tiles where the mask lets no key take part skipped (a pre-pass marks them)"
+                  if mask_kind == 1 else "")),
     )

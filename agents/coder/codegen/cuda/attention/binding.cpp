@@ -28,9 +28,13 @@ at::Tensor {{name}}({{cparams}}) {
   at::Tensor out = at::empty(q.sizes(), q.options().dtype({{out_dtype}}));
   if (out.numel() == 0) return out;
   {{mask_setup}}
+  // the live-tile map of a bool mask (one byte a tile of queries x keys, per n unless broadcast)
+  const int64_t live_bytes = {{name}}_live_bytes(sm0 == 0 ? 1 : N, Lq, Lk);
+  at::Tensor live = at::empty({live_bytes > 0 ? live_bytes : 1}, q.options().dtype(at::kByte));
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
   {{name}}_launch(q3.data_ptr(), k3.data_ptr(), v3.data_ptr(), mask_ptr, out.data_ptr(), N, Lq, Lk, q3.stride(0),
-                  q3.stride(1), k3.stride(0), k3.stride(1), v3.stride(0), v3.stride(1), sm0, sm1, sm2, stream);
+                  q3.stride(1), k3.stride(0), k3.stride(1), v3.stride(0), v3.stride(1), sm0, sm1, sm2,
+                  live.data_ptr(), stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }

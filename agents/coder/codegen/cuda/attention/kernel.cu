@@ -13,7 +13,9 @@
 // are broadcast), and output rows ty*RM .. x head dims tx + 16 c (conflict-free lanes).  A row's
 // max and sum are shuffles over the 16 lanes of one ty.  Causal: key c takes part for query
 // r >= c (torch's is_causal, top-left aligned), and key tiles past the block's last row are
-// never loaded.  A row with no key taking part gets zeros (SDPA's fused kernels do the same).
+// never loaded; a bool mask's tiles where no key takes part (a causal tril buffer's upper half)
+// are skipped too: a pre-pass over the mask marks the live tiles.  A row with no key taking part
+// gets zeros (SDPA's fused kernels do the same).
 namespace {{name}}_cfg {
 constexpr int D = {{head_dim}};       // the head dim
 constexpr int DP = {{head_dim_pad}};  // D rounded up to 16, zero-padded in shared memory
@@ -35,7 +37,7 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
     const {{mask_t}}* __restrict__ mask, {{out_t}}* __restrict__ out, const int64_t Lq, const int64_t Lk,
     const int64_t tiles_m, const int64_t sq0, const int64_t sq1, const int64_t sk0, const int64_t sk1,
     const int64_t sv0, const int64_t sv1, const int64_t sm0, const int64_t sm1, const int64_t sm2,
-    const float q_scale) {
+    const unsigned char* __restrict__ live, const int64_t live_n, const float q_scale) {
   using namespace {{name}}_cfg;
   extern __shared__ float4 ks_attention_smem[];
   float* Qt = reinterpret_cast<float*>(ks_attention_smem);  // [DP][LDQ], transposed
@@ -58,7 +60,10 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
     for (int c = 0; c < CPT; ++c) o[i][c] = 0.f;
   }
   const int64_t keys = CAUSAL ? (m0 + BM < Lk ? m0 + BM : Lk) : Lk;
+  const int64_t tiles_n = (Lk + BN - 1) / BN;
+  const unsigned char* live_row = live == nullptr ? nullptr : live + n * live_n + (blockIdx.x % tiles_m) * tiles_n;
   for (int64_t n0 = 0; n0 < keys; n0 += BN) {
+    if (live_row != nullptr && !live_row[n0 / BN]) continue;  // no key of this tile takes part: uniform
     __syncthreads();  // the last tile's K, V and P reads are done (the Q tile is written)
     for (int i = tid; i < BN * DP; i += THREADS) {
       const int c = i / DP, d = i % DP;
@@ -160,10 +165,39 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
   }
 }
 
+// The live-tile pre-pass of a bool mask: block (tile of keys, tile of queries, n) sets its byte
+// when any key of the tile takes part for any query of it.
+__global__ void __launch_bounds__(256) {{name}}_live(const {{mask_t}}* __restrict__ mask, unsigned char* __restrict__ live,
+                                                      const int64_t Lq, const int64_t Lk, const int64_t sm0,
+                                                      const int64_t sm1, const int64_t sm2) {
+  using namespace {{name}}_cfg;
+  const int64_t m0 = (int64_t)blockIdx.y * BM, n0 = (int64_t)blockIdx.x * BN;
+  bool any = false;
+  for (int i = threadIdx.x; i < BM * BN && !any; i += blockDim.x) {
+    const int64_t row = m0 + i / BN, key = n0 + i % BN;
+    any = row < Lq && key < Lk && {{name}}_mask(mask[blockIdx.z * sm0 + row * sm1 + key * sm2]) != 0.f;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) live[((int64_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x] = any;
+}
+
+// Bytes of the live-tile map `live` the launcher needs (0: no bool mask); `mask_n` is 1 where the
+// mask is the same for every n (stride 0), else N.
+int64_t {{name}}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk) {
+  using namespace {{name}}_cfg;
+  return MASK == 1 ? mask_n * ks_cdiv(Lq, (int64_t)BM) * ks_cdiv(Lk, (int64_t)BN) : 0;
+}
+
 {{launcher_sig}} {
   using namespace {{name}}_cfg;
   if (N == 0 || Lq == 0) return;
   const int64_t tiles_m = ks_cdiv(Lq, (int64_t)BM);
+  const int64_t mask_n = sm0 == 0 ? 1 : N;
+  if (MASK == 1 && Lk > 0) {
+    const dim3 grid((unsigned)ks_cdiv(Lk, (int64_t)BN), (unsigned)tiles_m, (unsigned)mask_n);
+    {{name}}_live<<<grid, 256, 0, stream>>>(static_cast<const {{mask_t}}*>(mask), static_cast<unsigned char*>(live), Lq,
+                                           Lk, sm0, sm1, sm2);
+  }
   const size_t bytes = SMEM_FLOATS * sizeof(float);
   static bool configured = false;  // above 48 KB a kernel must opt in to its dynamic shared memory
   if (!configured) {
@@ -173,5 +207,6 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
   {{name}}_kernel<<<(unsigned)(N * tiles_m), THREADS, bytes, stream>>>(
       static_cast<const {{q_t}}*>(q), static_cast<const {{k_t}}*>(k), static_cast<const {{v_t}}*>(v),
       static_cast<const {{mask_t}}*>(mask), static_cast<{{out_t}}*>(out), Lq, Lk, tiles_m, sq0, sq1, sk0, sk1,
-      sv0, sv1, sm0, sm1, sm2, {{q_scale}});
+      sv0, sv1, sm0, sm1, sm2, MASK == 1 ? static_cast<const unsigned char*>(live) : nullptr,
+      mask_n == 1 ? 0 : tiles_m * ks_cdiv(Lk, (int64_t)BN), {{q_scale}});
 }
