@@ -57,6 +57,9 @@ def get_init_inputs():
     return []
 '''
 
+# KernelBench's ReLUSelfAttention: ReLU in place of softmax (no library form: our kernel or as written)
+RELU = CAUSAL.replace("att = F.softmax(att, dim=-1)", "att = F.relu(att)")
+
 # 3-D operands, torch.bmm, a division for the scale, no mask
 PLAIN = '''
 import torch
@@ -107,8 +110,9 @@ def _sdpa_steps(plan) -> list:
     return [s for s in plan.steps if (s.spec or {}).get("op") == SDPA_OP or s.technique == "fused_attention"]
 
 
-@pytest.mark.parametrize("text, masked, kernel", [(CAUSAL, True, True), (PLAIN, False, False), (MHA, False, True)],
-                         ids=["causal", "plain_value_dim_differs", "multihead_attention"])
+@pytest.mark.parametrize("text, masked, kernel", [(CAUSAL, True, True), (PLAIN, False, False), (MHA, False, True),
+                                                  (RELU, True, True)],
+                         ids=["causal", "plain_value_dim_differs", "multihead_attention", "relu_attention"])
 def test_written_out_attention_is_one_attention_step_with_the_modules_results(tmp_path, text, masked, kernel):
     candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(text))
     steps = _sdpa_steps(candidate.plan)
@@ -117,10 +121,13 @@ def test_written_out_attention_is_one_attention_step_with_the_modules_results(tm
     assert len(steps) == 1 and steps[0].technique == ("fused_attention" if kernel else "library_call")
     if kernel:
         assert (steps[0].spec["mask"] is not None) is masked and "_KS.ks_" in candidate.source
+        # the tril buffer's `== 0` is read in the kernel (no comparison left to PyTorch)
+        assert steps[0].spec["mask_nonzero"] is masked
+        assert "pytorch_fallback" not in [s.technique for s in candidate.plan.steps]
     else:
         assert ("attn_mask=" in candidate.source) is masked
     assert not any((s.spec or {}).get("kind") == "softmax" for s in candidate.plan.steps)  # no softmax kernel
-    assert any("read as scaled_dot_product_attention" in n for n in candidate.plan.notes)
+    assert any("read as" in n and "attention" in n for n in candidate.plan.notes)
     # the Verifier's static rules accept the program (the SDPA call declared as a library call)
     assert check_files(tmp_path / "model_new.py", tmp_path / "problem.py", origin=CandidateOrigin.BUILTIN).reasons == []
     with torch.no_grad():
@@ -146,3 +153,15 @@ def test_the_written_out_form_is_a_variant_for_the_search(tmp_path):
     written = variants["attention-written-out"].plan
     assert not _sdpa_steps(written)
     assert "fused_reduction" in [s.technique for s in written.steps]  # the softmax kernel
+
+
+def test_relu_attention_has_no_library_form_and_stays_written_out_without_the_kernel(tmp_path):
+    path = tmp_path / "problem.py"
+    path.write_text(textwrap.dedent(RELU))
+    graph = capture(path)
+    variants = {v.name: v for v in propose_variants(graph, limit=8)}
+    steps = _sdpa_steps(variants["default"].plan)
+    assert [s.spec["score"] for s in steps] == ["relu"]
+    assert "attention-in-pytorch" not in variants  # nothing to call
+    written = plan_builtin(graph, attention_kernels=False)
+    assert not _sdpa_steps(written) and not any("ReLU attention" in n for n in written.notes)

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_attention import CAUSAL, MHA  # noqa: E402
+from test_attention import CAUSAL, MHA, RELU  # noqa: E402
 from test_codegen import attention_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
@@ -33,15 +33,18 @@ def ext():
     return load_kernels("ks_attention_gpu_tests", list(SPECS.values()))
 
 
-def reference(q, k, v, scale, causal, mask):
+def reference(q, k, v, scale, causal, mask, relu=False, nonzero=False):
     """float64 attention; a row with no key taking part is zeros (as the kernel and SDPA's
-    fused kernels give)."""
+    fused kernels give); `relu`: relu(scores) in place of softmax; `nonzero`: the mask's nonzero
+    entries take part."""
     s = (q.double() @ k.double().transpose(-2, -1)) * scale
     if causal:
         s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
     if mask is not None:
+        mask = mask != 0 if nonzero else mask
         s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.double()
-    return torch.nan_to_num(torch.softmax(s, -1), nan=0.0) @ v.double()
+    p = torch.relu(s) if relu else torch.nan_to_num(torch.softmax(s, -1), nan=0.0)
+    return p @ v.double()
 
 
 def operands(spec, lead, lq, lk, seed, logit_scale=1.0):
@@ -57,7 +60,10 @@ def operands(spec, lead, lq, lk, seed, logit_scale=1.0):
     q, k, v = make(lq, logit_scale), make(lk), make(lk)
     mask = None
     if spec.mask is not None:
-        if spec.mask.dtype == "bool":
+        if spec.mask_nonzero:  # a tril-like float buffer: 0 masks, any other value takes part
+            mask = (torch.rand(lq, lk, device="cuda") > 0.3) * torch.rand(lq, lk, device="cuda").add(0.5)
+            mask[0] = 0
+        elif spec.mask.dtype == "bool":
             mask = torch.rand(lq, lk, device="cuda") > 0.3
             mask[0] = False  # a query no key takes part in
         else:
@@ -71,8 +77,9 @@ def check(ext, name, lead, lq, lk, seed=0, logit_scale=1.0):
     fn = getattr(ext, name)
     got = fn(q, k, v) if mask is None else fn(q, k, v, mask)
     assert got.shape == (*lead, lq, spec.head_dim) and got.dtype == q.dtype and got.is_contiguous()
-    want = reference(q, k, v, spec.scale, spec.causal, mask)
-    tol = 2e-5 if spec.query.dtype == "float32" else 1e-2
+    want = reference(q, k, v, spec.scale, spec.causal, mask, spec.score == "relu", spec.mask_nonzero)
+    # ReLU attention is not normalised: its sums grow with the keys, its tolerance with them
+    tol = (2e-5 if spec.query.dtype == "float32" else 1e-2) * (lk ** 0.5 if spec.score == "relu" else 1)
     torch.testing.assert_close(got.double(), want, atol=tol, rtol=tol)
 
 
@@ -109,10 +116,12 @@ def test_a_head_dim_other_than_the_compiled_one_is_refused(ext):
         ext.att_d32(q, q, q)
 
 
-@pytest.mark.parametrize("text", [CAUSAL, MHA], ids=["gpt_causal_attention", "multihead_attention"])
+@pytest.mark.parametrize("text", [CAUSAL, MHA, RELU], ids=["gpt_causal_attention", "multihead_attention",
+                                                           "relu_attention"])
 def test_attention_modules_match_their_reference(tmp_path, text):
     module_matches_reference(textwrap.dedent(text), {}, tmp_path)
 
 
-def test_kernelbench_vision_attention_generates_and_verifies(tmp_path):
-    kernelbench_problem_verifies("level3/31_VisionAttention.py", tmp_path)
+@pytest.mark.parametrize("problem", ["level3/31_VisionAttention.py", "level3/50_ReLUSelfAttention.py"])
+def test_kernelbench_attention_problem_generates_and_verifies(tmp_path, problem):
+    kernelbench_problem_verifies(problem, tmp_path)

@@ -211,11 +211,12 @@ def nll_specs() -> list[NllLossSpec]:
 
 def attention_specs() -> list[AttentionSpec]:
     """Flash attention over every register layout (head dims a thread 1..8, 8 and 4 query rows a
-    thread), the three storage dtypes, causal, a bool and an additive mask."""
-    def spec(name, head, dtype="float32", causal=False, mask=None):
+    thread), the three storage dtypes, causal, a bool, an additive and a `!= 0` float mask,
+    ReLU attention."""
+    def spec(name, head, dtype="float32", causal=False, mask=None, **more):
         q, k, v = (TensorArg(n, dtype) for n in "qkv")
         m = TensorArg("m", mask) if mask else None
-        return AttentionSpec(name, q, k, v, head, 1.0 / head ** 0.5, dtype, causal, m)
+        return AttentionSpec(name, q, k, v, head, 1.0 / head ** 0.5, dtype, causal, m, **more)
 
     return [
         spec("att_d16", 16), spec("att_d32", 32), spec("att_d48_causal", 48, causal=True),
@@ -223,6 +224,8 @@ def attention_specs() -> list[AttentionSpec]:
         spec("att_d96_bf16_mask", 96, "bfloat16", mask="bool"), spec("att_d112_addmask", 112, mask="float32"),
         spec("att_d128", 128), spec("att_d128_causal_f16", 128, "float16", causal=True),
         spec("att_d64_mask", 64, mask="bool"),
+        spec("att_d64_relu_nonzero", 64, mask="float32", score="relu", mask_nonzero=True),
+        spec("att_d32_relu_causal_bf16", 32, "bfloat16", causal=True, score="relu"),
     ]
 
 

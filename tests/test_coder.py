@@ -19,6 +19,7 @@ import torch
 from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.plan import Plan
+from kernelstitch.agents.plan.host_ops import VIEW_OPS
 from kernelstitch.agents.verifier.declaration import CandidateOrigin
 from kernelstitch.agents.verifier.static_checks import check_files
 from spill_scope import full_spill_check
@@ -78,8 +79,10 @@ def test_generated_file_structure(case, generated):
     # The plan is embedded and valid; its kernels are the extension's functions.
     assert Plan.from_json(module.KERNELSTITCH_PLAN) == candidate.plan
     assert module._FUNCTIONS == [k.function for k in candidate.kernels]
-    # Exactly the ATen ops forward calls through torch.ops are declared (with their chains).
-    called = {f"aten::{m}" for m in re.findall(r"torch\.ops\.aten\.(\w+)\.\w+\(", candidate.source)}
+    # Exactly the ATen ops forward calls through torch.ops are declared (with their chains);
+    # views (split, slice: no method spelling) launch nothing and are not declared.
+    called = {f"aten::{m}" for m, overload in re.findall(r"torch\.ops\.aten\.(\w+)\.(\w+)\(", candidate.source)
+              if f"aten.{m}.{overload}" not in VIEW_OPS}
     declared = module.KERNELSTITCH_TORCH_OPS
     assert declared == candidate.torch_ops
     assert called <= set(declared)
@@ -291,8 +294,13 @@ def interpret(spec: dict):
             if spec["causal"]:
                 scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
             if mask is not None:
+                if spec.get("mask_nonzero"):
+                    mask = mask != 0
                 scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.float()
-            p = torch.nan_to_num(torch.softmax(scores, -1), nan=0.0)  # no key takes part: zeros
+            if spec.get("score") == "relu":
+                p = torch.relu(scores)
+            else:
+                p = torch.nan_to_num(torch.softmax(scores, -1), nan=0.0)  # no key takes part: zeros
             return (p @ v).to(_DT[spec["out_dtype"]])
         env = {t["name"]: v.float() for t, v in zip(spec["inputs"], tensors)}
         if spec["type"] == "cat":

@@ -72,6 +72,12 @@ SUITE = {
         {"native_layer_norm", "addmm", "relu", "add"},
         lambda ns: (ns.TOKENS, ns.HIDDEN),
     ),
+    "gpt_block.py": (
+        "transformer_block",
+        "compute",
+        {"native_layer_norm", "addmm", "_softmax", "tanh", "masked_fill"},
+        lambda ns: (ns.BATCH, ns.SEQ, ns.HEADS * ns.HEAD_DIM),
+    ),
     "swiglu_gate.py": (
         "gated_activation",
         "memory",

@@ -326,7 +326,8 @@ class AttentionSpec:
     softmax(query key^T * scale + mask) value over query [..., Lq, head_dim] and key, value
     [..., Lk, head_dim] with the same leading dims.  `mask`: None, a bool tensor (True takes
     part) or a float one (added to the scores), broadcast to [..., Lq, Lk]; `causal`: key c
-    takes part for query r >= c (is_causal, top-left aligned)."""
+    takes part for query r >= c (is_causal, top-left aligned); `score` "relu": relu(scores) v
+    (masked scores 0, nothing normalised), the ReLU attention some models write out."""
 
     name: str
     query: TensorArg
@@ -337,6 +338,8 @@ class AttentionSpec:
     out_dtype: DType
     causal: bool = False
     mask: TensorArg | None = None
+    score: Literal["softmax", "relu"] = "softmax"  # relu: relu(scores) v, masked scores 0, no normalising
+    mask_nonzero: bool = False  # a float mask whose nonzero entries take part (`x != 0` read in the kernel)
 
 
 ATTENTION_MAX_HEAD_DIM = 128  # larger heads' tiles do not fit shared memory in the kernel's design
@@ -408,7 +411,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
     if isinstance(spec, AttentionSpec):
         return {"type": "attention", "name": spec.name, "query": _arg(spec.query), "key": _arg(spec.key),
                 "value": _arg(spec.value), "head_dim": spec.head_dim, "scale": spec.scale,
-                "out_dtype": spec.out_dtype, "causal": spec.causal, "mask": _arg(spec.mask)}
+                "out_dtype": spec.out_dtype, "causal": spec.causal, "mask": _arg(spec.mask), "score": spec.score,
+                "mask_nonzero": spec.mask_nonzero}
     if isinstance(spec, ScanSpec):
         return {"type": "scan", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
@@ -484,7 +488,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             name=data["name"], query=_arg_from(data["query"]), key=_arg_from(data["key"]),
             value=_arg_from(data["value"]), head_dim=int(data["head_dim"]), scale=float(data["scale"]),
             out_dtype=data["out_dtype"], causal=bool(data.get("causal", False)),
-            mask=_arg_from(data.get("mask")))
+            mask=_arg_from(data.get("mask")), score=data.get("score", "softmax"),
+            mask_nonzero=bool(data.get("mask_nonzero", False)))
     if kind == "scan":
         return ScanSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

@@ -17,6 +17,10 @@ last dim without a dtype change, and the mask broadcasts to the scores.  A row e
 which is masked is NaN in the written-out form; SDPA's math path gives zeros there, so the
 Verifier's comparison decides (random inputs never mask a whole row of a causal mask).
 
+The same pattern with ReLU in place of softmax (``relu(masked scores) @ v``: masked scores are
+-inf, so 0) has no library form; it becomes one `RELU_ATTENTION_OP` node only where our
+attention kernel takes it, else it stays written out.
+
 `attention_rewrites(graph)` returns the edits (replacing the second matmul with the SDPA node
 and the mask with its negation); the built-in planner applies them by default and proposes the
 written-out form as a variant the Verifier times against it (agents/planner/variants.py).
@@ -24,9 +28,10 @@ written-out form as a variant the Verifier times against it (agents/planner/vari
 
 from __future__ import annotations
 
-from kernelstitch.agents.plan.graph import Graph, GraphEdit, Node, NodeRef, renamed
+from kernelstitch.agents.plan.graph import Graph, GraphEdit, Node, NodeRef, TensorMeta, renamed
+from kernelstitch.agents.planner.attention_kernel import attention_operands_problem
 from kernelstitch.agents.planner.fusion import live_nodes
-from kernelstitch.agents.planner.ops import SDPA_OP
+from kernelstitch.agents.planner.ops import RELU_ATTENTION_OP, SDPA_OP
 
 __all__ = ["SDPA_OP", "attention_rewrites", "has_attention"]
 _MATMULS = frozenset({"aten.matmul.default", "aten.bmm.default"})
@@ -42,13 +47,14 @@ def _live_users(graph: Graph) -> dict[str, list[str]]:
     return {name: [u for u in readers if u in live or u == "<output>"] for name, readers in graph.users().items()}
 
 
-def attention_rewrites(graph: Graph) -> tuple[list[GraphEdit], list[str]]:
-    """Edits turning each written-out attention into one SDPA node, and a note for each."""
+def attention_rewrites(graph: Graph, relu: bool = True) -> tuple[list[GraphEdit], list[str]]:
+    """Edits turning each written-out attention into one SDPA node (`relu`: its ReLU form into
+    one RELU_ATTENTION_OP node where our kernel takes it), and a note for each."""
     users = _live_users(graph)
     edits: list[GraphEdit] = []
     notes: list[str] = []
     for node in graph.nodes:
-        found = _match(graph, users, node)
+        found = _match(graph, users, node, relu)
         if found is None:
             continue
         new, note = found
@@ -80,7 +86,8 @@ def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _match(graph: Graph, users: dict[str, list[str]], out: Node) -> tuple[list[GraphEdit], str] | None:
+def _match(graph: Graph, users: dict[str, list[str]], out: Node,
+           relu: bool = True) -> tuple[list[GraphEdit], str] | None:
     """(edits, note) when `out` is the `p @ v` of a written-out attention, else None."""
     if out.op not in _MATMULS or len(out.args) != 2 or out.kwargs:
         return None
@@ -94,14 +101,18 @@ def _match(graph: Graph, users: dict[str, list[str]], out: Node) -> tuple[list[G
         probs = _sole_input(graph, users, probs)
         if probs is None:
             return None
-    if probs.op not in _SOFTMAX:
+    score = "relu" if relu and probs.op == "aten.relu.default" else "softmax"
+    if score == "softmax" and probs.op not in _SOFTMAX:
         return None
     scores_in = _sole_input(graph, users, probs)
     rank = probs.meta.rank if probs.meta else 0
-    dim = probs.arg(1, "dim")
-    keeps_dtype = (len(probs.args) < 3 or probs.args[2] in (None, False)) and probs.kwargs.get("dtype") is None
-    if scores_in is None or rank < 3 or dim not in (-1, rank - 1) or not keeps_dtype:
+    if scores_in is None or rank < 3:
         return None
+    if score == "softmax":
+        dim = probs.arg(1, "dim")
+        keeps_dtype = (len(probs.args) < 3 or probs.args[2] in (None, False)) and probs.kwargs.get("dtype") is None
+        if dim not in (-1, rank - 1) or not keeps_dtype:
+            return None
     mask = None
     scores = scores_in
     if scores.op == "aten.masked_fill.Scalar":
@@ -141,9 +152,18 @@ def _match(graph: Graph, users: dict[str, list[str]], out: Node) -> tuple[list[G
         negated = _negated(mask, users, scores_in.name)
         new_mask = [GraphEdit(negated, before=out.name)]
         kwargs = {"attn_mask": NodeRef(negated.name), **kwargs}
+    what = "masked " if mask is not None else ""
+    if score == "relu":  # no library form: only where our kernel runs it (the mask as bool)
+        mask_meta = TensorMeta(mask.meta.shape, mask.meta.example_shape, "bool") if mask is not None else None
+        if attention_operands_problem(q.meta, k.meta, v.meta, mask_meta) is not None:
+            return None
+        node = renamed(out, op=RELU_ATTENTION_OP, args=(NodeRef(q.name), NodeRef(k.name), NodeRef(v.name)),
+                       kwargs=kwargs, synthetic=True)
+        note = (f"line {out.line or '?'}: {what}ReLU attention written out (matmul, scale, relu, matmul) read "
+                "as one flash-style kernel: no [L, S] score matrix in memory")
+        return new_mask + [GraphEdit(node)], note
     sdpa = renamed(out, op=SDPA_OP, args=(NodeRef(q.name), NodeRef(k.name), NodeRef(v.name)),
                    kwargs=kwargs, synthetic=True)
-    what = "masked " if mask is not None else ""
     note = (f"line {out.line or '?'}: {what}attention written out (matmul, scale, softmax, matmul) read as "
             "scaled_dot_product_attention: PyTorch's fused attention, no [L, S] score matrix in memory")
     return new_mask + [GraphEdit(sdpa)], note

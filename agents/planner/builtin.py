@@ -36,6 +36,7 @@ from kernelstitch.agents.planner.ops import (
     EXCLUSIVE_SCANS,
     RECURRENT_LIBRARY_OPS,
     REDUCTION_KINDS,
+    RELU_ATTENTION_OP,
     REVERSE_SCANS,
     SCAN_KINDS,
     SDPA_OP,
@@ -97,12 +98,13 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool
     `attention_kernels`: scaled_dot_product_attention as our flash-attention kernel where it
     takes it (else PyTorch's fused attention, a measured variant)."""
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
-    rewritten = apply_rewrites(graph, attention=attention)
+    rewritten = apply_rewrites(graph, attention=attention, relu_attention=attention_kernels)
     kernels = {"gemm_kernels": use_gemm, "cat_kernels": cat_kernels, "attention_kernels": attention_kernels}
     sched = schedule(rewritten.graph, **kernels)
     lone = lone_bias_adds(sched)
     if lone:  # nothing absorbs these bias adds: cuDNN adds the bias in its own pass instead
-        rewritten = apply_rewrites(graph, keep_conv_bias=frozenset(lone), attention=attention)
+        rewritten = apply_rewrites(graph, keep_conv_bias=frozenset(lone), attention=attention,
+                                   relu_attention=attention_kernels)
         sched = schedule(rewritten.graph, **kernels)
     builder = _StepBuilder(sched, rewritten.algebraic)
     steps = [builder.step(g, k) for k, g in enumerate(sched.groups, start=1)]
@@ -371,6 +373,8 @@ class _StepBuilder:
         node = self.node(g.anchor)
         q, k, v = (a.node for a in node.args[:3])
         mask = node.arg(3, "attn_mask", None)
+        nonzero = len(g.nodes) > 1  # the group took the `x != 0` making the mask: the kernel reads x
+        mask_input = self.node(mask.node).args[0].node if nonzero else mask.node if mask is not None else None
         mq, lk = self.node(q).meta, self.node(k).meta.example_shape[-2]
         head = int(mq.shape[-1])
         scale = node.arg(6, "scale", None)
@@ -378,15 +382,20 @@ class _StepBuilder:
         spec = AttentionSpec(
             name=f"ks_{sid}_attention", query=self.tensor_arg(q), key=self.tensor_arg(k), value=self.tensor_arg(v),
             head_dim=head, scale=float(scale) if scale is not None else 1.0 / math.sqrt(head),
-            out_dtype=node.meta.dtype, causal=causal, mask=self.tensor_arg(mask.node) if mask is not None else None)
-        inputs = [q, k, v] + ([mask.node] if mask is not None else [])
+            out_dtype=node.meta.dtype, causal=causal, mask=self.tensor_arg(mask_input) if mask_input else None,
+            mask_nonzero=nonzero, score="relu" if node.op == RELU_ATTENTION_OP else "softmax")
+        inputs = [q, k, v] + ([mask_input] if mask_input else [])
         # q k^T and p v: 2 Lq Lk D each per leading index (about half of it under a causal mask)
         flops = 4 * mq.numel * lk // (2 if causal else 1)
         what = "causal " if causal else "masked " if mask is not None else ""
+        if spec.score == "relu":
+            description = (f"{what}ReLU attention as one flash-style kernel (head dim {head}: key / value tiles "
+                           "through shared memory, no [L, S] scores in memory)")
+        else:
+            description = (f"{what}scaled_dot_product_attention as one flash-attention kernel (head dim {head}: "
+                           "online softmax, key / value tiles through shared memory, no [L, S] scores in memory)")
         return PlanStep(
-            id=sid, technique="fused_attention", nodes=[node.name],
-            description=f"{what}scaled_dot_product_attention as one flash-attention kernel (head dim {head}: "
-                        "online softmax, key / value tiles through shared memory, no [L, S] scores in memory)",
+            id=sid, technique="fused_attention", nodes=list(g.nodes), description=description,
             source_lines=self.lines([node.name]), spec=spec_to_json(spec),
             estimated_bytes=sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(node.meta),
             estimated_flops=flops, inputs=inputs, outputs=[node.name])

@@ -24,7 +24,7 @@ from typing import Literal
 
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
-from kernelstitch.agents.plan.kernel_spec import attention_kernel_problem
+from kernelstitch.agents.planner.attention_kernel import attention_operands_problem
 from kernelstitch.agents.planner.ops import (
     ARG_REDUCE_KINDS,
     BATCH_STATS_OP,
@@ -35,6 +35,7 @@ from kernelstitch.agents.planner.ops import (
     NLL_OP,
     POOL_OPS,
     REDUCTION_KINDS,
+    RELU_ATTENTION_OP,
     SCAN_KINDS,
     SDPA_OP,
     TRIANGLE_KINDS,
@@ -190,6 +191,8 @@ class _Scheduler:
             return "library"
         if node.op == SDPA_OP and self.attention_kernels and self.attention_problem(node) is None:
             return "attention"
+        if node.op == RELU_ATTENTION_OP:  # made only where the kernel takes it (planner/attention.py)
+            return self.compiled_or_fallback(node, "attention", self.attention_problem(node))
         if node.op in LIBRARY_OPS:
             return "library"
         if translate_elementwise(node) is not None:
@@ -199,29 +202,19 @@ class _Scheduler:
         return "fallback"
 
     def attention_problem(self, node: Node) -> str | None:
-        """Why our flash-attention kernel cannot run this scaled_dot_product_attention (it then
-        stays a library call); None when it can."""
+        """Why our flash-attention kernel cannot run this attention node (an SDPA call then stays
+        a library call); None when it can."""
         refs = node.args[:3]
         if len(refs) < 3 or not all(isinstance(r, NodeRef) for r in refs):
             return "query, key and value are not all tensors"
-        mq, mk, mv = (self.meta(r.node) for r in refs)
-        if mq is None or mk is None or mv is None:
-            return "unknown query / key / value shapes"
         if float(node.arg(4, "dropout_p", 0.0) or 0.0) != 0.0 or node.arg(7, "enable_gqa", False):
             return "dropout or grouped-query attention"
-        if not (mq.rank == mk.rank == mv.rank >= 2) or not (mq.shape[:-2] == mk.shape[:-2] == mv.shape[:-2]):
-            return "query, key and value leading dims differ (broadcast)"
-        head = mq.shape[-1]
-        if not isinstance(head, int) or mk.shape[-1] != head or mv.shape[-1] != head or mk.shape[-2] != mv.shape[-2]:
-            return "head dims differ or are not static"
         mask = node.arg(3, "attn_mask", None)
-        mask_dtype = None
-        if mask is not None:
-            meta = self.meta(mask.node) if isinstance(mask, NodeRef) else None
-            if meta is None or node.arg(5, "is_causal", False):
-                return "a mask that is not a tensor, or a mask with is_causal"
-            mask_dtype = meta.dtype
-        return attention_kernel_problem(head, (mq.dtype, mk.dtype, mv.dtype), mask_dtype)
+        if mask is not None and (not isinstance(mask, NodeRef) or self.meta(mask.node) is None
+                                 or node.arg(5, "is_causal", False)):
+            return "a mask that is not a tensor, or a mask with is_causal"
+        return attention_operands_problem(*(self.meta(r.node) for r in refs),
+                                          self.meta(mask.node) if mask is not None else None)
 
     def compiled_or_fallback(self, node: Node, kind: str, reason: str | None) -> str:
         """`kind` when nothing stops our kernel (`reason` None), else a fallback with the reason."""
@@ -381,11 +374,30 @@ class _Scheduler:
                 self.place_cat(node)
             elif kind == "gemm":
                 self.new_group("gemm", [node.name], node.name)
+            elif kind == "attention":
+                self.place_attention(node)
             else:
                 g = self.new_group(kind, [node.name], node.name)
                 g.reason = self.fallback_reasons.get(node.name, "")
         self.finish()
         return Schedule(self.graph, self.ordered(), self.live)
+
+    def place_attention(self, node: Node) -> None:
+        """An attention group; a mask made as `x != 0` for it alone (attention.py's negation of a
+        `masked_fill(x == 0, -inf)`, a comparison left to PyTorch) joins it: the kernel reads x
+        and tests it itself."""
+        members = [node.name]
+        mask = node.arg(3, "attn_mask", None)
+        made = self.graph.node(mask.node) if isinstance(mask, NodeRef) else None
+        if made is not None and made.op == "aten.ne.Scalar" and len(made.args) == 2 and made.args[1] == 0 \
+                and isinstance(made.args[0], NodeRef) and self.users.get(made.name) == [node.name]:
+            source = self.meta(made.args[0].node)
+            g = self.group_of.get(made.name)
+            if source is not None and source.dtype in FLOAT_DTYPES | {"bool"} and g is not None \
+                    and g.kind == "fallback" and g.nodes == [made.name]:
+                self.groups.remove(g)
+                members.insert(0, made.name)
+        self.new_group("attention", members, node.name)
 
     def place_elementwise(self, node: Node) -> None:
         producers: list[Group] = []

@@ -81,6 +81,9 @@ CONV_OPS = frozenset({"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d
 
 # PyTorch's fused attention: a library call (planner/attention.py reads written-out attention as it).
 SDPA_OP = "aten.scaled_dot_product_attention.default"
+# relu(q k^T * scale, masked to 0) v: attention with ReLU in place of softmax, which has no
+# library form; made (with SDPA's argument layout) only where our attention kernel takes it.
+RELU_ATTENTION_OP = "kernelstitch.relu_attention"
 
 # The ATen ops torch.profiler shows for one PyTorch library call (the whole chain is declared).
 LIBRARY_CHAINS: dict[str, tuple[str, ...]] = {

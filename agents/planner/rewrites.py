@@ -144,11 +144,12 @@ class RewriteResult:
 
 
 def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
-                   attention: bool = True) -> RewriteResult:
+                   attention: bool = True, relu_attention: bool = True) -> RewriteResult:
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call;
-    `attention`: written-out attention read as scaled_dot_product_attention (attention.py)."""
+    `attention`: written-out attention read as scaled_dot_product_attention (attention.py);
+    `relu_attention`: its ReLU form read as one node for our attention kernel."""
     result = RewriteResult(graph)
-    sdpa = (_attention,) if attention else ()
+    sdpa = (partial(_attention, relu=relu_attention),) if attention else ()
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum, _pool_before_pointwise_conv,
                  partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
                  _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
@@ -170,8 +171,8 @@ _OTHER_VIEWS = frozenset({
 })
 
 
-def _attention(graph: Graph):
-    edits, notes = attention_rewrites(graph)
+def _attention(graph: Graph, relu: bool = True):
+    edits, notes = attention_rewrites(graph, relu=relu)
     return edits, set(), notes
 
 

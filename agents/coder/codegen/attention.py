@@ -28,20 +28,25 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     problem = attention_kernel_problem(spec.head_dim, (spec.query.dtype, spec.key.dtype, spec.value.dtype), mask_dtype)
     if problem:
         raise ValueError(f"{name}: {problem}")
+    if spec.score not in ("softmax", "relu"):
+        raise ValueError(f"{name}: unknown score function {spec.score!r}")
     rm = rows_per_thread(spec.head_dim)
     launcher_sig = (f"void {name}_launch(const void* q, const void* k, const void* v, const void* mask, void* out, "
                     "int64_t N, int64_t Lq, int64_t Lk, int64_t sq0, int64_t sq1, int64_t sk0, int64_t sk1, "
                     "int64_t sv0, int64_t sv1, int64_t sm0, int64_t sm1, int64_t sm2, void* live, cudaStream_t stream)")
     live_sig = f"int64_t {name}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk)"
-    mask_kind = MASK_KINDS.get(mask_dtype, 2)
+    mask_kind = 1 if spec.mask_nonzero else MASK_KINDS.get(mask_dtype, 2)
     cuda = render(
         "attention/kernel.cu", name=name, head_dim=spec.head_dim, head_dim_pad=-(-spec.head_dim // 16) * 16,
         rows_per_thread=rm, causal="true" if spec.causal else "false", mask_kind=mask_kind,
-        mask_what=("" if mask_dtype is None else " + mask" if mask_kind == 2 else ", masked"),
+        mask_what=("" if mask_dtype is None else " + mask" if mask_kind == 2 else
+                   ", masked where the mask is 0" if spec.mask_nonzero else ", masked"),
         causal_what=", causal" if spec.causal else "",
         q_t=CUDA_TYPE[spec.query.dtype], k_t=CUDA_TYPE[spec.key.dtype], v_t=CUDA_TYPE[spec.value.dtype],
         mask_t=CUDA_TYPE[mask_dtype or "float32"], out_t=CUDA_TYPE[spec.out_dtype],
-        q_scale=c_float(spec.scale * math.log2(math.e)), launcher_sig=launcher_sig)
+        relu="true" if spec.score == "relu" else "false", score=spec.score,
+        # softmax scores in base 2 (exp2); ReLU scores as they are
+        q_scale=c_float(spec.scale * (1.0 if spec.score == "relu" else math.log2(math.e))), launcher_sig=launcher_sig)
     cparams = "at::Tensor q, at::Tensor k, at::Tensor v" + (", at::Tensor mask" if spec.mask is not None else "")
     mask_setup = (render("attention/mask.cpp", name=name, mask_name=spec.mask.name,
                          mask_dtype=TORCH_DTYPE[spec.mask.dtype])
@@ -53,10 +58,11 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
         v_dtype=TORCH_DTYPE[spec.value.dtype], out_dtype=TORCH_DTYPE[spec.out_dtype], mask_setup=mask_setup)
     args = (spec.query.name, spec.key.name, spec.value.name) + ((spec.mask.name,) if spec.mask else ())
     what = "causal " if spec.causal else ("masked " if spec.mask is not None else "")
+    how = "online softmax in base 2" if spec.score == "softmax" else "relu(scores) accumulated as they come"
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=f"{launcher_sig};\n{live_sig};", python_args=args,
         notes=(f"{what}flash attention, head dim {spec.head_dim}: key / value tiles of 64 streamed through "
-               "shared memory, online softmax in base 2, the [Lq, Lk] scores never stored",
+               f"shared memory, {how}, the [Lq, Lk] scores never stored",
                f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
                + (", key tiles past the block's last query skipped" if spec.causal else "")
                + (", tiles where the mask lets no key take part skipped (a pre-pass marks them)"

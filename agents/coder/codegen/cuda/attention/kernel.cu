@@ -1,6 +1,6 @@
 #include "../ks_prelude.cuh"
 
-// ---- flash attention {{name}}: out = softmax(q k^T * scale{{mask_what}}) v{{causal_what}} ----
+// ---- flash attention {{name}}: out = {{score}}(q k^T * scale{{mask_what}}) v{{causal_what}} ----
 // q [N, Lq, D], k and v [N, Lk, D] (the head dims last and contiguous; N the leading dims,
 // each with its own stride), out [N, Lq, D] contiguous; fp32 accumulation, no tensor cores (the
 // strict fp32 the Verifier holds every program to).  One block of 256 threads owns BM = 16 * RM
@@ -25,6 +25,7 @@ constexpr int CPT = DP / 16;          // output head dims a thread
 constexpr int LDQ = BM + 4, LDK = BN + 4, LDP = BM + 4;  // +4: 16-byte rows, fewer bank conflicts
 constexpr bool CAUSAL = {{causal}};
 constexpr int MASK = {{mask_kind}};   // 0 none, 1 bool (true takes part), 2 added to the scores
+constexpr bool RELU = {{relu}};       // relu(scores) v: no running max or sum, nothing normalised
 constexpr size_t SMEM_FLOATS = (size_t)DP * LDQ + (size_t)DP * LDK + (size_t)BN * DP + (size_t)BN * LDP;
 }  // namespace {{name}}_cfg
 
@@ -106,11 +107,13 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
         if (MASK != 0 && takes_part && row < Lq) {
           const float m = {{name}}_mask(mask[n * sm0 + row * sm1 + key * sm2]);
           if (MASK == 1) takes_part = m != 0.f;
-          else s[i][j] = fmaf(m, 1.4426950408889634f, s[i][j]);  // log2(e): scores are in base 2
+          else s[i][j] = RELU ? s[i][j] + m : fmaf(m, 1.4426950408889634f, s[i][j]);  // softmax: base 2
         }
         s[i][j] = takes_part ? s[i][j] : -KS_INF;
+        if (RELU) s[i][j] = fmaxf(s[i][j], 0.f);  // a masked score (-inf) is 0 too
         mx = fmaxf(mx, s[i][j]);
       }
+      if (RELU) continue;  // the probabilities are the scores themselves
 #pragma unroll
       for (int off = 8; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
       const float m_new = fmaxf(m_run[i], mx);
@@ -156,7 +159,7 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
   for (int i = 0; i < RM; ++i) {
     const int64_t row = m0 + ty * RM + i;
     if (row >= Lq) continue;
-    const float inv = l_run[i] > 0.f ? 1.f / l_run[i] : 0.f;
+    const float inv = RELU ? 1.f : l_run[i] > 0.f ? 1.f / l_run[i] : 0.f;
 #pragma unroll
     for (int cc = 0; cc < CPT; ++cc) {
       const int d = tx + 16 * cc;
