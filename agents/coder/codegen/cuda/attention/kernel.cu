@@ -4,7 +4,8 @@
 // q [N, Lq, D], k and v [N, Lk, D] (the head dims last and contiguous; N the leading dims,
 // each with its own stride), out [N, Lq, D] contiguous; fp32 accumulation, no tensor cores (the
 // strict fp32 the Verifier holds every program to).  One block of 256 threads owns BM = 16 * RM
-// query rows of one n: their Q tile stays in shared memory, pre-multiplied by scale * log2(e);
+// query rows of one n: their Q tile stays in shared memory, pre-multiplied by scale * log2(e)
+// (by scale for ReLU scores);
 // the K and V tiles of BN = 64 keys stream through shared memory, and an online softmax in base 2
 // (running max m and sum l per row, the output rescaled by exp2(m_old - m_new)) means the
 // [Lq, Lk] score matrix never exists in memory.
@@ -25,7 +26,7 @@ constexpr int BM = 16 * RM, BN = 64, THREADS = 256;
 constexpr int CPT = DP / 16;          // output head dims a thread
 constexpr int LDQ = BM + 4, LDK = BN + 4, LDP = BM + 4;  // +4: 16-byte rows, fewer bank conflicts
 constexpr bool CAUSAL = {{causal}};
-constexpr int MASK = {{mask_kind}};   // 0 none, 1 bool (true takes part), 2 added to the scores
+constexpr int MASK = {{mask_kind}};   // 0 none, 1 nonzero takes part (bool, or x of `x != 0`), 2 added
 constexpr bool RELU = {{relu}};       // relu(scores) v: no running max or sum, nothing normalised
 constexpr size_t SMEM_FLOATS = (size_t)DP * LDQ + (size_t)DP * LDK + (size_t)BN * DP + (size_t)BN * LDP;
 }  // namespace {{name}}_cfg
