@@ -10,9 +10,10 @@ import sys
 sys.path.insert(0, "tests")
 
 import torch  # noqa: E402
-from kernelstitch.core.cuda_timing import CudaTimer  # noqa: E402
 from test_codegen import attention_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
+
+from kernelstitch.core.cuda_timing import CudaTimer  # noqa: E402
 
 
 def main() -> None:
