@@ -110,6 +110,23 @@ def test_tiles_a_bool_mask_leaves_empty_are_skipped_and_the_result_matches(ext, 
     torch.testing.assert_close(ext.att_d64_mask(q, k, v, mask).double(), want, atol=2e-5, rtol=2e-5)
 
 
+@pytest.mark.parametrize("name", ["att_d112_addmask", "att_d64_addmask_f16"])
+def test_additive_masks_at_the_float_minimum_and_minus_infinity(ext, name):
+    # HuggingFace-style masks use finfo.min: a row masked that way everywhere is uniform in torch
+    # (finite scores), where only -inf masks out (zeros here, as the fused kernels give)
+    spec = SPECS[name]
+    torch.manual_seed(11)
+    dt = DT[spec.query.dtype]
+    q, k, v = (torch.randn(2, 3, 40, spec.head_dim, device="cuda").to(dt) for _ in range(3))
+    mask = torch.randn(40, 40, device="cuda").to(DT[spec.mask.dtype])
+    mask[0] = torch.finfo(mask.dtype).min
+    mask[1, :20] = torch.finfo(mask.dtype).min
+    mask[2] = float("-inf")
+    want = reference(q, k, v, spec.scale, False, mask)
+    tol = 2e-5 if spec.query.dtype == "float32" else 1e-2
+    torch.testing.assert_close(getattr(ext, name)(q, k, v, mask).double(), want, atol=tol, rtol=tol)
+
+
 def test_a_head_dim_other_than_the_compiled_one_is_refused(ext):
     q = torch.randn(2, 10, 48, device="cuda")
     with pytest.raises(RuntimeError, match="head dim 32"):

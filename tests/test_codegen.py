@@ -225,6 +225,7 @@ def attention_specs() -> list[AttentionSpec]:
         spec("att_d128", 128), spec("att_d128_causal_f16", 128, "float16", causal=True),
         spec("att_d64_mask", 64, mask="bool"),
         spec("att_d64_relu_nonzero", 64, mask="float32", score="relu", mask_nonzero=True),
+        spec("att_d64_addmask_f16", 64, "float16", mask="float16"),
         spec("att_d32_relu_causal_bf16", 32, "bfloat16", causal=True, score="relu"),
     ]
 

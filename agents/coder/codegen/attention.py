@@ -15,11 +15,11 @@ from kernelstitch.agents.plan.kernel_spec import AttentionSpec, attention_kernel
 MASK_KINDS = {None: 0, "bool": 1}  # any float dtype: 2 (added to the scores)
 
 
-def rows_per_thread(head_dim: int) -> int:
+def rows_per_thread(head_dim: int, additive_mask: bool = False) -> int:
     """Query rows a thread: 8 where ptxas keeps RM x (scores 4 + head dims a thread) within 128
     registers without spilling (head dims a thread 1, 2 or 4: head dim <= 32 or 49..64), else 4
-    (head dim 48 spilled at 8 rows)."""
-    return 8 if -(-head_dim // 16) in (1, 2, 4) else 4
+    (head dim 48 spilled at 8 rows; so did head dims 24-64 with an additive mask, 4-52 bytes)."""
+    return 8 if -(-head_dim // 16) in (1, 2, 4) and not additive_mask else 4
 
 
 def emit_attention(spec: AttentionSpec) -> KernelSource:
@@ -30,12 +30,14 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
         raise ValueError(f"{name}: {problem}")
     if spec.score not in ("softmax", "relu"):
         raise ValueError(f"{name}: unknown score function {spec.score!r}")
-    rm = rows_per_thread(spec.head_dim)
+    if spec.mask_nonzero and spec.mask is None:
+        raise ValueError(f"{name}: mask_nonzero without a mask")
     launcher_sig = (f"void {name}_launch(const void* q, const void* k, const void* v, const void* mask, void* out, "
                     "int64_t N, int64_t Lq, int64_t Lk, int64_t sq0, int64_t sq1, int64_t sk0, int64_t sk1, "
                     "int64_t sv0, int64_t sv1, int64_t sm0, int64_t sm1, int64_t sm2, void* live, cudaStream_t stream)")
     live_sig = f"int64_t {name}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk)"
     mask_kind = 1 if spec.mask_nonzero else MASK_KINDS.get(mask_dtype, 2)
+    rm = rows_per_thread(spec.head_dim, additive_mask=mask_kind == 2)
     cuda = render(
         "attention/kernel.cu", name=name, head_dim=spec.head_dim, head_dim_pad=-(-spec.head_dim // 16) * 16,
         rows_per_thread=rm, causal="true" if spec.causal else "false", mask_kind=mask_kind,

@@ -278,7 +278,9 @@ __device__ __forceinline__ float ks_leaky_relu(float x, float s) { return x > 0.
 // [0.5, 2], 3 ulp elsewhere), subnormals supported (no ftz here), log(0) =
 // -inf, log(x < 0) = NaN; logf's ~20-instruction polynomial twice a value (kl_div: log(input) and
 // target * log(target)) left its row kernel at 66% of DRAM bandwidth on the H100.
-__device__ __forceinline__ float ks_log(float x) { return __logf(x); }
+// Near 1, where log x is small, that absolute bound is a large relative error (log(1 - p) for a
+// small p): logf there.
+__device__ __forceinline__ float ks_log(float x) { return (x > 0.75f && x < 1.25f) ? logf(x) : __logf(x); }
 // torch.xlogy: 0 where x == 0 (unless y is NaN), else x * log(y) (kl_div's target * log(target)).
 __device__ __forceinline__ float ks_xlogy(float x, float y) { return (x == 0.f && y == y) ? 0.f : x * ks_log(y); }
 

@@ -115,7 +115,10 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
           if (MASK != 0 && takes_part && row < Lq) {
             const float m = {{name}}_mask(mask[n * sm0 + row * sm1 + key * sm2]);
             if (MASK == 1) takes_part = m != 0.f;
-            else s[i][j] = RELU ? s[i][j] + m : fmaf(m, 1.4426950408889634f, s[i][j]);  // softmax: base 2
+            // softmax: base 2; a finite mask as low as finfo(float32).min stays finite there (its
+            // rows are uniform, as in torch), only -inf masks out
+            else if (RELU) s[i][j] += m;
+            else s[i][j] = m == -KS_INF ? -KS_INF : fmaf(fmaxf(m, -2.35e38f), 1.4426950408889634f, s[i][j]);
           }
           s[i][j] = takes_part ? s[i][j] : -KS_INF;
         }
