@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 from test_attention import CAUSAL, MHA, RELU  # noqa: E402
 from test_codegen import attention_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
+from test_coder import attention_reference  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
 
 pytestmark = [
@@ -34,17 +35,8 @@ def ext():
 
 
 def reference(q, k, v, scale, causal, mask, relu=False, nonzero=False):
-    """float64 attention; a row with no key taking part is zeros (as the kernel and SDPA's
-    fused kernels give); `relu`: relu(scores) in place of softmax; `nonzero`: the mask's nonzero
-    entries take part."""
-    s = (q.double() @ k.double().transpose(-2, -1)) * scale
-    if causal:
-        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
-    if mask is not None:
-        mask = mask != 0 if nonzero else mask
-        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.double()
-    p = torch.relu(s) if relu else torch.nan_to_num(torch.softmax(s, -1), nan=0.0)
-    return p @ v.double()
+    """The test interpreter's attention (test_coder.attention_reference) in float64."""
+    return attention_reference(q.double(), k.double(), v.double(), scale, causal, mask, relu, nonzero)
 
 
 def operands(spec, lead, lq, lk, seed, logit_scale=1.0):

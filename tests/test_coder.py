@@ -270,6 +270,21 @@ def _run_ops(ops, env):
 _DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
+def attention_reference(q, k, v, scale, causal, mask, relu=False, nonzero=False):
+    """What the attention kernel computes, in q's dtype: softmax(q k^T * scale + mask) v with a
+    row no key takes part in as zeros (as the kernel and SDPA's fused kernels give); `causal`:
+    key c for query r >= c; `relu`: relu(scores) in place of softmax; `nonzero`: the mask's
+    nonzero entries take part (a bool mask: its True ones; a float one is added)."""
+    s = q @ k.transpose(-2, -1) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    if mask is not None:
+        mask = mask != 0 if nonzero else mask
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.to(s.dtype)
+    p = torch.relu(s) if relu else torch.nan_to_num(torch.softmax(s, -1), nan=0.0)
+    return p @ v
+
+
 def interpret(spec: dict):
     """A torch implementation of one kernel spec (what the CUDA kernel must compute)."""
     def run(*tensors):
@@ -289,19 +304,9 @@ def interpret(spec: dict):
             return total.to(_DT[spec["out_dtype"]])
         if spec["type"] == "attention":  # what the flash kernel computes, in fp32 through the math path
             q, k, v = (t.float() for t in tensors[:3])
-            mask = tensors[3] if spec["mask"] else None
-            scores = q @ k.transpose(-2, -1) * spec["scale"]
-            if spec["causal"]:
-                scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
-            if mask is not None:
-                if spec.get("mask_nonzero"):
-                    mask = mask != 0
-                scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.float()
-            if spec.get("score") == "relu":
-                p = torch.relu(scores)
-            else:
-                p = torch.nan_to_num(torch.softmax(scores, -1), nan=0.0)  # no key takes part: zeros
-            return (p @ v).to(_DT[spec["out_dtype"]])
+            return attention_reference(q, k, v, spec["scale"], spec["causal"], tensors[3] if spec["mask"] else None,
+                                       spec.get("score") == "relu", spec.get("mask_nonzero", False)
+                                       ).to(_DT[spec["out_dtype"]])
         env = {t["name"]: v.float() for t, v in zip(spec["inputs"], tensors)}
         if spec["type"] == "cat":
             parts = []
