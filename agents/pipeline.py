@@ -47,6 +47,9 @@ class PipelineConfig:
     variants: int = 4
     search_budget_s: float = 3.0
     search_time_s: float = 180.0  # no further contender is verified after this (the first is)
+    # The precision the user allows (kernelstitch.core.precision, issue 24): plans, baselines
+    # and the Verifier's tolerance follow it; "fp32" is strict.
+    precision: str = "fp32"
     # coder="llm": base_url, model, api_key_env (a variable's NAME), timeout_s, ... (see
     # agents/llm/config.py); budget: time_s, iterations, tokens of the LLM path.
     llm: dict[str, Any] = field(default_factory=dict)
@@ -201,12 +204,13 @@ def run_generate(
 def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     from kernelstitch.agents.coder.builtin import CoderError, code_builtin, write_candidate
     from kernelstitch.agents.planner.builtin import plan_builtin
+    from kernelstitch.agents.planner.precision import with_precision
     from kernelstitch.agents.report import render_report
 
     use_llm = ctx.config.coder == "llm"
     ctx.stage("planning", f"capturing {ctx.module}.forward")
     graph = capture_graph(ctx)
-    plan = plan_builtin(graph)
+    plan = with_precision(plan_builtin(graph), ctx.config.precision)
     store.add_artifact(run_id, "plan", "plan.json", plan.to_json())
     ctx.stage("planning", f"plan: {len(plan.steps)} steps")
 
@@ -433,7 +437,7 @@ def verify_candidate(ctx: _Context, candidate_path: Path, builtin: bool = False,
     options = VerifyOptions(
         seeds=ctx.config.seeds, timing=ctx.config.timing, timeout_s=ctx.config.verify_timeout_s,
         device=ctx.config.device, keep_spare_worker=ctx.config.keep_spare_worker,
-        timing_budget_s=ctx.config.timing_budget_s,
+        timing_budget_s=ctx.config.timing_budget_s, precision=ctx.config.precision,
     )
     return verify(
         ctx.source, candidate_path, reference_module=ctx.module, options=options,

@@ -47,6 +47,7 @@ def generate_command(
     search: bool = True,
     variants: int = 4,
     search_time_s: float = 180.0,
+    precision: str = "fp32",
 ) -> int:
     from kernelstitch.agents.pipeline import PipelineConfig, run_generate
 
@@ -64,7 +65,7 @@ def generate_command(
         return 1
     config = PipelineConfig(coder=coder, verify=verify, profile=profile, llm=dict(llm or {}),
                             budget=dict(budget or {}), search=search, variants=max(1, variants),
-                            search_time_s=max(1.0, search_time_s))
+                            search_time_s=max(1.0, search_time_s), precision=precision)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
 

@@ -17,13 +17,14 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kernelstitch.agents.coder.builtin import CoderError, code_builtin, write_candidate
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import Graph
+from kernelstitch.agents.planner.precision import with_precision
 from kernelstitch.agents.planner.variants import (
     PlanVariant,
     autotune_variant,
@@ -66,11 +67,12 @@ class SearchResult:
 
 
 def cache_key(graph: Graph, device_name: str, torch_version: str, source_text: str,
-              fingerprint: str) -> str:
+              fingerprint: str, precision: str = "fp32") -> str:
     shapes = [[n.name, n.meta.example_shape if n.meta else None, n.meta.dtype if n.meta else None]
               for n in graph.user_inputs()]
     text = json.dumps([hashlib.sha256(source_text.encode()).hexdigest(), graph.module, shapes,
-                       device_name, torch_version, fingerprint])
+                       device_name, torch_version, fingerprint]
+                      + ([precision] if precision != "fp32" else []))  # fp32 keys as before
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -103,7 +105,7 @@ class TimingWorker:
         response = self.client.call(TASK, {
             "reference_path": str(ctx.source), "module": ctx.module, "variants": variants,
             "seed": 1234, "device": ctx.config.device, "budget_s": budget_s,
-            "profile": profile},
+            "profile": profile, "precision": ctx.config.precision},
             timeout_s=ctx.config.verify_timeout_s, cancel=ctx.cancel)
         if not response.ok or response.result.get("error"):
             why = response.error.message if not response.ok else response.result["error"]
@@ -111,6 +113,7 @@ class TimingWorker:
         return response.result
 
 
+WINNER_PLAN = "winner_plan"  # in the cached selection: the delivered plan's JSON
 MANIFEST = "manifest.json"
 
 
@@ -157,7 +160,9 @@ def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4,
                    base: Plan | None = None) -> BuiltVariants:
     """Plan the variants and code each into out_dir/variants/<name>/ (no GPU); `base`: the
     built-in plan of `graph` when the caller has it already."""
-    variants = propose_variants(graph, limit, base)
+    precision = ctx.config.precision
+    variants = [replace(v, plan=with_precision(v.plan, precision))
+                for v in propose_variants(graph, limit, base)]
     built = BuiltVariants(graph, {}, {}, {}, {})
     for k, v in enumerate(variants, start=1):
         ctx.stage("coding", f"variant {k}/{len(variants)}: {v.name} ({v.reason})", k,
@@ -198,8 +203,11 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
     with worker(ctx) as gpu:
         device_name, torch_version = gpu.probe()
         key = cache_key(graph, device_name, torch_version,
-                        ctx.source.read_text(encoding="utf-8"), fingerprint)
-        cached = _cached(store, key)
+                        ctx.source.read_text(encoding="utf-8"), fingerprint,
+                        ctx.config.precision)
+        cached, winner_plan = _cached(store, key)
+        if cached is not None and cached.decision == "deliver" and cached.winner not in paths:
+            _restore_winner(ctx, built, cached.winner, winner_plan, out_dir)
         if cached is not None and (cached.decision == "keep_original" or cached.winner in paths):
             ctx.stage("verifying", f"reusing the measured choice: {cached.why}")
             order = [] if cached.decision == "keep_original" else [
@@ -233,7 +241,7 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
         ok, why = delivers(verdict)
         if ok:
             selection = deliver(original, measured, v, verdict, graphed)
-            _remember(store, run_id, key, selection, reused)
+            _remember(store, run_id, key, selection, reused, built.plans[v.name])
             return SearchResult(selection, built.plans[v.name], path, verdict)
         v.note = why
     if not order and not reused:
@@ -376,25 +384,51 @@ def _withdraw(out_dir: Path) -> None:
     shutil.rmtree(out_dir / "kernels", ignore_errors=True)
 
 
-def _cached(store, key: str) -> Selection | None:
+def _cached(store, key: str) -> tuple[Selection | None, dict[str, Any] | None]:
+    """The cached decision and the delivered plan's JSON (None, None on a miss)."""
     try:
         record = store.latest_by_config(CACHE_KIND, CACHE_FIELD, key, CACHE_ARTIFACT)
     except Exception:  # noqa: BLE001 - a cache miss
-        return None
+        return None, None
     if record is None or not isinstance(record.content, dict):
-        return None
+        return None, None
+    content = dict(record.content)
+    winner_plan = content.pop(WINNER_PLAN, None)
     try:
-        return Selection.from_json(record.content)
+        return Selection.from_json(content), winner_plan if isinstance(winner_plan, dict) else None
     except (KeyError, TypeError, ValueError):
-        return None
+        return None, None
 
 
-def _remember(store, run_id: int, key: str, selection: Selection, reused: bool) -> None:
-    """The run's selection artifact, and (when measured now) the cached decision."""
+def _restore_winner(ctx, built: BuiltVariants, name: str, plan_json: dict[str, Any] | None,
+                    out_dir: Path) -> None:
+    """A cached winner that round 1 does not build (a round-2 variant: a knob or cuDNN
+    autotuning) coded again from the plan the cache kept, so the choice is reused instead of
+    measured again.  Nothing happens when the plan is missing or no longer builds."""
+    if not plan_json:
+        return
+    folder = out_dir / "variants" / name
+    try:
+        plan = Plan.from_json(plan_json).bind(built.graph)
+        path = write_candidate(code_builtin(plan, ctx.source, folder / "model_new.py"), folder)
+    except (CoderError, ValueError, KeyError) as exc:
+        ctx.stage("coding", f"the cached choice {name} no longer builds ({exc}): measuring again")
+        return
+    built.plans[name], built.paths[name] = plan, path
+    built.reasons[name] = "the cached choice of an earlier search (a round-2 variant)"
+    built.save(out_dir / "variants")
+
+
+def _remember(store, run_id: int, key: str, selection: Selection, reused: bool,
+              winner: Plan | None = None) -> None:
+    """The run's selection artifact, and (when measured now) the cached decision with the
+    delivered plan (a round-2 winner is rebuilt from it when the choice is reused)."""
     selection.reused = reused
     store.add_artifact(run_id, "selection", "selection.json", selection.to_json())
     if reused:
         return
     cache_run = store.start_run(CACHE_KIND, "", "", {CACHE_FIELD: key})
-    store.add_artifact(cache_run, CACHE_ARTIFACT, "selection.json", selection.to_json())
+    store.add_artifact(cache_run, CACHE_ARTIFACT, "selection.json",
+                       {**selection.to_json(),
+                        **({WINNER_PLAN: winner.to_json()} if winner is not None else {})})
     store.finish_run(cache_run, "succeeded", {"decision": selection.decision})

@@ -29,6 +29,20 @@ def _one_of(value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+PRECISION_HELP = ("fp32 (default, strict), or an opt-in: tf32, bf16, fp16 for GEMMs and "
+                  "convolutions; the Verifier compares against float64 with that precision's "
+                  "tolerance and times eager / torch.compile with it allowed")
+
+
+def _precision(value: str) -> str:
+    from kernelstitch.core.precision import PrecisionError, precision_mode
+
+    try:
+        return precision_mode(value).name
+    except PrecisionError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 def _no_such_file(target: str, *, json_stdout: bool = False) -> None:
     """Exit 2 when FILE.py of `target` (FILE.py or FILE.py::Module) does not exist; with --json
     the error is also the one JSON object on stdout (`{"error", "exit_status"}`, as profile's)."""
@@ -73,6 +87,7 @@ def generate(
         180.0, help="--search: seconds after which no further contender is verified (a second, "
                     "profile-driven round starts only in the first 40% of them)"),
     profile: bool = typer.Option(False, help="profile the accepted candidate"),
+    precision: str = typer.Option("fp32", callback=_precision, help=PRECISION_HELP),
     json_output: bool = typer.Option(False, "--json", help="print the job result as JSON"),
     workspace: Path | None = typer.Option(None, help="workspace root (default: found from FILE)"),
 ) -> None:
@@ -88,7 +103,7 @@ def generate(
         generate_command(
             target, coder="llm" if llm else coder, verify=verify, profile=profile,
             json_output=json_output, workspace=workspace, llm=settings, budget=budget,
-            search=search, variants=variants, search_time_s=search_time,
+            search=search, variants=variants, search_time_s=search_time, precision=precision,
         )
     )
 
@@ -101,6 +116,7 @@ def verify_cmd(
     json_output: bool = typer.Option(False, "--json", help="print one JSON object"),
     seeds: int = typer.Option(3, help="random seeds per shape"),
     timing: bool = typer.Option(True, help="time candidate vs eager and torch.compile"),
+    precision: str = typer.Option("fp32", callback=_precision, help=PRECISION_HELP),
 ) -> None:
     """Check a candidate: exit 0 accepted, 1 rejected, 2 could not verify."""
     from kernelstitch.agents.verifier.cli import verify_command
@@ -108,7 +124,7 @@ def verify_cmd(
     raise typer.Exit(
         verify_command(
             reference, candidate, json_output=json_output, module=module, seeds=seeds,
-            timing=timing,
+            timing=timing, precision=precision,
         )
     )
 
@@ -152,6 +168,7 @@ def bench(
         1.0, "--timing-budget", metavar="SECONDS",
         help="timed runs per implementation (eager, torch.compile, ours), at least 15-30 runs"),
     rerun: bool = typer.Option(False, help="run problems again that the run store has results for"),
+    precision: str = typer.Option("fp32", callback=_precision, help=PRECISION_HELP),
     search: bool = typer.Option(
         True, "--search/--no-search",
         help="measure variants against the original and keep it when nothing beats it"),
@@ -196,7 +213,7 @@ def bench(
                                               if v.strip()] or None,
         coder=coder, jobs=jobs, build_jobs=build_jobs, time_limit_s=time_limit, profile=profile,
         seeds=seeds, timing_budget_s=timing_budget, rerun=rerun, ray=ray, workspace=workspace, verbose=verbose, command=command,
-        resume_from=resume_from or None, search=search,
+        resume_from=resume_from or None, search=search, precision=precision,
         llm={k: v for k, v in (("base_url", llm_base_url), ("model", llm_model),
                                ("api_key_env", llm_api_key_env)) if v is not None},
         budget={k: v for k, v in (("iterations", max_iterations), ("time_s", time_budget),

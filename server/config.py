@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kernelstitch.core.precision import PRECISIONS
 from kernelstitch.core.secrets import safe_api_key_env
 
 SECTION = "kernelstitch"
@@ -34,6 +35,7 @@ class ServerConfig:
     search: bool = True
     search_variants: int = 4
     search_time_s: float = 180.0
+    precision: str = "fp32"  # kernelstitch.precision (kernelstitch/core/precision.py)
 
     @classmethod
     def from_settings(cls, settings: Any) -> ServerConfig:
@@ -68,6 +70,7 @@ class ServerConfig:
                                                default.search_variants))),
             search_time_s=max(1.0, _as(float, flat.get("search.timeSeconds"),
                                        default.search_time_s)),
+            precision=_precision(flat.get("precision"), default.precision),
         )
 
     def job_config(self) -> dict[str, Any]:
@@ -84,11 +87,16 @@ class ServerConfig:
             "budget": {"time_s": self.budget_time_s, "iterations": self.budget_iterations,
                        "tokens": self.budget_tokens},
             "search": self.search, "variants": self.search_variants,
-            "search_time_s": self.search_time_s,
+            "search_time_s": self.search_time_s, "precision": self.precision,
         }
         if self.gpu_device is not None:
             config["device"] = self.gpu_device
         return config
+
+
+def _precision(value: Any, default: str) -> str:
+    name = _as(str, value, default).strip().lower()
+    return name if name in PRECISIONS else default
 
 
 def _device(value: Any) -> int | None:

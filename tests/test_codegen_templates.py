@@ -22,6 +22,7 @@ from kernelstitch.agents.coder.codegen.templates import TemplateError, render, s
 from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionSpec, TensorArg
 from test_codegen import (
     arg_reduce_specs,
+    attention_specs,
     batch_stats_specs,
     cat_specs,
     elementwise_specs,
@@ -43,8 +44,10 @@ def all_specs() -> list:
     and without bias.  (Every family: `rendered()` is per process, so a family missing here would
     pass only when another test of the same worker happened to render its files.)"""
     return elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + gemm_specs() + scan_specs() \
-        + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + [
+        + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + attention_specs() + [
         GemmSpec("g_plain", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32"),
+        GemmSpec("g_tf32", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "relu", "float32",
+                 precision="tf32"),
         GemmSpec("g_gelu_nobias", TensorArg("x", "float16"), TensorArg("w", "float16"), None, "gelu", "float16"),
     ]
 

@@ -3,6 +3,7 @@ worker, a fake verifier.  What is delivered, what is kept, what is cached."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -84,7 +85,7 @@ def accepted(speedup: float) -> Verdict:
 
 
 def context(tmp_path):
-    config = SimpleNamespace(device=None, verify_timeout_s=60)
+    config = SimpleNamespace(device=None, verify_timeout_s=60, precision="fp32")
     return SimpleNamespace(source=CONV, module="Model", cancel=threading.Event(), config=config,
                            stages=[], stage=lambda *a, **k: None)
 
@@ -324,6 +325,22 @@ def test_library_kernels_that_dominate_a_conv_plan_get_cudnn_autotuning_in_round
     assert "class _CudnnAutotune" in program and "        with _CudnnAutotune():\n" in program
     default = (tmp_path / "out" / "variants" / "default" / "model_new.py").read_text()
     assert "_CudnnAutotune" not in default  # the other programs' forward enters no context
+
+
+def test_a_round_2_winner_is_reused_by_the_next_generate(tmp_path, conv_graph):
+    """Round 1 does not build a round-2 variant: the cache keeps the delivered plan, and the
+    next search codes it again from there instead of measuring everything again (an H100 run of
+    test_search_gpu found the autotuned winner of conv2d_bias_relu re-measured every time)."""
+    store, verify = RunStore(tmp_path / "runs.sqlite"), FakeVerify({"*": accepted(2.0)})
+    gpu = FakeGpu({"default": 0.8, "autotune": 0.5},
+                  kernel_ms={"sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw": 0.8})
+    first = run_search(context(tmp_path), conv_graph, tmp_path / "out", verify, store, 1, worker=gpu)
+    assert first.selection.winner == "autotune" and gpu.measured == 2
+    shutil.rmtree(tmp_path / "out")  # a fresh output folder: only the store remembers
+    again = run_search(context(tmp_path), conv_graph, tmp_path / "out", verify, store, 2, worker=gpu)
+    assert again.selection.reused and again.selection.winner == "autotune"
+    assert gpu.measured == 2 and again.plan.host.cudnn_benchmark  # not re-timed
+    assert "with _CudnnAutotune():" in again.candidate_path.read_text()
 
 
 def test_our_own_kernels_dominating_a_conv_plan_get_no_autotune_variant(tmp_path, conv_graph):

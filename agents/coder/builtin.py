@@ -83,7 +83,7 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
         ldflags=list(EXTRA_LDFLAGS) if needs_cublaslt else [], init_sig=init_sig,
         forward_inputs=[f"v_{n.name}" for n in full_graph.user_inputs()], body=body,
         cuda_graph=plan.host.cuda_graph, constants=dict(program.constants.values()),
-        cudnn_benchmark=plan.host.cudnn_benchmark)
+        cudnn_benchmark=plan.host.cudnn_benchmark, precision=plan.host.precision)
     return Candidate(source=source, plan=plan, kernels=ordered, torch_ops=dict(program.torch_ops),
                      kernel_steps={sid: k.function for sid, k in kernels.items()})
 

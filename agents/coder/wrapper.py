@@ -25,6 +25,9 @@
 * With `plan.host.cudnn_benchmark`, forward runs with `torch.backends.cudnn.benchmark` on (the
   caller's value restored after it): cuDNN picks each convolution's algorithm by timing them
   once per shape instead of by heuristic.
+* With a reduced `plan.host.precision` (tf32 / bf16 / fp16, the user's opt-in), forward holds
+  TF32 on for the PyTorch matmuls and convolutions it calls (caller's settings restored); the
+  GEMM kernels' math is in their bindings.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import os
 from pathlib import Path
 
 from kernelstitch.agents.coder.signature import Signature
+
+from kernelstitch.core.precision import precision_mode
 
 INDENT = "        "
 # The binding of the declaration to this file.  The Verifier recomputes it on its own
@@ -348,14 +353,46 @@ CUDNN_AUTOTUNE = '''class _CudnnAutotune:
 '''
 
 
-def _forward_body(forward_args: str, forward_call: str, cudnn_benchmark: bool) -> str:
+# Only in programs whose plan allows a reduced precision (plan.host.precision, issue 24).
+PRECISION_SCOPE = '''class _Precision:
+    """The precision this program was generated for: {summary}.  forward holds TF32 on for
+    the PyTorch matmuls and convolutions it calls (our GEMMs carry their math in their binding)
+    and restores the caller's settings on exit."""
+
+    # torch's legacy getters and setters (what `torch.backends.cuda.matmul.allow_tf32 = v` and
+    # `torch.backends.cudnn.allow_tf32 = v` call): the Verifier checks both are back after
+    # every call (verifier/tamper.py's settings)
+    def __enter__(self):
+        self._before = (torch._C._get_cublas_allow_tf32(), torch._C._get_cudnn_allow_tf32())
+        torch._C._set_cublas_allow_tf32({allow_tf32})
+        torch._C._set_cudnn_allow_tf32({allow_tf32})
+
+    def __exit__(self, *exc):
+        torch._C._set_cublas_allow_tf32(self._before[0])
+        torch._C._set_cudnn_allow_tf32(self._before[1])
+
+
+'''
+
+
+def precision_scope(precision: str) -> str:
+    """The `_Precision` class for a reduced precision ("" for fp32: nothing to enter)."""
+    mode = precision_mode(precision)
+    if not mode.reduced:
+        return ""
+    return PRECISION_SCOPE.format(summary=mode.summary(), allow_tf32=mode.allow_tf32)
+
+
+def _forward_body(forward_args: str, forward_call: str, cudnn_benchmark: bool,
+                  precision: bool = False) -> str:
     """ModelNew.forward: CUDA-graph replay where usable, else the program; inside cuDNN's
-    autotuning context when the plan asks for it."""
+    autotuning context and the precision scope when the plan asks for them."""
     lines = [f"if self._cuda_graphs is not None and _CudaGraphs.usable(({forward_args})):",
              f"    return self._cuda_graphs.run(self._compute, self, ({forward_args}))",
              f"return self._compute({forward_call})"]
-    if cudnn_benchmark:
-        lines = ["with _CudnnAutotune():"] + ["    " + line for line in lines]
+    scopes = (["_CudnnAutotune()"] if cudnn_benchmark else []) + (["_Precision()"] if precision else [])
+    if scopes:
+        lines = [f"with {', '.join(scopes)}:"] + ["    " + line for line in lines]
     return "\n".join(INDENT + line for line in lines)
 
 
@@ -364,7 +401,7 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
                      cflags: list[str], cuda_cflags: list[str], ldflags: list[str],
                      init_sig: Signature, forward_inputs: list[str], body: list[str],
                      cuda_graph: bool, constants: dict[str, str] | None = None,
-                     cudnn_benchmark: bool = False) -> str:
+                     cudnn_benchmark: bool = False, precision: str = "fp32") -> str:
     """The candidate's text.  `constants`: buffer name -> expression of the tensor constants
     forward reads (registered once in __init__, non-persistent: state_dict keys stay the
     reference's; they follow the module's device)."""
@@ -387,8 +424,10 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
         init_params=(", " + init_params) if init_params else "",
         reference_call=reference_call(init_sig),
         cuda_graphs="_CudaGraphs()" if cuda_graph else "None",
-        cudnn_autotune=CUDNN_AUTOTUNE if cudnn_benchmark else "",
-        forward_params=forward_params, forward_body=_forward_body(args_tuple, ", ".join(forward_inputs), cudnn_benchmark),
+        cudnn_autotune=(CUDNN_AUTOTUNE if cudnn_benchmark else "") + precision_scope(precision),
+        forward_params=forward_params,
+        forward_body=_forward_body(args_tuple, ", ".join(forward_inputs), cudnn_benchmark,
+                                   precision_mode(precision).reduced),
         body=body_text,
         constants="".join(f"{INDENT}self.register_buffer({name!r}, {expr}, persistent=False)"
                           "  # a tensor constant of forward\n"

@@ -318,6 +318,10 @@ class GemmSpec:
     activation: Activation
     out_dtype: DType
     weight_layout: Literal["nk", "kn"] = "nk"
+    # the math of the tensor cores (kernelstitch.core.precision): "fp32" follows torch's
+    # allow_tf32 for cuBLAS at run time (off under the Verifier); tf32 / bf16 / fp16 are the
+    # user's opt-in, fp32 in and out with the products in that precision
+    precision: Literal["fp32", "tf32", "bf16", "fp16"] = "fp32"
 
 
 @dataclass(frozen=True)
@@ -448,7 +452,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
     if isinstance(spec, GemmSpec):
         return {"type": "gemm", "name": spec.name, "x": _arg(spec.x), "weight": _arg(spec.weight),
                 "bias": _arg(spec.bias), "activation": spec.activation,
-                "out_dtype": spec.out_dtype, "weight_layout": spec.weight_layout}
+                "out_dtype": spec.out_dtype, "weight_layout": spec.weight_layout,
+                **({"precision": spec.precision} if spec.precision != "fp32" else {})}
     raise TypeError(f"not a codegen spec: {spec!r}")
 
 
@@ -536,5 +541,6 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
         return GemmSpec(
             name=data["name"], x=_arg_from(data["x"]), weight=_arg_from(data["weight"]),
             bias=_arg_from(data.get("bias")), activation=data["activation"],
-            out_dtype=data["out_dtype"], weight_layout=data.get("weight_layout", "nk"))
+            out_dtype=data["out_dtype"], weight_layout=data.get("weight_layout", "nk"),
+            precision=data.get("precision", "fp32"))
     raise ValueError(f"unknown spec type {kind!r}")

@@ -16,6 +16,8 @@ from typing import Any, Literal, get_args
 from kernelstitch.agents.plan.graph import Graph, GraphEdit
 from kernelstitch.agents.plan.kernel_spec import ReductionKnobs, Spec, spec_from_json
 
+from kernelstitch.core.precision import PrecisionError, precision_mode
+
 SCHEMA_VERSION = 1
 Technique = Literal[
     "fused_elementwise", "fused_reduction", "gemm_epilogue", "library_call",
@@ -72,6 +74,9 @@ class HostSettings:
     # cuDNN times its convolution algorithms per shape (torch.backends.cudnn.benchmark) during
     # forward: a measured alternative only (planner/variants.py autotune_variant)
     cudnn_benchmark: bool = False
+    # The precision the user allowed (kernelstitch.core.precision): forward holds torch's matching
+    # settings for the library calls it makes, and the GEMM specs carry it; "fp32" is strict.
+    precision: str = "fp32"
     reasons: list[str] = field(default_factory=list)
 
 
@@ -139,6 +144,7 @@ class Plan:
             channels_last=host_obj.get("channels_last", bool, default=False),
             preallocate_outputs=host_obj.get("preallocate_outputs", bool, default=False),
             cudnn_benchmark=host_obj.get("cudnn_benchmark", bool, default=False),
+            precision=_precision(host_obj.get("precision", str, default="fp32")),
             reasons=_str_list(host_obj.get("reasons", list, default=[]), "plan.host.reasons"),
         )
         edits = obj.get("graph_edits", list, default=[])
@@ -282,6 +288,13 @@ def render_step_markdown(step: PlanStep) -> str:
             f"(~{human_bytes(step.estimated_bytes)}, {human_flops(step.estimated_flops)})")
 
 
+def _precision(name: str) -> str:
+    try:
+        return precision_mode(name).name
+    except PrecisionError as exc:
+        raise PlanError(f"plan.host.precision: {exc}") from None
+
+
 def render_plan_markdown(plan: Plan | dict[str, Any]) -> str:
     """Markdown table of the steps, host settings with their reasons, and notes."""
     if isinstance(plan, dict):
@@ -305,7 +318,9 @@ def render_plan_markdown(plan: Plan | dict[str, Any]) -> str:
                  f"CUDA graph {'on' if h.cuda_graph else 'off'}, "
                  f"channels_last {'on' if h.channels_last else 'off'}, "
                  f"preallocated outputs {'on' if h.preallocate_outputs else 'off'}"
-                 + (", cuDNN autotuning on" if h.cudnn_benchmark else "") + ".")]
+                 + (", cuDNN autotuning on" if h.cudnn_benchmark else "")
+                 + (f", precision {precision_mode(h.precision).summary()}" if h.precision != "fp32"
+                    else "") + ".")]
     out += [f"- {r}" for r in h.reasons]
     if plan.notes:
         out += ["", "Notes:"] + [f"- {n}" for n in plan.notes]

@@ -52,6 +52,9 @@ class VerifyOptions:
     # Start the next verification's reference worker during this one's variants stage (for
     # callers that verify one problem after another in one process: the bench).
     keep_spare_worker: bool = False
+    # The precision the user allows (kernelstitch/core/precision.py): the baselines are timed
+    # with it and the judge compares against float64 with its bound (tolerances.py).
+    precision: str = "fp32"
 
 
 def fresh_seeds(count: int) -> list[int]:
@@ -200,6 +203,7 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 "work_dir": work_dir, "shape_variants_count": options.shape_variants,
                 "timing_on": timing_on, "compare_compile": options.compare_compile,
                 "device": device_arg, "timing_budget_s": options.timing_budget_s,
+                "precision": options.precision,
             }, judge, keep_open=True)
             ref = inputs.reference.result if inputs.reference.ok else None
             if not ref or not ref.get("cuda") or ref.get("nondeterministic") \

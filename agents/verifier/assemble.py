@@ -221,9 +221,11 @@ def _timings(b: _Builder, reference: dict[str, Any] | None, main: dict[str, Any]
     if not ref_timing or not cand_timing or not cand_timing.get("samples_ms"):
         return None
     compiled = ref_timing.get("compiled")
+    eager_fp32 = ref_timing.get("eager_fp32")
     return build_timings(ref_timing["eager"]["samples_ms"],
                          compiled["samples_ms"] if compiled else None,
-                         cand_timing["samples_ms"])
+                         cand_timing["samples_ms"], ref_timing.get("precision", "fp32"),
+                         eager_fp32["samples_ms"] if eager_fp32 else None)
 
 
 def assemble(inputs: Inputs) -> Verdict:

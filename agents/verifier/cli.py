@@ -45,7 +45,7 @@ def print_summary(verdict: Verdict, console) -> None:
 
 
 def verify_command(ref: Path, cand: Path, *, json_output: bool, module: str | None, seeds: int,
-                   timing: bool) -> int:
+                   timing: bool, precision: str = "fp32") -> int:
     from kernelstitch.agents.verifier.api import VerifyOptions, verify
     err = make_console(stderr=True)
     for path in (ref, cand):
@@ -65,7 +65,7 @@ def verify_command(ref: Path, cand: Path, *, json_output: bool, module: str | No
     try:
         verdict = verify(
             Path(ref), Path(cand), reference_module=module,
-            options=VerifyOptions(seeds=seeds, timing=timing),
+            options=VerifyOptions(seeds=seeds, timing=timing, precision=precision),
             progress=None if json_output else (lambda m: err.print(f"[cyan]verify[/cyan] {plain(m)}")),
             cancel=cancel,
         )

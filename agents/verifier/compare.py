@@ -96,7 +96,8 @@ def _unwritten(ref: torch.Tensor, cand: torch.Tensor) -> tuple[int, int | None]:
 
 def compare_tensor(index: int, ref: torch.Tensor, cand: torch.Tensor,
                    meta: OutputMeta | None, cand_device: str, expected_device: str,
-                   cand_contiguous: bool, cand_strides: tuple[int, ...]) -> list[Failure]:
+                   cand_contiguous: bool, cand_strides: tuple[int, ...],
+                   precision: str = "fp32") -> list[Failure]:
     where = f"output {index}"
     if tuple(cand.shape) != tuple(ref.shape):
         return [Failure("shape_mismatch", f"{where} has shape {list(cand.shape)}, expected "
@@ -122,7 +123,7 @@ def compare_tensor(index: int, ref: torch.Tensor, cand: torch.Tensor,
             f"the poison pattern; first at flat index {first})",
             {"unwritten": count, "numel": cand.numel(), "first_index": first}))
         return failures
-    failures += _compare_values(where, ref, cand)
+    failures += _compare_values(where, ref, cand, precision)
     return failures
 
 
@@ -182,7 +183,8 @@ def _outside_tolerance(ref: torch.Tensor, cand: torch.Tensor, work: torch.dtype,
     return count, worst
 
 
-def _compare_values(where: str, ref: torch.Tensor, cand: torch.Tensor) -> list[Failure]:
+def _compare_values(where: str, ref: torch.Tensor, cand: torch.Tensor,
+                    precision: str = "fp32") -> list[Failure]:
     if not (ref.is_floating_point() or ref.is_complex()):
         mismatched = sum(int((r != c).sum()) for _, r, c in _slices(ref, cand))
         if mismatched:
@@ -198,7 +200,7 @@ def _compare_values(where: str, ref: torch.Tensor, cand: torch.Tensor) -> list[F
     if facts.special_mismatched:
         return [Failure("wrong_output", f"{where}: NaN/Inf positions differ from the "
                         "reference")]
-    tol = tolerance_for(str(ref.dtype))
+    tol = tolerance_for(str(ref.dtype), precision)
     finite_count = ref.numel() - facts.special
     scale = (facts.square_sum / finite_count) ** 0.5 if finite_count else 1.0
     scale = scale if scale > 0 else 1.0
@@ -210,13 +212,15 @@ def _compare_values(where: str, ref: torch.Tensor, cand: torch.Tensor) -> list[F
             f"{where}: {count} of {ref.numel()} elements outside tolerance (max abs error "
             f"{worst:.3g}, reference RMS {scale:.3g}, rtol {tol.rtol:g}, atol {tol.atol:g}*RMS)",
             {"mismatched": count, "max_abs_error": worst, "scale": scale,
-             "rtol": tol.rtol, "atol": tol.atol})]
+             "rtol": tol.rtol, "atol": tol.atol, "precision": precision})]
     return []
 
 
 def compare_outputs(ref_leaves: list[Any], cand_leaves: list[Any], metas: list[Any],
-                    cand_info: list[dict[str, Any]], expected_device: str) -> list[Failure]:
-    """`cand_info` holds each candidate leaf's facts as the candidate's process saw them."""
+                    cand_info: list[dict[str, Any]], expected_device: str,
+                    precision: str = "fp32") -> list[Failure]:
+    """`cand_info` holds each candidate leaf's facts as the candidate's process saw them;
+    `precision` the user's opt-in, whose bound floating outputs get (tolerances.py)."""
     if len(ref_leaves) != len(cand_leaves):
         return [Failure("shape_mismatch", f"forward returned {len(cand_leaves)} values, the "
                         f"reference returns {len(ref_leaves)}")]
@@ -236,7 +240,7 @@ def compare_outputs(ref_leaves: list[Any], cand_leaves: list[Any], metas: list[A
         info = cand_info[index]
         meta = metas[index] if index < len(metas) else None
         failures += compare_tensor(index, ref, cand, meta, info["device"], expected_device,
-                                   info["contiguous"], tuple(info["strides"]))
+                                   info["contiguous"], tuple(info["strides"]), precision)
     return failures
 
 
@@ -291,3 +295,27 @@ def _max_error(values: torch.Tensor, exact64: torch.Tensor) -> float:
         if diff.numel():
             worst = max(worst, float(diff.max()))
     return worst
+
+
+def precision_errors(exact_leaves: list[Any], cand_leaves: list[Any],
+                     fp32_leaves: list[Any]) -> list[dict[str, Any]]:
+    """Per floating output: the largest error of the candidate and of PyTorch's fp32 result
+    from the float64 recomputation, absolute and relative to its RMS (what a reduced precision
+    costs on this module, reported however the comparison ends)."""
+    errors = []
+    for index, (exact, cand, fp32) in enumerate(zip(exact_leaves, cand_leaves, fp32_leaves)):
+        if not (isinstance(exact, torch.Tensor) and exact.is_floating_point()
+                and isinstance(cand, torch.Tensor) and cand.shape == exact.shape):
+            continue
+        exact64 = exact.to(device=cand.device, dtype=torch.float64).reshape(-1)
+        finite = exact64[torch.isfinite(exact64)]
+        rms = float(finite.square().mean().sqrt()) if finite.numel() else 0.0
+        rms = rms if rms > 0 else 1.0
+        cand_err = _max_error(cand.reshape(-1), exact64)
+        fp32_err = (_max_error(fp32.reshape(-1), exact64)
+                    if isinstance(fp32, torch.Tensor) and fp32.shape == exact.shape else None)
+        errors.append({"output": index, "max_abs_error": cand_err, "rms": rms,
+                       "max_rel_error": cand_err / rms,
+                       "fp32_max_abs_error": fp32_err,
+                       "fp32_max_rel_error": None if fp32_err is None else fp32_err / rms})
+    return errors

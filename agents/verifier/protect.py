@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from kernelstitch.agents.verifier.precision_report import precision_report
 from kernelstitch.agents.verifier.runner import (
     JUDGE_LEDGER_TASK,
     StartedWorker,
@@ -228,7 +229,8 @@ class Protection:
                          "large or too many to watch")
         verdict = dataclasses.replace(
             verdict, reference_sha256=sha, verifier_sha256=self.verifier_before.sha256,
-            write_guard=self._guard_text(status), notes=list(verdict.notes) + notes)
+            write_guard=self._guard_text(status), notes=list(verdict.notes) + notes,
+            precision=precision_report(self.ledger))
         verdict = self._user_paths(verdict)
         if self.ledger is None and self.ledger_error and verdict.status == "accepted" \
                 and not reasons:

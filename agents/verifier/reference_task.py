@@ -25,6 +25,7 @@ from kernelstitch.agents.verifier.compare import (
     compare_outputs,
     compare_with_exact,
     flatten_outputs,
+    precision_errors,
 )
 from kernelstitch.agents.verifier.gpu_common import (
     as_bytes,
@@ -46,9 +47,11 @@ from kernelstitch.agents.verifier.inputs import (
 )
 from kernelstitch.agents.verifier.judge import JudgeServer, UnreadableLeaf, decode_leaf
 from kernelstitch.agents.verifier.memory_plan import MemoryPlan, fits_scaled, plan_memory
+from kernelstitch.agents.verifier.precision_scope import baseline_precision
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
 
+from kernelstitch.core.precision import precision_mode
 from kernelstitch.core.problem import load_problem
 
 _JUDGES: list[JudgeServer] = []  # alive as long as this worker process
@@ -89,7 +92,11 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
                    shape_variants_count: int = 2, timing_on: bool = True,
                    compare_compile: bool = True, device: int | None = None,
                    timing_budget_s: float = 2.0,
-                   import_fallback: str | None = None) -> dict[str, Any]:
+                   import_fallback: str | None = None, precision: str = "fp32") -> dict[str, Any]:
+    """`precision`: the user's opt-in (kernelstitch/core/precision.py).  The reference itself
+    always runs in strict fp32; a reduced precision adds the baselines allowed it (timing) and
+    has the judge compare against a float64 recomputation with the precision's bound."""
+    precision = precision_mode(precision).name
     add_import_fallback(import_fallback)
     if not torch.cuda.is_available():
         return {"cuda": False, "torch": torch.__version__}
@@ -121,13 +128,14 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
     plan = MemoryPlan.from_json(result["memory_plan"])
     if timing_on:
         result["timing"] = _time_reference(model, problem, seeds, dev, compare_compile,
-                                           timing_budget_s, notes, watch, plan.rotated_sets)
+                                           timing_budget_s, notes, watch, plan.rotated_sets,
+                                           precision)
     watch.add("of_which_inputs", input_generation_seconds())
     watch.add_since("in_task", task_start)  # the stage's wall time minus this: start-up
     result["seconds"] = watch.to_json()
     gc.collect()
     torch.cuda.empty_cache()  # the memory plan gives the rest of the device to the candidate
-    judge = _Judge(problem, model, dev, result["cases"])
+    judge = _Judge(problem, model, dev, result["cases"], precision)
     server = JudgeServer(work_dir, judge.handle)
     _JUDGES.append(server)
     _LEDGERS.append(judge.ledger)
@@ -252,17 +260,24 @@ def _nondeterministic(model, problem, case, dev) -> str | None:
 
 
 def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes,
-                    watch: Stopwatch, rotated_sets: int) -> dict:
+                    watch: Stopwatch, rotated_sets: int, precision: str = "fp32") -> dict:
+    """Eager and torch.compile timings of the reference.  Under a reduced precision both are
+    allowed it (precision_scope.py) and `eager_fp32` is the strict-fp32 eager time besides."""
     sets = timing_input_sets(problem, seeds, dev, rotated_sets)
     flush = timing.L2Flusher(dev)
+    reduced = precision_mode(precision).reduced
 
     def eager(inputs):
         with torch.no_grad():
             return model(*inputs)
 
-    with watch.section("eager_timing"):
-        eager_result = timing.time_function(eager, sets, flush, budget_s=budget_s).to_json()
-    result = {"eager": eager_result, "rotated_sets": len(sets), "compiled": None}
+    result: dict[str, Any] = {"rotated_sets": len(sets), "compiled": None, "precision": precision}
+    if reduced:
+        with watch.section("eager_fp32_timing"):
+            result["eager_fp32"] = timing.time_function(eager, sets, flush,
+                                                        budget_s=budget_s).to_json()
+    with watch.section("eager_timing"), baseline_precision(precision):
+        result["eager"] = timing.time_function(eager, sets, flush, budget_s=budget_s).to_json()
     if compare_compile:
         try:
             compiled_model = torch.compile(model)
@@ -271,13 +286,16 @@ def _time_reference(model, problem, seeds, dev, compare_compile, budget_s, notes
                 with torch.no_grad():
                     return compiled_model(*inputs)
 
-            with watch.section("compile"):
-                compiled(sets[0])  # compiles: not timed, but said
-            notes.append(f"torch.compile of the reference took {watch.seconds['compile']:.1f} s "
-                         "(first call, not part of its timing)")
-            with watch.section("compiled_timing"):
-                result["compiled"] = timing.time_function(compiled, sets, flush,
-                                                          budget_s=budget_s).to_json()
+            with baseline_precision(precision):
+                with watch.section("compile"):
+                    compiled(sets[0])  # compiles: not timed, but said
+                notes.append(f"torch.compile of the reference took {watch.seconds['compile']:.1f} s "
+                             "(first call, not part of its timing)"
+                             + (f"; eager and torch.compile timed with {precision} allowed "
+                                f"({precision_mode(precision).baseline})" if reduced else ""))
+                with watch.section("compiled_timing"):
+                    result["compiled"] = timing.time_function(compiled, sets, flush,
+                                                              budget_s=budget_s).to_json()
         except Exception as exc:  # torch.compile failing is the reference's business, not ours
             notes.append(f"torch.compile of the reference failed: {describe_exception(exc)[:300]}")
         finally:
@@ -291,9 +309,12 @@ class _Judge:
     The case comes from this process's own list, by id: the candidate's process names which
     check it ran but not what the inputs or the expected outputs are."""
 
-    def __init__(self, problem, model, dev: torch.device, cases: list[dict[str, Any]]) -> None:
+    def __init__(self, problem, model, dev: torch.device, cases: list[dict[str, Any]],
+                 precision: str = "fp32") -> None:
         self.problem, self.model, self.dev = problem, model, dev
         self.cases = {c["id"]: c for c in cases}
+        self.precision = precision
+        self._model64: Any = None  # the float64 copy, made once (reduced precision)
         self.ledger: list[dict[str, Any]] = []  # one entry per reply (judge_ledger)
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -307,7 +328,11 @@ class _Judge:
         finally:
             self.ledger.append({"case": case["id"], "error": bool(reply.get("error")),
                                 "codes": [f.get("code") for f in reply.get("failures") or []],
-                                "float64": "float64_errors" in reply})
+                                "float64": "float64_errors" in reply,
+                                **({"precision": self.precision,
+                                    "precision_errors": reply.get("precision_errors"),
+                                    "float64_reference": reply.get("float64_reference")}
+                                   if self.precision != "fp32" else {})})
             gc.collect()
             torch.cuda.empty_cache()
 
@@ -336,8 +361,13 @@ class _Judge:
             return {"failures": [f.to_json() for f in unreadable]}
         metas = [_meta(m) for m in case["output_meta"]]
         expected = str(torch.device("cuda", self.dev.index))
-        failures = compare_outputs(reference, cand, metas, info, expected)
         reply: dict[str, Any] = {}
+        if self.precision != "fp32":
+            failures = self._compare_reduced(inputs, reference, cand, metas, info, expected, reply)
+            torch.cuda.synchronize(self.dev)
+            reply["failures"] = [f.to_json() for f in failures]
+            return reply
+        failures = compare_outputs(reference, cand, metas, info, expected)
         if failures and all(f.code == "wrong_output" for f in failures):
             exact = self._float64_reference(inputs)
             if exact is not None:
@@ -346,11 +376,34 @@ class _Judge:
         reply["failures"] = [f.to_json() for f in failures]
         return reply
 
-    def _float64_reference(self, inputs: list[Any]) -> list[Any] | None:
+    def _compare_reduced(self, inputs, reference, cand, metas, info, expected,
+                         reply: dict[str, Any]) -> list[Failure]:
+        """Under a reduced precision: against the float64 recomputation (rounded to each
+        output's dtype) with the precision's bound, the errors reported either way.  Outputs
+        near zero by cancellation get the second opinion against PyTorch at the same precision
+        (as accurate as the baseline the user would otherwise run)."""
+        exact = self._float64_reference(inputs, keep_model=True)
+        reply["float64_reference"] = exact is not None
+        if exact is None:  # an op without float64, or no memory: the fp32 reference instead
+            return compare_outputs(reference, cand, metas, info, expected, self.precision)
+        rounded = [e.to(r.dtype) if isinstance(e, torch.Tensor) and isinstance(r, torch.Tensor)
+                   else r for e, r in zip(exact, reference)]
+        failures = compare_outputs(rounded, cand, metas, info, expected, self.precision)
+        reply["precision_errors"] = precision_errors(exact, cand, reference)
+        if failures and all(f.code == "wrong_output" for f in failures):
+            with torch.no_grad(), baseline_precision(self.precision):
+                baseline = flatten_outputs(self.model(*inputs))
+            failures, reply["float64_errors"] = compare_with_exact(baseline, cand, exact)
+        return failures
+
+    def _float64_reference(self, inputs: list[Any], keep_model: bool = False) -> list[Any] | None:
         """The case recomputed in float64 (a copy of the model and of the inputs), for
-        compare_with_exact; None when the model cannot run in float64 or memory is short."""
+        compare_with_exact; None when the model cannot run in float64 or memory is short.
+        `keep_model`: keep the copy for the next case (every case needs it)."""
         try:
-            model = copy.deepcopy(self.model).double()
+            model = self._model64 if self._model64 is not None else copy.deepcopy(self.model).double()
+            if keep_model:
+                self._model64 = model
             wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                     for x in inputs]
             with torch.no_grad():

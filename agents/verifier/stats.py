@@ -32,12 +32,18 @@ def significant(a: Stat, b: Stat) -> bool:
 
 
 def build_timings(eager: list[float], compiled: list[float] | None,
-                  candidate: list[float]) -> Timings:
+                  candidate: list[float], precision: str = "fp32",
+                  eager_fp32: list[float] | None = None) -> Timings:
+    """`eager` and `compiled` as timed with `precision` allowed; `eager_fp32` the strict-fp32
+    eager samples under a reduced precision."""
     eager_stat = summarize(eager)
     cand_stat = summarize(candidate)
     compiled_stat = summarize(compiled) if compiled else None
+    fp32_stat = summarize(eager_fp32) if eager_fp32 else None
     floor = 1e-6  # a zero-time candidate (all work hidden) must not divide by zero
     return Timings(
+        precision=precision, eager_fp32_ms=fp32_stat,
+        speedup_vs_eager_fp32=fp32_stat.median / max(cand_stat.median, floor) if fp32_stat else None,
         eager_ms=eager_stat,
         compiled_ms=compiled_stat,
         candidate_ms=cand_stat,

@@ -23,6 +23,7 @@ from kernelstitch.agents.verifier.gpu_common import (
 )
 from kernelstitch.agents.verifier.graph_replay import GraphedModule
 from kernelstitch.agents.verifier.inputs import case_inputs
+from kernelstitch.agents.verifier.precision_scope import baseline_precision
 from kernelstitch.agents.verifier.selection import ORIGINAL, ORIGINAL_GRAPH
 from kernelstitch.agents.verifier.trace_summary import kernel_durations
 
@@ -36,11 +37,13 @@ PROFILED_CALLS = 3
 
 def time_variants_task(reference_path: str, module: str | None, variants: list[dict[str, str]],
                        seed: int, device: int | None = None, budget_s: float = 3.0,
-                       input_sets: int = 2, profile: bool = False) -> dict[str, Any]:
+                       input_sets: int = 2, profile: bool = False,
+                       precision: str = "fp32") -> dict[str, Any]:
     """{"original": samples, "original_graph": {"samples_ms": [...]} or {"error": ...},
     "variants": {name: {"samples_ms": [...]} or {"error": ...}}, "profile": {"variant": the
     fastest variant, "kernel_ms": {kernel name: ms over PROFILED_CALLS calls}} (with
-    `profile`)}."""
+    `profile`)}.  `precision`: the user's opt-in; the original (eager and graphed) runs with
+    it allowed (precision_scope.py), the floor a variant must beat; the variants hold their own."""
     if not torch.cuda.is_available():
         return {"error": "no CUDA device"}
     dev = pick_device(device)
@@ -59,9 +62,12 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
         except Exception as exc:  # noqa: BLE001 - reported per variant
             errors[variant["name"]] = f"load: {describe_exception(exc)[:300]}"
     sets = [case_inputs(problem, seed + k, None, dev) for k in range(max(1, input_sets))]
+    def scope(name: str):
+        return baseline_precision(precision if name in (ORIGINAL, ORIGINAL_GRAPH) else "fp32")
+
     for name, model in list(programs.items()):
         try:
-            with torch.no_grad():
+            with torch.no_grad(), scope(name):
                 for _ in range(WARMUP_CALLS):  # builds extensions, captures CUDA graphs
                     model(*sets[0])
             torch.cuda.synchronize(dev)
@@ -77,8 +83,8 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
     per_round = budget_s / ROUNDS / max(1, len(programs))
     for _ in range(ROUNDS):
         for name, model in programs.items():
-            def call(inputs, model=model):
-                with torch.no_grad():
+            def call(inputs, model=model, name=name):
+                with torch.no_grad(), scope(name):
                     return model(*inputs)
             result = timing.time_function(call, sets, flush, min_runs=MIN_RUNS_PER_ROUND,
                                           budget_s=per_round)

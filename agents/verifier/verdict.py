@@ -71,6 +71,40 @@ class Timings:
     speedup_vs_compiled: float | None
     significant_vs_eager: bool  # False: the difference is within noise
     significant_vs_compiled: bool
+    # Under a reduced precision (the user's opt-in) eager and compiled were allowed it; these
+    # are the strict-fp32 eager time and the speed-up over it (None under fp32, where eager is).
+    precision: str = "fp32"
+    eager_fp32_ms: Stat | None = None
+    speedup_vs_eager_fp32: float | None = None
+
+
+@dataclass(frozen=True)
+class PrecisionReport:
+    """What a reduced precision cost on this module: the candidate's largest error from a
+    float64 recomputation of the reference over every compared case (absolute, and relative to
+    the float64 result's RMS), PyTorch's strict-fp32 error on the same cases, and the bound the
+    Verifier applied (tolerances.py)."""
+
+    precision: str
+    rtol: float
+    atol: float  # x RMS
+    cases: int  # comparisons made against float64
+    max_abs_error: float | None
+    max_rel_error: float | None
+    fp32_max_rel_error: float | None
+    float64_missing: int = 0  # comparisons that fell back to the fp32 reference
+
+    def sentence(self) -> str:
+        """One line for the report: the accuracy price of the precision on this module."""
+        if self.max_rel_error is None:
+            return (f"{self.precision}: no float64 recomputation was possible "
+                    f"({self.float64_missing} comparison(s) against the fp32 reference, bound "
+                    f"rtol {self.rtol:g}, atol {self.atol:g} x RMS)")
+        fp32 = (f"; PyTorch in fp32: {self.fp32_max_rel_error:.2g}"
+                if self.fp32_max_rel_error is not None else "")
+        return (f"{self.precision} costs this module a max error of {self.max_rel_error:.2g} x RMS "
+                f"({self.max_abs_error:.3g} absolute) against float64 over {self.cases} case(s)"
+                f"{fp32}; bound rtol {self.rtol:g}, atol {self.atol:g} x RMS")
 
 
 @dataclass
@@ -97,6 +131,7 @@ class Verdict:
     reference_sha256: str | None = None
     verifier_sha256: str | None = None
     write_guard: str | None = None
+    precision: PrecisionReport | None = None  # a reduced precision's measured error
 
     def exit_code(self) -> int:
         return EXIT_CODES[self.status]
@@ -131,6 +166,7 @@ class Verdict:
             reference_sha256=data.get("reference_sha256"),
             verifier_sha256=data.get("verifier_sha256"),
             write_guard=data.get("write_guard"),
+            precision=PrecisionReport(**data["precision"]) if data.get("precision") else None,
         )
 
 
@@ -144,6 +180,9 @@ def _timings_from_json(data: dict[str, Any]) -> Timings:
         speedup_vs_compiled=data.get("speedup_vs_compiled"),
         significant_vs_eager=data["significant_vs_eager"],
         significant_vs_compiled=data["significant_vs_compiled"],
+        precision=data.get("precision", "fp32"),
+        eager_fp32_ms=Stat(**data["eager_fp32_ms"]) if data.get("eager_fp32_ms") else None,
+        speedup_vs_eager_fp32=data.get("speedup_vs_eager_fp32"),
     )
 
 
@@ -175,18 +214,26 @@ def render_verdict_markdown(verdict: Verdict) -> str:
         lines.append("")
     t = verdict.timings
     if t is not None:
+        allowed = f" ({t.precision} allowed)" if t.precision != "fp32" else ""
         lines += [
             "| implementation | time per call |",
             "|---|---|",
-            f"| PyTorch eager | {_stat_cell(t.eager_ms)} |",
-            f"| torch.compile | {_stat_cell(t.compiled_ms)} |",
+            *([f"| PyTorch eager (strict fp32) | {_stat_cell(t.eager_fp32_ms)} |"]
+              if t.eager_fp32_ms is not None else []),
+            f"| PyTorch eager{allowed} | {_stat_cell(t.eager_ms)} |",
+            f"| torch.compile{allowed} | {_stat_cell(t.compiled_ms)} |",
             f"| candidate | {_stat_cell(t.candidate_ms)} |",
             "",
-            f"Speed-up vs eager: {_speedup_text(t.speedup_vs_eager, t.significant_vs_eager)}; "
-            f"vs torch.compile: "
+            *([f"Speed-up vs eager in strict fp32: {t.speedup_vs_eager_fp32:.2f}x (precision "
+               f"and fusion together)."] if t.speedup_vs_eager_fp32 is not None else []),
+            f"Speed-up vs eager{allowed}: "
+            f"{_speedup_text(t.speedup_vs_eager, t.significant_vs_eager)}; "
+            f"vs torch.compile{allowed}: "
             f"{_speedup_text(t.speedup_vs_compiled, t.significant_vs_compiled)}.",
             "",
         ]
+    if verdict.precision is not None:
+        lines += [f"Precision: {verdict.precision.sentence()}.", ""]
     if verdict.checks:
         passed = sum(1 for c in verdict.checks if c.passed)
         lines.append(f"Checks passed: {passed}/{len(verdict.checks)}.")

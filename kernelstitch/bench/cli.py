@@ -105,6 +105,7 @@ def bench_command(
     verbose: bool = False,
     command: str | None = None,
     resume_from: list[Path] | None = None,
+    precision: str = "fp32",
 ) -> int:
     from kernelstitch.bench.problems import discover
     from kernelstitch.bench.run import run_bench
@@ -122,6 +123,7 @@ def bench_command(
             time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s,
             profile=profile, seeds=seeds, timing_budget_s=timing_budget_s,
             rerun=rerun, search=search, ray_address=ray, llm=dict(llm or {}), budget=dict(budget or {}),
+            precision=precision,
         )
         total = len(discover(Path(directory), levels, only))
         display = _Display(total, verbose)

@@ -141,6 +141,11 @@ def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
         "reused": sum(1 for o in outcomes if o.reused),
         "geomean_speedup_vs_eager": geomean([o.speedup_vs_eager for o in correct]),
         "geomean_speedup_vs_compiled": geomean([o.speedup_vs_compiled for o in correct]),
+        # under a reduced precision: vs strict-fp32 eager (None for fp32 runs)
+        "geomean_speedup_vs_eager_fp32": geomean([o.speedup_vs_eager_fp32 for o in correct
+                                                  if o.speedup_vs_eager_fp32]) or None,
+        "max_rel_error": max((o.max_rel_error for o in correct if o.max_rel_error is not None),
+                             default=None),
         "fast_p_vs_eager": {str(p): fast_p(outcomes, p, "speedup_vs_eager") for p in FAST_P},
         "fast_p_vs_compiled": {str(p): fast_p(outcomes, p, "speedup_vs_compiled")
                                for p in FAST_P},

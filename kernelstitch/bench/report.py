@@ -79,9 +79,19 @@ def portable_command(command: str, cwd: Path | None = None) -> str:
     return " ".join(out)
 
 
+def _error(o: ProblemOutcome) -> str:
+    """The delivered program's largest error from float64 (x RMS), PyTorch fp32's in brackets."""
+    if o.max_rel_error is None:
+        return "-"
+    fp32 = f" ({o.fp32_max_rel_error:.1e})" if o.fp32_max_rel_error is not None else ""
+    return f"{o.max_rel_error:.1e}{fp32}"
+
+
 def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
                     env: dict[str, Any], command: str) -> str:
     published = summary.get("published_baselines")
+    # the reduced precision the run was made under ("" for fp32: no extra columns)
+    precision = next((o.precision for o in outcomes if o.precision != "fp32"), "")
     lines = [
         "# KernelStitch benchmark",
         "",
@@ -96,10 +106,16 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
         ("Times are medians in ms (p10–p90); times and speedups are shown for accepted "
          "candidates only."),
         "",
+        *([f"Precision {precision} (the opt-in): eager and torch.compile were timed with it "
+           "allowed; 'vs eager fp32' is against strict-fp32 eager (precision and fusion "
+           "together); 'max err' is the delivered program's largest error from a float64 "
+           "recomputation, x RMS, with PyTorch fp32's in brackets.", ""] if precision else []),
         ("| problem | verdict | compiled | eager ms | torch.compile ms | ours ms | vs eager "
-         "| vs compile | DRAM bw | roofline | plan | prepare s | measure s |"
+         "| vs compile |" + (" vs eager fp32 | max err |" if precision else "")
+         + " DRAM bw | roofline | plan | prepare s | measure s |"
          + (" KB H100 eager ms | KB H100 compile ms |" if published else "")),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if published else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if published else "")
+        + ("---|---|" if precision else ""),
     ]
     for o in outcomes:
         verdict = o.status if not o.reasons else f"{o.status} ({', '.join(o.reasons)})"
@@ -109,7 +125,9 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
             f"| {o.problem} | {_cell(verdict)} | {_compiled(o.compiled)} | "
             f"{_ms(o.eager_ms, o.eager_spread_ms)} | {_ms(o.compiled_ms, o.compiled_spread_ms)} | "
             f"{_ms(o.candidate_ms, o.candidate_spread_ms)} | {_fmt(o.speedup_vs_eager, '.2f')} | "
-            f"{_fmt(o.speedup_vs_compiled, '.2f')} | {_fmt(o.bandwidth_fraction, '.0%')} | "
+            f"{_fmt(o.speedup_vs_compiled, '.2f')} | "
+            + (f"{_fmt(o.speedup_vs_eager_fp32, '.2f')} | {_error(o)} | " if precision else "")
+            + f"{_fmt(o.bandwidth_fraction, '.0%')} | "
             f"{_fmt(o.roofline_fraction, '.0%')} | "
             f"{_cell(' + '.join(o.plan_steps))} | {_fmt(o.prepare_s, '.1f')} | "
             f"{_fmt(o.measure_s, '.1f')} |"
@@ -132,6 +150,10 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
          f"{_fmt(summary['geomean_speedup_vs_eager'], '.2f')}"),
         ("- geomean speedup vs torch.compile (correct only): "
          f"{_fmt(summary['geomean_speedup_vs_compiled'], '.2f')}"),
+        *([f"- geomean speedup vs strict-fp32 eager ({precision}; correct only): "
+           f"{_fmt(summary.get('geomean_speedup_vs_eager_fp32'), '.2f')}; largest error of a "
+           f"delivered program from float64: {_fmt(summary.get('max_rel_error'), '.1e')} x RMS"]
+          if precision else []),
         "- fast_p vs eager: " + ", ".join(f"p={p}: {v:.2f}" for p, v in fast.items()),
         "- fast_p vs torch.compile: " + ", ".join(f"p={p}: {v:.2f}" for p, v in fast_c.items()),
         f"- mean roofline fraction (correct, profiled): "

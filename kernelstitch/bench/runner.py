@@ -86,7 +86,7 @@ class PipelineRunner:
             verify_timeout_s=max(ctx.time_left_s, MIN_CALL_S),
             llm=dict(self.settings.llm), budget=dict(self.settings.budget),
             keep_spare_worker=verify,  # measure verifies one problem after another
-            search=self.settings.search,
+            search=self.settings.search, precision=self.settings.precision,
         )
 
     def _emit(self, spec: ProblemSpec) -> Callable[[ProgressEvent], None]:

@@ -47,6 +47,7 @@ class BenchSettings:
     ray_address: str | None = None
     llm: dict[str, Any] = field(default_factory=dict)  # PipelineConfig.llm (--llm-model ...)
     budget: dict[str, Any] = field(default_factory=dict)  # PipelineConfig.budget (--coder llm)
+    precision: str = "fp32"  # the precision opt-in (kernelstitch/core/precision.py)
 
     def __post_init__(self) -> None:
         if self.coder not in CODERS:
@@ -69,7 +70,8 @@ class BenchSettings:
         """What changes a problem's result (jobs, time limit and where it ran do not)."""
         return {"coder": self.coder, "seeds": self.seeds, "profile": self.profile,
                 "timing_budget_s": self.timing_budget_s, "search": self.search,
-                "llm": self.llm, "budget": self.budget}
+                "llm": self.llm, "budget": self.budget,
+                **({"precision": self.precision} if self.precision != "fp32" else {})}
 
 
 def check_llm_settings(settings: BenchSettings, environ: dict[str, str] | None = None) -> None:

@@ -6,7 +6,8 @@ cuBLASLt's GELU epilogue is the tanh approximation, so it serves activation "gel
 
 The work is in the binding (compiled with torch's headers, linked with -lcublasLt): torch's current
 stream, one cached cuBLASLt handle per device, a workspace from the torch allocator, fp32 compute
-(TF32 only when torch allows it for cuBLAS), x [..., K] flattened to [M, K], and the row-major
+(TF32 only when torch allows it for cuBLAS; the spec's precision opt-in picks TF32, bf16 or fp16
+tensor cores with fp32 in and out), x [..., K] flattened to [M, K], and the row-major
 problem mapped onto column-major cuBLASLt by computing y^T = W x^T.
 """
 
@@ -27,6 +28,17 @@ from kernelstitch.agents.plan.kernel_spec import (
 # The binding's shared C++ (cuBLASLt handle cache, descriptors, the call with a 32 MiB workspace,
 # cuBLASLt's recommendation for Hopper) is the header cuda/ks_gemm.h, which cuda/gemm/binding.cpp
 # includes; cuda/gemm/gelu.cu is the exact-GELU pass.
+
+
+# The plan's precision -> ks_gemm.h's KsGemmMath (the compute type of cuBLASLt for fp32 operands).
+GEMM_MATH = {"fp32": "KS_GEMM_MATH_FP32", "tf32": "KS_GEMM_MATH_TF32", "bf16": "KS_GEMM_MATH_BF16",
+             "fp16": "KS_GEMM_MATH_FP16"}
+GEMM_MATH_NOTE = {
+    "fp32": "fp32 compute (TF32 only if torch allows it)",
+    "tf32": "TF32 tensor cores (the plan's precision opt-in)",
+    "bf16": "bf16 tensor cores, fp32 in and out (COMPUTE_32F_FAST_16BF, the plan's precision opt-in)",
+    "fp16": "fp16 tensor cores, fp32 in and out (COMPUTE_32F_FAST_16F, the plan's precision opt-in)",
+}
 
 
 def _epilogue(activation: str, has_bias: bool) -> str:
@@ -63,7 +75,7 @@ def emit_gemm(spec: GemmSpec) -> KernelSource:
         w_expr="W" if spec.weight_layout == "kn" else "W^T", bias_expr=" + bias" if has_bias else "",
         bias_param=", at::Tensor bias" if has_bias else "", bias_arg="&bias" if has_bias else "nullptr",
         bias_checks=render("gemm/bias_checks.cpp", name=name, torch_dtype=torch_dtype) if has_bias else "",
-        epilogue=epilogue, gelu_launch=render("gemm/gelu_launch.cpp", name=name) if exact_gelu else "",
+        epilogue=epilogue, math=GEMM_MATH[spec.precision], gelu_launch=render("gemm/gelu_launch.cpp", name=name) if exact_gelu else "",
     )
     return KernelSource(
         function=name,
@@ -73,6 +85,7 @@ def emit_gemm(spec: GemmSpec) -> KernelSource:
         python_args=("x", "weight") + (("bias",) if has_bias else ()),
         notes=(
             f"cuBLASLt matmul, epilogue {epilogue}" + (" + in-place exact GELU pass" if exact_gelu else ""),
-            "fp32 compute (TF32 only if torch allows it), torch stream, cached handle, torch-allocated workspace",
+            (GEMM_MATH_NOTE[spec.precision]
+             + ", torch stream, cached handle, torch-allocated workspace"),
         ),
     )

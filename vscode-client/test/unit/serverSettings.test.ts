@@ -24,6 +24,7 @@ describe('toServerSettings', () => {
       profilers: ['torch', 'ncu'],
       watch: { onSave: true },
       search: { enabled: true, variants: 4, timeSeconds: 180 },
+      precision: 'fp32',
     } satisfies ServerSettings);
     assert.deepEqual(problems, []);
   });
@@ -34,7 +35,7 @@ describe('toServerSettings', () => {
       coder: 'llm', 'gpu.device': 1, 'budget.timeSeconds': 30.5, 'budget.iterations': 2,
       'llm.timeoutSeconds': 45, 'budget.tokens': 100000,
       profilers: ['nsys', 'torch', 'nsys'], 'watch.onSave': false,
-      'search.enabled': false, 'search.variants': 2, 'search.timeSeconds': 60,
+      'search.enabled': false, 'search.variants': 2, 'search.timeSeconds': 60, precision: 'tf32',
       python: '/usr/bin/python3', 'server.command': ['x'], 'trace.server': 'verbose',
     }));
     assert.deepEqual(settings, {
@@ -45,6 +46,7 @@ describe('toServerSettings', () => {
       profilers: ['nsys', 'torch'],
       watch: { onSave: false },
       search: { enabled: false, variants: 2, timeSeconds: 60 },
+      precision: 'tf32',
     });
     assert.deepEqual(problems, []);
     assert.equal('python' in settings, false); // extension-only settings stay in the extension
@@ -55,14 +57,14 @@ describe('toServerSettings', () => {
       coder: 'gpt', 'gpu.device': -1, 'budget.timeSeconds': 0, 'budget.iterations': 2.5,
       'llm.timeoutSeconds': -3, 'budget.tokens': -1,
       profilers: ['torch', 'perf'], 'watch.onSave': 'yes',
-      'search.enabled': 1, 'search.variants': 17, 'search.timeSeconds': -1,
+      'search.enabled': 1, 'search.variants': 17, 'search.timeSeconds': -1, precision: 'int8',
     }));
     assert.deepEqual(settings, DEFAULT_SERVER_SETTINGS);
     assert.deepEqual(problems.map((p) => p.split(':')[0]), [
       'kernelstitch.profilers', 'kernelstitch.llm.timeoutSeconds', 'kernelstitch.coder', 'kernelstitch.gpu.device',
       'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations', 'kernelstitch.budget.tokens',
       'kernelstitch.watch.onSave', 'kernelstitch.search.enabled', 'kernelstitch.search.variants',
-      'kernelstitch.search.timeSeconds',
+      'kernelstitch.search.timeSeconds', 'kernelstitch.precision',
     ]);
   });
 
@@ -97,7 +99,8 @@ describe('package.json configuration', () => {
       'kernelstitch.llm.timeoutSeconds', 'kernelstitch.coder', 'kernelstitch.gpu.device',
       'kernelstitch.budget.timeSeconds', 'kernelstitch.budget.iterations', 'kernelstitch.budget.tokens',
       'kernelstitch.profilers', 'kernelstitch.watch.onSave', 'kernelstitch.search.enabled',
-      'kernelstitch.search.variants', 'kernelstitch.search.timeSeconds', ...RESTART_SETTINGS,
+      'kernelstitch.search.variants', 'kernelstitch.search.timeSeconds', 'kernelstitch.precision',
+      ...RESTART_SETTINGS,
       'kernelstitch.trace.server', 'kernelstitch.server.pipInstallArgs',
     ];
     assert.deepEqual(Object.keys(properties).sort(), expected.sort());

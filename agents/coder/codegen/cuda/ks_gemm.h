@@ -37,6 +37,21 @@ static inline uint32_t ks_alignment(const void* p) {
   return al;
 }
 
+// The tensor cores' math for fp32 operands (the plan's precision, kernelstitch/core/precision.py):
+// FP32 follows torch's allow_tf32 for cuBLAS, as torch's own matmul does (the Verifier turns it
+// off); TF32 / BF16 / FP16 are the user's opt-in: fp32 in and out, products in that precision.
+enum KsGemmMath { KS_GEMM_MATH_FP32, KS_GEMM_MATH_TF32, KS_GEMM_MATH_BF16, KS_GEMM_MATH_FP16 };
+
+static inline cublasComputeType_t ks_gemm_compute(at::ScalarType type, KsGemmMath math) {
+  if (type != at::kFloat) return CUBLAS_COMPUTE_32F;  // 16-bit operands: tensor cores already
+  switch (math) {
+    case KS_GEMM_MATH_TF32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case KS_GEMM_MATH_BF16: return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case KS_GEMM_MATH_FP16: return CUBLAS_COMPUTE_32F_FAST_16F;
+    default: return at::globalContext().allowTF32CuBLAS() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  }
+}
+
 // Owns the cuBLASLt descriptors of one call (destroyed on every exit path, errors included).
 struct KsLtCall {
   cublasLtMatmulDesc_t op = nullptr;
@@ -54,11 +69,11 @@ struct KsLtCall {
 // y2[M, N] = epilogue(x2[M, K] @ op(w) + bias), all row-major and contiguous.  Column-major
 // cuBLASLt sees y2^T [N, M] = op(w)^T [N, K] * x2^T [K, M]; the bias runs along N (its rows).
 static inline void ks_gemm_lt(const at::Tensor& x2, const at::Tensor& w, const at::Tensor* bias,
-                              at::Tensor& y2, bool w_kn, cublasLtEpilogue_t epilogue, cudaStream_t stream) {
+                              at::Tensor& y2, bool w_kn, cublasLtEpilogue_t epilogue, cudaStream_t stream,
+                              KsGemmMath math = KS_GEMM_MATH_FP32) {
   const int64_t M = x2.size(0), K = x2.size(1), N = y2.size(1);
   const cudaDataType_t dtype = ks_cuda_dtype(x2.scalar_type());
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  if (x2.scalar_type() == at::kFloat && at::globalContext().allowTF32CuBLAS()) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  const cublasComputeType_t compute = ks_gemm_compute(x2.scalar_type(), math);
   KsLtCall call;
   KS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.op, compute, CUDA_R_32F));
   const cublasOperation_t ta = w_kn ? CUBLAS_OP_N : CUBLAS_OP_T, tb = CUBLAS_OP_N;

@@ -1,0 +1,72 @@
+"""The precision a user allows for a module (issue 24): names and what each one changes.
+
+Torch-free (the CLI, the server and the planner read it).  `fp32` is the default and means
+strict fp32, as the original computes it with TF32 off.  The reduced precisions are opt-in and
+apply to the matrix units only; every fused kernel of ours still computes and stores in the
+module's own dtypes:
+
+| precision | GEMMs (cuBLASLt, ours)      | PyTorch matmuls / convs left as library calls | baselines timed |
+|-----------|-----------------------------|-----------------------------------------------|-----------------|
+| fp32      | fp32                        | fp32 (TF32 off)                               | eager, compile  |
+| tf32      | TF32 tensor cores           | TF32 (allow_tf32 for cuBLAS and cuDNN)        | same, TF32 on   |
+| bf16      | bf16 tensor cores, fp32 I/O | TF32 (PyTorch has no bf16 / fp16 math for     | under autocast  |
+|           | (COMPUTE_32F_FAST_16BF)     | fp32 tensors short of casting them)           | (bfloat16)      |
+| fp16      | fp16 tensor cores, fp32 I/O | TF32                                          | under autocast  |
+|           | (COMPUTE_32F_FAST_16F)      |                                               | (float16)       |
+
+Only torch's legacy flags are touched (`allow_tf32` of cuBLAS and cuDNN, what the Verifier's
+strict fp32 sets): torch refuses to read its matmul precision once they are mixed with
+`set_float32_matmul_precision`.
+
+The Verifier's tolerance per precision is agents/verifier/tolerances.py's table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Precision = Literal["fp32", "tf32", "bf16", "fp16"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "bf16", "fp16")
+DEFAULT_PRECISION: Precision = "fp32"
+
+
+@dataclass(frozen=True)
+class PrecisionMode:
+    name: Precision
+    gemm: str  # what our cuBLASLt GEMMs compute in (the plan and the report say it)
+    library: str  # what PyTorch's matmuls and convolutions left in the program compute in
+    baseline: str  # how the eager and torch.compile baselines are allowed the same precision
+    # torch settings the generated forward holds while it runs (restored after it)
+    allow_tf32: bool
+    autocast_dtype: str | None  # the baselines' torch.autocast dtype (None: flags only)
+
+    @property
+    def reduced(self) -> bool:
+        return self.name != "fp32"
+
+    def summary(self) -> str:
+        return f"{self.name}: GEMMs {self.gemm}; PyTorch matmuls and convolutions {self.library}"
+
+
+MODES: dict[str, PrecisionMode] = {
+    "fp32": PrecisionMode("fp32", "fp32", "fp32 (TF32 off)", "strict fp32", False, None),
+    "tf32": PrecisionMode("tf32", "TF32 tensor cores", "TF32", "TF32 allowed for cuBLAS and cuDNN",
+                          True, None),
+    "bf16": PrecisionMode("bf16", "bf16 tensor cores with fp32 inputs and outputs", "TF32",
+                          "torch.autocast(bfloat16)", True, "bfloat16"),
+    "fp16": PrecisionMode("fp16", "fp16 tensor cores with fp32 inputs and outputs", "TF32",
+                          "torch.autocast(float16)", True, "float16"),
+}
+
+
+class PrecisionError(ValueError):
+    """A precision name that is not one of PRECISIONS."""
+
+
+def precision_mode(name: str | None) -> PrecisionMode:
+    """The mode of `name` (None: the default); PrecisionError names the choices otherwise."""
+    key = (name or DEFAULT_PRECISION).strip().lower()
+    if key not in MODES:
+        raise PrecisionError(f"precision {name!r} is not one of {', '.join(PRECISIONS)}")
+    return MODES[key]

@@ -1,0 +1,192 @@
+"""The precision opt-in without a GPU (issue 24): names and the CLI option, the plan stating it,
+the GEMM binding's math and the forward's settings scope, the Verifier's tolerance table, the
+error report from the judge's record, and the bench's three speed-ups."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kernelstitch.agents.coder.builtin import code_builtin
+from kernelstitch.agents.coder.codegen.gemm import emit_gemm
+from kernelstitch.agents.plan import Plan, PlanError
+from kernelstitch.agents.plan.kernel_spec import GemmSpec, TensorArg, spec_from_json
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+from kernelstitch.agents.planner.precision import with_precision
+from kernelstitch.agents.verifier.compare import _compare_values, precision_errors
+from kernelstitch.agents.verifier.precision_report import precision_report
+from kernelstitch.agents.verifier.stats import build_timings
+from kernelstitch.agents.verifier.tolerances import PRECISION_TOLERANCES, tolerance_for
+from kernelstitch.agents.verifier.verdict import PrecisionReport, Verdict, render_verdict_markdown
+from kernelstitch.server.config import ServerConfig
+
+from kernelstitch.bench.metrics import summarise as summarize
+from kernelstitch.bench.outcome import ProblemOutcome
+from kernelstitch.bench.report import render_markdown
+from kernelstitch.core.precision import PRECISIONS, PrecisionError, precision_mode
+
+torch = pytest.importorskip("torch")
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_precision_names_and_modes():
+    assert PRECISIONS == ("fp32", "tf32", "bf16", "fp16")
+    assert precision_mode(None).name == "fp32" and not precision_mode("fp32").reduced
+    assert precision_mode(" TF32 ").name == "tf32" and precision_mode("tf32").allow_tf32
+    assert precision_mode("bf16").autocast_dtype == "bfloat16"
+    with pytest.raises(PrecisionError, match="fp64.*not one of fp32, tf32, bf16, fp16"):
+        precision_mode("fp64")
+
+
+def test_the_cli_takes_precision_on_generate_verify_and_bench():
+    from typer.testing import CliRunner
+
+    from kernelstitch.cli import app
+
+    runner = CliRunner()
+    for command in ("generate", "verify", "bench"):
+        assert "--precision" in runner.invoke(app, [command, "--help"]).output
+    bad = runner.invoke(app, ["generate", str(EXAMPLES / "mlp.py"), "--precision", "int8"])
+    assert bad.exit_code == 2 and "not one of" in bad.output
+
+
+def _linear_plan() -> Plan:
+    return plan_builtin(capture(EXAMPLES / "linear_bias_gelu.py", None), gemm_kernels=True)
+
+
+def test_the_plan_states_the_precision_and_each_gemm_carries_it():
+    plan = _linear_plan()
+    assert with_precision(plan, "fp32") is plan
+    reduced = with_precision(plan, "tf32")
+    assert reduced.host.precision == "tf32" and reduced.graph is plan.graph
+    gemms = [s.kernel_spec() for s in reduced.steps if s.is_kernel
+             and isinstance(s.kernel_spec(), GemmSpec)]
+    assert gemms and all(g.precision == "tf32" for g in gemms)
+    assert any("precision tf32" in r for r in reduced.host.reasons)
+    assert with_precision(reduced, "tf32") is reduced  # applied to variants of a reduced base
+    back = Plan.from_json(json.loads(reduced.dumps()))
+    assert back.host.precision == "tf32"
+    assert {s.spec.get("precision") for s in back.steps if s.spec and s.spec["type"] == "gemm"} == {"tf32"}
+    # the plain plan's JSON has no precision key in its GEMM specs (old plans read as before)
+    assert all("precision" not in s.spec for s in plan.steps if s.spec and s.spec["type"] == "gemm")
+    data = json.loads(reduced.dumps())
+    data["host"]["precision"] = "int4"
+    with pytest.raises(PlanError, match="plan.host.precision"):
+        Plan.from_json(data)
+
+
+@pytest.mark.parametrize("precision,math", [("fp32", "KS_GEMM_MATH_FP32"), ("tf32", "KS_GEMM_MATH_TF32"),
+                                            ("bf16", "KS_GEMM_MATH_BF16"), ("fp16", "KS_GEMM_MATH_FP16")])
+def test_the_gemm_binding_passes_the_specs_math(precision, math):
+    spec = GemmSpec("g", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "relu", "float32",
+                    precision=precision)
+    source = emit_gemm(spec)
+    assert f"stream, {math});" in source.binding
+    assert spec_from_json(json.loads(json.dumps(__import__(
+        "kernelstitch.agents.plan.kernel_spec", fromlist=["spec_to_json"]).spec_to_json(spec)))) == spec
+
+
+def test_a_reduced_plan_holds_tf32_in_forward_and_restores_the_callers_settings(tmp_path):
+    plan = _linear_plan()
+    plain = code_builtin(plan, EXAMPLES / "linear_bias_gelu.py", tmp_path / "a" / "model_new.py")
+    assert "_Precision" not in plain.source
+    reduced = code_builtin(with_precision(plan, "bf16"), EXAMPLES / "linear_bias_gelu.py",
+                           tmp_path / "b" / "model_new.py")
+    assert "with _Precision():" in reduced.source and "bf16 tensor cores" in reduced.source
+    # the scope itself, run on this machine's torch: TF32 on inside, the caller's values after
+    start = reduced.source.index("class _Precision:")
+    namespace = {"torch": torch}
+    exec(reduced.source[start:reduced.source.index("\nclass ", start + 1)], namespace)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = True
+    with namespace["_Precision"]():
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    assert not torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    assert torch.get_float32_matmul_precision() == "highest"  # readable: no mixed-API state
+
+
+def test_the_tolerance_table():
+    assert tolerance_for("float32") == PRECISION_TOLERANCES["fp32"]
+    assert tolerance_for("float32", "tf32").rtol == 1e-2 and tolerance_for("float32", "bf16").atol == 5e-2
+    assert tolerance_for("torch.bfloat16", "tf32").rtol == 2e-2  # the looser of dtype and precision
+    assert tolerance_for("int64", "bf16").rtol == 0.0  # integers stay exact
+    assert tolerance_for("float64", "bf16").rtol == 1e-7
+    # TF32-sized errors: outside fp32's bound, inside tf32's
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(4096, generator=g)
+    cand = ref + 1e-3 * torch.randn(4096, generator=g)
+    assert _compare_values("out", ref, cand)
+    assert not _compare_values("out", ref, cand, "tf32")
+    assert _compare_values("out", ref, ref + 0.2 * torch.randn(4096, generator=g), "bf16")
+
+
+def test_precision_errors_are_measured_against_float64():
+    exact = torch.linspace(-2, 2, 101, dtype=torch.float64)
+    cand = (exact + 0.01).float()
+    errors = precision_errors([exact], [cand], [exact.float()])
+    assert len(errors) == 1
+    err = errors[0]
+    rms = float(exact.square().mean().sqrt())
+    assert err["max_abs_error"] == pytest.approx(0.01, rel=1e-4)
+    assert err["max_rel_error"] == pytest.approx(0.01 / rms, rel=1e-4)
+    assert err["fp32_max_abs_error"] < 1e-6
+
+
+def test_the_report_takes_the_worst_case_from_the_judges_record():
+    assert precision_report([{"case": 0, "codes": []}]) is None  # fp32 comparisons only
+    ledger = [
+        {"case": 0, "codes": [], "precision": "tf32", "float64_reference": True,
+         "precision_errors": [{"max_abs_error": 0.002, "max_rel_error": 0.001, "fp32_max_rel_error": 1e-7}]},
+        {"case": 1, "codes": [], "precision": "tf32", "float64_reference": True,
+         "precision_errors": [{"max_abs_error": 0.004, "max_rel_error": 0.003, "fp32_max_rel_error": 2e-7}]},
+        {"case": 2, "codes": [], "precision": "tf32", "float64_reference": False, "precision_errors": None},
+    ]
+    report = precision_report(ledger)
+    assert report == PrecisionReport("tf32", 1e-2, 1e-2, 2, 0.004, 0.003, 2e-7, float64_missing=1)
+    assert "tf32 costs this module a max error of 0.003 x RMS" in report.sentence()
+    verdict = Verdict("accepted", precision=report,
+                      timings=build_timings([4.0, 4.1], [3.0, 3.1], [2.0, 2.0], "tf32", [8.0, 8.2]))
+    back = Verdict.from_json(verdict.dumps())
+    assert back.precision == report and back.timings.eager_fp32_ms.median == pytest.approx(8.1)
+    assert back.timings.speedup_vs_eager_fp32 == pytest.approx(4.05)
+    text = render_verdict_markdown(back)
+    assert "PyTorch eager (strict fp32)" in text and "torch.compile (tf32 allowed)" in text
+    assert "Precision: tf32 costs" in text
+
+
+def test_the_bench_shows_three_speedups_and_the_error():
+    timings = {"precision": "tf32", "eager_ms": {"median": 4.0}, "compiled_ms": {"median": 3.0},
+               "candidate_ms": {"median": 2.0}, "eager_fp32_ms": {"median": 8.0},
+               "speedup_vs_eager": 2.0, "speedup_vs_compiled": 1.5, "speedup_vs_eager_fp32": 4.0,
+               "significant_vs_eager": True, "significant_vs_compiled": True}
+    from kernelstitch.agents.job_protocol import JobResult
+
+    def result(selection=None):
+        return JobResult(status="succeeded", message="", kind="generate", source_path="p.py",
+                         module="Model", verdict={
+            "status": "accepted", "reasons": [], "timings": timings,
+            "precision": {"max_rel_error": 0.003, "fp32_max_rel_error": 1e-7}},
+            selection=selection)
+
+    ours = ProblemOutcome.from_result("level2/a", result())
+    assert (ours.speedup_vs_eager_fp32, ours.eager_fp32_ms, ours.max_rel_error) == (4.0, 8.0, 0.003)
+    kept = ProblemOutcome.from_result("level2/b", result({"decision": "keep_original", "variants": []}))
+    # kept: the user's module as written (strict fp32) is what runs
+    assert kept.status == "kept" and kept.candidate_ms == 8.0 and kept.speedup_vs_eager_fp32 == 1.0
+    assert kept.speedup_vs_eager == pytest.approx(0.5) and kept.max_rel_error == 1e-7
+    summary = summarize([ours, kept])
+    assert summary["geomean_speedup_vs_eager_fp32"] == pytest.approx(2.0)
+    text = render_markdown([ours, kept], summary, {}, "kernelstitch bench --precision tf32")
+    assert "| vs eager fp32 | max err |" in text and "3.0e-03 (1.0e-07)" in text
+    assert "geomean speedup vs strict-fp32 eager (tf32" in text
+    plain = render_markdown([ProblemOutcome("x", "failed", "")], summarize([]), {}, "c")
+    assert "vs eager fp32" not in plain
+
+
+def test_the_editor_setting_reaches_the_job():
+    assert ServerConfig.from_settings({"precision": "tf32"}).job_config()["precision"] == "tf32"
+    assert ServerConfig.from_settings({"precision": "int8"}).precision == "fp32"
+    assert ServerConfig.from_settings({}).job_config()["precision"] == "fp32"
