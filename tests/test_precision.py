@@ -190,3 +190,20 @@ def test_the_editor_setting_reaches_the_job():
     assert ServerConfig.from_settings({"precision": "tf32"}).job_config()["precision"] == "tf32"
     assert ServerConfig.from_settings({"precision": "int8"}).precision == "fp32"
     assert ServerConfig.from_settings({}).job_config()["precision"] == "fp32"
+
+
+def test_a_reduced_precision_adds_a_wide_range_case():
+    from kernelstitch.agents.verifier.inputs import WIDE_DECADES, _widened
+    from kernelstitch.agents.verifier.reference_task import _case_list
+
+    assert [c["id"] for c in _case_list([7, 9], [])] == ["s7", "s9"]
+    cases = _case_list([7, 9], [], wide=True)
+    assert cases[-1] == {"id": "s7_wide", "seed": 7, "shapes": None, "variant": None, "wide": True}
+    x = torch.randn(20000, generator=torch.Generator().manual_seed(0))
+    index = torch.arange(5)
+    wide, same_index = _widened([x, index], 7)
+    assert same_index is index and torch.equal(torch.sign(wide), torch.sign(x))
+    ratio = (wide / x).log10()
+    assert ratio.min() >= -WIDE_DECADES - 1e-4 and ratio.max() <= WIDE_DECADES + 1e-4
+    assert ratio.max() - ratio.min() > 2 * WIDE_DECADES - 0.1  # the whole range is drawn
+    assert torch.equal(_widened([x], 7)[0], wide) and not torch.equal(_widened([x], 8)[0], wide)

@@ -200,7 +200,8 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
                               "seed": case["seed"], "shapes": case.get("input_shapes"),
                               "failures": []}
     failures = record["failures"]
-    dev_inputs = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device)
+    dev_inputs = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device,
+                             bool(case.get("wide")))
     inputs_digest = digest(dev_inputs)
     poison_allocator([m["nbytes"] for m in case["output_meta"] if m],
                      [v.numel() * v.element_size() for v in dev_inputs
@@ -254,7 +255,8 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
 
 def _mutated_inputs(state: _State, case: dict[str, Any], dev_inputs: list[Any]) -> list[dict]:
     """In-place changes: the case's inputs generated again, compared byte for byte."""
-    fresh = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device)
+    fresh = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device,
+                        bool(case.get("wide")))
     found = [_failure_json("mutates_input", f"forward changed input {i} in place", input=i)
              for i, (before, after) in enumerate(zip(fresh, dev_inputs))
              if isinstance(before, torch.Tensor)

@@ -60,13 +60,33 @@ def _resize_all(values: list[Any], shapes: list[list[int] | None]) -> list[Any]:
             and list(v.shape) != list(s) else v for v, s in zip(values, shapes)]
 
 
+# A wide-range case (reduced precision only): every floating input's elements multiplied by
+# 10^u, u uniform in [-WIDE_DECADES, WIDE_DECADES], so values of very different magnitudes meet
+# in one sum, where 8- and 10-bit mantissas lose the small ones.  Signs are kept.
+WIDE_DECADES = 1.5
+
+
+def _widened(values: list[Any], seed: int) -> list[Any]:
+    out = []
+    for k, v in enumerate(values):
+        if isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel():
+            generator = torch.Generator(device=v.device).manual_seed(seed * 1000003 + k)
+            u = torch.rand(v.shape, generator=generator, device=v.device, dtype=torch.float32)
+            v = v * torch.pow(10.0, (2 * u - 1) * WIDE_DECADES).to(v.dtype)
+        out.append(v)
+    return out
+
+
 def case_inputs(problem: LoadedProblem, seed: int, shapes: list[list[int] | None] | None,
-                device: torch.device) -> list[Any]:
-    """Fresh device inputs of a case; `shapes` None means the problem's own shapes."""
+                device: torch.device, wide: bool = False) -> list[Any]:
+    """Fresh device inputs of a case; `shapes` None means the problem's own shapes; `wide`:
+    the wide-range case's inputs (see WIDE_DECADES)."""
     start = time.perf_counter()
     values = seeded_inputs(problem, seed, device)
     if shapes is not None:
         values = _resize_all(values, shapes)
+    if wide:
+        values = _widened(values, seed)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     _SECONDS[0] += time.perf_counter() - start

@@ -62,8 +62,13 @@ def warm_up() -> None:
     warm_start("torch._inductor.compile_fx")
 
 
-def _case_list(seeds: list[int], variants: list[Any]) -> list[dict[str, Any]]:
+def _case_list(seeds: list[int], variants: list[Any], wide: bool = False) -> list[dict[str, Any]]:
+    """The problem's shapes per seed, the shape variants, and with `wide` (a reduced precision)
+    one wide-range case of the first seed's inputs (inputs.WIDE_DECADES)."""
     cases = [{"id": f"s{seed}", "seed": seed, "shapes": None, "variant": None} for seed in seeds]
+    if wide:
+        cases.append({"id": f"s{seeds[0]}_wide", "seed": seeds[0], "shapes": None, "variant": None,
+                      "wide": True})
     for i, shapes in enumerate(variants):
         seed = seeds[i % len(seeds)]
         cases.append({"id": f"s{seed}_v{i}", "seed": seed, "shapes": shapes, "variant": i})
@@ -116,7 +121,7 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
     param_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     try:
         result = _reference_outputs(problem, model, dev, seeds, shape_variants_count, notes,
-                                    watch, free_bytes, param_bytes)
+                                    watch, free_bytes, param_bytes, precision)
     except torch.OutOfMemoryError as exc:
         plan = plan_memory(free_bytes, param_bytes, 0, 0)
         result = {"cuda": True, "device_name": torch.cuda.get_device_name(dev),
@@ -159,10 +164,11 @@ def _gb(n: int) -> str:
 
 
 def _reference_outputs(problem, model, dev, seeds, shape_variants_count, notes,
-                       watch: Stopwatch, free_bytes: int, param_bytes: int) -> dict[str, Any]:
+                       watch: Stopwatch, free_bytes: int, param_bytes: int,
+                       precision: str = "fp32") -> dict[str, Any]:
     with watch.section("cases"):
         case_facts = _run_cases(problem, model, dev, seeds, shape_variants_count, notes,
-                                free_bytes, param_bytes)
+                                free_bytes, param_bytes, precision)
     base = {"cuda": True, "device_name": torch.cuda.get_device_name(dev),
             "torch": torch.__version__, "notes": notes}
     if case_facts.get("too_large"):
@@ -184,7 +190,7 @@ def _output_meta(out: list[Any]) -> list[dict[str, Any] | None]:
 
 
 def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_bytes,
-               param_bytes) -> dict[str, Any]:
+               param_bytes, precision: str = "fp32") -> dict[str, Any]:
     """Runs every case once (the problem's shapes, then the variants) for what the runs show
     about the reference (output layout, in-place changes, aliasing); the outputs themselves are
     recomputed by the judge when a check needs them."""
@@ -219,10 +225,10 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
                                              fits)
     del base
     notes += variant_notes
-    cases = _case_list(seeds, variants)
+    cases = _case_list(seeds, variants, wide=precision_mode(precision).reduced)
     mutates = aliases = False
     for case in cases:
-        dev_inputs = case_inputs(problem, case["seed"], case["shapes"], dev)
+        dev_inputs = case_inputs(problem, case["seed"], case["shapes"], dev, bool(case.get("wide")))
         # Device copies to spot in-place changes, compared on the GPU.
         originals = [v.clone() if isinstance(v, torch.Tensor) else None for v in dev_inputs]
         with torch.no_grad():
@@ -337,7 +343,8 @@ class _Judge:
             torch.cuda.empty_cache()
 
     def _compare(self, case: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
-        inputs = case_inputs(self.problem, case["seed"], case["shapes"], self.dev)
+        inputs = case_inputs(self.problem, case["seed"], case["shapes"], self.dev,
+                             bool(case.get("wide")))
         if digest(inputs) != request.get("inputs_digest"):
             return {"error": "the candidate's process generated other inputs for this case than "
                              "the judge (get_inputs draws from a generator other than torch's, "
