@@ -466,6 +466,11 @@ def _summary(verdict) -> str:
         return "candidate written (not verified)"
     if verdict.status == "accepted" and verdict.timings:
         t = verdict.timings
+        if t.precision != "fp32" and t.speedup_vs_eager_fp32 is not None:
+            error = (f", max error {verdict.precision.max_rel_error:.1e} x RMS"
+                     if verdict.precision and verdict.precision.max_rel_error is not None else "")
+            return (f"accepted ({t.precision}): {t.speedup_vs_eager_fp32:.2f}x vs strict-fp32 eager, "
+                    f"{t.speedup_vs_eager:.2f}x vs eager with {t.precision}{error}")
         return f"accepted: {t.speedup_vs_eager:.2f}x vs eager"
     if verdict.status == "rejected":
         codes = ", ".join(r.code for r in verdict.reasons)

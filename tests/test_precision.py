@@ -207,3 +207,22 @@ def test_a_reduced_precision_adds_a_wide_range_case():
     assert ratio.min() >= -WIDE_DECADES - 1e-4 and ratio.max() <= WIDE_DECADES + 1e-4
     assert ratio.max() - ratio.min() > 2 * WIDE_DECADES - 0.1  # the whole range is drawn
     assert torch.equal(_widened([x], 7)[0], wide) and not torch.equal(_widened([x], 8)[0], wide)
+
+
+def test_the_cli_summary_and_the_job_message_say_the_precision():
+    import io
+
+    from kernelstitch.agents.pipeline import _summary
+    from kernelstitch.agents.verifier.cli import print_summary
+    from rich.console import Console
+
+    report = PrecisionReport("tf32", 1e-2, 1e-2, 3, 0.004, 0.003, 2e-7)
+    verdict = Verdict("accepted", precision=report,
+                      timings=build_timings([4.0] * 5, [3.0] * 5, [2.0] * 5, "tf32", [8.0] * 5))
+    out = io.StringIO()
+    print_summary(verdict, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "eager in strict fp32 8.0000 ms: 4.00x" in text and "eager (tf32 allowed) 4.0000" in text
+    assert "precision: tf32 costs this module a max error of 0.003 x RMS" in text
+    assert _summary(verdict) == ("accepted (tf32): 4.00x vs strict-fp32 eager, 2.00x vs eager with "
+                                 "tf32, max error 3.0e-03 x RMS")

@@ -29,13 +29,19 @@ def print_summary(verdict: Verdict, console) -> None:
                       markup=True, highlight=False)
     t = verdict.timings
     if t is not None:
+        allowed = f" ({t.precision} allowed)" if t.precision != "fp32" else ""
+        if t.eager_fp32_ms is not None and t.speedup_vs_eager_fp32 is not None:
+            console.print(f"  eager in strict fp32 {t.eager_fp32_ms.median:.4f} ms: "
+                          f"{t.speedup_vs_eager_fp32:.2f}x (precision and fusion)")
         noise = "" if t.significant_vs_eager else " (within noise)"
-        console.print(f"  candidate {t.candidate_ms.median:.4f} ms, eager "
+        console.print(f"  candidate {t.candidate_ms.median:.4f} ms, eager{allowed} "
                       f"{t.eager_ms.median:.4f} ms: {t.speedup_vs_eager:.2f}x{noise}")
         if t.compiled_ms is not None and t.speedup_vs_compiled is not None:
             noise = "" if t.significant_vs_compiled else " (within noise)"
-            console.print(f"  torch.compile {t.compiled_ms.median:.4f} ms: "
+            console.print(f"  torch.compile{allowed} {t.compiled_ms.median:.4f} ms: "
                           f"{t.speedup_vs_compiled:.2f}x{noise}")
+    if verdict.precision is not None:
+        console.print(f"  precision: {plain(verdict.precision.sentence())}", highlight=False)
     passed = sum(1 for c in verdict.checks if c.passed)
     names = ", ".join(c.name if c.passed else f"{c.name} (failed)" for c in verdict.checks)
     console.print(f"  checks passed {passed}/{len(verdict.checks)}" + (f" ({plain(names)})" if names else "")
