@@ -41,6 +41,7 @@ from kernelstitch.agents.verifier.selection import (
     graph_baseline,
     keep_original,
     nothing_faster_reason,
+    precision_floor_note,
 )
 from kernelstitch.agents.verifier.stats import summarize
 
@@ -213,18 +214,20 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
             order = [] if cached.decision == "keep_original" else [
                 next(v for v in cached.variants if v.name == cached.winner)]
             measured, original = cached.variants, cached.original_ms
-            graphed = cached.original_graph
+            graphed, original_fp32 = cached.original_graph, cached.original_fp32_ms
             reused = True
         else:
             ctx.stage("verifying", f"timing the original (eager and CUDA-graph replay) and "
                                    f"{len(paths)} variants on the same inputs")
-            original, graphed, measured, profile = _time(gpu, built, budget_s, profile=True)
+            original, graphed, measured, profile, original_fp32 = _time(gpu, built, budget_s,
+                                                                         profile=True)
             if clock() - started < time_budget_s * NEXT_ROUND_SHARE and _next_round(
                     ctx, built, profile, out_dir):
                 ctx.stage("verifying", f"round 2: timing the original and {len(paths)} "
                                        "variants again, with the profile's alternatives")
-                original, graphed, measured, _ = _time(gpu, built, budget_s, profile=False)
-            order = contenders(original, measured)
+                original, graphed, measured, _, original_fp32 = _time(gpu, built, budget_s,
+                                                                      profile=False)
+            order = contenders(original, measured, original_fp32)
             reused = False
 
     last_verdict = None
@@ -241,6 +244,7 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
         ok, why = delivers(verdict)
         if ok:
             selection = deliver(original, measured, v, verdict, graphed)
+            selection.original_fp32_ms = original_fp32
             _remember(store, run_id, key, selection, reused, built.plans[v.name])
             return SearchResult(selection, built.plans[v.name], path, verdict)
         v.note = why
@@ -253,17 +257,20 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
         "no contender was confirmed by full verification"
         + (" within the search's time budget" if out_of_time else "")
         + (f" ({'; '.join(failures[:3])})" if failures else "") + "; the original is kept")
-    selection = keep_original(original, measured, why, graphed)
+    floor = precision_floor_note(original, original_fp32, ctx.config.precision)
+    selection = keep_original(original, measured, f"{why}; {floor}" if floor else why, graphed)
+    selection.original_fp32_ms = original_fp32
     _remember(store, run_id, key, selection, reused)
     _withdraw(out_dir)
     return SearchResult(selection, default_plan, None, last_verdict)
 
 
 def _time(gpu: TimingWorker, built: BuiltVariants, budget_s: float, profile: bool) -> tuple[
-        Any, MeasuredVariant | None, list[MeasuredVariant], dict[str, Any] | None]:
+        Any, MeasuredVariant | None, list[MeasuredVariant], dict[str, Any] | None, Any]:
     """One shared timing run of the original and every built variant: (original, graphed
     original, the variants' rows, the fastest variant's kernel profile when `profile`: only
-    round 1's feeds a next round)."""
+    round 1's feeds a next round, and under a reduced precision the original in strict fp32
+    (`original` then had the precision allowed; None under fp32))."""
     result = gpu.measure([{"name": n, "path": str(p)} for n, p in built.paths.items()],
                          budget_s, profile=profile)
     measured = built.measured()
@@ -273,8 +280,9 @@ def _time(gpu: TimingWorker, built: BuiltVariants, budget_s: float, profile: boo
             v.time_ms = summarize(timed["samples_ms"])
         elif timed.get("error"):
             v.error = timed["error"]
+    fp32 = result.get("original_fp32")
     return (summarize(result["original"]), graph_baseline(result.get("original_graph")),
-            measured, result.get("profile"))
+            measured, result.get("profile"), summarize(fp32) if fp32 else None)
 
 
 def hot_reductions(plan: Plan, kernel_ms: dict[str, float],

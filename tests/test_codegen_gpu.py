@@ -356,7 +356,11 @@ def test_strided_dim_column_loop(ext, kind, shape):
     x = rnd(*shape)
     fn = getattr(ext, f"t_{kind}_d1")
     want = getattr(torch, kind)(x, 1) if kind in ("softmax", "log_softmax") else REF[kind](x, 1, True)
-    check(poisoned(fn, x), want, rtol=1e-4, atol=1e-5)
+    # a sum of R unit-variance values has magnitude ~sqrt(R), and so has its rounding noise in
+    # another order (an H100 run: one of 70,000 sums over 300 values off by 1.7e-5 where the
+    # value had cancelled to 0.066)
+    atol = 1e-5 * shape[1] ** 0.5 if kind == "sum" else 1e-5
+    check(poisoned(fn, x), want, rtol=1e-4, atol=atol)
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:  # softmax kinds, R <= 16: registers
         path = "colreg" if kind in ("softmax", "log_softmax") and shape[1] <= 16 else "colloop"
         assert any(f"t_{kind}_d1_{path}" in k for k in _kernels_run(fn, x))

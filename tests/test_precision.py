@@ -226,3 +226,27 @@ def test_the_cli_summary_and_the_job_message_say_the_precision():
     assert "precision: tf32 costs this module a max error of 0.003 x RMS" in text
     assert _summary(verdict) == ("accepted (tf32): 4.00x vs strict-fp32 eager, 2.00x vs eager with "
                                  "tf32, max error 3.0e-03 x RMS")
+
+
+def _stat(median: float, spread: float = 0.02):
+    from kernelstitch.agents.verifier.verdict import Stat
+
+    return Stat(median=median, p10=median * (1 - spread), p90=median * (1 + spread), n=30)
+
+
+def test_under_a_reduced_precision_the_floor_is_the_original_with_it_allowed():
+    """A variant within noise of the original with TF32 on, but far faster than the strict-fp32
+    module the user runs today, is a contender (an H100 run kept 9_Matmul_Subtract_Multiply_ReLU
+    at 2.9 ms fp32 while our TF32 program took 0.44 ms against 0.50 ms of TF32 eager)."""
+    from kernelstitch.agents.verifier.selection import MeasuredVariant, contenders, delivers
+
+    ours, slower = MeasuredVariant("default", "", _stat(0.44, 0.2)), MeasuredVariant("graph", "", _stat(0.52))
+    assert contenders(_stat(0.50, 0.2), [ours, slower]) == []  # fp32 rule: within noise
+    assert contenders(_stat(0.50, 0.2), [ours, slower], original_fp32=_stat(2.9)) == [ours]
+    within = Verdict("accepted", timings=build_timings([0.50] * 9 + [0.40, 0.60], None,
+                                                       [0.45] * 9 + [0.40, 0.60], "tf32", [2.9] * 11))
+    assert delivers(within) == (True, "")
+    slower_than_flag = Verdict("accepted", timings=build_timings([0.30] * 11, None, [0.45] * 11, "tf32",
+                                                                 [2.9] * 11))
+    ok, why = delivers(slower_than_flag)
+    assert not ok and "vs eager with tf32 allowed" in why

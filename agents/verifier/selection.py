@@ -23,6 +23,10 @@ from kernelstitch.agents.verifier.verdict import Stat, Verdict
 Decision = Literal["deliver", "keep_original"]
 ORIGINAL = "original"
 ORIGINAL_GRAPH = "original-graph"
+# Under a reduced precision (the user's opt-in) the original is timed with the precision allowed
+# (the floor: what flipping torch's flags in the user's own code gives) and, as this row, as the
+# user runs it today: strict fp32.
+ORIGINAL_FP32 = "original-fp32"
 ORIGINAL_GRAPH_REASON = "your module, replayed from a CUDA graph (a baseline, not delivered)"
 
 
@@ -55,13 +59,17 @@ class Selection:
     why: str = ""
     reused: bool = False  # the decision came from the run store's cache
     original_graph: MeasuredVariant | None = None  # the original under CUDA-graph replay
+    # a reduced precision: the original in strict fp32 (original_ms had the precision allowed)
+    original_fp32_ms: Stat | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "winner": self.winner,
                 "original_ms": asdict(self.original_ms) if self.original_ms else None,
                 "variants": [v.to_json() for v in self.variants], "why": self.why,
                 "reused": self.reused,
-                "original_graph": self.original_graph.to_json() if self.original_graph else None}
+                "original_graph": self.original_graph.to_json() if self.original_graph else None,
+                **({"original_fp32_ms": asdict(self.original_fp32_ms)} if self.original_fp32_ms
+                   else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Selection:
@@ -71,7 +79,9 @@ class Selection:
                    variants=[MeasuredVariant.from_json(v) for v in data.get("variants", [])],
                    why=data.get("why", ""), reused=bool(data.get("reused", False)),
                    original_graph=MeasuredVariant.from_json(data["original_graph"])
-                   if data.get("original_graph") else None)
+                   if data.get("original_graph") else None,
+                   original_fp32_ms=Stat(**data["original_fp32_ms"])
+                   if data.get("original_fp32_ms") else None)
 
 
 def graph_baseline(timed: dict[str, Any] | None) -> MeasuredVariant | None:
@@ -102,10 +112,20 @@ def graph_note(original: Stat | None, graphed: MeasuredVariant | None,
     return f"{alone}: launch overhead is not what limits it"
 
 
-def contenders(original: Stat, measured: list[MeasuredVariant]) -> list[MeasuredVariant]:
-    """The variants significantly faster than the original in the shared run, fastest first."""
-    faster = [v for v in measured if v.time_ms is not None and v.time_ms.median < original.median
-              and significant(v.time_ms, original)]
+def contenders(original: Stat, measured: list[MeasuredVariant],
+               original_fp32: Stat | None = None) -> list[MeasuredVariant]:
+    """The variants significantly faster than the original in the shared run, fastest first.
+    Under a reduced precision (`original_fp32`: the original in strict fp32, `original` with the
+    precision allowed): faster than the original with the precision in the median, and
+    significantly faster than the strict-fp32 original the user runs today."""
+    if original_fp32 is not None:
+        faster = [v for v in measured if v.time_ms is not None
+                  and v.time_ms.median < original.median
+                  and v.time_ms.median < original_fp32.median
+                  and significant(v.time_ms, original_fp32)]
+    else:
+        faster = [v for v in measured if v.time_ms is not None
+                  and v.time_ms.median < original.median and significant(v.time_ms, original)]
     for v in measured:
         if v not in faster and v.time_ms is not None:
             v.note = v.note or ("not faster than the original" if v.time_ms.median >= original.median
@@ -121,6 +141,16 @@ def delivers(verdict: Verdict) -> tuple[bool, str]:
     t = verdict.timings
     if t is None:
         return False, "verification measured no timings"
+    if t.eager_fp32_ms is not None and t.speedup_vs_eager_fp32 is not None:
+        # a reduced precision: a real gain over the module as it runs today (strict fp32), and
+        # never significantly slower than eager with the precision allowed
+        if t.speedup_vs_eager_fp32 <= 1.0 or not significant(t.eager_fp32_ms, t.candidate_ms):
+            return False, (f"verification timed it at {t.speedup_vs_eager_fp32:.2f}x vs strict-fp32 "
+                           "eager" + ("" if t.speedup_vs_eager_fp32 <= 1.0 else ", within noise"))
+        if t.speedup_vs_eager < 1.0 and t.significant_vs_eager:
+            return False, (f"verification timed it at {t.speedup_vs_eager:.2f}x vs eager with "
+                           f"{t.precision} allowed")
+        return True, ""
     if t.speedup_vs_eager <= 1.0 or not t.significant_vs_eager:
         return False, (f"verification timed it at {t.speedup_vs_eager:.2f}x vs eager"
                        + ("" if t.significant_vs_eager else ", within noise"))
@@ -144,6 +174,17 @@ def deliver(original: Stat | None, measured: list[MeasuredVariant], winner: Meas
                      f"{why}; {note}" if note else why, original_graph=graphed)
 
 
+def precision_floor_note(original: Stat | None, original_fp32: Stat | None,
+                         precision: str) -> str:
+    """Under a reduced precision: what allowing it in the user's own code measured."""
+    if original is None or original_fp32 is None:
+        return ""
+    return (f"your module with {precision} allowed (torch.backends.cuda.matmul.allow_tf32 and "
+            f"torch.backends.cudnn.allow_tf32 = True{', or torch.autocast' if precision in ('bf16', 'fp16') else ''}) "
+            f"took {original.median:.3f} ms against {original_fp32.median:.3f} ms in strict fp32 "
+            f"({original_fp32.median / original.median:.2f}x)")
+
+
 def nothing_faster_reason(original: Stat, measured: list[MeasuredVariant]) -> str:
     timed = [v for v in measured if v.time_ms is not None]
     if not timed:
@@ -156,6 +197,10 @@ def nothing_faster_reason(original: Stat, measured: list[MeasuredVariant]) -> st
 def markdown_table(selection: Selection) -> str:
     rows = ["| program | what | median ms | p10-p90 ms | result |", "|---|---|---|---|---|"]
     o = selection.original_ms
+    f = selection.original_fp32_ms
+    if f is not None:
+        rows.append(f"| {ORIGINAL_FP32} | your module, eager in strict fp32 | {f.median:.4f} | "
+                    f"{f.p10:.4f}-{f.p90:.4f} | as you run it today |")
     if o is not None:
         kept = " **kept**" if selection.decision == "keep_original" else ""
         rows.append(f"| {ORIGINAL} | your module, eager | {o.median:.4f} | {o.p10:.4f}-{o.p90:.4f} "

@@ -24,9 +24,10 @@ from kernelstitch.agents.verifier.gpu_common import (
 from kernelstitch.agents.verifier.graph_replay import GraphedModule
 from kernelstitch.agents.verifier.inputs import case_inputs
 from kernelstitch.agents.verifier.precision_scope import baseline_precision
-from kernelstitch.agents.verifier.selection import ORIGINAL, ORIGINAL_GRAPH
+from kernelstitch.agents.verifier.selection import ORIGINAL, ORIGINAL_FP32, ORIGINAL_GRAPH
 from kernelstitch.agents.verifier.trace_summary import kernel_durations
 
+from kernelstitch.core.precision import precision_mode
 from kernelstitch.core.problem import import_file, load_problem
 
 ROUNDS = 3
@@ -53,6 +54,8 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
     original = problem.build().to(dev)
     # The graphed original replays the same module object: same parameters, same results.
     programs: dict[str, Any] = {ORIGINAL: original, ORIGINAL_GRAPH: GraphedModule(original)}
+    if precision_mode(precision).reduced:
+        programs[ORIGINAL_FP32] = original  # the module as the user runs it today
     errors: dict[str, str] = {}
     for variant in variants:
         try:
@@ -93,14 +96,16 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
     found = _kernel_profile(programs[fastest], sets[0]) if profile and fastest else None
     timed = {**{n: {"samples_ms": s} for n, s in samples.items()},
              **{n: {"error": e} for n, e in errors.items()}}
+    fp32 = timed.pop(ORIGINAL_FP32, None)
     return {"original": timed.pop(ORIGINAL)["samples_ms"], "original_graph": timed.pop(ORIGINAL_GRAPH),
+            **({"original_fp32": fp32.get("samples_ms")} if fp32 else {}),
             "device_name": torch.cuda.get_device_name(dev), "variants": timed,
             **({"profile": {"variant": fastest, "kernel_ms": found}} if found else {})}
 
 
 def _fastest_variant(samples: dict[str, list[float]]) -> str | None:
     medians = {n: sorted(s)[len(s) // 2] for n, s in samples.items()
-               if s and n not in (ORIGINAL, ORIGINAL_GRAPH)}
+               if s and n not in (ORIGINAL, ORIGINAL_GRAPH, ORIGINAL_FP32)}
     return min(medians, key=medians.__getitem__) if medians else None
 
 
