@@ -7,6 +7,7 @@ pure Python over the captured graph.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -298,7 +299,12 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
 def _search(ctx: _Context, store, run_id: int, graph, plan, out_dir: Path, candidate_path):
     """(selection, delivered plan, delivered file or None, its verdict): the measured search,
     or without a GPU to time on, the default candidate verified alone (selection None)."""
-    from kernelstitch.agents.search import NoGpuForSearch, run_search, source_fingerprint
+    from kernelstitch.agents.search import (
+        NoGpuForSearch,
+        run_search,
+        source_fingerprint,
+        unmeasured_choice,
+    )
 
     try:
         found = run_search(ctx, graph, out_dir,
@@ -309,7 +315,9 @@ def _search(ctx: _Context, store, run_id: int, graph, plan, out_dir: Path, candi
                            time_budget_s=ctx.config.search_time_s)
     except NoGpuForSearch as exc:
         ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
-        return None, plan, candidate_path, verify_candidate(ctx, candidate_path, builtin=True)
+        verdict = verify_candidate(ctx, candidate_path, builtin=True)
+        kept = unmeasured_choice(verdict, str(exc), out_dir)
+        return (kept, plan, None, verdict) if kept else (None, plan, candidate_path, verdict)
     return found.selection, found.plan, found.candidate_path, found.verdict
 
 
@@ -581,7 +589,9 @@ def run_choose(
         NoGpuForSearch,
         choose_variant,
         source_fingerprint,
+        unmeasured_choice,
     )
+    from kernelstitch.agents.verifier.verdict import Verdict
 
     job = _Job("verify", source, module, workspace, config, emit, cancel, need_inputs=False)
     if job.refused:
@@ -599,8 +609,15 @@ def run_choose(
                                    source_fingerprint(), time_budget_s=ctx.config.search_time_s)
         except NoGpuForSearch as exc:  # verify the default plan alone, as generate does
             ctx.stage("verifying", f"no measured search ({exc}): verifying the default plan")
-            return _verified(ctx, store, run_id, out_dir / "model_new.py",
-                             next(iter(built.plans.values())).to_json())
+            result, extra = _verified(ctx, store, run_id, out_dir / "model_new.py",
+                                      next(iter(built.plans.values())).to_json())
+            verdict = Verdict.from_json(result.verdict) if result.verdict else None
+            kept = unmeasured_choice(verdict, str(exc), out_dir)
+            if kept is None:
+                return result, extra
+            return dataclasses.replace(
+                result, message=f"kept the original: {kept.why}", candidate_path=None,
+                selection=kept.to_json()), {"decision": kept.decision}
         verdict, selection = found.verdict, found.selection
         if verdict is not None:
             store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())

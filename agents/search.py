@@ -385,6 +385,23 @@ def _verify_where_delivered(ctx, built: BuiltVariants, variant: MeasuredVariant,
     return path, verdict
 
 
+def unmeasured_choice(verdict, why: str, out_dir: Path) -> Selection | None:
+    """The search could not time the variants (`why`) and the default plan was verified alone:
+    an accepted program that verification did not time faster than eager (under a reduced
+    precision: significantly faster than strict fp32, not significantly slower than eager with
+    the precision) is withdrawn and the original kept, as the measured search would have.
+    None: deliver as verified (or nothing was accepted)."""
+    if verdict is None or verdict.status != "accepted":
+        return None
+    ok, reason = delivers(verdict)
+    if ok:
+        return None
+    _withdraw(out_dir)
+    return keep_original(verdict.timings.eager_ms if verdict.timings else None, [],
+                         f"the measured search could not time the variants ({why}); the default "
+                         f"plan, verified alone, is not delivered: {reason}; the original is kept")
+
+
 def _withdraw(out_dir: Path) -> None:
     """Nothing is offered as a replacement: no model_new.py or kernels/ at the module's output
     (the variants stay under variants/ for inspection)."""

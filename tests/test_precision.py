@@ -176,7 +176,8 @@ def test_the_bench_shows_three_speedups_and_the_error():
     kept = ProblemOutcome.from_result("level2/b", result({"decision": "keep_original", "variants": []}))
     # kept: the user's module as written (strict fp32) is what runs
     assert kept.status == "kept" and kept.candidate_ms == 8.0 and kept.speedup_vs_eager_fp32 == 1.0
-    assert kept.speedup_vs_eager == pytest.approx(0.5) and kept.max_rel_error == 1e-7
+    assert kept.speedup_vs_eager == pytest.approx(0.5)
+    assert kept.max_rel_error is None and kept.fp32_max_rel_error == 1e-7  # nothing of ours
     summary = summarize([ours, kept])
     assert summary["geomean_speedup_vs_eager_fp32"] == pytest.approx(2.0)
     text = render_markdown([ours, kept], summary, {}, "kernelstitch bench --precision tf32")
@@ -250,3 +251,20 @@ def test_under_a_reduced_precision_the_floor_is_the_original_with_it_allowed():
                                                                  [2.9] * 11))
     ok, why = delivers(slower_than_flag)
     assert not ok and "vs eager with tf32 allowed" in why
+
+
+def test_without_timings_the_default_plan_is_still_not_delivered_slower(tmp_path):
+    """The search's timing worker failing (an H100 bf16 run: the graphed original under autocast)
+    left the default plan verified alone and delivered at 0.6-0.8x of eager with bf16."""
+    from kernelstitch.agents.search import unmeasured_choice
+
+    (tmp_path / "model_new.py").write_text("x")
+    slow = Verdict("accepted", timings=build_timings([0.30] * 11, None, [0.45] * 11, "bf16", [2.9] * 11))
+    kept = unmeasured_choice(slow, "timing the variants failed: boom", tmp_path)
+    assert kept is not None and kept.decision == "keep_original"
+    assert "timing the variants failed: boom" in kept.why and "vs eager with bf16 allowed" in kept.why
+    assert not (tmp_path / "model_new.py").exists()  # nothing offered
+    (tmp_path / "model_new.py").write_text("x")
+    fast = Verdict("accepted", timings=build_timings([0.50] * 11, None, [0.40] * 11, "bf16", [2.9] * 11))
+    assert unmeasured_choice(fast, "x", tmp_path) is None and (tmp_path / "model_new.py").exists()
+    assert unmeasured_choice(Verdict("could_not_verify"), "x", tmp_path) is None

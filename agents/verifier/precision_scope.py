@@ -29,7 +29,11 @@ def baseline_precision(precision: str) -> Iterator[None]:
     torch.backends.cudnn.allow_tf32 = mode.allow_tf32
     try:
         if mode.autocast_dtype:
-            with torch.autocast("cuda", dtype=getattr(torch, mode.autocast_dtype)):
+            # no cast cache: a CUDA graph captured in the region (the graphed original) would
+            # replay casts the cache freed when the region ended (the bf16 timing worker failed
+            # on an H100 with the cache on)
+            with torch.autocast("cuda", dtype=getattr(torch, mode.autocast_dtype),
+                                cache_enabled=False):
                 yield
         else:
             yield

@@ -81,10 +81,9 @@ def portable_command(command: str, cwd: Path | None = None) -> str:
 
 def _error(o: ProblemOutcome) -> str:
     """The delivered program's largest error from float64 (x RMS), PyTorch fp32's in brackets."""
-    if o.max_rel_error is None:
-        return "-"
     fp32 = f" ({o.fp32_max_rel_error:.1e})" if o.fp32_max_rel_error is not None else ""
-    return f"{o.max_rel_error:.1e}{fp32}"
+    ours = "-" if o.max_rel_error is None else f"{o.max_rel_error:.1e}"
+    return f"{ours}{fp32}" if ours != "-" or fp32 else "-"
 
 
 def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
