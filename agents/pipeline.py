@@ -16,6 +16,7 @@ from typing import Any
 
 from kernelstitch.agents.job_protocol import JobResult, ProgressEvent, Stage
 
+from kernelstitch.core.precision import precision_mode
 from kernelstitch.core.problem import ProblemError, resolve_module
 from kernelstitch.core.workspace import Workspace
 
@@ -62,6 +63,7 @@ class PipelineConfig:
         from kernelstitch.agents.llm.config import sanitize_llm_settings
 
         object.__setattr__(self, "llm", sanitize_llm_settings(self.llm))
+        object.__setattr__(self, "precision", precision_mode(self.precision).name)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
@@ -212,6 +214,13 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     ctx.stage("planning", f"capturing {ctx.module}.forward")
     graph = capture_graph(ctx)
     plan = with_precision(plan_builtin(graph), ctx.config.precision)
+    if plan.host.precision != ctx.config.precision:
+        ctx.stage("planning", f"precision {ctx.config.precision} changes nothing in "
+                              f"{ctx.module} (no matmul, convolution, attention or recurrent "
+                              "layer): planned and verified as strict fp32")
+        plan.notes.append(f"precision {ctx.config.precision} was asked for, but nothing in this "
+                          "module runs on the matrix units: strict fp32, judged at fp32's bound")
+        ctx.config = dataclasses.replace(ctx.config, precision="fp32")
     store.add_artifact(run_id, "plan", "plan.json", plan.to_json())
     ctx.stage("planning", f"plan: {len(plan.steps)} steps")
 
@@ -602,6 +611,9 @@ def run_choose(
 
     def body(ctx: _Context, store, run_id: int):
         built = BuiltVariants.load(out_dir / "variants")
+        planned = next(iter(built.plans.values())).host.precision
+        if planned != ctx.config.precision:  # generate found nothing the precision changes
+            ctx.config = dataclasses.replace(ctx.config, precision=planned)
         try:
             found = choose_variant(ctx, built, out_dir,
                                    lambda path: verify_candidate(ctx, path, builtin=True), store,

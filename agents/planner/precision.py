@@ -12,14 +12,32 @@ from dataclasses import replace
 
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.kernel_spec import GemmSpec, spec_to_json
+from kernelstitch.agents.planner.ops import CONV_OPS, GEMM_OPS, LIBRARY_OPS, base_op
 
 from kernelstitch.core.precision import precision_mode
 
+# Ops that run on the matrix units, where a reduced precision changes anything (the rest of a
+# program computes in the module's dtypes whatever the precision).
+MATRIX_OPS = frozenset({"linear", "matmul", "mm", "addmm", "bmm", "baddbmm", "addbmm", "einsum",
+                        "convolution", "_convolution", "conv1d", "conv2d", "conv3d",
+                        "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+                        "scaled_dot_product_attention", "lstm", "gru", "rnn_tanh", "rnn_relu"})
+
+
+def uses_matrix_units(plan: Plan) -> bool:
+    """Whether the plan's graph has a GEMM, convolution, attention or recurrent layer (True
+    when the plan is not bound to a graph: nothing is known)."""
+    if plan.graph is None:
+        return True
+    return any(base_op(node.op) in MATRIX_OPS or node.op in GEMM_OPS | CONV_OPS | LIBRARY_OPS
+               for node in plan.graph.nodes)
+
 
 def with_precision(plan: Plan, precision: str) -> Plan:
-    """`plan` under `precision` (fp32: the plan itself)."""
+    """`plan` under `precision` (fp32: the plan itself).  A plan with nothing on the matrix
+    units stays strict fp32: the precision would change nothing but the Verifier's bound."""
     mode = precision_mode(precision)
-    if not mode.reduced or plan.host.precision == mode.name:
+    if not mode.reduced or plan.host.precision == mode.name or not uses_matrix_units(plan):
         return plan
     steps = []
     gemms = 0

@@ -257,10 +257,16 @@ def assemble(inputs: Inputs) -> Verdict:
         if not main_result.get("load_failure"):
             _profile_checks(b, main_result, (ref or {}).get("reference_ops", []))
             _unaccounted_work(b, main_result.get("timing"))
-            expected = len(inputs.seeds) + 1  # every seed plus the re-check of the first
+            # every main case of the reference's own list (each seed, and the wide-range case
+            # under a reduced precision) plus the re-check of the first
+            main_cases = [c["id"] for c in (ref or {}).get("cases", []) if c.get("variant") is None]
+            expected = max(len(main_cases), len(inputs.seeds)) + 1
             ran = len(main_result.get("checks", []))
-            if ran < expected and not b.reasons:
-                b.cannot("verifier_error", f"only {ran} of {expected} checks ran")
+            checked = {c.get("case") for c in main_result.get("checks", [])}
+            missing = [case for case in main_cases if case not in checked]
+            if (ran < expected or missing) and not b.reasons:
+                b.cannot("verifier_error", f"only {ran} of {expected} checks ran"
+                         + (f" (never checked: {', '.join(missing)})" if missing else ""))
     elif ref is not None and ref.get("cuda") and not ref.get("nondeterministic") \
             and not ref.get("too_large"):
         if not b.reasons:

@@ -220,7 +220,12 @@ class Protection:
                 f"folder ({how}): {_listed(attempts)}", detail={"paths": attempts}))
         reasons += self._ledger_reasons(candidate_results)
         exact = sum(1 for e in self.ledger or [] if e.get("float64") and not e.get("codes"))
-        if exact:
+        reduced = any(e.get("precision") not in (None, "fp32") for e in self.ledger or [])
+        if exact and reduced:
+            notes.append(f"{exact} comparison(s) passed only by the second opinion: outside the "
+                         "precision's bound, but at most 2x less accurate than PyTorch run with "
+                         "the same precision allowed, both measured from float64 (tolerances.py)")
+        elif exact:
             notes.append(f"{exact} comparison(s) passed only against a float64 recomputation of "
                          "the reference: outputs near zero by cancellation, where the fp32 "
                          "reference is itself rounding noise (tolerances.py)")

@@ -87,10 +87,13 @@ def _error(o: ProblemOutcome) -> str:
 
 
 def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
-                    env: dict[str, Any], command: str) -> str:
+                    env: dict[str, Any], command: str, precision: str | None = None) -> str:
+    """`precision`: the run's setting (None: read from the outcomes, as a merge of runs does)."""
     published = summary.get("published_baselines")
     # the reduced precision the run was made under ("" for fp32: no extra columns)
-    precision = next((o.precision for o in outcomes if o.precision != "fp32"), "")
+    if precision is None:
+        precision = next((o.precision for o in outcomes if o.precision != "fp32"), "")
+    precision = "" if precision == "fp32" else precision
     lines = [
         "# KernelStitch benchmark",
         "",

@@ -199,7 +199,7 @@ def write_reports(out_dir: Path, outcomes: list[ProblemOutcome], summary: dict[s
     data = results_json(outcomes, summary, env, command, settings.to_json(),
                         [p.name for p in plots], notes)
     files["json"] = write_json(out_dir / "results.json", data)
-    markdown = render_markdown(outcomes, summary, env, command)
+    markdown = render_markdown(outcomes, summary, env, command, settings.precision)
     if plots:
         markdown += "\n" + "".join(f"![{p.stem}]({p.name})\n" for p in plots)
     if notes:

@@ -11,6 +11,7 @@ from typing import Any
 
 from kernelstitch.bench.problems import BenchError, ProblemSpec
 from kernelstitch.core.fingerprint import package_root, tree_fingerprint
+from kernelstitch.core.precision import PrecisionError, precision_mode
 
 HARNESS_VERSION = 1  # bump when the stored outcome's meaning changes: old results re-run
 DEFAULT_TIME_LIMIT_S = 900.0
@@ -58,6 +59,10 @@ class BenchSettings:
             raise BenchError("--time-limit must be a positive number of seconds")
         if not self.timing_budget_s > 0:
             raise BenchError("--timing-budget must be a positive number of seconds")
+        try:
+            object.__setattr__(self, "precision", precision_mode(self.precision).name)
+        except PrecisionError as exc:
+            raise BenchError(f"--precision: {exc}") from None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
