@@ -117,7 +117,19 @@ def verdict_line(verdict: dict[str, Any] | None) -> str | None:
     text = {"accepted": "✅ accepted", "rejected": "❌ rejected",
             "could_not_verify": "⚠️ could not verify"}.get(status, status)
     line = f"**Verdict:** {text}"
-    if speedup is not None:
+    timings = verdict.get("timings") if isinstance(verdict, dict) else None
+    precision = timings.get("precision") if isinstance(timings, dict) else None
+    if speedup is not None and isinstance(precision, str) and precision != "fp32":
+        # the precision opt-in: both speed-ups, and what it cost in accuracy
+        fp32 = timings.get("speedup_vs_eager_fp32")
+        if isinstance(fp32, (int, float)) and not isinstance(fp32, bool):
+            line += f" · **{fp32:.2f}x** vs strict-fp32 eager"
+        line += f" · **{speedup:.2f}x** vs eager with {precision}"
+        report = verdict.get("precision")
+        error = report.get("max_rel_error") if isinstance(report, dict) else None
+        if isinstance(error, (int, float)) and not isinstance(error, bool):
+            line += f" · max error {error:.1e} × RMS vs float64"
+    elif speedup is not None:
         line += f" · **{speedup:.2f}x** vs eager PyTorch"
     if status == "could_not_verify":
         reasons = verdict_reasons(verdict)

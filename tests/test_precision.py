@@ -301,3 +301,16 @@ def test_errors_are_measured_where_the_output_dtype_can_hold_the_value():
     cand = torch.tensor([1.0, float("inf"), -2.0])
     errors = precision_errors([exact], [cand], [cand])
     assert errors[0]["max_abs_error"] == 0.0 and errors[0]["rms"] == pytest.approx((5 / 2) ** 0.5)
+
+
+def test_the_editor_hover_shows_both_speedups_and_the_error():
+    from kernelstitch.server.hover import verdict_line
+
+    verdict = {"status": "accepted", "timings": {"precision": "tf32", "speedup_vs_eager": 1.3,
+                                                  "speedup_vs_eager_fp32": 6.5},
+               "precision": {"max_rel_error": 0.0046}}
+    line = verdict_line(verdict)
+    assert "**6.50x** vs strict-fp32 eager" in line and "**1.30x** vs eager with tf32" in line
+    assert "max error 4.6e-03 × RMS vs float64" in line
+    plain = verdict_line({"status": "accepted", "timings": {"speedup_vs_eager": 2.0}})
+    assert plain.endswith("**2.00x** vs eager PyTorch")
