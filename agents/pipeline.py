@@ -279,14 +279,16 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
             adopted_llm = True
             if llm.torch_op_allowance is not None:
                 remember_delivered(store, Path(candidate_path), ctx.source,
-                                   allowance=llm.torch_op_allowance)
+                                   allowance=llm.torch_op_allowance,
+                                   precision=ctx.config.precision)
         elif candidate is None:
             return _failed("generate", ctx.source, ctx.module,
                            f"the built-in coder failed ({builtin_error}) and the LLM produced "
                            f"no usable candidate ({llm.error or llm.decision})", run_id=run_id,
                            plan=plan.to_json())
     if candidate_path is not None and not adopted_llm:
-        remember_delivered(store, Path(candidate_path), ctx.source, builtin=True)
+        remember_delivered(store, Path(candidate_path), ctx.source, builtin=True,
+                           precision=ctx.config.precision)
     ctx.stage("reporting", "writing report")
     report = render_report(plan, verdict, ctx.source, ctx.module, candidate_path,
                            extra_sections=extra)
@@ -530,6 +532,7 @@ DELIVERED_FILE_KIND = "delivered_file"
 class DeliveredTrust:
     builtin: bool = False  # the built-in coder wrote it
     allowance: Any = None  # the TorchOpAllowance an adopted LLM file was verified with
+    precision: str | None = None  # a reduced precision it was generated at (None: strict fp32)
 
 
 def _file_digest(path: Path) -> str:
@@ -539,12 +542,15 @@ def _file_digest(path: Path) -> str:
 
 
 def remember_delivered(store, path: Path, reference: Path, builtin: bool = False,
-                       allowance=None) -> None:
+                       allowance=None, precision: str = "fp32") -> None:
+    """`precision`: what the file was generated and verified at; re-verifying this exact file
+    uses it (a program generated with TF32 fails strict fp32's bound by design)."""
     record = store.start_run(DELIVERED_FILE_KIND, str(reference), "",
                              {"sha256": _file_digest(path)})
     store.add_artifact(record, DELIVERED_FILE_KIND, "trust.json", {
         "builtin": builtin, "reference_sha256": _file_digest(reference),
-        "allowance": allowance.to_json() if allowance is not None else None})
+        "allowance": allowance.to_json() if allowance is not None else None,
+        "precision": precision})
     store.finish_run(record, "succeeded", {})
 
 
@@ -558,13 +564,15 @@ def delivered_trust(store, path: Path, reference: Path) -> DeliveredTrust:
         content = found.content if found is not None else None
         if not isinstance(content, dict):
             return DeliveredTrust()
+        precision = content.get("precision")
+        precision = precision if isinstance(precision, str) and precision != "fp32" else None
         if content.get("builtin"):
-            return DeliveredTrust(builtin=True)
+            return DeliveredTrust(builtin=True, precision=precision)
         if content.get("reference_sha256") != _file_digest(reference):
             return DeliveredTrust()
         allowance = content.get("allowance")
         return DeliveredTrust(allowance=TorchOpAllowance.from_json(
-            allowance if isinstance(allowance, dict) else None))
+            allowance if isinstance(allowance, dict) else None), precision=precision)
     except Exception:  # noqa: BLE001 - an unreadable store trusts nothing
         return DeliveredTrust()
 
@@ -573,6 +581,11 @@ def _verified(ctx: _Context, store, run_id: int, candidate: Path,
               plan: dict[str, Any] | None = None):
     """Verify one file and say so: verify's body, and choose's without a GPU to time on."""
     trust = delivered_trust(store, candidate, ctx.source)
+    if trust.precision and trust.precision != ctx.config.precision:
+        # the run store (never the file) says this exact file was made under a reduced precision
+        ctx.stage("verifying", f"this file was generated with precision {trust.precision}: "
+                               "verified at that precision's bound")
+        ctx.config = dataclasses.replace(ctx.config, precision=trust.precision)
     verdict = verify_candidate(ctx, candidate, builtin=trust.builtin, allowance=trust.allowance)
     store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())
     return JobResult(

@@ -314,3 +314,26 @@ def test_the_editor_hover_shows_both_speedups_and_the_error():
     assert "max error 4.6e-03 × RMS vs float64" in line
     plain = verdict_line({"status": "accepted", "timings": {"speedup_vs_eager": 2.0}})
     assert plain.endswith("**2.00x** vs eager PyTorch")
+
+
+def test_re_verifying_a_delivered_file_uses_the_precision_it_was_made_with(tmp_path):
+    """watch and verify-on-save re-verify model_new.py: a TF32 program judged at strict fp32's
+    bound would be rejected; the run store (never the file) remembers its precision, for that
+    exact file only."""
+    from kernelstitch.agents.pipeline import delivered_trust, remember_delivered
+    from kernelstitch.core.runstore import RunStore
+
+    store = RunStore(tmp_path / "runs.sqlite")
+    reference, candidate = tmp_path / "m.py", tmp_path / "model_new.py"
+    reference.write_text("# the module\n")
+    candidate.write_text("# the program\n")
+    assert delivered_trust(store, candidate, reference).precision is None
+    remember_delivered(store, candidate, reference, builtin=True, precision="tf32")
+    trust = delivered_trust(store, candidate, reference)
+    assert trust.builtin and trust.precision == "tf32"
+    candidate.write_text("# the program, edited\n")
+    assert delivered_trust(store, candidate, reference).precision is None
+    other = tmp_path / "fp32.py"
+    other.write_text("# strict\n")
+    remember_delivered(store, other, reference, builtin=True)
+    assert delivered_trust(store, other, reference).precision is None
