@@ -321,6 +321,7 @@ def test_re_verifying_a_delivered_file_uses_the_precision_it_was_made_with(tmp_p
     bound would be rejected; the run store (never the file) remembers its precision, for that
     exact file only."""
     from kernelstitch.agents.pipeline import delivered_trust, remember_delivered
+
     from kernelstitch.core.runstore import RunStore
 
     store = RunStore(tmp_path / "runs.sqlite")

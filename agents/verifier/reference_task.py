@@ -141,7 +141,8 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
     result["seconds"] = watch.to_json()
     gc.collect()
     torch.cuda.empty_cache()  # the memory plan gives the rest of the device to the candidate
-    judge = _Judge(problem, model, dev, result["cases"], precision)
+    judge = _Judge(problem, model, dev, result["cases"], precision,
+                   float64=bool(result.get("float64_reference")))
     server = JudgeServer(work_dir, judge.handle)
     _JUDGES.append(server)
     _LEDGERS.append(judge.ledger)
@@ -224,7 +225,17 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
         first_out = flatten_outputs(model(*base))
     output_bytes = total_bytes(first_out)
     del first_out
-    plan = plan_memory(free_bytes, param_bytes, input_bytes, output_bytes)
+    reduced = precision_mode(precision).reduced
+    # Under a reduced precision the judge keeps a float64 copy of the model (twice the
+    # parameters) and float64 outputs: planned for, or left out when they do not fit.
+    plan = plan_memory(free_bytes, param_bytes * (3 if reduced else 1), input_bytes,
+                       output_bytes * (3 if reduced else 1))
+    float64_reference = reduced and plan.fits
+    if reduced and not plan.fits:
+        plan = plan_memory(free_bytes, param_bytes, input_bytes, output_bytes)
+        if plan.fits:
+            notes.append("no GPU memory for a float64 copy of the model beside the checks: "
+                         f"{precision} is compared with the fp32 reference at its bound")
     if not plan.fits:
         return {"too_large": plan.too_large_message(), "memory_plan": plan.to_json()}
     notes.append(plan.summary())
@@ -263,7 +274,7 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
     nondeterministic = _nondeterministic(model, problem, cases[0], dev)
     return {"cases": cases, "variants": variants, "mutates_inputs": mutates,
             "output_aliases_input": aliases, "nondeterministic": nondeterministic,
-            "memory_plan": plan.to_json()}
+            "memory_plan": plan.to_json(), "float64_reference": float64_reference}
 
 
 def _numel(shape: list[int]) -> int:
@@ -335,12 +346,13 @@ class _Judge:
     check it ran but not what the inputs or the expected outputs are."""
 
     def __init__(self, problem, model, dev: torch.device, cases: list[dict[str, Any]],
-                 precision: str = "fp32") -> None:
+                 precision: str = "fp32", float64: bool = True) -> None:
         self.problem, self.model, self.dev = problem, model, dev
         self.cases = {c["id"]: c for c in cases}
         self.precision = precision
-        # the float64 copy, made once under a reduced precision (False: it could not run)
-        self._model64: Any = None
+        # the float64 copy, made once under a reduced precision (False: it could not run, or
+        # the memory plan has no room for it)
+        self._model64: Any = None if float64 else False
         self.ledger: list[dict[str, Any]] = []  # one entry per reply (judge_ledger)
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
