@@ -345,7 +345,8 @@ def _run_llm(ctx: _Context, store, run_id: int, graph, plan, candidate, builtin_
         source=ctx.source, module=ctx.module, graph=graph, builtin_plan=plan,
         builtin_source=candidate.source if candidate is not None else None,
         builtin_error=builtin_error, builtin_verdict=verdict, out_dir=out_dir,
-        profile=_baseline_profile(ctx, store), torch_op_allowance=allowance)
+        profile=_baseline_profile(ctx, store), torch_op_allowance=allowance,
+        precision=ctx.config.precision)
     verify = ((lambda path: verify_candidate(ctx, path, allowance=allowance))
               if ctx.config.verify else None)
     try:

@@ -338,3 +338,12 @@ def test_re_verifying_a_delivered_file_uses_the_precision_it_was_made_with(tmp_p
     other.write_text("# strict\n")
     remember_delivered(store, other, reference, builtin=True)
     assert delivered_trust(store, other, reference).precision is None
+
+
+def test_the_llm_coder_is_told_the_precision_and_its_bound():
+    from kernelstitch.agents.llm.coder_agent import precision_text
+
+    assert precision_text("fp32") == ""
+    text = precision_text("bf16")
+    assert "Precision bf16" in text and "rtol 0.05, atol 0.05 x RMS" in text
+    assert "overrides rule 9 for matrix products only" in text

@@ -37,7 +37,10 @@ from kernelstitch.agents.llm.planner_agent import profile_text
 from kernelstitch.agents.plan import Plan, render_step_markdown
 from kernelstitch.agents.verifier.declaration import TorchOpAllowance
 from kernelstitch.agents.verifier.static_checks import check_source
+from kernelstitch.agents.verifier.tolerances import PRECISION_TOLERANCES
 from kernelstitch.agents.verifier.verdict import Reason, Verdict
+
+from kernelstitch.core.precision import precision_mode
 
 VerifyFn = Callable[[Path], Verdict]
 ProfileFn = Callable[[Path], "dict[str, Any] | None"]
@@ -162,6 +165,21 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
 
+def precision_text(precision: str) -> str:
+    """The precision the user allowed, as the Coder's task states it (nothing for fp32: the
+    rules' strict numerics apply)."""
+    mode = precision_mode(precision)
+    if not mode.reduced:
+        return ""
+    bound = PRECISION_TOLERANCES[mode.name]
+    return (f". Precision {mode.name}: the user allows {mode.gemm} for matrix products "
+            f"(tensor cores: TF32 / bf16 / fp16 MMA with fp32 accumulation) and TF32 for PyTorch's "
+            f"matmuls and convolutions; the Verifier compares float32 outputs with a float64 "
+            f"recomputation at rtol {bound.rtol:g}, atol {bound.atol:g} x RMS, so this overrides "
+            "rule 9 for matrix products only; restore any torch setting you change before "
+            "forward returns")
+
+
 class CoderAgent:
     def __init__(
         self,
@@ -185,6 +203,7 @@ class CoderAgent:
         on_attempt: Callable[[Attempt], None] | None = None,
         step_by_step: bool = True,
         allowance: TorchOpAllowance | None = None,
+        precision: str = "fp32",
     ) -> None:
         """`allowance`: the PyTorch ops the caller's Verifier lets this module's candidates
         call (the pipeline's, from the built-in plan): rendered into the task and applied by
@@ -195,6 +214,7 @@ class CoderAgent:
         self.source_name = source_name
         self.reference_source = reference_source
         self.plan = plan
+        self.precision = precision  # the user's opt-in, what the Verifier judges at
         self.plan_origin = plan_origin
         self.seed_source = seed_source
         self.seed_note = seed_note
@@ -255,7 +275,8 @@ class CoderAgent:
                 f"{'on' if h.channels_last else 'off'}, preallocated outputs "
                 f"{'on' if h.preallocate_outputs else 'off'}"
                 + (", cuDNN autotuning (cudnn.benchmark) on" if h.cudnn_benchmark else "")
-                + (f" ({reasons})" if reasons else ""))
+                + (f" ({reasons})" if reasons else "")
+                + precision_text(self.precision))
         if self.seed_source:
             seed_text = (f"{self.seed_note}\n\n```python\n{compact_seed(self.seed_source)}```")
         else:

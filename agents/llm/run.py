@@ -52,6 +52,7 @@ class LlmInputs:
     # builtin_torch_op_allowance), told to the Coder and applied by every check of its files.
     # None: none at all.
     torch_op_allowance: TorchOpAllowance | None = None
+    precision: str = "fp32"  # the user's opt-in: told to the Coder, judged by the Verifier
 
 
 @dataclass
@@ -252,7 +253,8 @@ def _code(inputs: LlmInputs, client: Any, prompts: Any, config: LlmConfig,
         plan_origin=outcome.plan_origin, seed_source=inputs.builtin_source, seed_note=seed_note,
         baseline=baseline, out_dir=inputs.out_dir / "llm", verify=verify,
         max_iterations=config.max_iterations, profile=profile_fn, builtin_ms=builtin_ms,
-        progress=progress, on_attempt=on_attempt, allowance=inputs.torch_op_allowance)
+        progress=progress, on_attempt=on_attempt, allowance=inputs.torch_op_allowance,
+        precision=inputs.precision)
     result = agent.run()
     outcome.coder = result
     outcome.error = outcome.error or result.error
