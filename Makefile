@@ -28,12 +28,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/kernelstitch generate $(DEMO) || [ $$? -eq 2 ]
 
-# The two halves at once: the extension's half is mostly downloads and installs (npm, Node 24,
-# code-server, chromium) and a browser waiting on the UI, which overlap pytest's CPU work instead
-# of following it (a clean clone on 2 cores: 17 min 55 s one after the other).  Each half's
-# output is printed when it ends (--output-sync), so the two logs do not interleave.
-test: $(STAMP)
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-vscode
+test: test-python test-vscode
 
 # Two or more pytest workers (at most 4): on CI's 2 cores the nvcc spill checks (minutes of ptxas)
 # run beside the rest instead of before it (serial: ~16 min; two workers: ~13).  --dist loadgroup:
