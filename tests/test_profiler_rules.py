@@ -130,6 +130,7 @@ def test_fp32_gemm_gets_a_hint():
         ctx([kernel("ampere_sgemm_128x64", category="gemm", dtype="fp32")])
     )
     assert found[0].severity == "hint"
+    assert "--precision tf32" in found[0].suggestion  # the opt-in that acts on it
 
 
 def test_tail_effect_few_blocks_and_partial_wave():
