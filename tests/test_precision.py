@@ -347,3 +347,28 @@ def test_the_llm_coder_is_told_the_precision_and_its_bound():
     text = precision_text("bf16")
     assert "Precision bf16" in text and "rtol 0.05, atol 0.05 x RMS" in text
     assert "overrides rule 9 for matrix products only" in text
+
+
+def test_the_judge_compares_with_float64_at_the_precisions_bound():
+    """_Judge._compare_reduced on this machine's CPU: TF32-sized errors pass tf32's bound and are
+    reported beside PyTorch fp32's; a 10x larger error fails even the second opinion (2x of
+    PyTorch with TF32, which on a CPU computes like fp32)."""
+    from kernelstitch.agents.verifier.reference_task import _Judge
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(512, 256)
+    x = torch.randn(64, 512)
+    with torch.no_grad():
+        reference = [model(x)]
+    judge = _Judge(None, model, torch.device("cpu"), [], "tf32")
+    info = [{"device": "cpu", "contiguous": True, "strides": list(reference[0].stride())}]
+    noise = torch.randn(reference[0].shape) * float(reference[0].square().mean().sqrt())
+
+    reply: dict = {}
+    ok = judge._compare_reduced([x], reference, [reference[0] + 1e-3 * noise], [None], info, "cpu", reply)
+    assert ok == [] and reply["float64_reference"]
+    [err] = reply["precision_errors"]
+    assert 1e-3 < err["max_rel_error"] < 1e-2 and err["fp32_max_rel_error"] < 1e-5
+    reply = {}
+    bad = judge._compare_reduced([x], reference, [reference[0] + 5e-2 * noise], [None], info, "cpu", reply)
+    assert [f.code for f in bad] == ["wrong_output"] and "float64_errors" in reply
