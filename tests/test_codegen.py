@@ -39,7 +39,7 @@ from kernelstitch.agents.coder.codegen import (
 )
 from kernelstitch.agents.coder.codegen.common import renamed_kernel
 from kernelstitch.agents.plan.kernel_spec import ATTR_OPS, BINARY_OPS, UNARY_OPS
-from spill_scope import REPRESENTATIVE_REDUCTIONS, full_spill_check
+from spill_scope import REPRESENTATIVE_REDUCTIONS, full_spill_check, nvcc_report
 
 E = ElementwiseOp
 DTYPES = ("float32", "float16", "bfloat16")
@@ -527,18 +527,18 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
     if not full_spill_check():  # the representatives exist (a renamed spec must not drop out)
         assert REPRESENTATIVE_REDUCTIONS <= {s.name for s in specs}
     with tempfile.TemporaryDirectory() as tmp:
-        def compile_group(k: int) -> subprocess.CompletedProcess:
+        def compile_group(k: int) -> tuple[int, str]:
             path = Path(tmp) / f"group{k}.cu"
             path.write_text("\n".join(groups[k]))
-            cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-c", "-o", "/dev/null", str(path)]
-            return subprocess.run(cmd, capture_output=True, text=True, timeout=1500, check=False)
+            flags = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-c", "-o", "/dev/null"]
+            return nvcc_report(flags, path, timeout_s=1500)  # tests/spill_scope.py: cached by text
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(compile_group, range(len(groups))))
     kernels = {}
-    for res in results:
-        assert res.returncode == 0, res.stderr[-4000:]
-        kernels.update(_ptxas_report(res.stderr + res.stdout))
+    for returncode, output in results:
+        assert returncode == 0, output[-4000:]
+        kernels.update(_ptxas_report(output))
     spilling = {k: v for k, v in kernels.items() if v != "0 bytes spill stores, 0 bytes spill loads"}
     assert not spilling, spilling
     # every spec contributed kernels: elementwise x2, reductions >= 6, exact-GELU GEMMs x1
