@@ -372,3 +372,21 @@ def test_the_judge_compares_with_float64_at_the_precisions_bound():
     reply = {}
     bad = judge._compare_reduced([x], reference, [reference[0] + 5e-2 * noise], [None], info, "cpu", reply)
     assert [f.code for f in bad] == ["wrong_output"] and "float64_errors" in reply
+
+
+def test_the_float64_copy_is_planned_under_a_reduced_precision_and_fp32_keeps_its_second_opinion():
+    """An earlier commit of this change gave the judge no float64 recomputation under fp32 (the
+    flag meant 'planned for a reduced precision'), silently turning off fp32's second opinion
+    on cancellation outputs."""
+    from kernelstitch.agents.verifier.reference_task import plan_with_float64
+
+    gib = 1 << 30
+    plan, float64 = plan_with_float64(40 * gib, 8 * gib, gib, gib, reduced=False)
+    assert plan.fits and float64 and not plan.judge_float64
+    plan, float64 = plan_with_float64(60 * gib, 8 * gib, gib, gib, reduced=True)
+    assert plan.fits and float64 and plan.judge_float64  # the copy is planned for
+    strict, _ = plan_with_float64(60 * gib, 8 * gib, gib, gib, reduced=False)
+    assert plan.needed_bytes >= strict.needed_bytes + 16 * gib + 3 * gib
+    assert plan.poison_budget_bytes <= strict.poison_budget_bytes - 16 * gib  # resident copy
+    plan, float64 = plan_with_float64(30 * gib, 8 * gib, gib, gib, reduced=True)
+    assert plan.fits and not float64 and not plan.judge_float64  # no room: the fp32 reference

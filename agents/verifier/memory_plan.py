@@ -37,6 +37,9 @@ class MemoryPlan:
     poison_budget_bytes: int = 0
     full_snapshot: bool = True  # the late-write check copies whole outputs (else their tails)
     rotated_sets: int = 1  # timing input sets
+    # A reduced precision: the judge keeps a float64 copy of the model from its first comparison
+    # on (twice the parameters, resident beside everything after) and computes float64 outputs.
+    judge_float64: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,8 +67,13 @@ def _gb(n: int) -> str:
     return f"{n / GiB:.2f} GiB" if n >= (GiB // 100) else f"{n / (1 << 20):.1f} MiB"
 
 
+def _judge_resident(params: int, judge_float64: bool) -> int:
+    """What the judge holds for the whole verification besides its model: the float64 copy."""
+    return 2 * params if judge_float64 else 0
+
+
 def _needed(params: int, inputs: int, outputs: int, poison_blocks: int,
-             full_snapshot: bool) -> int:
+            full_snapshot: bool, judge_float64: bool = False) -> int:
     snapshot = outputs if full_snapshot else 0
     # Making a shape variant's inputs holds the seed's own inputs beside the resized ones.
     making_inputs = 2 * inputs
@@ -75,33 +83,42 @@ def _needed(params: int, inputs: int, outputs: int, poison_blocks: int,
     candidate_holds = params + inputs + outputs
     candidate_peak = max(params + making_inputs,
                          candidate_holds + (poison_blocks - 1) * outputs + snapshot,
-                         candidate_holds + making_inputs)
+                         candidate_holds + making_inputs) + _judge_resident(params, judge_float64)
     # While the judge compares: the candidate holds its inputs and outputs; the judge its
     # model, the regenerated inputs, the reference outputs and, for a non-contiguous candidate
     # output, a contiguous copy of it.
     judge_peak = candidate_holds + params + max(making_inputs, inputs + 2 * outputs)
+    if judge_float64:  # the float64 copy, its float64 outputs and their rounded copy
+        judge_peak += _judge_resident(params, True) + 3 * outputs
     return max(candidate_peak, judge_peak) + CONTEXT_BYTES + SLACK_BYTES
 
 
 def plan_memory(free_bytes: int, param_bytes: int, input_bytes: int,
-                output_bytes: int) -> MemoryPlan:
-    """The most generous plan that fits `free_bytes`; `fits` False when even the least does."""
+                output_bytes: int, judge_float64: bool = False) -> MemoryPlan:
+    """The most generous plan that fits `free_bytes`; `fits` False when even the least does.
+    `judge_float64`: the judge compares with a float64 recomputation (a reduced precision)."""
     usable = int(free_bytes * HEADROOM_FRACTION)
-    least = _needed(param_bytes, input_bytes, output_bytes, 1, False)
+
+    def needed(blocks: int, full: bool) -> int:
+        return _needed(param_bytes, input_bytes, output_bytes, blocks, full, judge_float64)
+
+    least = needed(1, False)
     base = dict(free_bytes=free_bytes, param_bytes=param_bytes, input_bytes=input_bytes,
-                output_bytes=output_bytes)
+                output_bytes=output_bytes, judge_float64=judge_float64)
     if least > usable:
         return MemoryPlan(**base, needed_bytes=least, fits=False)
-    full = _needed(param_bytes, input_bytes, output_bytes, 1, True) <= usable
+    full = needed(1, True) <= usable
     blocks = 1
-    while blocks < MAX_POISON_BLOCKS and _needed(param_bytes, input_bytes, output_bytes,
-                                                 blocks + 1, full) <= usable:
+    while blocks < MAX_POISON_BLOCKS and needed(blocks + 1, full) <= usable:
         blocks += 1
-    holds = _needed(param_bytes, input_bytes, output_bytes, blocks, full)
+    holds = needed(blocks, full)
+    resident = _judge_resident(param_bytes, judge_float64)
     # Poisoning happens before the call, with the case's inputs alone allocated.
-    budget = usable - (param_bytes + input_bytes + CONTEXT_BYTES + SLACK_BYTES)
-    # Timing runs without the judge: each extra rotated set is one more copy of the inputs.
-    spare = usable - (param_bytes + input_bytes + output_bytes + CONTEXT_BYTES + SLACK_BYTES)
+    budget = usable - (param_bytes + input_bytes + CONTEXT_BYTES + SLACK_BYTES + resident)
+    # Timing runs without the judge comparing: each extra rotated set is one more copy of the
+    # inputs.
+    spare = usable - (param_bytes + input_bytes + output_bytes + CONTEXT_BYTES + SLACK_BYTES
+                      + resident)
     sets = 1 + max(0, min(MAX_ROTATED_SETS - 1, spare // max(input_bytes, 1) // 2))
     return MemoryPlan(**base, needed_bytes=holds, fits=True, poison_blocks=blocks,
                       poison_budget_bytes=max(budget, output_bytes), full_snapshot=full,
@@ -112,5 +129,5 @@ def fits_scaled(plan: MemoryPlan, factor: float) -> bool:
     """Whether a case whose inputs and outputs are `factor` times this plan's still fits at
     the least (shape variants are a little larger than the problem's own shapes)."""
     scaled = _needed(plan.param_bytes, int(plan.input_bytes * factor),
-                     int(plan.output_bytes * factor), 1, False)
+                     int(plan.output_bytes * factor), 1, False, plan.judge_float64)
     return scaled <= int(plan.free_bytes * HEADROOM_FRACTION)
