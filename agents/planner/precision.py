@@ -12,16 +12,17 @@ from dataclasses import replace
 
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.kernel_spec import GemmSpec, spec_to_json
-from kernelstitch.agents.planner.ops import CONV_OPS, GEMM_OPS, LIBRARY_OPS, base_op
+from kernelstitch.agents.planner.ops import GEMM_OPS, LIBRARY_OPS, base_op
 
 from kernelstitch.core.precision import precision_mode
 
 # Ops that run on the matrix units, where a reduced precision changes anything (the rest of a
-# program computes in the module's dtypes whatever the precision).
-MATRIX_OPS = frozenset({"linear", "matmul", "mm", "addmm", "bmm", "baddbmm", "addbmm", "einsum",
-                        "convolution", "_convolution", "conv1d", "conv2d", "conv3d",
-                        "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-                        "scaled_dot_product_attention", "lstm", "gru", "rnn_tanh", "rnn_relu"})
+# program computes in the module's dtypes whatever the precision): the planner's GEMM and
+# library-call ops (convolutions, bmm, attention, recurrent layers) under any overload, and the
+# batched products it leaves to PyTorch.
+MATRIX_OPS = GEMM_OPS | LIBRARY_OPS
+MATRIX_OP_NAMES = frozenset({base_op(op) for op in MATRIX_OPS} | {"baddbmm", "addbmm", "einsum",
+                                                                 "_convolution"})
 
 
 def uses_matrix_units(plan: Plan) -> bool:
@@ -29,7 +30,7 @@ def uses_matrix_units(plan: Plan) -> bool:
     when the plan is not bound to a graph: nothing is known)."""
     if plan.graph is None:
         return True
-    return any(base_op(node.op) in MATRIX_OPS or node.op in GEMM_OPS | CONV_OPS | LIBRARY_OPS
+    return any(node.op in MATRIX_OPS or base_op(node.op) in MATRIX_OP_NAMES
                for node in plan.graph.nodes)
 
 
