@@ -20,6 +20,8 @@ from typing import Any, Literal
 from kernelstitch.agents.verifier.stats import significant, summarize
 from kernelstitch.agents.verifier.verdict import Stat, Verdict
 
+from kernelstitch.core.precision import precision_mode
+
 Decision = Literal["deliver", "keep_original"]
 ORIGINAL = "original"
 ORIGINAL_GRAPH = "original-graph"
@@ -179,8 +181,7 @@ def precision_floor_note(original: Stat | None, original_fp32: Stat | None,
     """Under a reduced precision: what allowing it in the user's own code measured."""
     if original is None or original_fp32 is None:
         return ""
-    return (f"your module with {precision} allowed (torch.backends.cuda.matmul.allow_tf32 and "
-            f"torch.backends.cudnn.allow_tf32 = True{', or torch.autocast' if precision in ('bf16', 'fp16') else ''}) "
+    return (f"your module with {precision} allowed ({precision_mode(precision).baseline}) "
             f"took {original.median:.3f} ms against {original_fp32.median:.3f} ms in strict fp32 "
             f"({original_fp32.median / original.median:.2f}x)")
 

@@ -51,8 +51,9 @@ class PrecisionMode:
 
 MODES: dict[str, PrecisionMode] = {
     "fp32": PrecisionMode("fp32", "fp32", "fp32 (TF32 off)", "strict fp32", False, None),
-    "tf32": PrecisionMode("tf32", "TF32 tensor cores", "TF32", "TF32 allowed for cuBLAS and cuDNN",
-                          True, None),
+    "tf32": PrecisionMode("tf32", "TF32 tensor cores", "TF32",
+                          "torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 "
+                          "= True", True, None),
     "bf16": PrecisionMode("bf16", "bf16 tensor cores with fp32 inputs and outputs", "TF32",
                           "torch.autocast(bfloat16)", True, "bfloat16"),
     "fp16": PrecisionMode("fp16", "fp16 tensor cores with fp32 inputs and outputs", "TF32",
