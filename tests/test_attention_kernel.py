@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 from kernelstitch.agents.coder.codegen import AttentionSpec, TensorArg, emit
-from kernelstitch.agents.coder.codegen.attention import rows_per_thread
+from kernelstitch.agents.coder.codegen.attention import block_keys, mma_kind, rows_per_thread
 from kernelstitch.agents.plan.kernel_spec import spec_from_json, spec_to_json
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
@@ -89,10 +89,17 @@ def test_the_spec_round_trips_and_the_emitter_refuses_what_the_kernel_cannot_do(
     source = emit(spec)
     assert source.python_args == ("q", "k", "v", "m")
     assert "constexpr bool CAUSAL = true;" in source.cuda and "constexpr int MASK = 1;" in source.cuda
-    assert "constexpr int DP = 96;" in source.cuda and "constexpr int RM = 4;" in source.cuda
+    # bf16 inputs: the tensor-core kernel in their own math
+    assert "constexpr int DP = 96;" in source.cuda and "constexpr int KIND = 2;" in source.cuda
     assert "at::Tensor mask" in source.binding
-    with pytest.raises(ValueError, match="head dim 160"):
-        emit(AttentionSpec("a", spec.query, spec.key, spec.value, 160, 0.1, "bfloat16"))
+    with pytest.raises(ValueError, match="head dim 272"):
+        emit(AttentionSpec("a", spec.query, spec.key, spec.value, 272, 0.1, "bfloat16"))
+    f32 = TensorArg("q", "float32")
+    with pytest.raises(ValueError, match="head dim 160 outside 1..128"):  # strict fp32: the FMA kernel's tiles
+        emit(AttentionSpec("a", f32, f32, f32, 160, 0.1, "float32"))
+    tf32 = AttentionSpec("a", f32, f32, f32, 160, 0.1, "float32", precision="tf32")
+    assert spec_from_json(spec_to_json(tf32)) == tf32
+    assert "constexpr int KIND = 0;" in emit(tf32).cuda
     with pytest.raises(ValueError, match="dtypes"):
         emit(AttentionSpec("a", TensorArg("q", "float32"), spec.key, spec.value, 64, 0.1, "float32"))
 
@@ -105,3 +112,26 @@ def test_query_rows_a_thread_follow_the_register_budget(head, rows):
                          head, 0.1, "float32")
     assert f"constexpr int RM = {rows};" in emit(spec).cuda
     assert f"constexpr int DP = {-(-head // 16) * 16};" in emit(spec).cuda
+
+
+@pytest.mark.parametrize("dtype, precision, kind", [
+    ("float32", "fp32", None), ("float32", "tf32", 0), ("float32", "fp16", 1), ("float32", "bf16", 2),
+    ("float16", "fp32", 1), ("bfloat16", "fp32", 2), ("bfloat16", "tf32", 2), ("float16", "bf16", 1),
+])
+def test_the_kernel_body_follows_the_inputs_and_the_precision(dtype, precision, kind):
+    # strict fp32 stays on the FMA units; 16-bit inputs keep their own math whatever the opt-in
+    assert mma_kind(dtype, precision) == kind
+    t = TensorArg("q", dtype)
+    cuda = emit(AttentionSpec("a", t, t, t, 64, 0.1, dtype, precision=precision)).cuda
+    if kind is None:
+        assert "constexpr int RM =" in cuda and "mma.sync" not in cuda
+    else:
+        assert f"constexpr int KIND = {kind};" in cuda and "mma.sync" in cuda and "constexpr int RM =" not in cuda
+    assert cuda.count("_launch(") == 1  # one launcher (launch.cu) under either body
+
+
+@pytest.mark.parametrize("head, keys", [(16, 64), (128, 64), (136, 32), (256, 32)])
+def test_the_tensor_core_kernel_takes_key_tiles_of_32_above_head_dim_128(head, keys):
+    assert block_keys(head) == keys
+    t = TensorArg("q", "float16")
+    assert f"BN = {keys};" in emit(AttentionSpec("a", t, t, t, head, 0.1, "float16")).cuda

@@ -212,7 +212,8 @@ def nll_specs() -> list[NllLossSpec]:
 def attention_specs() -> list[AttentionSpec]:
     """Flash attention over every register layout (head dims a thread 1..8, 8 and 4 query rows a
     thread), the three storage dtypes, causal, a bool, an additive and a `!= 0` float mask,
-    ReLU attention."""
+    ReLU attention; the tensor-core kernel in tf32 / f16 / bf16 (16-bit inputs, and fp32 inputs
+    under a precision opt-in) up to head dim 256."""
     def spec(name, head, dtype="float32", causal=False, mask=None, **more):
         q, k, v = (TensorArg(n, dtype) for n in "qkv")
         m = TensorArg("m", mask) if mask else None
@@ -227,6 +228,14 @@ def attention_specs() -> list[AttentionSpec]:
         spec("att_d64_relu_nonzero", 64, mask="float32", score="relu", mask_nonzero=True),
         spec("att_d64_addmask_f16", 64, "float16", mask="float16"),
         spec("att_d32_relu_causal_bf16", 32, "bfloat16", causal=True, score="relu"),
+        # the tensor-core kernel's own layouts: fp32 inputs under each precision opt-in, head dims
+        # not a multiple of 16, above 128 (key tiles of 32) up to 256
+        spec("att_d64_tf32", 64, precision="tf32"), spec("att_d128_causal_tf32", 128, causal=True, precision="tf32"),
+        spec("att_d40_addmask_tf32", 40, mask="float32", precision="tf32"),
+        spec("att_d256_mask_tf32", 256, mask="bool", precision="tf32"),
+        spec("att_d64_bf16_precision", 64, precision="bf16"),
+        spec("att_d72_relu_fp16_precision", 72, score="relu", causal=True, precision="fp16"),
+        spec("att_d160_causal_bf16", 160, "bfloat16", causal=True), spec("att_d256_f16", 256, "float16"),
     ]
 
 

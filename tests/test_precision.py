@@ -390,3 +390,22 @@ def test_the_float64_copy_is_planned_under_a_reduced_precision_and_fp32_keeps_it
     assert plan.poison_budget_bytes <= strict.poison_budget_bytes - 16 * gib  # resident copy
     plan, float64 = plan_with_float64(30 * gib, 8 * gib, gib, gib, reduced=True)
     assert plan.fits and not float64 and not plan.judge_float64  # no room: the fp32 reference
+
+
+def test_an_fp32_attention_kernel_takes_the_precision_and_runs_on_tensor_cores():
+    # examples/gpt_block.py: its causal attention is one fused_attention step; under tf32 the step's
+    # spec carries the precision and the emitter picks the tensor-core body (mma.sync in tf32)
+    from kernelstitch.agents.coder.codegen import emit
+    from kernelstitch.agents.plan.kernel_spec import AttentionSpec
+
+    plan = plan_builtin(capture(EXAMPLES / "gpt_block.py", None), gemm_kernels=True)
+    strict = [s.kernel_spec() for s in plan.steps if s.technique == "fused_attention"]
+    assert strict and all(isinstance(a, AttentionSpec) and a.precision == "fp32" for a in strict)
+    assert "mma.sync" not in emit(strict[0]).cuda
+    reduced = with_precision(plan, "tf32")
+    specs = [s.kernel_spec() for s in reduced.steps if s.technique == "fused_attention"]
+    assert [a.precision for a in specs] == ["tf32"] * len(strict)
+    assert any("attention kernel(s) on tensor cores in tf32" in r for r in reduced.host.reasons)
+    assert "constexpr int KIND = 0;" in emit(specs[0]).cuda
+    assert "constexpr int KIND = 2;" in emit(with_precision(plan, "bf16").steps[
+        [s.technique for s in plan.steps].index("fused_attention")].kernel_spec()).cuda

@@ -344,17 +344,30 @@ class AttentionSpec:
     mask: TensorArg | None = None
     score: Literal["softmax", "relu"] = "softmax"  # relu: relu(scores) v, masked scores 0, no normalising
     mask_nonzero: bool = False  # a float mask whose nonzero entries take part (`x != 0` read in the kernel)
+    # the products' math: "fp32" keeps fp32 inputs on the FMA units (strict) and f16 / bf16 inputs
+    # on their own tensor-core math; tf32 / bf16 / fp16 are the user's opt-in for fp32 inputs
+    precision: Literal["fp32", "tf32", "bf16", "fp16"] = "fp32"
 
 
-ATTENTION_MAX_HEAD_DIM = 128  # larger heads' tiles do not fit shared memory in the kernel's design
+ATTENTION_MAX_HEAD_DIM = 128  # the fp32 (FMA-unit) kernel: larger heads' tiles do not fit shared memory
+ATTENTION_MMA_MAX_HEAD_DIM = 256  # the tensor-core kernel (keys in tiles of 32 above 128)
 _ATTENTION_FLOATS = ("float32", "float16", "bfloat16")
 
 
-def attention_kernel_problem(head_dim: int, dtypes: tuple[str, ...], mask_dtype: str | None) -> str | None:
+def attention_uses_tensor_cores(dtype: str, precision: str = "fp32") -> bool:
+    """Whether an attention over `dtype` inputs under `precision` runs on the tensor-core kernel:
+    16-bit inputs always (their own math, as PyTorch's fused kernels), fp32 only under an opt-in."""
+    return dtype in ("float16", "bfloat16") or precision != "fp32"
+
+
+def attention_kernel_problem(head_dim: int, dtypes: tuple[str, ...], mask_dtype: str | None,
+                             precision: str = "fp32") -> str | None:
     """Why the attention kernel cannot take an attention of this head dim, query / key / value
-    dtypes and mask dtype (None: no mask); None when it can."""
-    if not 1 <= head_dim <= ATTENTION_MAX_HEAD_DIM:
-        return f"head dim {head_dim} outside 1..{ATTENTION_MAX_HEAD_DIM}"
+    dtypes, mask dtype (None: no mask) and precision; None when it can."""
+    limit = (ATTENTION_MMA_MAX_HEAD_DIM if dtypes and attention_uses_tensor_cores(dtypes[0], precision)
+             else ATTENTION_MAX_HEAD_DIM)
+    if not 1 <= head_dim <= limit:
+        return f"head dim {head_dim} outside 1..{limit}"
     if any(d not in _ATTENTION_FLOATS for d in dtypes) or len(set(dtypes)) != 1:
         return f"query / key / value dtypes {', '.join(dtypes)} (one float dtype needed)"
     if mask_dtype is not None and mask_dtype != "bool" and mask_dtype not in _ATTENTION_FLOATS:
@@ -416,7 +429,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "attention", "name": spec.name, "query": _arg(spec.query), "key": _arg(spec.key),
                 "value": _arg(spec.value), "head_dim": spec.head_dim, "scale": spec.scale,
                 "out_dtype": spec.out_dtype, "causal": spec.causal, "mask": _arg(spec.mask), "score": spec.score,
-                "mask_nonzero": spec.mask_nonzero}
+                "mask_nonzero": spec.mask_nonzero,
+                **({"precision": spec.precision} if spec.precision != "fp32" else {})}
     if isinstance(spec, ScanSpec):
         return {"type": "scan", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "out_dtype": spec.out_dtype,
@@ -494,7 +508,7 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             value=_arg_from(data["value"]), head_dim=int(data["head_dim"]), scale=float(data["scale"]),
             out_dtype=data["out_dtype"], causal=bool(data.get("causal", False)),
             mask=_arg_from(data.get("mask")), score=data.get("score", "softmax"),
-            mask_nonzero=bool(data.get("mask_nonzero", False)))
+            mask_nonzero=bool(data.get("mask_nonzero", False)), precision=data.get("precision", "fp32"))
     if kind == "scan":
         return ScanSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

@@ -1,7 +1,8 @@
 """The user's precision opt-in applied to a plan (issue 24).
 
 A plan is made in strict fp32 and then given the precision the user allowed: the host setting
-(forward holds TF32 on for the library calls it makes) and every fp32 GEMM step's math.  One
+(forward holds TF32 on for the library calls it makes), every fp32 GEMM step's math and every
+fp32 attention kernel's (its products on tensor cores in that precision).  One
 function, applied to the default plan and to every measured variant, so no planning rule has to
 know about precision and the plan states it (host.precision, the host reason, each GEMM spec).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kernelstitch.agents.plan import Plan
-from kernelstitch.agents.plan.kernel_spec import GemmSpec, spec_to_json
+from kernelstitch.agents.plan.kernel_spec import AttentionSpec, GemmSpec, spec_to_json
 from kernelstitch.agents.planner.ops import GEMM_OPS, LIBRARY_OPS, base_op
 
 from kernelstitch.core.precision import precision_mode
@@ -41,15 +42,19 @@ def with_precision(plan: Plan, precision: str) -> Plan:
     if not mode.reduced or plan.host.precision == mode.name or not uses_matrix_units(plan):
         return plan
     steps = []
-    gemms = 0
+    gemms = attentions = 0
     for step in plan.steps:
         spec = step.kernel_spec() if step.is_kernel else None
         if isinstance(spec, GemmSpec) and spec.out_dtype == "float32":
             step = replace(step, spec=spec_to_json(replace(spec, precision=mode.name)))
             gemms += 1
+        elif isinstance(spec, AttentionSpec) and spec.query.dtype == "float32":
+            step = replace(step, spec=spec_to_json(replace(spec, precision=mode.name)))
+            attentions += 1
         steps.append(step)
     reason = (f"precision {mode.name} (the user's opt-in): "
               + (f"{gemms} GEMM step(s) on {mode.gemm}; " if gemms else "")
+              + (f"{attentions} attention kernel(s) on tensor cores in {mode.name}; " if attentions else "")
               + f"PyTorch matmuls and convolutions in forward run {mode.library}; "
               f"fused kernels compute in the module's dtypes")
     host = replace(plan.host, precision=mode.name, reasons=[*plan.host.reasons, reason])

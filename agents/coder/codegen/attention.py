@@ -1,6 +1,9 @@
 """Flash-attention emitter: scaled_dot_product_attention (no dropout) as one kernel that streams
 key / value tiles through shared memory with an online softmax, so the [Lq, Lk] scores are never
-stored (cuda/attention/).  Python picks the tile (rows_per_thread)."""
+stored (cuda/attention/).  Two bodies share one launcher (launch.cu): simt.cu, fp32 on the FMA
+units (strict fp32), and mma.cu, the products on tensor cores (mma.sync) in tf32, f16 or bf16 for
+16-bit inputs and for fp32 inputs under the user's precision opt-in.  Python picks the body and
+its tile (rows_per_thread, block_keys)."""
 
 from __future__ import annotations
 
@@ -10,9 +13,16 @@ from kernelstitch.agents.coder.codegen.common import CUDA_TYPE, TORCH_DTYPE, che
 from kernelstitch.agents.coder.codegen.expr import c_float
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
-from kernelstitch.agents.plan.kernel_spec import AttentionSpec, attention_kernel_problem
+from kernelstitch.agents.plan.kernel_spec import (
+    AttentionSpec,
+    attention_kernel_problem,
+    attention_uses_tensor_cores,
+)
 
 MASK_KINDS = {None: 0, "bool": 1}  # any float dtype: 2 (added to the scores)
+# mma.cu's KIND: the tensor-core math of the products
+MMA_KINDS = {"tf32": 0, "fp16": 1, "bf16": 2}
+MMA_MATH = {0: "tf32 (mma.sync m16n8k8)", 1: "f16 (mma.sync m16n8k16)", 2: "bf16 (mma.sync m16n8k16)"}
 
 
 def rows_per_thread(head_dim: int, additive_mask: bool = False) -> int:
@@ -22,10 +32,29 @@ def rows_per_thread(head_dim: int, additive_mask: bool = False) -> int:
     return 8 if -(-head_dim // 16) in (1, 2, 4) and not additive_mask else 4
 
 
+def mma_kind(dtype: str, precision: str) -> int | None:
+    """mma.cu's math for inputs of `dtype` under `precision`; None: the fp32 FMA-unit kernel.
+    16-bit inputs keep their own math (a precision opt-in never widens them)."""
+    if not attention_uses_tensor_cores(dtype, precision):
+        return None
+    if dtype == "float16":
+        return MMA_KINDS["fp16"]
+    if dtype == "bfloat16":
+        return MMA_KINDS["bf16"]
+    return MMA_KINDS[precision]
+
+
+def block_keys(head_dim: int) -> int:
+    """Keys a tile of the tensor-core kernel: 64, or 32 above head dim 128 (a lane's output
+    accumulators grow with the head dim; the scores' shrink with the tile)."""
+    return 64 if head_dim <= 128 else 32
+
+
 def emit_attention(spec: AttentionSpec) -> KernelSource:
     name = check_identifier(spec.name)
     mask_dtype = spec.mask.dtype if spec.mask is not None else None
-    problem = attention_kernel_problem(spec.head_dim, (spec.query.dtype, spec.key.dtype, spec.value.dtype), mask_dtype)
+    problem = attention_kernel_problem(spec.head_dim, (spec.query.dtype, spec.key.dtype, spec.value.dtype), mask_dtype,
+                                       spec.precision)
     if problem:
         raise ValueError(f"{name}: {problem}")
     if spec.score not in ("softmax", "relu"):
@@ -37,18 +66,26 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
                     "int64_t sv0, int64_t sv1, int64_t sm0, int64_t sm1, int64_t sm2, void* live, cudaStream_t stream)")
     live_sig = f"int64_t {name}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk)"
     mask_kind = 1 if spec.mask_nonzero else MASK_KINDS.get(mask_dtype, 2)
+    kind = mma_kind(spec.query.dtype, spec.precision)
     rm = rows_per_thread(spec.head_dim, additive_mask=mask_kind == 2)
-    cuda = render(
-        "attention/kernel.cu", name=name, head_dim=spec.head_dim, head_dim_pad=-(-spec.head_dim // 16) * 16,
-        rows_per_thread=rm, causal="true" if spec.causal else "false", mask_kind=mask_kind,
+    types = dict(q_t=CUDA_TYPE[spec.query.dtype], k_t=CUDA_TYPE[spec.key.dtype], v_t=CUDA_TYPE[spec.value.dtype],
+                 mask_t=CUDA_TYPE[mask_dtype or "float32"], out_t=CUDA_TYPE[spec.out_dtype])
+    body = dict(
+        name=name, head_dim=spec.head_dim, head_dim_pad=-(-spec.head_dim // 16) * 16,
+        causal="true" if spec.causal else "false", mask_kind=mask_kind,
         mask_what=("" if mask_dtype is None else " + mask" if mask_kind == 2 else
                    ", masked where the mask is 0" if spec.mask_nonzero else ", masked"),
         causal_what=", causal" if spec.causal else "",
-        q_t=CUDA_TYPE[spec.query.dtype], k_t=CUDA_TYPE[spec.key.dtype], v_t=CUDA_TYPE[spec.value.dtype],
-        mask_t=CUDA_TYPE[mask_dtype or "float32"], out_t=CUDA_TYPE[spec.out_dtype],
-        relu="true" if spec.score == "relu" else "false", score=spec.score,
-        # softmax scores in base 2 (exp2); ReLU scores as they are
-        q_scale=c_float(spec.scale * (1.0 if spec.score == "relu" else math.log2(math.e))), launcher_sig=launcher_sig)
+        relu="true" if spec.score == "relu" else "false", score=spec.score, **types)
+    if kind is None:
+        cuda = render("attention/simt.cu", rows_per_thread=rm, **body)
+    else:
+        cuda = render("attention/mma.cu", mma_kind=kind, math=MMA_MATH[kind],
+                      block_keys=block_keys(spec.head_dim), **body)
+    # softmax scores in base 2 (exp2); ReLU scores as they are
+    cuda += "\n\n" + render(
+        "attention/launch.cu", name=name, launcher_sig=launcher_sig,
+        q_scale=c_float(spec.scale * (1.0 if spec.score == "relu" else math.log2(math.e))), **types)
     cparams = "at::Tensor q, at::Tensor k, at::Tensor v" + (", at::Tensor mask" if spec.mask is not None else "")
     mask_setup = (render("attention/mask.cpp", name=name, mask_name=spec.mask.name,
                          mask_dtype=TORCH_DTYPE[spec.mask.dtype])
@@ -61,12 +98,16 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     args = (spec.query.name, spec.key.name, spec.value.name) + ((spec.mask.name,) if spec.mask else ())
     what = "causal " if spec.causal else ("masked " if spec.mask is not None else "")
     how = "online softmax in base 2" if spec.score == "softmax" else "relu(scores) accumulated as they come"
+    keys = 64 if kind is None else block_keys(spec.head_dim)
+    layout = (f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
+              if kind is None else
+              f"64 query rows a block of 4 warps, products on tensor cores in {MMA_MATH[kind]}, "
+              "fp32 accumulation and softmax")
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=f"{launcher_sig};\n{live_sig};", python_args=args,
-        notes=(f"{what}flash attention, head dim {spec.head_dim}: key / value tiles of 64 streamed through "
+        notes=(f"{what}flash attention, head dim {spec.head_dim}: key / value tiles of {keys} streamed through "
                f"shared memory, {how}, the [Lq, Lk] scores never stored",
-               f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
-               + (", key tiles past the block's last query skipped" if spec.causal else "")
+               layout + (", key tiles past the block's last query skipped" if spec.causal else "")
                + (", tiles where the mask lets no key take part skipped (a pre-pass marks them)"
                   if mask_kind == 1 else "")),
     )
