@@ -62,8 +62,9 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     if spec.mask_nonzero and spec.mask is None:
         raise ValueError(f"{name}: mask_nonzero without a mask")
     launcher_sig = (f"void {name}_launch(const void* q, const void* k, const void* v, const void* mask, void* out, "
-                    "int64_t N, int64_t Lq, int64_t Lk, int64_t sq0, int64_t sq1, int64_t sk0, int64_t sk1, "
-                    "int64_t sv0, int64_t sv1, int64_t sm0, int64_t sm1, int64_t sm2, void* live, cudaStream_t stream)")
+                    "int64_t N, int64_t heads, int64_t Lq, int64_t Lk, int64_t sqb, int64_t sqh, int64_t sq1, "
+                    "int64_t skb, int64_t skh, int64_t sk1, int64_t svb, int64_t svh, int64_t sv1, int64_t sm0, "
+                    "int64_t sm1, int64_t sm2, void* live, cudaStream_t stream)")
     live_sig = f"int64_t {name}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk)"
     mask_kind = 1 if spec.mask_nonzero else MASK_KINDS.get(mask_dtype, 2)
     kind = mma_kind(spec.query.dtype, spec.precision)
@@ -92,6 +93,7 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
                   if spec.mask is not None else render("attention/no_mask.cpp"))
     binding = render(
         "attention/binding.cpp", name=name, cparams=cparams, head_dim=spec.head_dim,
+        split_heads="false" if kind is None else "true",
         q_name=spec.query.name, k_name=spec.key.name, v_name=spec.value.name,
         q_dtype=TORCH_DTYPE[spec.query.dtype], k_dtype=TORCH_DTYPE[spec.key.dtype],
         v_dtype=TORCH_DTYPE[spec.value.dtype], out_dtype=TORCH_DTYPE[spec.out_dtype], mask_setup=mask_setup)

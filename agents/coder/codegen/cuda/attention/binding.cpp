@@ -20,11 +20,15 @@ at::Tensor {{name}}({{cparams}}) {
   const c10::cuda::CUDAGuard guard(device);
   int64_t N = 1;
   for (const int64_t s : lead) N *= s;
-  // [N, L, D] views (a copy only where the strides do not allow one), the head dim contiguous
+  // [B, H, L, D] views, the head dim contiguous, B the leading dims merged (a copy only where
+  // their strides do not allow it).  Where the kernel takes a head stride of its own, H is the
+  // last leading dim, so the usual head-split view `x.view(b, t, h, d).transpose(1, 2)` is read
+  // in place; else H is 1 (all leading dims merged)
+  const int64_t heads = {{split_heads}} && rank >= 3 ? q.size(-3) : 1;
   auto rows = [&](const at::Tensor& t, int64_t L) {
-    return (t.stride(-1) == 1 ? t : t.contiguous()).reshape({N, L, D});
+    return (t.stride(-1) == 1 ? t : t.contiguous()).reshape({heads == 0 ? 0 : N / heads, heads, L, D});
   };
-  const at::Tensor q3 = rows(q, Lq), k3 = rows(k, Lk), v3 = rows(v, Lk);
+  const at::Tensor q4 = rows(q, Lq), k4 = rows(k, Lk), v4 = rows(v, Lk);
   at::Tensor out = at::empty(q.sizes(), q.options().dtype({{out_dtype}}));
   if (out.numel() == 0) return out;
   {{mask_setup}}
@@ -32,9 +36,9 @@ at::Tensor {{name}}({{cparams}}) {
   const int64_t live_bytes = {{name}}_live_bytes(sm0 == 0 ? 1 : N, Lq, Lk);
   at::Tensor live = at::empty({live_bytes > 0 ? live_bytes : 1}, q.options().dtype(at::kByte));
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
-  {{name}}_launch(q3.data_ptr(), k3.data_ptr(), v3.data_ptr(), mask_ptr, out.data_ptr(), N, Lq, Lk, q3.stride(0),
-                  q3.stride(1), k3.stride(0), k3.stride(1), v3.stride(0), v3.stride(1), sm0, sm1, sm2,
-                  live.data_ptr(), stream);
+  {{name}}_launch(q4.data_ptr(), k4.data_ptr(), v4.data_ptr(), mask_ptr, out.data_ptr(), N, heads, Lq, Lk,
+                  q4.stride(0), q4.stride(1), q4.stride(2), k4.stride(0), k4.stride(1), k4.stride(2), v4.stride(0),
+                  v4.stride(1), v4.stride(2), sm0, sm1, sm2, live.data_ptr(), stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }

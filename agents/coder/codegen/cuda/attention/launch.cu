@@ -46,7 +46,7 @@ int64_t {{name}}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk) {
   }
   {{name}}_kernel<<<(unsigned)(N * tiles_m), THREADS, bytes, stream>>>(
       static_cast<const {{q_t}}*>(q), static_cast<const {{k_t}}*>(k), static_cast<const {{v_t}}*>(v),
-      static_cast<const {{mask_t}}*>(mask), static_cast<{{out_t}}*>(out), Lq, Lk, tiles_m, sq0, sq1, sk0, sk1,
-      sv0, sv1, sm0, sm1, sm2, MASK == 1 ? static_cast<const unsigned char*>(live) : nullptr,
+      static_cast<const {{mask_t}}*>(mask), static_cast<{{out_t}}*>(out), Lq, Lk, tiles_m, heads, sqb, sqh, sq1, skb,
+      skh, sk1, svb, svh, sv1, sm0, sm1, sm2, MASK == 1 ? static_cast<const unsigned char*>(live) : nullptr,
       mask_n == 1 ? 0 : tiles_m * ks_cdiv(Lk, (int64_t)BN), {{q_scale}});
 }

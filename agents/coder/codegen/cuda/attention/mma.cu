@@ -2,7 +2,8 @@
 #include "ks_mma.cuh"
 
 // ---- flash attention {{name}} on tensor cores: out = {{score}}(q k^T * scale{{mask_what}}) v{{causal_what}} ----
-// q [N, Lq, D], k and v [N, Lk, D] (head dims contiguous), out [N, Lq, D] contiguous.  The products
+// q [N, Lq, D], k and v [N, Lk, D] (head dims contiguous; n = b * heads + h read through batch and
+// head strides of its own), out [N, Lq, D] contiguous.  The products
 // run on mma.sync in {{math}}: both inputs rounded to it in shared memory (a tf32 value is fp32 with
 // 10 mantissa bits; f16 / bf16 as stored), the probabilities rounded the same way before P v, all
 // sums in fp32 (FlashAttention-2's scheme).  One block of 4 warps owns BM = 64 query rows of one
@@ -77,8 +78,9 @@ template <typename T> __device__ __forceinline__ uint32_t {{name}}_u32(const T* 
 __global__ void __launch_bounds__({{name}}_cfg::THREADS) {{name}}_kernel(
     const {{q_t}}* __restrict__ q, const {{k_t}}* __restrict__ k, const {{v_t}}* __restrict__ v,
     const {{mask_t}}* __restrict__ mask, {{out_t}}* __restrict__ out, const int64_t Lq, const int64_t Lk,
-    const int64_t tiles_m, const int64_t sq0, const int64_t sq1, const int64_t sk0, const int64_t sk1,
-    const int64_t sv0, const int64_t sv1, const int64_t sm0, const int64_t sm1, const int64_t sm2,
+    const int64_t tiles_m, const int64_t heads, const int64_t sqb, const int64_t sqh, const int64_t sq1,
+    const int64_t skb, const int64_t skh, const int64_t sk1, const int64_t svb, const int64_t svh, const int64_t sv1,
+    const int64_t sm0, const int64_t sm1, const int64_t sm2,
     const unsigned char* __restrict__ live, const int64_t live_n, const float q_scale) {
   using namespace {{name}}_cfg;
   extern __shared__ float4 ks_attention_smem[];
@@ -87,11 +89,17 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS) {{name}}_kernel(
   E* Vs = Ks + BN * LD;                              // [BN][LD]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t n = blockIdx.x / tiles_m, m0 = (blockIdx.x % tiles_m) * BM;
+  {  // this n's batch and head of the binding's [B, H, L, D] views
+    const int64_t b = n / heads, h = n - b * heads;
+    q += b * sqb + h * sqh;
+    k += b * skb + h * skh;
+    v += b * svb + h * svh;
+  }
   // 16-byte reads: every row start 16-byte aligned (the base and both strides)
   constexpr int64_t QV = 16 / sizeof({{q_t}});
   const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) & 15) == 0 &&
-                   (sq0 | sq1 | sk0 | sk1 | sv0 | sv1) % QV == 0;
-  {{name}}_tile(Qs, q + n * sq0 + m0 * sq1, sq1, Lq - m0, BM, vec);
+                   (sqb | sqh | sq1 | skb | skh | sk1 | svb | svh | sv1) % QV == 0;
+  {{name}}_tile(Qs, q + m0 * sq1, sq1, Lq - m0, BM, vec);
   float o[DP / 8][4], m_run[2] = {-KS_INF, -KS_INF}, l_run[2] = {0.f, 0.f};
 #pragma unroll
   for (int dn = 0; dn < DP / 8; ++dn)
@@ -105,8 +113,8 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS) {{name}}_kernel(
   for (int64_t n0 = 0; n0 < keys; n0 += BN) {
     if (live_row != nullptr && !live_row[n0 / BN]) continue;  // no key of this tile takes part: uniform
     __syncthreads();  // the last tile's K and V reads are done (and the Q tile is written)
-    {{name}}_tile(Ks, k + n * sk0 + n0 * sk1, sk1, Lk - n0, BN, vec);
-    {{name}}_tile(Vs, v + n * sv0 + n0 * sv1, sv1, Lk - n0, BN, vec);
+    {{name}}_tile(Ks, k + n0 * sk1, sk1, Lk - n0, BN, vec);
+    {{name}}_tile(Vs, v + n0 * sv1, sv1, Lk - n0, BN, vec);
     __syncthreads();
     float s[BN / 8][4];
 #pragma unroll

@@ -1,8 +1,8 @@
 #include "../ks_prelude.cuh"
 
 // ---- flash attention {{name}}: out = {{score}}(q k^T * scale{{mask_what}}) v{{causal_what}} ----
-// q [N, Lq, D], k and v [N, Lk, D] (the head dims last and contiguous; N the leading dims,
-// each with its own stride), out [N, Lq, D] contiguous; fp32 accumulation, no tensor cores (the
+// q [N, Lq, D], k and v [N, Lk, D] (the head dims last and contiguous; N the leading dims merged,
+// one stride each), out [N, Lq, D] contiguous; fp32 accumulation, no tensor cores (the
 // strict fp32 the Verifier holds every program to).  One block of 256 threads owns BM = 16 * RM
 // query rows of one n: their Q tile stays in shared memory, pre-multiplied by scale * log2(e)
 // (by scale for ReLU scores);
@@ -38,8 +38,9 @@ template <typename T> __device__ __forceinline__ float {{name}}_mask(T x) { retu
 __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
     const {{q_t}}* __restrict__ q, const {{k_t}}* __restrict__ k, const {{v_t}}* __restrict__ v,
     const {{mask_t}}* __restrict__ mask, {{out_t}}* __restrict__ out, const int64_t Lq, const int64_t Lk,
-    const int64_t tiles_m, const int64_t sq0, const int64_t sq1, const int64_t sk0, const int64_t sk1,
-    const int64_t sv0, const int64_t sv1, const int64_t sm0, const int64_t sm1, const int64_t sm2,
+    const int64_t tiles_m, const int64_t heads, const int64_t sqb, const int64_t sqh, const int64_t sq1,
+    const int64_t skb, const int64_t skh, const int64_t sk1, const int64_t svb, const int64_t svh, const int64_t sv1,
+    const int64_t sm0, const int64_t sm1, const int64_t sm2,
     const unsigned char* __restrict__ live, const int64_t live_n, const float q_scale) {
   using namespace {{name}}_cfg;
   extern __shared__ float4 ks_attention_smem[];
@@ -49,10 +50,15 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
   float* Pt = Vs + BN * DP;                                 // [BN][LDP], the tile's probabilities
   const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
   const int64_t n = blockIdx.x / tiles_m, m0 = (blockIdx.x % tiles_m) * BM;
+  // heads is 1 here (the binding merges batch and heads for this body, copying where it must): a
+  // separate head stride cost causal head-dim-64 kernels spills at 128 registers
+  q += n * sqb;
+  k += n * skb;
+  v += n * svb;
   for (int i = tid; i < BM * DP; i += THREADS) {
     const int r = i / DP, d = i % DP;
     const int64_t row = m0 + r;
-    Qt[d * LDQ + r] = (row < Lq && d < D) ? ks_to_float(q[n * sq0 + row * sq1 + d]) * q_scale : 0.f;
+    Qt[d * LDQ + r] = (row < Lq && d < D) ? ks_to_float(q[row * sq1 + d]) * q_scale : 0.f;
   }
   float o[RM][CPT], m_run[RM], l_run[RM];
 #pragma unroll
@@ -72,8 +78,8 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS, 2) {{name}}_kernel(
       const int c = i / DP, d = i % DP;
       const int64_t key = n0 + c;
       const bool in = key < Lk && d < D;
-      Kt[d * LDK + c] = in ? ks_to_float(k[n * sk0 + key * sk1 + d]) : 0.f;
-      Vs[c * DP + d] = in ? ks_to_float(v[n * sv0 + key * sv1 + d]) : 0.f;
+      Kt[d * LDK + c] = in ? ks_to_float(k[key * sk1 + d]) : 0.f;
+      Vs[c * DP + d] = in ? ks_to_float(v[key * sv1 + d]) : 0.f;
     }
     __syncthreads();
     float s[RM][4];
