@@ -11,10 +11,12 @@ Also an ncu target.  Run from the repository root on a GPU machine; prints one m
 
 import math
 import sys
+from dataclasses import replace
 
 sys.path.insert(0, "tests")
 
 import torch  # noqa: E402
+from kernelstitch.agents.coder.codegen import attention  # noqa: E402
 from kernelstitch.agents.plan.kernel_spec import AttentionSpec, TensorArg  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 
@@ -48,13 +50,24 @@ def main() -> None:
             specs.append(AttentionSpec(spec_name(shape, label), t, t, t, d, 1 / math.sqrt(d), dtype, causal,
                                        precision=precision))
     ext = load_kernels("ks_attention_mma_timing", specs)
+    # the tensor-core body with one m16 row tile a warp where the default takes two (head dims <= 64)
+    one_tile = [replace(s, name=s.name + "_mt1") for s in specs
+                if attention.row_tiles(s.head_dim) == 2 and attention.mma_kind(s.query.dtype, s.precision) is not None
+                and s.precision in ("fp32", "tf32") and s.query.dtype in ("float32", "bfloat16")]
+    default_tiles = attention.row_tiles
+    attention.row_tiles = lambda head_dim: 1
+    try:
+        ext_one = load_kernels("ks_attention_mma_timing_mt1", one_tile)
+    finally:
+        attention.row_tiles = default_tiles
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print("| shape | variant | ms | TFLOP/s |\n|---|---|---|---|")
     for shape in SHAPES:
-        time_shape(ext, {s.name for s in specs}, *shape)
+        time_shape(ext, {s.name for s in specs}, *shape, ext_one=ext_one, one_names={s.name for s in one_tile})
 
 
-def time_shape(ext, names: set[str], shape: str, b: int, h: int, length: int, d: int, causal: bool) -> None:
+def time_shape(ext, names: set[str], shape: str, b: int, h: int, length: int, d: int, causal: bool,
+               ext_one=None, one_names: frozenset[str] | set[str] = frozenset()) -> None:
     """[b, h, L, d] operands (4-D: PyTorch's fused kernels take no other rank)."""
     timer = CudaTimer()
     n = b * h
@@ -74,6 +87,8 @@ def time_shape(ext, names: set[str], shape: str, b: int, h: int, length: int, d:
         if name in names:
             q, k, v = (x.to(DT[dtype]) for x in base)
             row(label, lambda fn=getattr(ext, name), q=q, k=k, v=v: fn(q, k, v))
+            if name + "_mt1" in one_names:
+                row(label + " (1 row tile a warp)", lambda fn=getattr(ext_one, name + "_mt1"), q=q, k=k, v=v: fn(q, k, v))
     for dtype in ("float32", "float16", "bfloat16"):
         q, k, v = (x.to(DT[dtype]) for x in base)
         row(f"torch sdpa {dtype}", lambda q=q, k=k, v=v: torch.nn.functional.scaled_dot_product_attention(

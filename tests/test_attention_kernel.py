@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 from kernelstitch.agents.coder.codegen import AttentionSpec, TensorArg, emit
-from kernelstitch.agents.coder.codegen.attention import block_keys, mma_kind, rows_per_thread
+from kernelstitch.agents.coder.codegen.attention import block_keys, mma_kind, row_tiles, rows_per_thread
 from kernelstitch.agents.plan.kernel_spec import spec_from_json, spec_to_json
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
@@ -135,3 +135,14 @@ def test_the_tensor_core_kernel_takes_key_tiles_of_32_above_head_dim_128(head, k
     assert block_keys(head) == keys
     t = TensorArg("q", "float16")
     assert f"BN = {keys};" in emit(AttentionSpec("a", t, t, t, head, 0.1, "float16")).cuda
+
+
+@pytest.mark.parametrize("head, tiles", [(32, 2), (64, 2), (72, 1), (128, 1), (256, 1)])
+def test_warps_of_the_tensor_core_kernel_take_two_row_tiles_up_to_head_dim_64(head, tiles):
+    # two m16 tiles a warp halve the shared-memory reads per product; above 64 their output
+    # accumulators would not fit the registers
+    assert row_tiles(head) == tiles
+    t = TensorArg("q", "bfloat16")
+    source = emit(AttentionSpec("a", t, t, t, head, 0.1, "bfloat16"))
+    assert f"constexpr int MT = {tiles};" in source.cuda
+    assert f"{64 * tiles} query rows a block of 4 warps" in source.notes[1]

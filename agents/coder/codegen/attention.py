@@ -50,6 +50,13 @@ def block_keys(head_dim: int) -> int:
     return 64 if head_dim <= 128 else 32
 
 
+def row_tiles(head_dim: int) -> int:
+    """m16 row tiles a warp of the tensor-core kernel: 2 up to head dim 64 (each K / V fragment
+    read from shared memory then feeds two products: half the shared-memory traffic, the
+    bound of a tile of 16 rows), 1 above (the output accumulators would pass the registers)."""
+    return 2 if head_dim <= 64 else 1
+
+
 def emit_attention(spec: AttentionSpec) -> KernelSource:
     name = check_identifier(spec.name)
     mask_dtype = spec.mask.dtype if spec.mask is not None else None
@@ -82,7 +89,7 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
         cuda = render("attention/simt.cu", rows_per_thread=rm, **body)
     else:
         cuda = render("attention/mma.cu", mma_kind=kind, math=MMA_MATH[kind],
-                      block_keys=block_keys(spec.head_dim), **body)
+                      block_keys=block_keys(spec.head_dim), row_tiles=row_tiles(spec.head_dim), **body)
     # softmax scores in base 2 (exp2); ReLU scores as they are
     cuda += "\n\n" + render(
         "attention/launch.cu", name=name, launcher_sig=launcher_sig,
@@ -103,7 +110,8 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     keys = 64 if kind is None else block_keys(spec.head_dim)
     layout = (f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
               if kind is None else
-              f"64 query rows a block of 4 warps, products on tensor cores in {MMA_MATH[kind]}, "
+              f"{64 * row_tiles(spec.head_dim)} query rows a block of 4 warps, products on tensor cores in "
+              f"{MMA_MATH[kind]}, "
               "fp32 accumulation and softmax")
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=f"{launcher_sig};\n{live_sig};", python_args=args,

@@ -6,9 +6,11 @@
 // head strides of its own), out [N, Lq, D] contiguous.  The products
 // run on mma.sync in {{math}}: both inputs rounded to it in shared memory (a tf32 value is fp32 with
 // 10 mantissa bits; f16 / bf16 as stored), the probabilities rounded the same way before P v, all
-// sums in fp32 (FlashAttention-2's scheme).  One block of 4 warps owns BM = 64 query rows of one
-// n, 16 rows a warp; the K and V tiles of BN keys stream through shared memory; an online softmax
-// in base 2 keeps a row's running max and sum in the two lanes' registers that hold it.
+// sums in fp32 (FlashAttention-2's scheme).  One block of 4 warps owns BM = 64 MT query rows of
+// one n, MT tiles of 16 rows a warp (MT 2: each K and V fragment read from shared memory feeds two
+// products, halving the shared-memory traffic per product); the K and V tiles of BN keys stream
+// through shared memory; an online softmax
+// in base 2 keeps a row's running max and sum in the registers of the 4 lanes that hold it.
 //   Warp layout (lane = 4 g + t): a score accumulator of keys 8j .. 8j+7 holds rows g and g + 8,
 // keys 8j + 2t and 8j + 2t + 1, which is the A fragment of P v as it stands for k16 (two key
 // groups); for tf32's k8 the k index t stands for key 2t and t + 4 for key 2t + 1, and the V
@@ -22,7 +24,8 @@ constexpr int KIND = {{mma_kind}};    // 0 tf32 (m16n8k8), 1 f16, 2 bf16 (m16n8k
 using E = KsMmaElem<KIND>::T;
 constexpr int KSTEP = KIND == 0 ? 8 : 16;
 constexpr int LD = DP + (KIND == 0 ? 4 : 8);  // a padded row: the fragment reads of 8 rows hit 8 bank groups
-constexpr int WARPS = 4, THREADS = 32 * WARPS, BM = 16 * WARPS, BN = {{block_keys}};
+constexpr int MT = {{row_tiles}};     // m16 row tiles a warp: each K / V fragment read from shared memory feeds MT products
+constexpr int WARPS = 4, THREADS = 32 * WARPS, BM = 16 * MT * WARPS, BN = {{block_keys}};
 constexpr bool CAUSAL = {{causal}};
 constexpr int MASK = {{mask_kind}};   // 0 none, 1 nonzero takes part (bool, or x of `x != 0`), 2 added
 constexpr bool RELU = {{relu}};       // relu(scores) v: no running max or sum, nothing normalised
@@ -100,13 +103,18 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS) {{name}}_kernel(
   const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v)) & 15) == 0 &&
                    (sqb | sqh | sq1 | skb | skh | sk1 | svb | svh | sv1) % QV == 0;
   {{name}}_tile(Qs, q + m0 * sq1, sq1, Lq - m0, BM, vec);
-  float o[DP / 8][4], m_run[2] = {-KS_INF, -KS_INF}, l_run[2] = {0.f, 0.f};
+  float o[MT][DP / 8][4], m_run[MT][2], l_run[MT][2];
 #pragma unroll
-  for (int dn = 0; dn < DP / 8; ++dn)
+  for (int mt = 0; mt < MT; ++mt) {
+    m_run[mt][0] = m_run[mt][1] = -KS_INF;
+    l_run[mt][0] = l_run[mt][1] = 0.f;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) o[dn][e] = 0.f;
-  const E* qw = Qs + warp * 16 * LD;
-  const int64_t row0 = m0 + warp * 16 + g;  // this lane's rows: row0 and row0 + 8
+    for (int dn = 0; dn < DP / 8; ++dn)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[mt][dn][e] = 0.f;
+  }
+  const E* qw = Qs + warp * 16 * MT * LD;
+  const int64_t row0 = m0 + warp * 16 * MT + g;  // this lane's rows: row0 + 16 mt and row0 + 16 mt + 8
   const int64_t keys = CAUSAL ? (m0 + BM < Lk ? m0 + BM : Lk) : Lk;
   const int64_t tiles_n = (Lk + BN - 1) / BN;
   const unsigned char* live_row = live == nullptr ? nullptr : live + n * live_n + (blockIdx.x % tiles_m) * tiles_n;
@@ -116,27 +124,33 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS) {{name}}_kernel(
     {{name}}_tile(Ks, k + n0 * sk1, sk1, Lk - n0, BN, vec);
     {{name}}_tile(Vs, v + n0 * sv1, sv1, Lk - n0, BN, vec);
     __syncthreads();
-    float s[BN / 8][4];
+    float s[MT][BN / 8][4];
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+      for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][j][e] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < DP; kk += KSTEP) {
-      uint32_t a[4];
-      if constexpr (KIND == 0) {
-        a[0] = {{name}}_u32(qw + g * LD + kk + t);
-        a[1] = {{name}}_u32(qw + (g + 8) * LD + kk + t);
-        a[2] = {{name}}_u32(qw + g * LD + kk + t + 4);
-        a[3] = {{name}}_u32(qw + (g + 8) * LD + kk + t + 4);
-      } else {
-        a[0] = {{name}}_u32(qw + g * LD + kk + 2 * t);
-        a[1] = {{name}}_u32(qw + (g + 8) * LD + kk + 2 * t);
-        a[2] = {{name}}_u32(qw + g * LD + kk + 2 * t + 8);
-        a[3] = {{name}}_u32(qw + (g + 8) * LD + kk + 2 * t + 8);
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const E* qa = qw + mt * 16 * LD + kk;
+        if constexpr (KIND == 0) {
+          a[mt][0] = {{name}}_u32(qa + g * LD + t);
+          a[mt][1] = {{name}}_u32(qa + (g + 8) * LD + t);
+          a[mt][2] = {{name}}_u32(qa + g * LD + t + 4);
+          a[mt][3] = {{name}}_u32(qa + (g + 8) * LD + t + 4);
+        } else {
+          a[mt][0] = {{name}}_u32(qa + g * LD + 2 * t);
+          a[mt][1] = {{name}}_u32(qa + (g + 8) * LD + 2 * t);
+          a[mt][2] = {{name}}_u32(qa + g * LD + 2 * t + 8);
+          a[mt][3] = {{name}}_u32(qa + (g + 8) * LD + 2 * t + 8);
+        }
       }
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
+      for (int j = 0; j < BN / 8; ++j) {  // one B fragment of K for the warp's MT row tiles
         const E* kr = Ks + (j * 8 + g) * LD + kk;
         uint32_t b[2];
         if constexpr (KIND == 0) {
@@ -146,103 +160,125 @@ __global__ void __launch_bounds__({{name}}_cfg::THREADS) {{name}}_kernel(
           b[0] = {{name}}_u32(kr + 2 * t);
           b[1] = {{name}}_u32(kr + 2 * t + 8);
         }
-        ks_mma<KIND>(s[j], a, b);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) ks_mma<KIND>(s[mt][j], a[mt], b);
       }
     }
     // scale (base 2 for softmax), then masks: only a tile at the keys' end, on a causal diagonal or
     // under a mask tests each score
     const bool whole = MASK == 0 && n0 + BN <= Lk && (!CAUSAL || n0 + BN - 1 <= m0);
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[j][e] * q_scale;
-        if (!whole) {
-          const int64_t row = row0 + (e >> 1) * 8, key = n0 + j * 8 + 2 * t + (e & 1);
-          bool takes_part = key < Lk;
-          if (CAUSAL) takes_part = takes_part && key <= row;
-          if (MASK != 0 && takes_part && row < Lq) {
-            const float m = {{name}}_mask(mask[n * sm0 + row * sm1 + key * sm2]);
-            if (MASK == 1) takes_part = m != 0.f;
-            // a finite mask as low as finfo(float32).min stays finite in base 2; only -inf masks out
-            else if (RELU) x += m;
-            else x = m == -KS_INF ? -KS_INF : fmaf(fmaxf(m, -2.35e38f), 1.4426950408889634f, x);
+      for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = s[mt][j][e] * q_scale;
+          if (!whole) {
+            const int64_t row = row0 + mt * 16 + (e >> 1) * 8, key = n0 + j * 8 + 2 * t + (e & 1);
+            bool takes_part = key < Lk;
+            if (CAUSAL) takes_part = takes_part && key <= row;
+            if (MASK != 0 && takes_part && row < Lq) {
+              const float m = {{name}}_mask(mask[n * sm0 + row * sm1 + key * sm2]);
+              if (MASK == 1) takes_part = m != 0.f;
+              // a finite mask as low as finfo(float32).min stays finite in base 2; only -inf masks out
+              else if (RELU) x += m;
+              else x = m == -KS_INF ? -KS_INF : fmaf(fmaxf(m, -2.35e38f), 1.4426950408889634f, x);
+            }
+            x = takes_part ? x : -KS_INF;
           }
-          x = takes_part ? x : -KS_INF;
+          s[mt][j][e] = RELU ? fmaxf(x, 0.f) : x;  // a masked relu score (-inf) is 0
         }
-        s[j][e] = RELU ? fmaxf(x, 0.f) : x;  // a masked relu score (-inf) is 0
-      }
     if constexpr (!RELU) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = -KS_INF;
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m_run[r], mx);
-        const float base = m_new == -KS_INF ? 0.f : m_new;  // no key yet: keep everything 0, not NaN
-        const float alpha = exp2f(m_run[r] - base);
-        float sum = 0.f;
+        for (int r = 0; r < 2; ++r) {
+          float mx = -KS_INF;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          s[j][2 * r] = exp2f(s[j][2 * r] - base);
-          s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - base);
-          sum += s[j][2 * r] + s[j][2 * r + 1];
+          for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * r], s[mt][j][2 * r + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(m_run[mt][r], mx);
+          const float base = m_new == -KS_INF ? 0.f : m_new;  // no key yet: keep everything 0, not NaN
+          const float alpha = exp2f(m_run[mt][r] - base);
+          float sum = 0.f;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            s[mt][j][2 * r] = exp2f(s[mt][j][2 * r] - base);
+            s[mt][j][2 * r + 1] = exp2f(s[mt][j][2 * r + 1] - base);
+            sum += s[mt][j][2 * r] + s[mt][j][2 * r + 1];
+          }
+          sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+          sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+          l_run[mt][r] = l_run[mt][r] * alpha + sum;
+          m_run[mt][r] = m_new;
+#pragma unroll
+          for (int dn = 0; dn < DP / 8; ++dn) {
+            o[mt][dn][2 * r] *= alpha;
+            o[mt][dn][2 * r + 1] *= alpha;
+          }
         }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        l_run[r] = l_run[r] * alpha + sum;
-        m_run[r] = m_new;
-#pragma unroll
-        for (int dn = 0; dn < DP / 8; ++dn) {
-          o[dn][2 * r] *= alpha;
-          o[dn][2 * r + 1] *= alpha;
-        }
-      }
     }
     if constexpr (KIND == 0) {
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         // k index t is key 8j + 2t, t + 4 is key 8j + 2t + 1 (the accumulator's own columns)
-        const uint32_t a[4] = {__float_as_uint(ks_round_tf32(s[j][0])), __float_as_uint(ks_round_tf32(s[j][2])),
-                               __float_as_uint(ks_round_tf32(s[j][1])), __float_as_uint(ks_round_tf32(s[j][3]))};
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          a[mt][0] = __float_as_uint(ks_round_tf32(s[mt][j][0]));
+          a[mt][1] = __float_as_uint(ks_round_tf32(s[mt][j][2]));
+          a[mt][2] = __float_as_uint(ks_round_tf32(s[mt][j][1]));
+          a[mt][3] = __float_as_uint(ks_round_tf32(s[mt][j][3]));
+        }
         const E* v0 = Vs + (j * 8 + 2 * t) * LD + g;
 #pragma unroll
         for (int dn = 0; dn < DP / 8; ++dn) {
           const uint32_t b[2] = {{{name}}_u32(v0 + dn * 8), {{name}}_u32(v0 + LD + dn * 8)};
-          ks_mma<0>(o[dn], a, b);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) ks_mma<0>(o[mt][dn], a[mt], b);
         }
       }
     } else {
 #pragma unroll
       for (int j = 0; j < BN / 16; ++j) {
-        const uint32_t a[4] = {ks_mma_pack<KIND>(s[2 * j][0], s[2 * j][1]), ks_mma_pack<KIND>(s[2 * j][2], s[2 * j][3]),
-                               ks_mma_pack<KIND>(s[2 * j + 1][0], s[2 * j + 1][1]),
-                               ks_mma_pack<KIND>(s[2 * j + 1][2], s[2 * j + 1][3])};
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          a[mt][0] = ks_mma_pack<KIND>(s[mt][2 * j][0], s[mt][2 * j][1]);
+          a[mt][1] = ks_mma_pack<KIND>(s[mt][2 * j][2], s[mt][2 * j][3]);
+          a[mt][2] = ks_mma_pack<KIND>(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
+          a[mt][3] = ks_mma_pack<KIND>(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
+        }
         // lanes 0-15 address keys 16j .. 16j+15 at head dims dn*8, lanes 16-31 the same keys at dn*8 + 8
         const E* vrow = Vs + (j * 16 + (lane & 15)) * LD + (lane >> 4) * 8;
 #pragma unroll
         for (int dn = 0; dn < DP / 8; dn += 2) {
           uint32_t b[4];
           ks_ldmatrix_x4_trans(b, vrow + dn * 8);
-          ks_mma<KIND>(o[dn], a, b);
-          ks_mma<KIND>(o[dn + 1], a, b + 2);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            ks_mma<KIND>(o[mt][dn], a[mt], b);
+            ks_mma<KIND>(o[mt][dn + 1], a[mt], b + 2);
+          }
         }
       }
     }
   }
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t row = row0 + 8 * r;
-    if (row >= Lq) continue;
-    const float inv = RELU ? 1.f : l_run[r] > 0.f ? 1.f / l_run[r] : 0.f;
-    {{out_t}}* orow = out + (n * Lq + row) * D;
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int dn = 0; dn < DP / 8; ++dn) {
-      const int d = dn * 8 + 2 * t;
-      if (d < D) orow[d] = ks_from_float<{{out_t}}>(o[dn][2 * r] * inv);
-      if (d + 1 < D) orow[d + 1] = ks_from_float<{{out_t}}>(o[dn][2 * r + 1] * inv);
+    for (int r = 0; r < 2; ++r) {
+      const int64_t row = row0 + mt * 16 + 8 * r;
+      if (row >= Lq) continue;
+      const float inv = RELU ? 1.f : l_run[mt][r] > 0.f ? 1.f / l_run[mt][r] : 0.f;
+      {{out_t}}* orow = out + (n * Lq + row) * D;
+#pragma unroll
+      for (int dn = 0; dn < DP / 8; ++dn) {
+        const int d = dn * 8 + 2 * t;
+        if (d < D) orow[d] = ks_from_float<{{out_t}}>(o[mt][dn][2 * r] * inv);
+        if (d + 1 < D) orow[d + 1] = ks_from_float<{{out_t}}>(o[mt][dn][2 * r + 1] * inv);
+      }
     }
-  }
 }
