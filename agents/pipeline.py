@@ -16,7 +16,7 @@ from typing import Any
 
 from kernelstitch.agents.job_protocol import JobResult, ProgressEvent, Stage
 
-from kernelstitch.core.precision import precision_mode
+from kernelstitch.core.precision import float64_describes, precision_mode
 from kernelstitch.core.problem import ProblemError, resolve_module
 from kernelstitch.core.workspace import Workspace
 
@@ -487,8 +487,11 @@ def _summary(verdict) -> str:
     if verdict.status == "accepted" and verdict.timings:
         t = verdict.timings
         if t.precision != "fp32" and t.speedup_vs_eager_fp32 is not None:
-            error = (f", max error {verdict.precision.max_rel_error:.1e} x RMS"
-                     if verdict.precision and verdict.precision.max_rel_error is not None else "")
+            report = verdict.precision
+            error = ("" if report is None or report.max_rel_error is None
+                     else ", float64 error not meaningful (random draws)"
+                     if not float64_describes(report.fp32_max_rel_error)
+                     else f", max error {report.max_rel_error:.1e} x RMS")
             return (f"accepted ({t.precision}): {t.speedup_vs_eager_fp32:.2f}x vs strict-fp32 eager, "
                     f"{t.speedup_vs_eager:.2f}x vs eager with {t.precision}{error}")
         return f"accepted: {t.speedup_vs_eager:.2f}x vs eager"

@@ -15,6 +15,7 @@ from kernelstitch.server.results import (
     verdict_status,
 )
 
+from kernelstitch.core.precision import float64_describes
 from kernelstitch.core.problem import ModuleInfo
 
 _MAX_PLAN_STEPS = 8
@@ -127,8 +128,12 @@ def verdict_line(verdict: dict[str, Any] | None) -> str | None:
         line += f" · **{speedup:.2f}x** vs eager with {precision}"
         report = verdict.get("precision")
         error = report.get("max_rel_error") if isinstance(report, dict) else None
+        fp32_error = report.get("fp32_max_rel_error") if isinstance(report, dict) else None
         if isinstance(error, (int, float)) and not isinstance(error, bool):
-            line += f" · max error {error:.1e} × RMS vs float64"
+            if isinstance(fp32_error, (int, float)) and not float64_describes(float(fp32_error)):
+                line += " · float64 error not meaningful (random draws: judged against PyTorch)"
+            else:
+                line += f" · max error {error:.1e} × RMS vs float64"
     elif speedup is not None:
         line += f" · **{speedup:.2f}x** vs eager PyTorch"
     if status == "could_not_verify":

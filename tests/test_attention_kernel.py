@@ -9,7 +9,12 @@ import textwrap
 
 import pytest
 from kernelstitch.agents.coder.codegen import AttentionSpec, TensorArg, emit
-from kernelstitch.agents.coder.codegen.attention import block_keys, mma_kind, row_tiles, rows_per_thread
+from kernelstitch.agents.coder.codegen.attention import (
+    block_keys,
+    mma_kind,
+    row_tiles,
+    rows_per_thread,
+)
 from kernelstitch.agents.plan.kernel_spec import spec_from_json, spec_to_json
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture

@@ -25,7 +25,13 @@ from kernelstitch.server.config import ServerConfig
 from kernelstitch.bench.metrics import summarise as summarize
 from kernelstitch.bench.outcome import ProblemOutcome
 from kernelstitch.bench.report import render_markdown
-from kernelstitch.core.precision import PRECISIONS, PrecisionError, precision_mode
+from kernelstitch.core.precision import (
+    FLOAT64_UNRELATED_ERROR,
+    PRECISIONS,
+    PrecisionError,
+    float64_describes,
+    precision_mode,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -185,6 +191,16 @@ def test_the_bench_shows_three_speedups_and_the_error():
     assert "geomean speedup vs strict-fp32 eager (tf32" in text
     plain = render_markdown([ProblemOutcome("x", "failed", "")], summarize([]), {}, "c")
     assert "vs eager fp32" not in plain
+    # a program with random draws: float64 is another computation, its error is not quoted
+    timings["precision"] = "bf16"
+    random = ProblemOutcome.from_result("level2/66", JobResult(
+        status="succeeded", message="", kind="generate", source_path="p.py", module="Model",
+        verdict={"status": "accepted", "reasons": [], "timings": timings,
+                 "precision": {"max_rel_error": 5.35, "fp32_max_rel_error": 5.35}}))
+    summary = summarize([ours, random])
+    assert summary["max_rel_error"] == 0.003  # the dropout program's 5.35 left out
+    text = render_markdown([ours, random], summary, {}, "kernelstitch bench --precision bf16")
+    assert "not meaningful (5.3e+00): float64 is another computation" in text and "5.3e+00 (" not in text
 
 
 def test_the_editor_setting_reaches_the_job():
@@ -379,6 +395,46 @@ def test_the_judge_compares_with_float64_at_the_precisions_bound():
     reply = {}
     bad = judge._compare_reduced([x], reference, [reference[0] + 5e-2 * noise], [None], info, "cpu", reply)
     assert [f.code for f in bad] == ["wrong_output"] and "float64_errors" in reply
+
+
+class _Dropout(torch.nn.Module):
+    """Training-mode dropout after a linear layer (KernelBench 66_Matmul_Dropout_Softmax's kind)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(256, 128)
+
+    def forward(self, x):
+        return torch.nn.functional.dropout(self.linear(x), p=0.5, training=True)
+
+
+def test_random_draws_are_judged_against_the_fp32_reference_not_float64():
+    """A bf16 H100 run accepted a dropout program through the second opinion: float64 draws
+    another mask, so PyTorch fp32 and the candidate were both 5.4 x RMS from it, and any output
+    within 2x of that passed.  Now the fp32 reference (same draws) judges at the bound, and the
+    reports say the float64 error is not meaningful."""
+    from kernelstitch.agents.verifier.reference_task import _Judge
+
+    torch.manual_seed(0)
+    model, x = _Dropout(), torch.randn(32, 256)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        reference = [model(x)]
+    judge = _Judge(None, model, torch.device("cpu"), [], "bf16")
+    info = [{"device": "cpu", "contiguous": True, "strides": list(reference[0].stride())}]
+    rms = float(reference[0].square().mean().sqrt())
+    reply: dict = {}
+    torch.manual_seed(2)  # the float64 copy draws from here: another mask than the fp32 run drew
+    honest = judge._compare_reduced([x], reference, [reference[0] + 1e-3 * rms], [None], info, "cpu", reply)
+    assert honest == [] and reply["float64_unrelated"]
+    assert reply["precision_errors"][0]["fp32_max_rel_error"] > FLOAT64_UNRELATED_ERROR
+    reply = {}
+    garbage = torch.randn_like(reference[0]) * rms  # as far from float64 as the honest output was
+    bad = judge._compare_reduced([x], reference, [garbage], [None], info, "cpu", reply)
+    assert [f.code for f in bad] == ["wrong_output"] and reply["float64_unrelated"]
+    report = PrecisionReport("bf16", 5e-2, 5e-2, 1, 3.0, 5.4, 5.4)
+    assert "not this module's computation" in report.sentence() and "5.4" in report.sentence()
+    assert float64_describes(3e-5) and float64_describes(None) and not float64_describes(5.4)
 
 
 def test_the_float64_copy_is_planned_under_a_reduced_precision_and_fp32_keeps_its_second_opinion():

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from kernelstitch.core.precision import float64_describes
+
 VerdictStatus = Literal["accepted", "rejected", "could_not_verify"]
 
 # Stable snake_case codes of a rejection: scripts and the editor match on these.
@@ -100,6 +102,12 @@ class PrecisionReport:
             return (f"{self.precision}: no float64 recomputation was possible "
                     f"({self.float64_missing} comparison(s) against the fp32 reference, bound "
                     f"rtol {self.rtol:g}, atol {self.atol:g} x RMS)")
+        if not float64_describes(self.fp32_max_rel_error):
+            return (f"{self.precision}: the float64 recomputation is not this module's computation "
+                    f"(PyTorch in fp32 differs from it by {self.fp32_max_rel_error:.2g} x RMS, as ours by "
+                    f"{self.max_rel_error:.2g}: random draws such as training-mode dropout), so its error "
+                    f"says nothing; judged against the fp32 reference, which drew the same, at the bound "
+                    f"rtol {self.rtol:g}, atol {self.atol:g} x RMS")
         fp32 = (f"; PyTorch in fp32: {self.fp32_max_rel_error:.2g}"
                 if self.fp32_max_rel_error is not None else "")
         return (f"{self.precision} costs this module a max error of {self.max_rel_error:.2g} x RMS "
