@@ -50,12 +50,13 @@ def main() -> None:
             specs.append(AttentionSpec(spec_name(shape, label), t, t, t, d, 1 / math.sqrt(d), dtype, causal,
                                        precision=precision))
     ext = load_kernels("ks_attention_mma_timing", specs)
-    # the tensor-core body with one m16 row tile a warp where the default takes two (head dims <= 64)
+    # the tensor-core body with one m16 row tile a warp where the default takes two
     one_tile = [replace(s, name=s.name + "_mt1") for s in specs
-                if attention.row_tiles(s.head_dim) == 2 and attention.mma_kind(s.query.dtype, s.precision) is not None
+                if attention.row_tiles(s.head_dim, s.causal or s.mask is not None) == 2
+                and attention.mma_kind(s.query.dtype, s.precision) is not None
                 and s.precision in ("fp32", "tf32") and s.query.dtype in ("float32", "bfloat16")]
     default_tiles = attention.row_tiles
-    attention.row_tiles = lambda head_dim: 1
+    attention.row_tiles = lambda head_dim, masked=False: 1
     try:
         ext_one = load_kernels("ks_attention_mma_timing_mt1", one_tile)
     finally:

@@ -230,7 +230,7 @@ def attention_specs() -> list[AttentionSpec]:
         spec("att_d32_relu_causal_bf16", 32, "bfloat16", causal=True, score="relu"),
         # the tensor-core kernel's own layouts: fp32 inputs under each precision opt-in, head dims
         # not a multiple of 16, above 128 (key tiles of 32) up to 256
-        spec("att_d64_tf32", 64, precision="tf32"), spec("att_d128_causal_tf32", 128, causal=True, precision="tf32"),
+        spec("att_d32_tf32", 32, precision="tf32"), spec("att_d64_tf32", 64, precision="tf32"), spec("att_d128_causal_tf32", 128, causal=True, precision="tf32"),
         spec("att_d40_addmask_tf32", 40, mask="float32", precision="tf32"),
         spec("att_d256_mask_tf32", 256, mask="bool", precision="tf32"),
         spec("att_d64_bf16_precision", 64, precision="bf16"),

@@ -50,11 +50,14 @@ def block_keys(head_dim: int) -> int:
     return 64 if head_dim <= 128 else 32
 
 
-def row_tiles(head_dim: int) -> int:
-    """m16 row tiles a warp of the tensor-core kernel: 2 up to head dim 64 (each K / V fragment
-    read from shared memory then feeds two products: half the shared-memory traffic, the
-    bound of a tile of 16 rows), 1 above (the output accumulators would pass the registers)."""
-    return 2 if head_dim <= 64 else 1
+def row_tiles(head_dim: int, masked: bool = False) -> int:
+    """m16 row tiles a warp of the tensor-core kernel.  Two halve the shared-memory reads per
+    product (each K / V fragment feeds both) but double the score and output registers: on an
+    H100 (bench/results/2026-11-27-h100-attention-mma/RUN.md) two won at head dim 32 unmasked
+    (+17% tf32, +4% bf16), were mixed at 64 (-5% to +8%; -20% bf16 causal) and cost a causal /
+    masked GPT block 11% (233 registers with a mask: 2 blocks an SM).  So: 2 at head dims <= 32
+    without a mask or causal limit, else 1."""
+    return 2 if head_dim <= 32 and not masked else 1
 
 
 def emit_attention(spec: AttentionSpec) -> KernelSource:
@@ -75,6 +78,7 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     live_sig = f"int64_t {name}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk)"
     mask_kind = 1 if spec.mask_nonzero else MASK_KINDS.get(mask_dtype, 2)
     kind = mma_kind(spec.query.dtype, spec.precision)
+    tiles = row_tiles(spec.head_dim, masked=spec.causal or spec.mask is not None)
     rm = rows_per_thread(spec.head_dim, additive_mask=mask_kind == 2)
     types = dict(q_t=CUDA_TYPE[spec.query.dtype], k_t=CUDA_TYPE[spec.key.dtype], v_t=CUDA_TYPE[spec.value.dtype],
                  mask_t=CUDA_TYPE[mask_dtype or "float32"], out_t=CUDA_TYPE[spec.out_dtype])
@@ -89,7 +93,7 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
         cuda = render("attention/simt.cu", rows_per_thread=rm, **body)
     else:
         cuda = render("attention/mma.cu", mma_kind=kind, math=MMA_MATH[kind],
-                      block_keys=block_keys(spec.head_dim), row_tiles=row_tiles(spec.head_dim), **body)
+                      block_keys=block_keys(spec.head_dim), row_tiles=tiles, **body)
     # softmax scores in base 2 (exp2); ReLU scores as they are
     cuda += "\n\n" + render(
         "attention/launch.cu", name=name, launcher_sig=launcher_sig,
@@ -110,7 +114,7 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     keys = 64 if kind is None else block_keys(spec.head_dim)
     layout = (f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
               if kind is None else
-              f"{64 * row_tiles(spec.head_dim)} query rows a block of 4 warps, products on tensor cores in "
+              f"{64 * tiles} query rows a block of 4 warps, products on tensor cores in "
               f"{MMA_MATH[kind]}, "
               "fp32 accumulation and softmax")
     return KernelSource(
