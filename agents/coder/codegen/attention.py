@@ -82,17 +82,19 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     rm = rows_per_thread(spec.head_dim, additive_mask=mask_kind == 2)
     types = dict(q_t=CUDA_TYPE[spec.query.dtype], k_t=CUDA_TYPE[spec.key.dtype], v_t=CUDA_TYPE[spec.value.dtype],
                  mask_t=CUDA_TYPE[mask_dtype or "float32"], out_t=CUDA_TYPE[spec.out_dtype])
+    # the kernel's parameter list (kernel_params.cu), spliced into either body: launch.cu calls both alike
+    kernel_params = render("attention/kernel_params.cu", **types).strip()
     body = dict(
-        name=name, head_dim=spec.head_dim, head_dim_pad=-(-spec.head_dim // 16) * 16,
+        kernel_params=kernel_params, name=name, head_dim=spec.head_dim, head_dim_pad=-(-spec.head_dim // 16) * 16,
         causal="true" if spec.causal else "false", mask_kind=mask_kind,
         mask_what=("" if mask_dtype is None else " + mask" if mask_kind == 2 else
                    ", masked where the mask is 0" if spec.mask_nonzero else ", masked"),
         causal_what=", causal" if spec.causal else "",
-        relu="true" if spec.score == "relu" else "false", score=spec.score, **types)
+        relu="true" if spec.score == "relu" else "false", score=spec.score, out_t=types["out_t"])
     if kind is None:
         cuda = render("attention/simt.cu", rows_per_thread=rm, **body)
     else:
-        cuda = render("attention/mma.cu", mma_kind=kind, math=MMA_MATH[kind],
+        cuda = render("attention/mma.cu", mma_kind=kind, math=MMA_MATH[kind], q_t=types["q_t"],
                       block_keys=block_keys(spec.head_dim), row_tiles=tiles, **body)
     # softmax scores in base 2 (exp2); ReLU scores as they are
     cuda += "\n\n" + render(

@@ -79,12 +79,7 @@ template <typename T> __device__ __forceinline__ uint32_t {{name}}_u32(const T* 
 }
 
 __global__ void __launch_bounds__({{name}}_cfg::THREADS) {{name}}_kernel(
-    const {{q_t}}* __restrict__ q, const {{k_t}}* __restrict__ k, const {{v_t}}* __restrict__ v,
-    const {{mask_t}}* __restrict__ mask, {{out_t}}* __restrict__ out, const int64_t Lq, const int64_t Lk,
-    const int64_t tiles_m, const int64_t heads, const int64_t sqb, const int64_t sqh, const int64_t sq1,
-    const int64_t skb, const int64_t skh, const int64_t sk1, const int64_t svb, const int64_t svh, const int64_t sv1,
-    const int64_t sm0, const int64_t sm1, const int64_t sm2,
-    const unsigned char* __restrict__ live, const int64_t live_n, const float q_scale) {
+    {{kernel_params}}) {
   using namespace {{name}}_cfg;
   extern __shared__ float4 ks_attention_smem[];
   E* Qs = reinterpret_cast<E*>(ks_attention_smem);  // [BM][LD]
