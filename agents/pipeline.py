@@ -490,7 +490,7 @@ def _summary(verdict) -> str:
             report = verdict.precision
             error = ("" if report is None or report.max_rel_error is None
                      else ", float64 error not meaningful (random draws)"
-                     if not float64_describes(report.fp32_max_rel_error)
+                     if not float64_describes(report.fp32_max_rel_error, report.atol)
                      else f", max error {report.max_rel_error:.1e} x RMS")
             return (f"accepted ({t.precision}): {t.speedup_vs_eager_fp32:.2f}x vs strict-fp32 eager, "
                     f"{t.speedup_vs_eager:.2f}x vs eager with {t.precision}{error}")

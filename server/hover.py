@@ -129,8 +129,10 @@ def verdict_line(verdict: dict[str, Any] | None) -> str | None:
         report = verdict.get("precision")
         error = report.get("max_rel_error") if isinstance(report, dict) else None
         fp32_error = report.get("fp32_max_rel_error") if isinstance(report, dict) else None
+        bound = report.get("atol") if isinstance(report, dict) else None
         if isinstance(error, (int, float)) and not isinstance(error, bool):
-            if isinstance(fp32_error, (int, float)) and not float64_describes(float(fp32_error)):
+            if isinstance(fp32_error, (int, float)) and isinstance(bound, (int, float)) \
+                    and not float64_describes(float(fp32_error), float(bound)):
                 line += " · float64 error not meaningful (random draws: judged against PyTorch)"
             else:
                 line += f" · max error {error:.1e} × RMS vs float64"

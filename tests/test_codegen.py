@@ -236,6 +236,8 @@ def attention_specs() -> list[AttentionSpec]:
         spec("att_d64_bf16_precision", 64, precision="bf16"),
         spec("att_d72_relu_fp16_precision", 72, score="relu", causal=True, precision="fp16"),
         spec("att_d160_causal_bf16", 160, "bfloat16", causal=True), spec("att_d256_f16", 256, "float16"),
+        # head dims no 16-byte read divides: the tile loader's element-wise path
+        spec("att_d20_f16", 20, "float16"), spec("att_d33_tf32", 33, precision="tf32"),
     ]
 
 

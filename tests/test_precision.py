@@ -26,7 +26,7 @@ from kernelstitch.bench.metrics import summarise as summarize
 from kernelstitch.bench.outcome import ProblemOutcome
 from kernelstitch.bench.report import render_markdown
 from kernelstitch.core.precision import (
-    FLOAT64_UNRELATED_ERROR,
+    FLOAT64_SHARE_OF_BOUND,
     PRECISIONS,
     PrecisionError,
     float64_describes,
@@ -427,14 +427,18 @@ def test_random_draws_are_judged_against_the_fp32_reference_not_float64():
     torch.manual_seed(2)  # the float64 copy draws from here: another mask than the fp32 run drew
     honest = judge._compare_reduced([x], reference, [reference[0] + 1e-3 * rms], [None], info, "cpu", reply)
     assert honest == [] and reply["float64_unrelated"]
-    assert reply["precision_errors"][0]["fp32_max_rel_error"] > FLOAT64_UNRELATED_ERROR
+    assert reply["precision_errors"][0]["fp32_max_rel_error"] > FLOAT64_SHARE_OF_BOUND * 5e-2
     reply = {}
     garbage = torch.randn_like(reference[0]) * rms  # as far from float64 as the honest output was
     bad = judge._compare_reduced([x], reference, [garbage], [None], info, "cpu", reply)
     assert [f.code for f in bad] == ["wrong_output"] and reply["float64_unrelated"]
     report = PrecisionReport("bf16", 5e-2, 5e-2, 1, 3.0, 5.4, 5.4)
     assert "not this module's computation" in report.sentence() and "5.4" in report.sentence()
-    assert float64_describes(3e-5) and float64_describes(None) and not float64_describes(5.4)
+    # a share of the bound: dropout moving outputs by 3e-2 x RMS is caught under tf32 (bound 1e-2),
+    # where a fixed 0.1 let the second opinion accept anything within 2x of it
+    assert float64_describes(3e-5, 1e-2) and float64_describes(None, 1e-2)
+    assert not float64_describes(3e-2, 1e-2) and not float64_describes(5.4, 5e-2)
+    assert float64_describes(1e-2, 5e-2) and not float64_describes(1.3e-2, 5e-2)
 
 
 def test_the_float64_copy_is_planned_under_a_reduced_precision_and_fp32_keeps_its_second_opinion():

@@ -49,7 +49,7 @@ from kernelstitch.agents.verifier.judge import JudgeServer, UnreadableLeaf, deco
 from kernelstitch.agents.verifier.memory_plan import MemoryPlan, fits_scaled, plan_memory
 from kernelstitch.agents.verifier.precision_scope import baseline_precision
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
-from kernelstitch.agents.verifier.tolerances import REDUCED_EXACT_FACTOR
+from kernelstitch.agents.verifier.tolerances import PRECISION_TOLERANCES, REDUCED_EXACT_FACTOR
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
 
 from kernelstitch.core.precision import float64_describes, precision_mode
@@ -426,7 +426,8 @@ class _Judge:
         rounded = [e.to(r.dtype) if isinstance(e, torch.Tensor) and isinstance(r, torch.Tensor)
                    else r for e, r in zip(exact, reference)]
         reply["precision_errors"] = errors = precision_errors(exact, cand, reference)
-        if not all(float64_describes(e.get("fp32_max_rel_error")) for e in errors):
+        bound = PRECISION_TOLERANCES[self.precision].atol
+        if not all(float64_describes(e.get("fp32_max_rel_error"), bound) for e in errors):
             # the float64 recomputation is another computation (random draws: training-mode
             # dropout draws another mask in float64), so neither it nor an error measured from it
             # can judge: the fp32 reference, which drew what the candidate drew, at the bound

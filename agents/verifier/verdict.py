@@ -102,7 +102,7 @@ class PrecisionReport:
             return (f"{self.precision}: no float64 recomputation was possible "
                     f"({self.float64_missing} comparison(s) against the fp32 reference, bound "
                     f"rtol {self.rtol:g}, atol {self.atol:g} x RMS)")
-        if not float64_describes(self.fp32_max_rel_error):
+        if not float64_describes(self.fp32_max_rel_error, self.atol):
             return (f"{self.precision}: the float64 recomputation is not this module's computation "
                     f"(PyTorch in fp32 differs from it by {self.fp32_max_rel_error:.2g} x RMS, as ours by "
                     f"{self.max_rel_error:.2g}: random draws such as training-mode dropout), so its error "

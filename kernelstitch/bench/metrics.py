@@ -22,7 +22,6 @@ from collections import Counter
 from typing import Any
 
 from kernelstitch.bench.outcome import ProblemOutcome
-from kernelstitch.core.precision import float64_describes
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 
@@ -147,7 +146,7 @@ def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
                                                   if o.speedup_vs_eager_fp32]) or None,
         # over the programs whose float64 recomputation stands for the module (random draws left out)
         "max_rel_error": max((o.max_rel_error for o in correct if o.max_rel_error is not None
-                              and float64_describes(o.fp32_max_rel_error)), default=None),
+                              and o.float64_describes()), default=None),
         "fast_p_vs_eager": {str(p): fast_p(outcomes, p, "speedup_vs_eager") for p in FAST_P},
         "fast_p_vs_compiled": {str(p): fast_p(outcomes, p, "speedup_vs_compiled")
                                for p in FAST_P},

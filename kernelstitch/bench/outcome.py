@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kernelstitch.agents.job_protocol import JobResult
+from kernelstitch.agents.verifier.tolerances import PRECISION_TOLERANCES
+from kernelstitch.core.precision import float64_describes
 
 # accepted / rejected / could_not_verify come from the Verifier; "kept": the measured search
 # found nothing faster than the original, so the original is what is delivered (1.00x vs eager,
@@ -96,6 +98,12 @@ class ProblemOutcome:
     @property
     def correct(self) -> bool:
         return self.status in ("accepted", "kept")
+
+    def float64_describes(self) -> bool:
+        """Whether the float64 error stands for this module (not for random draws: see
+        kernelstitch.core.precision.FLOAT64_SHARE_OF_BOUND) under the run's precision."""
+        bound = PRECISION_TOLERANCES.get(self.precision, PRECISION_TOLERANCES["fp32"]).atol
+        return float64_describes(self.fp32_max_rel_error, bound)
 
     def drop_measurements_unless_accepted(self) -> None:
         """A rejected, unverified, failed, timed-out or cancelled problem reports no timings or

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelstitch.bench.outcome import ProblemOutcome
-from kernelstitch.core.precision import float64_describes
 
 SCHEMA = 1
 
@@ -83,7 +82,7 @@ def portable_command(command: str, cwd: Path | None = None) -> str:
 def _error(o: ProblemOutcome) -> str:
     """The delivered program's largest error from float64 (x RMS), PyTorch fp32's in brackets."""
     fp32 = f" ({o.fp32_max_rel_error:.1e})" if o.fp32_max_rel_error is not None else ""
-    if o.max_rel_error is not None and not float64_describes(o.fp32_max_rel_error):
+    if o.max_rel_error is not None and not o.float64_describes():
         return f"not meaningful{fp32}: float64 is another computation (random draws)"
     ours = "-" if o.max_rel_error is None else f"{o.max_rel_error:.1e}"
     return f"{ours}{fp32}" if ours != "-" or fp32 else "-"

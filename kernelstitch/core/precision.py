@@ -73,16 +73,19 @@ def precision_mode(name: str | None) -> PrecisionMode:
     return MODES[key]
 
 
-# PyTorch fp32's own error from the float64 recomputation above which that recomputation is not
-# the module's computation at all (x RMS): random draws (training-mode dropout draws another
-# mask in float64), float64-only branches.  Honest fp32 sits at 1e-7..1e-4 x RMS; an H100 bf16
-# run's dropout problem put both PyTorch fp32 and the candidate at 5.4 x RMS.  The judge then
-# relies on its second opinion (PyTorch with the precision allowed), and the reports say the
-# float64 error is not meaningful instead of quoting it.
-FLOAT64_UNRELATED_ERROR = 0.1
+# How far PyTorch fp32's own result may be from the float64 recomputation, as a share of the
+# precision's bound (atol x RMS), for that recomputation to stand for the module.  Beyond it the
+# float64 run is another computation (random draws: training-mode dropout draws another mask in
+# float64; an H100 bf16 run put PyTorch fp32 and the candidate both at 5.4 x RMS) or too
+# ill-conditioned to judge by: the judge then compares with the fp32 reference, which drew what
+# the candidate drew, at the bound, and the reports do not quote a float64 error.  A share of the
+# bound, not a fixed level: with random draws moving outputs by e between the bound and a fixed
+# level, the second opinion (2x the error of PyTorch with the precision, itself ~e from float64)
+# would accept anything within 2e (the change's review).  Honest fp32 sits at 1e-7..1e-4 x RMS.
+FLOAT64_SHARE_OF_BOUND = 0.25
 
 
-def float64_describes(fp32_max_rel_error: float | None) -> bool:
-    """Whether a float64 recomputation stands for the module (see FLOAT64_UNRELATED_ERROR);
-    True when PyTorch fp32's error is unknown."""
-    return fp32_max_rel_error is None or not fp32_max_rel_error > FLOAT64_UNRELATED_ERROR
+def float64_describes(fp32_max_rel_error: float | None, bound_atol: float) -> bool:
+    """Whether a float64 recomputation stands for the module under a precision whose bound is
+    `bound_atol` x RMS (see FLOAT64_SHARE_OF_BOUND); True when PyTorch fp32's error is unknown."""
+    return fp32_max_rel_error is None or not fp32_max_rel_error > FLOAT64_SHARE_OF_BOUND * bound_atol

@@ -20,6 +20,10 @@ at::Tensor {{name}}({{cparams}}) {
   const c10::cuda::CUDAGuard guard(device);
   int64_t N = 1;
   for (const int64_t s : lead) N *= s;
+  // a block owns 64 query rows or more (both bodies): the kernel's 1-D grid must fit a grid's x
+  // dimension (2^31 - 1 blocks)
+  TORCH_CHECK(N * ((Lq + 63) / 64) <= INT32_MAX, "{{name}}: too many (batch x heads) x query tiles for one ",
+              "launch: N = ", ks_str(N), ", Lq = ", ks_str(Lq));
   // [B, H, L, D] views, the head dim contiguous, B the leading dims merged (a copy only where
   // their strides do not allow it).  Where the kernel takes a head stride of its own, H is the
   // last leading dim, so the usual head-split view `x.view(b, t, h, d).transpose(1, 2)` is read
@@ -34,6 +38,8 @@ at::Tensor {{name}}({{cparams}}) {
   {{mask_setup}}
   // the live-tile map of a bool mask (one byte a tile of queries x keys, per n unless broadcast)
   const int64_t live_bytes = {{name}}_live_bytes(sm0 == 0 ? 1 : N, Lq, Lk);
+  TORCH_CHECK(live_bytes <= INT32_MAX, "{{name}}: the mask's live-tile map (one block a tile) has ",
+              ks_str(live_bytes), " tiles, more than one launch takes");
   at::Tensor live = at::empty({live_bytes > 0 ? live_bytes : 1}, q.options().dtype(at::kByte));
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
   {{name}}_launch(q4.data_ptr(), k4.data_ptr(), v4.data_ptr(), mask_ptr, out.data_ptr(), N, heads, Lq, Lk,
