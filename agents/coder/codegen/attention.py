@@ -2,8 +2,9 @@
 key / value tiles through shared memory with an online softmax, so the [Lq, Lk] scores are never
 stored (cuda/attention/).  Two bodies share one launcher (launch.cu): simt.cu, fp32 on the FMA
 units (strict fp32), and mma.cu, the products on tensor cores (mma.sync) in tf32, f16 or bf16 for
-16-bit inputs and for fp32 inputs under the user's precision opt-in.  Python picks the body and
-its tile (rows_per_thread, block_keys)."""
+16-bit inputs and for fp32 inputs under the user's precision opt-in; both take their parameter
+list from kernel_params.cu.  Python picks the body and its tile (rows_per_thread for simt.cu;
+block_keys and row_tiles for mma.cu)."""
 
 from __future__ import annotations
 

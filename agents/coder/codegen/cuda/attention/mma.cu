@@ -3,14 +3,14 @@
 
 // ---- flash attention {{name}} on tensor cores: out = {{score}}(q k^T * scale{{mask_what}}) v{{causal_what}} ----
 // q [N, Lq, D], k and v [N, Lk, D] (head dims contiguous; n = b * heads + h read through batch and
-// head strides of its own), out [N, Lq, D] contiguous.  The products
-// run on mma.sync in {{math}}: both inputs rounded to it in shared memory (a tf32 value is fp32 with
-// 10 mantissa bits; f16 / bf16 as stored), the probabilities rounded the same way before P v, all
-// sums in fp32 (FlashAttention-2's scheme).  One block of 4 warps owns BM = 64 MT query rows of
-// one n, MT tiles of 16 rows a warp (MT 2: each K and V fragment read from shared memory feeds two
-// products, halving the shared-memory traffic per product); the K and V tiles of BN keys stream
-// through shared memory; an online softmax
-// in base 2 keeps a row's running max and sum in the registers of the 4 lanes that hold it.
+// head strides of its own), out [N, Lq, D] contiguous.  The products run on mma.sync in {{math}}:
+// both inputs rounded to it in shared memory (a tf32 value is fp32 with 10 mantissa bits; f16 /
+// bf16 as stored), the probabilities rounded the same way before P v, all sums in fp32
+// (FlashAttention-2's scheme).  One block of 4 warps owns BM = 64 MT query rows of one n, MT tiles
+// of 16 rows a warp (MT 2: each K and V fragment read from shared memory feeds two products, half
+// the shared-memory traffic per product, at twice the accumulator registers); the K and V tiles of
+// BN keys stream through shared memory; an online softmax in base 2 keeps a row's running max and
+// sum in the registers of the 4 lanes that hold it.
 //   Warp layout (lane = 4 g + t): a score accumulator of keys 8j .. 8j+7 holds rows g and g + 8,
 // keys 8j + 2t and 8j + 2t + 1, which is the A fragment of P v as it stands for k16 (two key
 // groups); for tf32's k8 the k index t stands for key 2t and t + 4 for key 2t + 1, and the V
