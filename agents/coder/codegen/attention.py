@@ -79,8 +79,6 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     live_sig = f"int64_t {name}_live_bytes(int64_t mask_n, int64_t Lq, int64_t Lk)"
     mask_kind = 1 if spec.mask_nonzero else MASK_KINDS.get(mask_dtype, 2)
     kind = mma_kind(spec.query.dtype, spec.precision)
-    tiles = row_tiles(spec.head_dim, masked=spec.causal or spec.mask is not None)
-    rm = rows_per_thread(spec.head_dim, additive_mask=mask_kind == 2)
     types = dict(q_t=CUDA_TYPE[spec.query.dtype], k_t=CUDA_TYPE[spec.key.dtype], v_t=CUDA_TYPE[spec.value.dtype],
                  mask_t=CUDA_TYPE[mask_dtype or "float32"], out_t=CUDA_TYPE[spec.out_dtype])
     # the kernel's parameter list (kernel_params.cu), spliced into either body: launch.cu calls both alike
@@ -92,11 +90,19 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
                    ", masked where the mask is 0" if spec.mask_nonzero else ", masked"),
         causal_what=", causal" if spec.causal else "",
         relu="true" if spec.score == "relu" else "false", score=spec.score, out_t=types["out_t"])
+    # the body, its key tile and how it lays out the work (the kernel's notes)
     if kind is None:
+        rm = rows_per_thread(spec.head_dim, additive_mask=mask_kind == 2)
         cuda = render("attention/simt.cu", rows_per_thread=rm, **body)
+        keys = 64
+        layout = f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
     else:
+        tiles = row_tiles(spec.head_dim, masked=spec.causal or spec.mask is not None)
+        keys = block_keys(spec.head_dim)
         cuda = render("attention/mma.cu", mma_kind=kind, math=MMA_MATH[kind], q_t=types["q_t"],
-                      block_keys=block_keys(spec.head_dim), row_tiles=tiles, **body)
+                      block_keys=keys, row_tiles=tiles, **body)
+        layout = (f"{64 * tiles} query rows a block of 4 warps, products on tensor cores in {MMA_MATH[kind]}, "
+                  "fp32 accumulation and softmax")
     # softmax scores in base 2 (exp2); ReLU scores as they are
     cuda += "\n\n" + render(
         "attention/launch.cu", name=name, launcher_sig=launcher_sig,
@@ -114,12 +120,6 @@ def emit_attention(spec: AttentionSpec) -> KernelSource:
     args = (spec.query.name, spec.key.name, spec.value.name) + ((spec.mask.name,) if spec.mask else ())
     what = "causal " if spec.causal else ("masked " if spec.mask is not None else "")
     how = "online softmax in base 2" if spec.score == "softmax" else "relu(scores) accumulated as they come"
-    keys = 64 if kind is None else block_keys(spec.head_dim)
-    layout = (f"{16 * rm} query rows a block of 256 threads, fp32 accumulation (no tensor cores: strict fp32)"
-              if kind is None else
-              f"{64 * tiles} query rows a block of 4 warps, products on tensor cores in "
-              f"{MMA_MATH[kind]}, "
-              "fp32 accumulation and softmax")
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=f"{launcher_sig};\n{live_sig};", python_args=args,
         notes=(f"{what}flash attention, head dim {spec.head_dim}: key / value tiles of {keys} streamed through "
