@@ -214,8 +214,9 @@ def test_a_reduced_precision_adds_a_wide_range_case():
     from kernelstitch.agents.verifier.reference_task import _case_list
 
     assert [c["id"] for c in _case_list([7, 9], [])] == ["s7", "s9"]
-    cases = _case_list([7, 9], [], wide=True)
-    assert cases[-1] == {"id": "s7_wide", "seed": 7, "shapes": None, "variant": None, "wide": True}
+    cases = _case_list([7, 9], [], ["wide"])
+    assert cases[-1] == {"id": "s7_wide", "seed": 7, "shapes": None, "variant": None,
+                         "transform": "wide"}
     x = torch.randn(20000, generator=torch.Generator().manual_seed(0))
     index = torch.arange(5)
     wide, same_index = _widened([x, index], 7)

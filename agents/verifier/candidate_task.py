@@ -201,7 +201,7 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
                               "failures": []}
     failures = record["failures"]
     dev_inputs = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device,
-                             bool(case.get("wide")))
+                             case.get("transform"))
     inputs_digest = digest(dev_inputs)
     poison_allocator([m["nbytes"] for m in case["output_meta"] if m],
                      [v.numel() * v.element_size() for v in dev_inputs
@@ -256,7 +256,7 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
 def _mutated_inputs(state: _State, case: dict[str, Any], dev_inputs: list[Any]) -> list[dict]:
     """In-place changes: the case's inputs generated again, compared byte for byte."""
     fresh = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device,
-                        bool(case.get("wide")))
+                        case.get("transform"))
     found = [_failure_json("mutates_input", f"forward changed input {i} in place", input=i)
              for i, (before, after) in enumerate(zip(fresh, dev_inputs))
              if isinstance(before, torch.Tensor)

@@ -79,16 +79,58 @@ def _widened(values: list[Any], seed: int) -> list[Any]:
     return out
 
 
+# A large-logits case (softmax and attention, stress_cases.py): every floating input multiplied
+# by this.  The largest of a million N(0, 1) draws, about 5, becomes 160: exp() of it overflows
+# fp32 (above 88.7) unless the row's maximum is subtracted first; logits from products of two
+# inputs (attention) grow by its square, so an online softmax rescales by large steps between
+# key tiles.
+LARGE_INPUT_SCALE = 32.0
+
+
+def _scaled(values: list[Any], factor: float) -> list[Any]:
+    return [v * factor if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+            for v in values]
+
+
+# A masked-rows case (boolean mask inputs of softmax and attention problems): in every bool
+# input of two or more dimensions, every MASKED_ROW_PERIOD-th row along the last dimension is
+# all False and the row after it all True, so whichever of the two means "masked" (masked_fill
+# with the mask, or with its negation; SDPA's attn_mask keeps True), some rows are masked whole.
+MASKED_ROW_PERIOD = 7
+
+
+def _rows_masked(values: list[Any]) -> list[Any]:
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor) and v.dtype == torch.bool and v.dim() >= 2 and v.numel():
+            rows = v.reshape(-1, v.shape[-1]).clone()
+            rows[0::MASKED_ROW_PERIOD] = False
+            rows[1::MASKED_ROW_PERIOD] = True
+            v = rows.reshape(v.shape)
+        out.append(v)
+    return out
+
+
+# The input transforms a case may name ("transform" in the case): see the comments above.
+TRANSFORMS = ("wide", "large_logits", "masked_rows")
+
+
 def case_inputs(problem: LoadedProblem, seed: int, shapes: list[list[int] | None] | None,
-                device: torch.device, wide: bool = False) -> list[Any]:
-    """Fresh device inputs of a case; `shapes` None means the problem's own shapes; `wide`:
-    the wide-range case's inputs (see WIDE_DECADES)."""
+                device: torch.device, transform: str | None = None) -> list[Any]:
+    """Fresh device inputs of a case; `shapes` None means the problem's own shapes; `transform`
+    one of TRANSFORMS (the wide-range, large-logits or masked-rows case's inputs) or None."""
+    if transform is not None and transform not in TRANSFORMS:
+        raise ValueError(f"unknown case transform {transform!r}")
     start = time.perf_counter()
     values = seeded_inputs(problem, seed, device)
     if shapes is not None:
         values = _resize_all(values, shapes)
-    if wide:
+    if transform == "wide":
         values = _widened(values, seed)
+    elif transform == "large_logits":
+        values = _scaled(values, LARGE_INPUT_SCALE)
+    elif transform == "masked_rows":
+        values = _rows_masked(values)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     _SECONDS[0] += time.perf_counter() - start
@@ -180,15 +222,42 @@ def _accepted_on_meta(problem: LoadedProblem, shapes: list[list[int] | None],
     return True
 
 
+def long_sequence_length(length: int) -> int:
+    """The long-sequence case's length for a sequence of `length`: four times it, at least
+    twice and at most 2048 unless twice is more, plus 3 (no tile of 16, 32 or 64 divides it)."""
+    return min(4 * length, max(2 * length, 2048)) + 3
+
+
+def long_sequence_shapes(shapes: list[list[int] | None]) -> list[list[int] | None] | None:
+    """The shapes with dim -2 (the sequence of (B, T, C) and (B, H, T, D) operands) of every
+    tensor of 3 or more dims that shares the first such tensor's length made long; None when no
+    input has 3 dims."""
+    first = next((s for s in shapes if s and len(s) >= 3), None)
+    if first is None:
+        return None
+    length = first[-2]
+    longer = long_sequence_length(length)
+    return [s[:-2] + [longer, s[-1]] if s and len(s) >= 3 and s[-2] == length else s
+            for s in shapes]
+
+
 def shape_variants(problem: LoadedProblem, base: list[Any], count: int, run_on_device,
-                   fits=lambda _shapes: True) -> tuple[list[list[list[int] | None]], list[str]]:
+                   fits=lambda _shapes: True, long_sequence: bool = False,
+                   ) -> tuple[list[list[list[int] | None]], list[str]]:
     """Up to `count` input-shape variants the reference accepts and the memory plan can hold
     (`fits(shapes)`); `run_on_device(shapes)` is the fallback judge (runs the reference for
-    real) when meta tensors cannot decide."""
+    real) when meta tensors cannot decide.  `long_sequence` (attention problems,
+    stress_cases.py) adds one more unless `count` is 0: the sequences made long
+    (long_sequence_shapes)."""
     notes: list[str] = []
     chosen: list[list[list[int] | None]] = []
     too_big = 0
     original = input_shapes(base)
+
+    def accepted(proposal) -> bool:
+        verdict = _accepted_on_meta(problem, proposal, base)
+        return run_on_device(proposal) if verdict is None else verdict
+
     for proposal in _proposals(original):
         if len(chosen) >= count:
             break
@@ -197,10 +266,7 @@ def shape_variants(problem: LoadedProblem, base: list[Any], count: int, run_on_d
         if not fits(proposal):
             too_big += 1
             continue
-        accepted = _accepted_on_meta(problem, proposal, base)
-        if accepted is None:
-            accepted = run_on_device(proposal)
-        if accepted:
+        if accepted(proposal):
             chosen.append(proposal)
     if too_big:
         notes.append(f"{too_big} larger input shape(s) left out: they do not fit in GPU memory "
@@ -208,4 +274,21 @@ def shape_variants(problem: LoadedProblem, base: list[Any], count: int, run_on_d
     if count and not chosen:
         notes.append("no other input shape is accepted by the reference: checked the "
                      "problem's shapes only")
+    if long_sequence and count:
+        notes.append(_long_sequence_variant(original, chosen, fits, accepted))
     return chosen, notes
+
+
+def _long_sequence_variant(original, chosen, fits, accepted) -> str:
+    """Appends the long-sequence variant to `chosen` when the reference takes it; the note."""
+    proposal = long_sequence_shapes(original)
+    if proposal is None:
+        return "no long-sequence case: no input has a sequence dimension (3 or more dims)"
+    first = next(s for s in original if s and len(s) >= 3)
+    what = f"sequence length {first[-2]} -> {long_sequence_length(first[-2])}"
+    if not fits(proposal):
+        return f"no long-sequence case ({what}): it does not fit in GPU memory beside the checks"
+    if not accepted(proposal):
+        return f"no long-sequence case ({what}): the reference does not accept those shapes"
+    chosen.append(proposal)
+    return f"long-sequence case: {what} (dim -2 of the inputs)"

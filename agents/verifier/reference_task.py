@@ -42,13 +42,16 @@ from kernelstitch.agents.verifier.inputs import (
     digest,
     input_generation_seconds,
     input_shapes,
+    long_sequence_shapes,
     shape_variants,
     total_bytes,
 )
 from kernelstitch.agents.verifier.judge import JudgeServer, UnreadableLeaf, decode_leaf
 from kernelstitch.agents.verifier.memory_plan import MemoryPlan, fits_scaled, plan_memory
+from kernelstitch.agents.verifier.op_names import canonical_op
 from kernelstitch.agents.verifier.precision_scope import baseline_precision
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
+from kernelstitch.agents.verifier.stress_cases import StressPlan, plan_stress
 from kernelstitch.agents.verifier.tolerances import PRECISION_TOLERANCES, REDUCED_EXACT_FACTOR
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
 
@@ -63,13 +66,15 @@ def warm_up() -> None:
     warm_start("torch._inductor.compile_fx")
 
 
-def _case_list(seeds: list[int], variants: list[Any], wide: bool = False) -> list[dict[str, Any]]:
-    """The problem's shapes per seed, the shape variants, and with `wide` (a reduced precision)
-    one wide-range case of the first seed's inputs (inputs.WIDE_DECADES)."""
+def _case_list(seeds: list[int], variants: list[Any],
+               transforms: list[str] = ()) -> list[dict[str, Any]]:
+    """The problem's shapes per seed, one case of the first seed's inputs per transform (the
+    wide-range case of a reduced precision, the stress cases: inputs.TRANSFORMS), then the shape
+    variants."""
     cases = [{"id": f"s{seed}", "seed": seed, "shapes": None, "variant": None} for seed in seeds]
-    if wide:
-        cases.append({"id": f"s{seeds[0]}_wide", "seed": seeds[0], "shapes": None, "variant": None,
-                      "wide": True})
+    for transform in transforms:
+        cases.append({"id": f"s{seeds[0]}_{transform}", "seed": seeds[0], "shapes": None,
+                      "variant": None, "transform": transform})
     for i, shapes in enumerate(variants):
         seed = seeds[i % len(seeds)]
         cases.append({"id": f"s{seed}_v{i}", "seed": seed, "shapes": shapes, "variant": i})
@@ -168,19 +173,26 @@ def _gb(n: int) -> str:
 def _reference_outputs(problem, model, dev, seeds, shape_variants_count, notes,
                        watch: Stopwatch, free_bytes: int, param_bytes: int,
                        precision: str = "fp32") -> dict[str, Any]:
-    with watch.section("cases"):
-        case_facts = _run_cases(problem, model, dev, seeds, shape_variants_count, notes,
-                                free_bytes, param_bytes, precision)
     base = {"cuda": True, "device_name": torch.cuda.get_device_name(dev),
             "torch": torch.__version__, "notes": notes}
-    if case_facts.get("too_large"):
-        return {**base, **case_facts}
-    with watch.section("op_trace"):
+    with watch.section("op_trace"):  # first: the ops choose the stress cases
         first_inputs = case_inputs(problem, seeds[0], None, dev)
+        has_bool_mask = any(isinstance(v, torch.Tensor) and v.dtype == torch.bool and v.dim() >= 2
+                            for v in first_inputs)
         with torch.no_grad():
             trace = profile_calls(lambda _i: model(*first_inputs), 1, with_cuda=False)
         first_inputs.clear()
         ops = sorted({op for call in summarize_trace(trace) for op, _ in call.ops})
+    stress = plan_stress((canonical_op(op) for op in ops),
+                         reduced_precision=precision_mode(precision).reduced,
+                         has_bool_mask=has_bool_mask)
+    if stress.reason:
+        notes.append(stress.reason)
+    with watch.section("cases"):
+        case_facts = _run_cases(problem, model, dev, seeds, shape_variants_count, notes,
+                                free_bytes, param_bytes, precision, stress)
+    if case_facts.get("too_large"):
+        return {**base, **case_facts}
     return {**base, **case_facts, "reference_ops": ops,
             "state_keys": sorted(model.state_dict().keys())}
 
@@ -207,7 +219,8 @@ def _output_meta(out: list[Any]) -> list[dict[str, Any] | None]:
 
 
 def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_bytes,
-               param_bytes, precision: str = "fp32") -> dict[str, Any]:
+               param_bytes, precision: str = "fp32",
+               stress: StressPlan = StressPlan()) -> dict[str, Any]:
     """Runs every case once (the problem's shapes, then the variants) for what the runs show
     about the reference (output layout, in-place changes, aliasing); the outputs themselves are
     recomputed by the judge when a check needs them."""
@@ -244,25 +257,39 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
         return fits_scaled(plan, elements / base_elements)
 
     variants, variant_notes = shape_variants(problem, base, shape_variants_count, runs_on_device,
-                                             fits)
+                                             fits, long_sequence=stress.long_sequence)
+    long_shapes = long_sequence_shapes(input_shapes(base)) if stress.long_sequence else None
     del base
     notes += variant_notes
-    cases = _case_list(seeds, variants, wide=reduced)
+    # shape_variants appends it last, when the reference takes it
+    long_variant = len(variants) - 1 if variants and variants[-1] == long_shapes else None
+    cases = _case_list(seeds, variants, (["wide"] if reduced else []) + stress.transforms())
     mutates = aliases = False
     for case in list(cases):
-        dev_inputs = case_inputs(problem, case["seed"], case["shapes"], dev, bool(case.get("wide")))
+        optional = case.get("transform") is not None or (
+            long_variant is not None and case["variant"] == long_variant)
+        dev_inputs = case_inputs(problem, case["seed"], case["shapes"], dev, case.get("transform"))
         # Device copies to spot in-place changes, compared on the GPU.
         originals = [v.clone() if isinstance(v, torch.Tensor) else None for v in dev_inputs]
         try:
             with torch.no_grad():
                 out = flatten_outputs(model(*dev_inputs))
             torch.cuda.synchronize(dev)
-        except Exception as exc:  # noqa: BLE001 - only the wide case may fail: left out
-            if not case.get("wide"):
+            # the large case only: masked rows' NaN (softmax of a row of -inf) is the point, and
+            # the wide case shrinks values
+            left_out = _non_finite(out) if case.get("transform") == "large_logits" else None
+        except Exception as exc:  # noqa: BLE001 - only an optional case may fail: left out
+            if not optional:
                 raise
+            left_out = f"the reference fails on it ({describe_exception(exc)[:200]})"
+            gc.collect()
+            torch.cuda.empty_cache()
+        if left_out:
             cases.remove(case)
-            notes.append("the wide-range case was left out: the reference fails on it "
-                         f"({describe_exception(exc)[:200]})")
+            if case["variant"] is not None:
+                variants.pop(case["variant"])  # the last variant: no other index moves
+            notes.append(f"the {_case_name(case)} case was left out: {left_out}")
+            out = dev_inputs = originals = None
             continue
         case["input_shapes"] = input_shapes(dev_inputs)
         case["output_meta"] = _output_meta(out)
@@ -275,6 +302,19 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
     return {"cases": cases, "variants": variants, "mutates_inputs": mutates,
             "output_aliases_input": aliases, "nondeterministic": nondeterministic,
             "memory_plan": plan.to_json(), "float64_reference": float64_reference}
+
+
+def _case_name(case: dict[str, Any]) -> str:
+    names = {"wide": "wide-range", "large_logits": "large-logits", "masked_rows": "masked-rows"}
+    return names.get(case.get("transform"), "long-sequence")
+
+
+def _non_finite(outputs: list[Any]) -> str | None:
+    """Why a stress case has nothing to judge against: the reference's outputs are not finite."""
+    for index, o in enumerate(outputs):
+        if isinstance(o, torch.Tensor) and o.is_floating_point() and not bool(torch.isfinite(o).all()):
+            return f"the reference's output {index} has NaN or Inf values there"
+    return None
 
 
 def _numel(shape: list[int]) -> int:
@@ -376,7 +416,7 @@ class _Judge:
 
     def _compare(self, case: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
         inputs = case_inputs(self.problem, case["seed"], case["shapes"], self.dev,
-                             bool(case.get("wide")))
+                             case.get("transform"))
         if digest(inputs) != request.get("inputs_digest"):
             return {"error": "the candidate's process generated other inputs for this case than "
                              "the judge (get_inputs draws from a generator other than torch's, "
