@@ -19,8 +19,12 @@ REPORT_FILE = "report.md"
 
 def workspace_root(path: Path, folders: list[Path] | tuple[Path, ...] = ()) -> Path:
     """The workspace a source file belongs to: core's rule (the one the CLI uses, so editor
-    and terminal share generated files)."""
-    return Path(find_workspace_root(Path(path).resolve()))
+    and terminal share generated files), searched no higher than the innermost of the editor's
+    workspace `folders` that holds the file."""
+    path = Path(path).resolve()
+    holding = [f.resolve() for f in folders if path.is_relative_to(Path(f).resolve())]
+    within = max(holding, key=lambda f: len(f.parts)) if holding else None
+    return Path(find_workspace_root(path, within))
 
 
 def output_dir(root: Path, source: Path, module: str) -> Path:

@@ -37,6 +37,24 @@ def test_nearest_marker_wins(tmp_path):
     assert find_workspace_root(inner / "x.py") == inner.resolve()
 
 
+def test_the_editors_folder_bounds_the_search(tmp_path):
+    """A .kernelstitch a CLI run left above the folder the user opened (their home, /tmp) does
+    not take the editor's generated files; a marker inside the folder still wins."""
+    from kernelstitch.server.layout import workspace_root
+
+    (tmp_path / ".kernelstitch").mkdir()
+    opened = tmp_path / "workspace"
+    source = opened / "models" / "model.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("")
+    assert find_workspace_root(source) == tmp_path.resolve()  # the CLI's rule alone
+    assert workspace_root(source, [opened]) == opened.resolve()
+    assert workspace_root(source, [tmp_path / "elsewhere", opened]) == opened.resolve()
+    assert workspace_root(source, []) == tmp_path.resolve()
+    (source.parent / "pyproject.toml").write_text("")
+    assert workspace_root(source, [opened]) == source.parent.resolve()
+
+
 def test_root_defaults_to_the_file_folder(tmp_path, monkeypatch):
     from kernelstitch.core import workspace
 

@@ -25,12 +25,17 @@ ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", STATE_DIR_NAME)
 RUNSTORE_NAME = "runs.sqlite"
 
 
-def find_workspace_root(path: str | os.PathLike[str]) -> Path:
-    """The nearest ancestor of `path` holding a root marker, else the file's own folder."""
+def find_workspace_root(path: str | os.PathLike[str],
+                        within: str | os.PathLike[str] | None = None) -> Path:
+    """The nearest ancestor of `path` holding a root marker, else the file's own folder.
+    `within` (the editor's workspace folder holding `path`): the search stops there, and that
+    folder is the root when nothing below it is marked; a marker above the folder the user
+    opened (a .kernelstitch a CLI run left in the home folder or /tmp) is not theirs."""
     path = Path(path).resolve()
     start = path if path.is_dir() else path.parent
+    limit = Path(within).resolve() if within is not None else None
     for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+        if any((folder / marker).exists() for marker in ROOT_MARKERS) or folder == limit:
             return folder
     return start
 
