@@ -27,6 +27,8 @@ def test_softmax_problems_get_large_logits_and_attention_also_long_sequences():
     plan = plan_stress(["scaled_dot_product_attention", "_scaled_dot_product_flash_attention"],
                        reduced_precision=False, has_bool_mask=True)
     assert plan.transforms() == ["large_logits", "masked_rows"] and plan.long_sequence
+    for fused in ("_native_multi_head_attention", "_transformer_encoder_layer_fwd"):
+        assert plan_stress([fused], reduced_precision=False, has_bool_mask=False).long_sequence
     written_out = plan_stress(["bmm", "mul", "softmax", "masked_fill"], reduced_precision=False,
                               has_bool_mask=False)
     assert written_out.long_sequence and written_out.large_logits

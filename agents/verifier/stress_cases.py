@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-SOFTMAX_OPS = frozenset({"softmax", "log_softmax", "logsumexp"})
+SOFTMAX_OPS = frozenset({"softmax", "log_softmax", "logsumexp", "_masked_softmax",
+                         "_safe_softmax"})
 # Ops that check their floating inputs' values on the device (probabilities in [0, 1], rates
 # >= 0): scaled inputs would trip a device-side assert, which ends the reference's process.
 RANGE_CHECKED_OPS = frozenset({"binary_cross_entropy", "bernoulli", "multinomial", "poisson",
@@ -28,8 +29,11 @@ MATMUL_OPS = frozenset({"matmul", "bmm", "baddbmm", "mm", "einsum"})
 
 def is_attention_op(op: str) -> bool:
     """SDPA and its backends (`scaled_dot_product_attention`, `_scaled_dot_product_flash_attention`,
-    `_flash_attention_forward`, `_efficient_attention_forward`...)."""
-    return "scaled_dot_product" in op or op.endswith("attention_forward")
+    `_flash_attention_forward`...), nn.MultiheadAttention's fused path
+    (`_native_multi_head_attention`) and nn.TransformerEncoderLayer's
+    (`_transformer_encoder_layer_fwd`)."""
+    return ("scaled_dot_product" in op or "attention" in op
+            or op.startswith("_transformer_encoder_layer"))
 
 
 @dataclass(frozen=True)
