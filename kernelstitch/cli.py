@@ -154,7 +154,8 @@ def bench(
         ..., help="folder of KernelBench-format problems: *.py files, or level1/ level2/ ..."),
     levels: list[str] = typer.Option(
         [], "--levels", help="only these levels: --levels 1 2 (or 1,2)"),
-    only: list[str] = typer.Option([], help="only these problems (file stem or level1/stem)"),
+    only: list[str] = typer.Option(
+        [], help="only these problems, file stem or level1/stem: a,b or --only a --only b"),
     coder: str = typer.Option("builtin", help="builtin (offline) or llm"),
     jobs: int = typer.Option(1, help="GPUs to measure on at once, one problem per GPU"),
     build_jobs: int | None = typer.Option(

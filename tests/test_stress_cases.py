@@ -114,3 +114,19 @@ def test_the_long_sequence_variant_comes_after_the_counted_ones_when_the_referen
     chosen, notes = shape_variants(_Loaded(), base, 2, lambda _s: True, long_sequence=True,
                                    fits=lambda s: s[0][2] == 64)
     assert [[2, 4, 259, 16]] * 3 not in chosen and "does not fit in GPU memory" in notes[-1]
+
+
+def test_finite_values_where_the_reference_is_nan_fail_without_a_second_opinion():
+    """A fully masked softmax row: PyTorch gives NaN; a kernel that masks with -1e30 gives
+    uniform weights.  The judge's float64 second opinion follows only `wrong_output`."""
+    from kernelstitch.agents.verifier.compare import compare_outputs
+
+    x = torch.randn(4, 8)
+    keep = torch.rand(4, 8) > 0.3
+    keep[0] = False
+    reference = torch.softmax(x.masked_fill(~keep, float("-inf")), -1)
+    sentinel = torch.softmax(x.masked_fill(~keep, -1e30), -1)
+    info = [{"device": "cpu", "contiguous": True, "strides": []}]
+    failures = compare_outputs([reference], [sentinel], [], info, "cpu")
+    assert [f.code for f in failures] == ["nan_or_inf"] and failures[0].detail["count"] == 8
+    assert compare_outputs([reference], [reference.clone()], [], info, "cpu") == []

@@ -35,10 +35,13 @@ def test_the_honest_masked_softmax_passes_every_stress_case():
         assert any(name.endswith(case) for name in checked), (case, checked)
 
 
+# The sentinel kernel's uniform weights on a fully masked row, where PyTorch gives NaN, were
+# accepted on an H100 (2026-11-27, call B) through the float64 second opinion, which measured
+# errors at finite positions only: a NaN/Inf mismatch is now `nan_or_inf`, never second-guessed.
 @pytest.mark.parametrize("candidate, case", [("naive_masked_softmax.py", "large_logits"),
                                              ("sentinel_masked_softmax.py", "masked_rows")])
 def test_a_kernel_right_only_on_normal_inputs_is_rejected_on_its_stress_case(candidate, case):
     verdict = verify(REF, CANDIDATES / candidate, options=OPTIONS)
-    assert verdict.status == "rejected" and "wrong_output" in verdict.codes(), verdict.reasons
+    assert verdict.status == "rejected" and verdict.codes() == ["nan_or_inf"], verdict.reasons
     failed = _failed_cases(verdict)
     assert failed and all(name.endswith(case) for name in failed), failed

@@ -234,11 +234,28 @@ __device__ __forceinline__ int64_t ks_row_base_any(const KsOperand& d, int64_t r
     default: return d.div % R == 0 ? ks_mod(ks_div(row * R, d.div), d.mod) : -1;
   }
 }
+// VEC = 1 loads of those: ks_offset with its general-strides loop moved out of line.  Row kernels
+// never see KS_STRIDED (the host's ks_row_affine sends it to the tile kernels), but inlined into
+// every unrolled element of every operand that loop was most of ptxas's work: the group_norm
+// spec's fourteen kernels took 101 s to compile, 62 s with the call (2 cores, 2026-11-27), at
+// the same register counts.
+__device__ __noinline__ int64_t ks_offset_general(const KsOperand& d, int64_t i) { return ks_offset(d, i); }
+__device__ __forceinline__ int64_t ks_row_any_offset(const KsOperand& d, int64_t i) {
+  switch (d.mode) {
+    case KS_FULL: return i;
+    case KS_SCALAR: return 0;
+    case KS_ROW: return ks_mod_by(i, d.mod, d.fmod);
+    case KS_CHANNEL:
+    case KS_DIVMOD: return ks_mod_by(ks_div_by(i, d.div, d.fdiv), d.mod, d.fmod);
+    default: return ks_offset_general(d, i);
+  }
+}
 template <int VEC, typename T>
 __device__ __forceinline__ void ks_load_row_any(const T* __restrict__ p, const KsOperand& d, int64_t base, int64_t row0,
                                                 int64_t col, float (&v)[VEC]) {
-  if (base < 0) ks_load<VEC>(p, d, row0 + col, v);  // VEC > 1 only for ROW / CHANNEL: one vector or one channel
-  else ks_load_row<VEC>(p, d, base, col, v);
+  if (base >= 0) ks_load_row<VEC>(p, d, base, col, v);
+  else if constexpr (VEC == 1) v[0] = ks_ld(p + ks_row_any_offset(d, row0 + col));
+  else ks_load<VEC>(p, d, row0 + col, v);  // VEC > 1 only for ROW / CHANNEL: one vector or one channel
 }
 
 // ---- math (fp32, PyTorch's formulas) ----
