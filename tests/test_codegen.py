@@ -82,6 +82,7 @@ def reduction_specs() -> list[ReductionSpec]:
                 dim=-1, keepdim=False, out_dtype="float32",
                 prologue=(E("mul", ("x", "s"), "p"),), prologue_out="p",
                 epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",),
+                trailing=True,  # as the planner marks a last-dim reduction: no column kernels
             )
         )
     for kind in ("softmax", "log_softmax"):
@@ -95,7 +96,7 @@ def reduction_specs() -> list[ReductionSpec]:
         ReductionSpec(
             "red_layer_norm", "layer_norm", (TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("bb", "float32")),
             dim=-1, keepdim=False, out_dtype="float32", weight="w", bias="bb",
-            epilogue=(E("gelu", ("acc",), "g"),), epilogue_out="g",
+            epilogue=(E("gelu", ("acc",), "g"),), epilogue_out="g", trailing=True,
         )
     )
     for dtype in ("float16", "bfloat16"):
@@ -103,7 +104,7 @@ def reduction_specs() -> list[ReductionSpec]:
         specs.append(
             ReductionSpec(
                 f"red_ln_{dtype}", "layer_norm", (TensorArg("x", dtype), TensorArg("w", dtype), TensorArg("bb", dtype)),
-                -1, False, dtype, weight="w", bias="bb", norm_ndim=2,
+                -1, False, dtype, weight="w", bias="bb", norm_ndim=2, trailing=True,
             )
         )
         specs.append(ReductionSpec(f"red_sum_{dtype}", "sum", (TensorArg("x", dtype),), 0, True, "float32"))
@@ -117,11 +118,11 @@ def reduction_specs() -> list[ReductionSpec]:
             dim=1, keepdim=True, out_dtype="float32", weight="w", bias="bb", groups=8,
             prologue=(E("add", ("x", "cb"), "p"),), prologue_out="p",
             epilogue=(E("tanh", ("acc",), "t"), E("add", ("t", "r"), "o")), epilogue_out="o",
-            epilogue_inputs=("r",),
+            epilogue_inputs=("r",), trailing=True,
         )
     )
     specs.append(ReductionSpec("red_group_norm_f16", "group_norm", (TensorArg("x", "float16"),), 1, True,
-                               "float16", groups=4))
+                               "float16", groups=4, trailing=True))
     specs.append(ReductionSpec("red_mean_dims", "mean", (TensorArg("x", "float32"),), 1, False, "float32",
                                dim_count=3))
     return specs

@@ -58,6 +58,26 @@ def test_softmax_with_scale_prologue():
     assert step.spec["prologue_out"] == "div" and step.nodes == ["div", "softmax"]
 
 
+@pytest.mark.parametrize("forward, trailing", [
+    ("return torch.softmax(x, dim=-1)", True), ("return torch.softmax(x, dim=3)", True),
+    ("return torch.softmax(x, dim=1)", False), ("return x.sum(dim=(2, 3))", True),
+    ("return x.sum(dim=(1, 2))", False), ("return F.layer_norm(x, (5,))", True),
+    ("return self.gn(x)", True)])
+def test_reductions_over_the_last_dims_are_marked_trailing(tmp_path, forward, trailing):
+    """inner == 1 for every shape of the captured rank: the coder leaves the column kernels out."""
+    from kernelstitch.agents.coder.codegen import emit
+    from kernelstitch.agents.plan.kernel_spec import spec_from_json
+
+    path = write(tmp_path, forward, "[torch.randn(2, 4, 3, 5)]", "self.gn = nn.GroupNorm(2, 4)")
+    (step,) = plan_of(path).steps
+    assert step.technique == "fused_reduction" and step.spec["trailing"] is trailing
+    cuda = emit(spec_from_json(step.spec)).cuda
+    name = step.spec["name"]
+    assert (f"{name}_colloop" in cuda) is not trailing and (f"{name}_tile" in cuda)
+    binding = emit(spec_from_json(step.spec)).binding
+    assert ("built without column kernels" in binding) is trailing
+
+
 def test_linear_bias_relu_is_a_gemm_epilogue(tmp_path):
     path = write(tmp_path, "return torch.relu(self.fc(x))", "[torch.randn(8, 16)]",
                  "self.fc = nn.Linear(16, 32)")

@@ -96,6 +96,8 @@ class ReductionSpec:
       per-channel [C] vectors.
     * `epilogue` maps the reduction's result, named `"acc"`, elementwise to the stored output
       `epilogue_out`; epilogue tensor inputs (in `inputs` too) broadcast to the output shape.
+    * `trailing`: the reduced dims end at the tensor's last (the captured graph fixes its rank),
+      so `inner == 1` for every shape: the column kernels (inner >= 16) are not built.
     """
 
     name: str
@@ -115,6 +117,7 @@ class ReductionSpec:
     bias: str | None = None
     groups: int = 1  # group_norm only
     dim_count: int = 1  # reduce kinds: the consecutive dims dim .. dim + dim_count - 1 as one R
+    trailing: bool = False
 
 
 ScanKind = Literal["sum", "prod"]
@@ -444,7 +447,7 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "epilogue": [_op(o) for o in spec.epilogue], "epilogue_out": spec.epilogue_out,
                 "epilogue_inputs": list(spec.epilogue_inputs), "norm_ndim": spec.norm_ndim,
                 "eps": spec.eps, "weight": spec.weight, "bias": spec.bias, "groups": spec.groups,
-                "dim_count": spec.dim_count}
+                "dim_count": spec.dim_count, "trailing": spec.trailing}
     if isinstance(spec, PoolSpec):
         return {"type": "pool", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "nd": spec.nd,
@@ -527,7 +530,7 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
             norm_ndim=int(data.get("norm_ndim", 1)), eps=float(data.get("eps", 1e-5)),
             weight=data.get("weight"), bias=data.get("bias"), groups=int(data.get("groups", 1)),
-            dim_count=int(data.get("dim_count", 1)))
+            dim_count=int(data.get("dim_count", 1)), trailing=bool(data.get("trailing", False)))
     if kind == "pool":
         ints = lambda key: tuple(int(v) for v in data.get(key, []))  # noqa: E731
         return PoolSpec(

@@ -458,7 +458,8 @@ class _StepBuilder:
             epilogue=tuple(self.ops(g.epilogue, {g.anchor: "acc"})),
             epilogue_out="acc" if not g.epilogue else g.epilogue[-1],
             epilogue_inputs=tuple(epi_inputs), norm_ndim=norm_ndim, eps=eps,
-            weight=weight, bias=bias, groups=groups, dim_count=dim_count)
+            weight=weight, bias=bias, groups=groups, dim_count=dim_count,
+            trailing=_reduces_trailing_dims(kind, dim, dim_count, self.node(src).meta.rank))
         in_numel = self.node(src).meta.numel
         moved = sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(self.node(g.final).meta)
         flops = in_numel * (elementwise_flops(list(spec.prologue)) + (5 if kind in (
@@ -609,3 +610,11 @@ def channels_last_conv(step: PlanStep, graph: Graph) -> bool:
         return False
     meta = graph.node(step.inputs[0]).meta
     return meta is not None and meta.rank == 4 and meta.dtype in ("float32", "float16", "bfloat16")
+
+
+def _reduces_trailing_dims(kind: str, dim: int, dim_count: int, rank: int) -> bool:
+    """Whether a reduction's [outer, R, inner] view has inner == 1 for every shape of this rank:
+    layer_norm and group_norm always, the others when their dims end at the last."""
+    if kind in ("layer_norm", "group_norm"):
+        return True
+    return rank > 0 and (dim % rank) + dim_count == rank

@@ -41,11 +41,17 @@ def emit_reduction(spec: ReductionSpec, variant: ReductionVariant = ReductionVar
         f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, float* workspace, "
         f"int64_t outer, int64_t R, int64_t inner, const KsRedPlan& plan, int vec, cudaStream_t stream)"
     )
+    # Column kernels only where inner can exceed 1: over a trailing dim they were never launched
+    # and were most of ptxas's time (a row softmax's cols / colloop / colreg / cluster kernels:
+    # 77 of 101 s on 2 cores; level2/84's build timed out at 240 s on the H100 machine).
+    columns = not spec.trailing
     cuda = render(
         "reduction/kernel.cu", name=name, kind=spec.kind, pro=r.pro.source, epi=r.epi.source,
-        row_kernel=row.kernel(r, variant), cols_kernel=cols.kernel(r, variant), colloop_kernel=colloop.kernel(r), flat_kernel=flat.kernel(r),
+        row_kernel=row.kernel(r, variant), cols_kernel=cols.kernel(r, variant) if columns else "",
+        colloop_kernel=colloop.kernel(r) if columns else "", flat_kernel=flat.kernel(r),
         tile_kernel=tile.kernels(r), apply_kernel=tile.apply_kernel(r), launcher_sig=launcher_sig, out_t=r.out_t,
-        row_launch=row.launches(r), cols_launch=cols.launch(r, variant), colloop_launch=colloop.launch(r), flat_launch=flat.launch(r),
+        row_launch=row.launches(r), cols_launch=cols.launch(r, variant) if columns else "",
+        colloop_launch=colloop.launch(r) if columns else "", flat_launch=flat.launch(r),
         tile_launch=tile.launch(r),
     )
     return KernelSource(

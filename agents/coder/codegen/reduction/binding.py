@@ -43,6 +43,8 @@ def binding(r: Reduction) -> str:
     return render(
         "reduction/binding.cpp", name=name, kind=spec.kind, n=n, nf=r.nf, vec=r.vec, view=view,
         cols_replan=cols_replan, out_dtype=TORCH_DTYPE[spec.out_dtype],
+        inner_check=(f'\n  TORCH_CHECK(inner == 1, "{name}: built without column kernels (a reduction over '
+                     f'the last dims), but inner = ", ks_str(inner));') if spec.trailing else "",
         normalizing="true" if r.normalizing else "false", rows32="true" if spec.kind in ROWS32_KINDS else "false",
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(n)),
         checks=input_checks(name, spec.inputs),

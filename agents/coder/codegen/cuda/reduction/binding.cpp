@@ -12,7 +12,7 @@ at::Tensor {{name}}({{cparams}}) {
   const c10::cuda::CUDAGuard guard(device);  // after validation: errors throw before it
   at::Tensor out = at::empty(out_shape, in_0.options().dtype({{out_dtype}}));
   if (out.numel() == 0) return out;
-  TORCH_CHECK(R > 0, "{{name}}: reduction over an empty dimension");
+  TORCH_CHECK(R > 0, "{{name}}: reduction over an empty dimension");{{inner_check}}
   const bool normalizing = {{normalizing}};
   const bool rows32 = {{rows32}};
   const int sms = ks_sm_count(), smem_optin = ks_smem_optin();
