@@ -238,7 +238,9 @@ __device__ __forceinline__ int64_t ks_row_base_any(const KsOperand& d, int64_t r
 // never see KS_STRIDED (the host's ks_row_affine sends it to the tile kernels), but inlined into
 // every unrolled element of every operand that loop was most of ptxas's work: the group_norm
 // spec's fourteen kernels took 101 s to compile, 62 s with the call (2 cores, 2026-11-27), at
-// the same register counts.
+// the same register counts.  The switch repeats ks_offset's on purpose: ks_offset as a template
+// whose general case is inline or a call (one switch) raised those kernels' registers by 6-34
+// (ptxas -v, same texts), itself included in kernels that never took the call.
 __device__ __noinline__ int64_t ks_offset_general(const KsOperand& d, int64_t i) { return ks_offset(d, i); }
 __device__ __forceinline__ int64_t ks_row_any_offset(const KsOperand& d, int64_t i) {
   switch (d.mode) {
