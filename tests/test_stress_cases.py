@@ -116,17 +116,29 @@ def test_the_long_sequence_variant_comes_after_the_counted_ones_when_the_referen
     assert [[2, 4, 259, 16]] * 3 not in chosen and "does not fit in GPU memory" in notes[-1]
 
 
-def test_finite_values_where_the_reference_is_nan_fail_without_a_second_opinion():
-    """A fully masked softmax row: PyTorch gives NaN; a kernel that masks with -1e30 gives
-    uniform weights.  The judge's float64 second opinion follows only `wrong_output`."""
-    from kernelstitch.agents.verifier.compare import compare_outputs
+def test_the_second_opinion_keeps_float64s_nan_but_not_fp32s_overflow():
+    """A fully masked softmax row: PyTorch and float64 give NaN, a kernel that masks with -1e30
+    uniform weights: rejected (the float64 error measure skips NaN positions, and once accepted
+    it).  A sum whose fp32 reference overflows where float64 and a stable kernel stay finite:
+    accepted by the second opinion."""
+    from kernelstitch.agents.verifier.compare import compare_outputs, compare_with_exact
 
+    info = [{"device": "cpu", "contiguous": True, "strides": []}]
     x = torch.randn(4, 8)
     keep = torch.rand(4, 8) > 0.3
     keep[0] = False
     reference = torch.softmax(x.masked_fill(~keep, float("-inf")), -1)
+    exact = torch.softmax(x.double().masked_fill(~keep, float("-inf")), -1)
     sentinel = torch.softmax(x.masked_fill(~keep, -1e30), -1)
-    info = [{"device": "cpu", "contiguous": True, "strides": []}]
-    failures = compare_outputs([reference], [sentinel], [], info, "cpu")
+    assert [f.code for f in compare_outputs([reference], [sentinel], [], info, "cpu")] == ["wrong_output"]
+    failures, _ = compare_with_exact([reference], [sentinel], [exact])
     assert [f.code for f in failures] == ["nan_or_inf"] and failures[0].detail["count"] == 8
-    assert compare_outputs([reference], [reference.clone()], [], info, "cpu") == []
+    assert compare_with_exact([reference], [reference.clone()], [exact])[0] == []
+
+    y = torch.randn(3, 16)
+    y[0, 0] = 100.0
+    naive = y.exp().sum(-1).log()  # fp32: exp(100) is inf
+    stable = torch.logsumexp(y, -1)
+    assert torch.isinf(naive[0]) and torch.isfinite(stable).all()
+    assert [f.code for f in compare_outputs([naive], [stable], [], info, "cpu")] == ["wrong_output"]
+    assert compare_with_exact([naive], [stable], [y.double().exp().sum(-1).log()])[0] == []

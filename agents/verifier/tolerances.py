@@ -45,8 +45,11 @@ by cancellation, where the float64 RMS is tiny) accepts a candidate at most
 `REDUCED_EXACT_FACTOR` (2x) less accurate than PyTorch run with the precision allowed (the
 baselines' TF32 or autocast) on the same inputs, both measured from the float64 result.
 
-NaN/Inf: where the reference is finite the candidate must be finite; where the reference is NaN
-or +-Inf the candidate must have the same non-finite value at that position.  Never tolerated.
+NaN/Inf: where the reference is finite the candidate must be finite (never tolerated); where the
+reference is NaN or +-Inf the candidate must have the same non-finite value at that position,
+unless the float64 second opinion finds a finite value there (fp32 overflowed) that the candidate
+matches within the rules above.  A candidate must always reproduce the float64 result's own NaN /
+Inf (a fully masked softmax row is NaN in both).
 """
 
 from __future__ import annotations
