@@ -158,6 +158,9 @@ class KernelStitchServer(LanguageServer):
             if info is None or entry.fingerprint != doc.fingerprint(info):
                 self.results.drop_findings(entry.source_path, entry.module)
 
+    def forget_roots(self) -> None:
+        self._roots.clear()
+
     def root_for(self, path: Path) -> Path:
         key = str(path)
         if key not in self._roots:
@@ -576,6 +579,11 @@ def build_server() -> KernelStitchServer:
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: KernelStitchServer, params: lsp.InitializedParams) -> None:
         await ls.pull_configuration()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(ls: KernelStitchServer,
+                                     params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+        ls.forget_roots()  # pygls has updated the folders; each file's root is found again
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: KernelStitchServer,

@@ -3,6 +3,7 @@ here without creating anything (no torch, no user code, no folders)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kernelstitch.core.workspace import (
@@ -19,12 +20,19 @@ REPORT_FILE = "report.md"
 
 def workspace_root(path: Path, folders: list[Path] | tuple[Path, ...] = ()) -> Path:
     """The workspace a source file belongs to: core's rule (the one the CLI uses, so editor
-    and terminal share generated files), searched no higher than the innermost of the editor's
-    workspace `folders` that holds the file."""
-    path = Path(path).resolve()
-    holding = [f.resolve() for f in folders if path.is_relative_to(Path(f).resolve())]
-    within = max(holding, key=lambda f: len(f.parts)) if holding else None
-    return Path(find_workspace_root(path, within))
+    and terminal share generated files), told the innermost of the editor's workspace `folders`
+    that holds the file (above it, a stray .kernelstitch is not the user's root).  A file the
+    folder reaches through a symlink that leads outside it belongs to that folder."""
+    given = Path(os.path.abspath(path))
+    resolved = given.resolve()
+    holding = [Path(f) for f in folders
+               if resolved.is_relative_to(Path(f).resolve()) or given.is_relative_to(os.path.abspath(f))]
+    if not holding:
+        return Path(find_workspace_root(resolved))
+    within = max(holding, key=lambda f: len(Path(os.path.abspath(f)).parts)).resolve()
+    if not resolved.is_relative_to(within):  # through a symlink: the search would start outside
+        return within
+    return Path(find_workspace_root(resolved, within))
 
 
 def output_dir(root: Path, source: Path, module: str) -> Path:

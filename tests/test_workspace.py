@@ -55,6 +55,31 @@ def test_the_editors_folder_bounds_the_search(tmp_path):
     assert workspace_root(source, [opened]) == source.parent.resolve()
 
 
+def test_a_repository_above_the_opened_folder_is_still_the_root_as_for_the_cli(tmp_path):
+    from kernelstitch.server.layout import workspace_root
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    opened = repo / "models"
+    source = opened / "m.py"
+    opened.mkdir()
+    source.write_text("")
+    assert workspace_root(source, [opened]) == find_workspace_root(source) == repo.resolve()
+
+
+def test_a_file_reached_through_a_symlink_out_of_the_folder_belongs_to_the_folder(tmp_path):
+    from kernelstitch.server.layout import workspace_root
+
+    (tmp_path / ".kernelstitch").mkdir()  # stray, above everything
+    outside = tmp_path / "elsewhere" / "lib"
+    outside.mkdir(parents=True)
+    (outside / "x.py").write_text("")
+    opened = tmp_path / "home" / "ws"
+    opened.mkdir(parents=True)
+    (opened / "lib").symlink_to(outside, target_is_directory=True)
+    assert workspace_root(opened / "lib" / "x.py", [opened]) == opened.resolve()
+
+
 def test_root_defaults_to_the_file_folder(tmp_path, monkeypatch):
     from kernelstitch.core import workspace
 

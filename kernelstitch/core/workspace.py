@@ -25,19 +25,27 @@ ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", STATE_DIR_NAME)
 RUNSTORE_NAME = "runs.sqlite"
 
 
+# Markers of a project (not of a state folder some run left behind).
+PROJECT_MARKERS = tuple(m for m in ROOT_MARKERS if m != STATE_DIR_NAME)
+
+
 def find_workspace_root(path: str | os.PathLike[str],
                         within: str | os.PathLike[str] | None = None) -> Path:
     """The nearest ancestor of `path` holding a root marker, else the file's own folder.
-    `within` (the editor's workspace folder holding `path`): the search stops there, and that
-    folder is the root when nothing below it is marked; a marker above the folder the user
-    opened (a .kernelstitch a CLI run left in the home folder or /tmp) is not theirs."""
+    `within` (the editor's workspace folder holding `path`): above it only a project's markers
+    count (a repository that holds the opened folder, as the CLI finds it), not a lone
+    .kernelstitch a CLI run left in the home folder or /tmp; with none, `within` is the root."""
     path = Path(path).resolve()
     start = path if path.is_dir() else path.parent
     limit = Path(within).resolve() if within is not None else None
+    above = False  # past `within`
     for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in ROOT_MARKERS) or folder == limit:
+        markers = PROJECT_MARKERS if above else ROOT_MARKERS
+        if any((folder / marker).exists() for marker in markers):
             return folder
-    return start
+        if folder == limit:
+            above = True
+    return limit if above else start
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
