@@ -114,6 +114,10 @@ def test_the_long_sequence_variant_comes_after_the_counted_ones_when_the_referen
     chosen, notes = shape_variants(_Loaded(), base, 2, lambda _s: True, long_sequence=True,
                                    fits=lambda s: s[0][2] == 64)
     assert [[2, 4, 259, 16]] * 3 not in chosen and "does not fit in GPU memory" in notes[-1]
+    # its own memory test (attention's scores grow with the square of the length)
+    chosen, notes = shape_variants(_Loaded(), base, 2, lambda _s: True, long_sequence=True,
+                                   long_fits=lambda _s: False)
+    assert len(chosen) == 2 and "does not fit in GPU memory" in notes[-1]
 
 
 def test_the_second_opinion_keeps_float64s_nan_but_not_fp32s_overflow():

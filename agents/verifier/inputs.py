@@ -242,13 +242,14 @@ def long_sequence_shapes(shapes: list[list[int] | None]) -> list[list[int] | Non
 
 
 def shape_variants(problem: LoadedProblem, base: list[Any], count: int, run_on_device,
-                   fits=lambda _shapes: True, long_sequence: bool = False,
+                   fits=lambda _shapes: True, long_sequence: bool = False, long_fits=None,
                    ) -> tuple[list[list[list[int] | None]], list[str]]:
     """Up to `count` input-shape variants the reference accepts and the memory plan can hold
     (`fits(shapes)`); `run_on_device(shapes)` is the fallback judge (runs the reference for
     real) when meta tensors cannot decide.  `long_sequence` (attention problems,
     stress_cases.py) adds one more unless `count` is 0: the sequences made long
-    (long_sequence_shapes)."""
+    (long_sequence_shapes), if `long_fits` (default `fits`) says it fits: attention's scores
+    grow with the square of the length."""
     notes: list[str] = []
     chosen: list[list[list[int] | None]] = []
     too_big = 0
@@ -275,7 +276,7 @@ def shape_variants(problem: LoadedProblem, base: list[Any], count: int, run_on_d
         notes.append("no other input shape is accepted by the reference: checked the "
                      "problem's shapes only")
     if long_sequence and count:
-        notes.append(_long_sequence_variant(original, chosen, fits, accepted))
+        notes.append(_long_sequence_variant(original, chosen, long_fits or fits, accepted))
     return chosen, notes
 
 

@@ -252,12 +252,18 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
     is_tensor = [isinstance(v, torch.Tensor) for v in base]
     base_elements = max(sum(v.numel() for v in base if isinstance(v, torch.Tensor)), 1)
 
+    def scale(shapes) -> float:
+        return sum(_numel(s) for t, s in zip(is_tensor, shapes) if t and s is not None) / base_elements
+
     def fits(shapes) -> bool:
-        elements = sum(_numel(s) for t, s in zip(is_tensor, shapes) if t and s is not None)
-        return fits_scaled(plan, elements / base_elements)
+        return fits_scaled(plan, scale(shapes))
+
+    def long_fits(shapes) -> bool:  # the scores of attention: the square of the inputs' growth
+        return fits_scaled(plan, scale(shapes) ** 2)
 
     variants, variant_notes = shape_variants(problem, base, shape_variants_count, runs_on_device,
-                                             fits, long_sequence=stress.long_sequence)
+                                             fits, long_sequence=stress.long_sequence,
+                                             long_fits=long_fits)
     long_shapes = long_sequence_shapes(input_shapes(base)) if stress.long_sequence else None
     del base
     notes += variant_notes
