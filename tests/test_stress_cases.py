@@ -42,6 +42,10 @@ def test_no_stress_case_without_softmax_and_no_large_logits_where_it_cannot_be_j
     assert not bce.large_logits and "binary_cross_entropy checks its inputs' range" in bce.reason
     tf32 = plan_stress(["softmax"], reduced_precision=True, has_bool_mask=False)
     assert not tf32.large_logits and "reduced precision" in tf32.reason
+    gpt = plan_stress(["embedding", "scaled_dot_product_attention"], reduced_precision=False,
+                      has_bool_mask=True)  # a position embedding over arange(T)
+    assert not gpt.large_logits and not gpt.long_sequence and gpt.masked_rows
+    assert "embedding reads at positions" in gpt.reason
 
 
 def test_stress_cases_follow_the_seeds_and_precede_the_variants():
@@ -84,6 +88,9 @@ def test_long_sequences_grow_dim_minus_2_of_every_operand_that_shares_it():
     assert long_sequence_shapes(shapes) == [[2, 8, 259, 32], [2, 8, 259, 32], [2, 8, 259, 64],
                                             [64, 32], None]
     assert long_sequence_shapes([[16, 32], None]) is None
+    masked = long_sequence_shapes([[2, 64, 32], [2, 64, 64], [64, 64], [1, 1, 64, 64]],
+                                  [False, False, True, True])  # bool masks: both dims
+    assert masked == [[2, 259, 32], [2, 259, 64], [259, 259], [1, 1, 259, 259]]
 
 
 class _Attention(torch.nn.Module):

@@ -530,7 +530,7 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
             norm_ndim=int(data.get("norm_ndim", 1)), eps=float(data.get("eps", 1e-5)),
             weight=data.get("weight"), bias=data.get("bias"), groups=int(data.get("groups", 1)),
-            dim_count=int(data.get("dim_count", 1)), trailing=bool(data.get("trailing", False)))
+            dim_count=int(data.get("dim_count", 1)), trailing=data.get("trailing") is True)
     if kind == "pool":
         ints = lambda key: tuple(int(v) for v in data.get(key, []))  # noqa: E731
         return PoolSpec(

@@ -228,17 +228,27 @@ def long_sequence_length(length: int) -> int:
     return min(4 * length, max(2 * length, 2048)) + 3
 
 
-def long_sequence_shapes(shapes: list[list[int] | None]) -> list[list[int] | None] | None:
+def long_sequence_shapes(shapes: list[list[int] | None],
+                         masks: list[bool] | None = None) -> list[list[int] | None] | None:
     """The shapes with dim -2 (the sequence of (B, T, C) and (B, H, T, D) operands) of every
-    tensor of 3 or more dims that shares the first such tensor's length made long; None when no
-    input has 3 dims."""
+    tensor of 3 or more dims that shares the first such tensor's length made long, and both
+    trailing dims of the [.., T, T] inputs `masks` marks (bool masks: a float [.., T, T] may be
+    a value whose last dim is a head dim); None when no input has 3 dims."""
     first = next((s for s in shapes if s and len(s) >= 3), None)
     if first is None:
         return None
     length = first[-2]
     longer = long_sequence_length(length)
-    return [s[:-2] + [longer, s[-1]] if s and len(s) >= 3 and s[-2] == length else s
-            for s in shapes]
+    masks = masks or [False] * len(shapes)
+
+    def grown(s: list[int] | None, mask: bool) -> list[int] | None:
+        if not s or len(s) < 2 or s[-2] != length:
+            return s
+        if mask and s[-1] == length:
+            return s[:-2] + [longer, longer]
+        return s[:-2] + [longer, s[-1]] if len(s) >= 3 else s
+
+    return [grown(s, m) for s, m in zip(shapes, masks)]
 
 
 def shape_variants(problem: LoadedProblem, base: list[Any], count: int, run_on_device,
@@ -276,13 +286,14 @@ def shape_variants(problem: LoadedProblem, base: list[Any], count: int, run_on_d
         notes.append("no other input shape is accepted by the reference: checked the "
                      "problem's shapes only")
     if long_sequence and count:
-        notes.append(_long_sequence_variant(original, chosen, long_fits or fits, accepted))
+        masks = [isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in base]
+        notes.append(_long_sequence_variant(original, masks, chosen, long_fits or fits, accepted))
     return chosen, notes
 
 
-def _long_sequence_variant(original, chosen, fits, accepted) -> str:
+def _long_sequence_variant(original, masks, chosen, fits, accepted) -> str:
     """Appends the long-sequence variant to `chosen` when the reference takes it; the note."""
-    proposal = long_sequence_shapes(original)
+    proposal = long_sequence_shapes(original, masks)
     if proposal is None:
         return "no long-sequence case: no input has a sequence dimension (3 or more dims)"
     first = next(s for s in original if s and len(s) >= 3)

@@ -180,6 +180,7 @@ def _reference_outputs(problem, model, dev, seeds, shape_variants_count, notes,
         has_bool_mask = any(isinstance(v, torch.Tensor) and v.dtype == torch.bool and v.dim() >= 2
                             for v in first_inputs)
         with torch.no_grad():
+            model(*first_inputs)  # a first call's own work (lazy modules) is not the ops of a call
             trace = profile_calls(lambda _i: model(*first_inputs), 1, with_cuda=False)
         first_inputs.clear()
         ops = sorted({op for call in summarize_trace(trace) for op, _ in call.ops})
@@ -264,7 +265,9 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
     variants, variant_notes = shape_variants(problem, base, shape_variants_count, runs_on_device,
                                              fits, long_sequence=stress.long_sequence,
                                              long_fits=long_fits)
-    long_shapes = long_sequence_shapes(input_shapes(base)) if stress.long_sequence else None
+    long_shapes = long_sequence_shapes(
+        input_shapes(base), [isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in base]
+    ) if stress.long_sequence else None
     del base
     notes += variant_notes
     # shape_variants appends it last, when the reference takes it

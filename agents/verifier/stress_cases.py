@@ -25,6 +25,11 @@ SOFTMAX_OPS = frozenset({"softmax", "log_softmax", "logsumexp", "_masked_softmax
 RANGE_CHECKED_OPS = frozenset({"binary_cross_entropy", "bernoulli", "multinomial", "poisson",
                                "binomial", "_standard_gamma"})
 MATMUL_OPS = frozenset({"matmul", "bmm", "baddbmm", "mm", "einsum"})
+# Ops that read memory at positions given by values: an index past the end (a position
+# embedding's arange over a longer sequence, an index computed from scaled floats) is a
+# device-side assert, which meta tensors do not foresee and which ends the reference's process.
+INDEXING_OPS = frozenset({"embedding", "embedding_bag", "index_select", "gather", "index", "take",
+                          "scatter", "scatter_add", "index_put", "index_add", "one_hot"})
 
 
 def is_attention_op(op: str) -> bool:
@@ -62,12 +67,16 @@ def plan_stress(ops: Iterable[str], *, reduced_precision: bool, has_bool_mask: b
     if not softmax:
         return StressPlan(reason="")
     range_checked = sorted(ops & RANGE_CHECKED_OPS)
-    large = not reduced_precision and not range_checked
-    long_sequence = attention or bool(ops & MATMUL_OPS)
+    indexing = sorted(ops & INDEXING_OPS)
+    large = not reduced_precision and not range_checked and not indexing
+    long_sequence = (attention or bool(ops & MATMUL_OPS)) and not indexing
     why = []
     if range_checked:
         why.append(f"no large-logits case: {', '.join(range_checked)} checks its inputs' range")
     elif reduced_precision:
         why.append("no large-logits case under a reduced precision")
+    if indexing:
+        why.append(f"no large-logits or long-sequence case: {', '.join(indexing)} reads at "
+                   "positions its inputs give (an index past the end is a device-side assert)")
     return StressPlan(large_logits=large, masked_rows=has_bool_mask, long_sequence=long_sequence,
                       reason="; ".join(why))
