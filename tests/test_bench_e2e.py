@@ -29,6 +29,9 @@ def bench_cli(folder, out, *extra):
 
 
 def test_bench_cli_on_one_problem_without_gpu(tmp_path):
+    # the run store's root is tmp_path: without a marker here the search would climb to a
+    # .kernelstitch some other run left in /tmp and reuse its result of this very problem
+    (tmp_path / "pyproject.toml").write_text("")
     folder = tmp_path / "kb"
     write_problem(folder / "level1" / "1_relu.py")
     write_problem(folder / "level2" / "1_other.py", scale=3.0)
