@@ -154,8 +154,7 @@ def _first_pass(ref: torch.Tensor, cand: torch.Tensor, work: torch.dtype) -> _Fi
         special_count = int(special.sum())
         facts.special += special_count
         if special_count:
-            same = (torch.isnan(r) & torch.isnan(c)) | (r == c)
-            facts.special_mismatched += int((special & ~same).sum())
+            facts.special_mismatched += _differing_specials(r, c, special)
             magnitude = torch.where(ref_finite, r.abs(), 0)
         else:
             magnitude = r.abs()
@@ -303,14 +302,19 @@ def compare_with_exact(ref_leaves: list[Any], cand_leaves: list[Any],
     return failures, errors
 
 
+def _differing_specials(expected: torch.Tensor, cand: torch.Tensor, special: torch.Tensor) -> int:
+    """Of the `special` (NaN / +-Inf) positions of `expected`, those where `cand` is not the same."""
+    same = (torch.isnan(expected) & torch.isnan(cand)) | (expected == cand)
+    return int((special & ~same).sum())
+
+
 def _special_mismatches(expected: torch.Tensor, cand: torch.Tensor) -> int:
     """Positions where `expected` is NaN or +-Inf and `cand` is not the same value."""
     count = 0
     for _, e, c in _slices(expected, cand):
         special = ~torch.isfinite(e)
         if bool(special.any()):
-            same = (torch.isnan(e) & torch.isnan(c)) | (e == c)
-            count += int((special & ~same).sum())
+            count += _differing_specials(e, c, special)
     return count
 
 

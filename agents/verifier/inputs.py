@@ -99,10 +99,16 @@ def _scaled(values: list[Any], factor: float) -> list[Any]:
 MASKED_ROW_PERIOD = 7
 
 
+def is_bool_mask(value: Any) -> bool:
+    """A bool tensor of 2 or more dims: what the masked-rows and long-sequence cases treat as a
+    mask."""
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool and value.dim() >= 2
+
+
 def _rows_masked(values: list[Any]) -> list[Any]:
     out = []
     for v in values:
-        if isinstance(v, torch.Tensor) and v.dtype == torch.bool and v.dim() >= 2 and v.numel():
+        if is_bool_mask(v) and v.numel():
             rows = v.reshape(-1, v.shape[-1]).clone()
             rows[0::MASKED_ROW_PERIOD] = False
             rows[1::MASKED_ROW_PERIOD] = True
@@ -286,7 +292,7 @@ def shape_variants(problem: LoadedProblem, base: list[Any], count: int, run_on_d
         notes.append("no other input shape is accepted by the reference: checked the "
                      "problem's shapes only")
     if long_sequence and count:
-        masks = [isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in base]
+        masks = [is_bool_mask(v) for v in base]
         notes.append(_long_sequence_variant(original, masks, chosen, long_fits or fits, accepted))
     return chosen, notes
 

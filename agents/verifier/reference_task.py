@@ -42,6 +42,7 @@ from kernelstitch.agents.verifier.inputs import (
     digest,
     input_generation_seconds,
     input_shapes,
+    is_bool_mask,
     long_sequence_shapes,
     shape_variants,
     total_bytes,
@@ -177,8 +178,7 @@ def _reference_outputs(problem, model, dev, seeds, shape_variants_count, notes,
             "torch": torch.__version__, "notes": notes}
     with watch.section("op_trace"):  # first: the ops choose the stress cases
         first_inputs = case_inputs(problem, seeds[0], None, dev)
-        has_bool_mask = any(isinstance(v, torch.Tensor) and v.dtype == torch.bool and v.dim() >= 2
-                            for v in first_inputs)
+        has_bool_mask = any(is_bool_mask(v) for v in first_inputs)
         with torch.no_grad():
             model(*first_inputs)  # a first call's own work (lazy modules) is not the ops of a call
             trace = profile_calls(lambda _i: model(*first_inputs), 1, with_cuda=False)
@@ -265,9 +265,8 @@ def _run_cases(problem, model, dev, seeds, shape_variants_count, notes, free_byt
     variants, variant_notes = shape_variants(problem, base, shape_variants_count, runs_on_device,
                                              fits, long_sequence=stress.long_sequence,
                                              long_fits=long_fits)
-    long_shapes = long_sequence_shapes(
-        input_shapes(base), [isinstance(v, torch.Tensor) and v.dtype == torch.bool for v in base]
-    ) if stress.long_sequence else None
+    long_shapes = long_sequence_shapes(input_shapes(base), [is_bool_mask(v) for v in base]) \
+        if stress.long_sequence else None
     del base
     notes += variant_notes
     # shape_variants appends it last, when the reference takes it
