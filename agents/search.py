@@ -31,6 +31,7 @@ from kernelstitch.agents.planner.variants import (
     knob_variants,
     propose_variants,
     takes_reduction_knobs,
+    without_duplicates,
 )
 from kernelstitch.agents.verifier.selection import (
     MeasuredVariant,
@@ -162,8 +163,8 @@ def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4,
     """Plan the variants and code each into out_dir/variants/<name>/ (no GPU); `base`: the
     built-in plan of `graph` when the caller has it already."""
     precision = ctx.config.precision
-    variants = [replace(v, plan=with_precision(v.plan, precision))
-                for v in propose_variants(graph, limit, base)]
+    variants = without_duplicates([replace(v, plan=with_precision(v.plan, precision))
+                                   for v in propose_variants(graph, limit, base)])
     built = BuiltVariants(graph, {}, {}, {}, {})
     for k, v in enumerate(variants, start=1):
         ctx.stage("coding", f"variant {k}/{len(variants)}: {v.name} ({v.reason})", k,

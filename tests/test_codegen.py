@@ -38,7 +38,13 @@ from kernelstitch.agents.coder.codegen import (
     emit_reduction,
 )
 from kernelstitch.agents.coder.codegen.common import renamed_kernel
-from kernelstitch.agents.plan.kernel_spec import ATTR_OPS, BINARY_OPS, UNARY_OPS
+from kernelstitch.agents.plan.kernel_spec import (
+    ATTR_OPS,
+    BINARY_OPS,
+    UNARY_OPS,
+    spec_from_json,
+    spec_to_json,
+)
 from spill_scope import REPRESENTATIVE_REDUCTIONS, full_spill_check, nvcc_report
 
 E = ElementwiseOp
@@ -283,7 +289,9 @@ def batch_stats_specs() -> list[BatchStatsSpec]:
 def gemm_specs() -> list[GemmSpec]:
     return [
         GemmSpec(f"gemm_gelu_{d}", TensorArg("x", d), TensorArg("w", d), TensorArg("b", d), "gelu", d) for d in DTYPES
-    ] + [GemmSpec("gemm_relu", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"), "relu", "float32")]
+    ] + [GemmSpec("gemm_relu", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"), "relu", "float32"),
+         GemmSpec("gemm_gelu_3x", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"), "gelu",
+                  "float32", split_tf32=True)]
 
 
 # ---------------------------------------------------------------- pure Python
@@ -431,6 +439,24 @@ def test_binding_contract():
     assert "CUBLASLT_EPILOGUE_RELU_BIAS" in g.binding and "allowTF32CuBLAS" in g.binding
     with pytest.raises(ValueError, match="one dtype"):
         emit_gemm(GemmSpec("g", TensorArg("x", "float16"), TensorArg("w", "float32"), None, "none", "float16"))
+
+
+def test_split_tf32_gemm_emits_the_splitting_pass_and_three_products():
+    spec = GemmSpec("g3", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"), "gelu",
+                    "float32", split_tf32=True)
+    g = emit_gemm(spec)
+    assert "ks_gemm_split_tf32(x2, weight, &bias, y2, w_kn, CUBLASLT_EPILOGUE_BIAS, stream, g3_split_launch);" in g.binding
+    assert "g3_gelu_launch(" in g.binding  # exact GELU still runs after the three products
+    assert "void g3_split_launch(" in g.launcher_decl and "void g3_gelu_launch(" in g.launcher_decl
+    assert "g3_split_kernel" in g.cuda and "g3_gelu_kernel" in g.cuda
+    assert any("3xTF32" in note for note in g.notes)
+    # a precision opt-in computes in its own math, and 16-bit operands never split
+    for other in (replace(spec, precision="tf32"), replace(spec, x=TensorArg("x", "float16"), weight=TensorArg("w", "float16"),
+                                                         bias=TensorArg("b", "float16"), out_dtype="float16")):
+        plain = emit_gemm(other)
+        assert "ks_gemm_split_tf32(x2" not in plain.binding and "split_kernel" not in plain.cuda
+    assert spec_from_json(spec_to_json(spec)) == spec
+    assert "split_tf32" not in spec_to_json(replace(spec, split_tf32=False))
 
 
 def test_spec_validation():

@@ -377,3 +377,65 @@ def test_cudnn_autotune_is_scoped_to_forward_and_round_trips_in_the_plan():
     again = Plan.from_json(tuned.plan.to_json())
     assert again.host.cudnn_benchmark and not plan.host.cudnn_benchmark
     assert autotune_variant(tuned) is None  # already on
+
+
+GEMM_SOURCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear({k}, {n})
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * 0.5
+
+
+def get_inputs():
+    return [torch.randn({m}, {k})]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _gemm_graph(tmp_path, m: int, k: int, n: int):
+    source = tmp_path / f"gemm_{m}_{k}_{n}.py"
+    source.write_text(GEMM_SOURCE.format(m=m, k=k, n=n))
+    return source, capture(source)
+
+
+def test_fp32_gemms_get_a_3xtf32_variant_ranked_by_the_cost_model(tmp_path):
+    """Compute-bound (M 1024, K = N = 8192): 3xTF32 ranks first among the alternatives; weight-bound
+    (M 128, K = N = 16384: the splitting pass rewrites 2 GiB of weights per call) it ranks last."""
+    from kernelstitch.agents.plan.kernel_spec import GemmSpec
+
+    _, graph = _gemm_graph(tmp_path, 1024, 8192, 8192)
+    variants = propose_variants(graph, limit=8)
+    names = [v.name for v in variants]
+    assert names[:2] == ["default", "3xtf32"], names
+    split = variants[1].plan
+    specs = [s.kernel_spec() for s in split.steps if s.technique == "gemm_epilogue"]
+    assert specs and all(isinstance(g, GemmSpec) and g.split_tf32 for g in specs)
+    assert not any((s.spec or {}).get("split_tf32") for s in variants[0].plan.steps)
+    _, wide = _gemm_graph(tmp_path, 128, 16384, 16384)
+    names = [v.name for v in propose_variants(wide, limit=8)]
+    assert "3xtf32" in names and names[-1] == "3xtf32", names
+
+
+def test_a_precision_opt_in_supersedes_3xtf32(tmp_path):
+    """Under tf32 the 3xTF32 variant is the default plan again: built once, not twice."""
+    from kernelstitch.agents.search import build_variants
+
+    source, graph = _gemm_graph(tmp_path, 1024, 8192, 8192)
+    ctx = context(tmp_path)
+    ctx.source = source
+    strict = build_variants(ctx, graph, tmp_path / "strict")
+    assert "3xtf32" in strict.paths
+    assert "ks_gemm_split_tf32(x2" in strict.paths["3xtf32"].read_text()  # model_new.py holds the binding
+    assert "ks_gemm_split_tf32(x2" not in strict.paths["default"].read_text()
+    ctx.config.precision = "tf32"
+    reduced = build_variants(ctx, graph, tmp_path / "tf32")
+    assert "3xtf32" not in reduced.paths and "default" in reduced.paths

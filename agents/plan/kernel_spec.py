@@ -325,6 +325,9 @@ class GemmSpec:
     # allow_tf32 for cuBLAS at run time (off under the Verifier); tf32 / bf16 / fp16 are the
     # user's opt-in, fp32 in and out with the products in that precision
     precision: Literal["fp32", "tf32", "bf16", "fp16"] = "fp32"
+    # fp32 math as three TF32 tensor-core products of split operands (3xTF32, fp32's accuracy;
+    # cuda/ks_gemm.h): a measured variant's choice, meaningful under precision fp32 only
+    split_tf32: bool = False
 
 
 @dataclass(frozen=True)
@@ -470,7 +473,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "gemm", "name": spec.name, "x": _arg(spec.x), "weight": _arg(spec.weight),
                 "bias": _arg(spec.bias), "activation": spec.activation,
                 "out_dtype": spec.out_dtype, "weight_layout": spec.weight_layout,
-                **({"precision": spec.precision} if spec.precision != "fp32" else {})}
+                **({"precision": spec.precision} if spec.precision != "fp32" else {}),
+                **({"split_tf32": True} if spec.split_tf32 else {})}
     raise TypeError(f"not a codegen spec: {spec!r}")
 
 
@@ -559,5 +563,5 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             name=data["name"], x=_arg_from(data["x"]), weight=_arg_from(data["weight"]),
             bias=_arg_from(data.get("bias")), activation=data["activation"],
             out_dtype=data["out_dtype"], weight_layout=data.get("weight_layout", "nk"),
-            precision=data.get("precision", "fp32"))
+            precision=data.get("precision", "fp32"), split_tf32=data.get("split_tf32") is True)
     raise ValueError(f"unknown spec type {kind!r}")

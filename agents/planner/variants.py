@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from kernelstitch.agents.plan import HostSettings, Plan, PlanStep
 from kernelstitch.agents.plan.graph import Graph
-from kernelstitch.agents.plan.kernel_spec import ReductionKnobs
+from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionKnobs, spec_to_json
 from kernelstitch.agents.planner.attention import has_attention
 from kernelstitch.agents.planner.builtin import (
     channels_last_conv,
@@ -76,6 +76,9 @@ def propose_variants(graph: Graph, limit: int = 4,
         others.append(PlanVariant(
             "gemm-in-pytorch", "matmuls through PyTorch (cuBLAS), epilogues in our kernels "
             "instead of cuBLASLt epilogues", plan_builtin(graph, gemm_kernels=False)))
+    split = _with_split_tf32(base)
+    if split is not None:
+        others.append(split)
     others = _distinct(base, others)
     others.sort(key=lambda v: estimate_ms(v.plan))
     return [base, *others][:max(1, limit)]
@@ -150,6 +153,24 @@ def _with_channels_last_nd(variant: PlanVariant) -> PlanVariant:
                             "NHWC; measured against the default layout)"])
     return PlanVariant(_join(variant.name, "ndhwc"), "3-D / transposed convolutions "
                        "channels-last", replace(plan, steps=steps, host=host))
+
+
+def _with_split_tf32(variant: PlanVariant) -> PlanVariant | None:
+    """The plan with its fp32 cuBLASLt GEMMs as 3xTF32 (three TF32 tensor-core products of split
+    operands, fp32's accuracy: cuda/ks_gemm.h); None when it has none.  Faster where the GEMM is
+    compute-bound (the splitting pass reads x and W once and writes two copies of each)."""
+    steps, changed = [], 0
+    for step in variant.plan.steps:
+        spec = step.kernel_spec() if step.technique == "gemm_epilogue" else None
+        if isinstance(spec, GemmSpec) and spec.out_dtype == "float32" and not spec.split_tf32:
+            step = replace(step, spec=spec_to_json(replace(spec, split_tf32=True)))
+            changed += 1
+        steps.append(step)
+    if not changed:
+        return None
+    why = f"{changed} fp32 GEMM(s) as 3xTF32 (split operands on TF32 tensor cores, fp32 accuracy)"
+    reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
+    return PlanVariant(_join(variant.name, "3xtf32"), reason, replace(variant.plan, steps=steps))
 
 
 def _with_cuda_graph(variant: PlanVariant, on: bool) -> PlanVariant | None:
@@ -233,6 +254,12 @@ def _signature(plan: Plan) -> tuple:
 
     return (tuple(step_key(s) for s in plan.steps), plan.host.cuda_graph,
             plan.host.channels_last, plan.host.cudnn_benchmark, repr(plan.graph_edits))
+
+
+def without_duplicates(variants: list[PlanVariant]) -> list[PlanVariant]:
+    """The first of each set of variants that build the same program (a precision opt-in makes a
+    3xTF32 variant its base plan again)."""
+    return [variants[0], *_distinct(variants[0], variants[1:])] if variants else []
 
 
 def _distinct(base: PlanVariant, variants: list[PlanVariant]) -> list[PlanVariant]:

@@ -41,6 +41,16 @@ GEMM_MATH_NOTE = {
 }
 
 
+SPLIT_TF32_NOTE = ("fp32 as TF32 tensor-core products of split operands (3xTF32: a hi/lo splitting pass, "
+                   "x_lo W_hi + x_hi W_lo in one product, x_hi W_hi in K chunks added in fp32)")
+
+
+def uses_split_tf32(spec: GemmSpec) -> bool:
+    """3xTF32 serves fp32 operands under strict fp32 only: a precision opt-in computes in its own
+    math, and 16-bit operands are on the tensor cores already."""
+    return spec.split_tf32 and spec.precision == "fp32" and spec.out_dtype == "float32"
+
+
 def _epilogue(activation: str, has_bias: bool) -> str:
     act = {"none": "", "relu": "RELU", "gelu_tanh": "GELU", "gelu": ""}[activation]
     if has_bias:
@@ -62,20 +72,31 @@ def emit_gemm(spec: GemmSpec) -> KernelSource:
     epilogue = _epilogue(spec.activation, has_bias)
     w_kn = "true" if spec.weight_layout == "kn" else "false"
 
+    split = uses_split_tf32(spec)
     launcher_sig = f"void {name}_gelu_launch(void* y, int64_t n, cudaStream_t stream)"
+    split_sig = (f"void {name}_split_launch(const void* src, void* dst, int64_t rows, int64_t len, int64_t ld_out, "
+                 "int64_t hi_off, int64_t lo_off, cudaStream_t stream)")
+    cuda_parts, decls = [], []
     if exact_gelu:
-        cuda = render("gemm/gelu.cu", name=name, t=CUDA_TYPE[dtype], vec=vector_width([dtype]), launcher_sig=launcher_sig)
-        decl = launcher_sig + ";"
-    else:
-        cuda = f"// ---- {name}: cuBLASLt GEMM, epilogue {epilogue}; all work is in the binding ----\n"
-        decl = f"// {name}: no CUDA launcher (cuBLASLt only)"
+        cuda_parts.append(render("gemm/gelu.cu", name=name, t=CUDA_TYPE[dtype], vec=vector_width([dtype]),
+                                 launcher_sig=launcher_sig))
+        decls.append(launcher_sig + ";")
+    if split:
+        cuda_parts.append(render("gemm/split_tf32.cu", name=name, launcher_sig=split_sig))
+        decls.append(split_sig + ";")
+    cuda = "".join(cuda_parts) or f"// ---- {name}: cuBLASLt GEMM, epilogue {epilogue}; all work is in the binding ----\n"
+    decl = "\n".join(decls) or f"// {name}: no CUDA launcher (cuBLASLt only)"
+    gemm_call = (f"ks_gemm_split_tf32(x2, weight, {'&bias' if has_bias else 'nullptr'}, y2, w_kn, {epilogue}, "
+                 f"stream, {name}_split_launch);" if split else
+                 f"ks_gemm_lt(x2, weight, {'&bias' if has_bias else 'nullptr'}, y2, w_kn, {epilogue}, stream, "
+                 f"{GEMM_MATH[spec.precision]});")
 
     binding = render(
         "gemm/binding.cpp", name=name, activation=spec.activation, torch_dtype=torch_dtype, w_kn=w_kn,
         w_expr="W" if spec.weight_layout == "kn" else "W^T", bias_expr=" + bias" if has_bias else "",
-        bias_param=", at::Tensor bias" if has_bias else "", bias_arg="&bias" if has_bias else "nullptr",
+        bias_param=", at::Tensor bias" if has_bias else "",
         bias_checks=render("gemm/bias_checks.cpp", name=name, torch_dtype=torch_dtype) if has_bias else "",
-        epilogue=epilogue, math=GEMM_MATH[spec.precision], gelu_launch=render("gemm/gelu_launch.cpp", name=name) if exact_gelu else "",
+        gemm_call=gemm_call, gelu_launch=render("gemm/gelu_launch.cpp", name=name) if exact_gelu else "",
     )
     return KernelSource(
         function=name,
@@ -85,7 +106,7 @@ def emit_gemm(spec: GemmSpec) -> KernelSource:
         python_args=("x", "weight") + (("bias",) if has_bias else ()),
         notes=(
             f"cuBLASLt matmul, epilogue {epilogue}" + (" + in-place exact GELU pass" if exact_gelu else ""),
-            (GEMM_MATH_NOTE[spec.precision]
+            ((SPLIT_TF32_NOTE if split else GEMM_MATH_NOTE[spec.precision])
              + ", torch stream, cached handle, torch-allocated workspace"),
         ),
     )

@@ -25,7 +25,7 @@ at::Tensor {{name}}(at::Tensor x, at::Tensor weight{{bias_param}}) {
   if (!weight.is_contiguous()) weight = weight.contiguous();
   at::Tensor y2 = y.view({M, N});
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
-  ks_gemm_lt(x2, weight, {{bias_arg}}, y2, w_kn, {{epilogue}}, stream, {{math}});{{gelu_launch}}
+  {{gemm_call}}{{gelu_launch}}
   return y;
 }
 
