@@ -31,8 +31,9 @@ SLOW_MODULES = {  # tests of tens of seconds on the 2-core VM (durations of 2026
     "test_bench_coverage", "test_llm_bounds", "test_constants_inplace", "test_layers", "test_server_malformed",
     "test_server_fuzz", "test_verifier_static", "test_bench_run",
 }
-# Two: a 6 GiB verifier test's memory plan needs 31.25 GiB at once, and with three lanes two of
-# them ran out of memory beside each other and a third process (4 x H100, 2026-11-27, call C).
+# Two lanes for whole KernelBench problems (~16 GB each); the 6 GiB verifier tests, whose memory
+# plan needs 31.25 GiB at once, all share lane 0: two of them side by side ran out of memory with
+# three lanes and with two (4 x H100, 2026-11-27, eleventh session call C, twelfth session call B).
 KERNELBENCH_GPU_LANES = 2
 GROUPED_MODULES = {  # an expensive module-scoped fixture: built once
     "test_coder", "test_verifier_binding", "test_bench_coverage", "test_llm_allowance", "test_search",
@@ -59,7 +60,8 @@ def pytest_collection_modifyitems(config, items):
                 "kernelbench" in item.name or item.get_closest_marker("gpu_memory")):
             # whole KernelBench problems hold up to ~16 GB of GPU memory each (4 GB tensors, the
             # reference's and the candidate's outputs, torch.compile), the 6 GiB verifier tests
-            # ~20 GB: at most KERNELBENCH_GPU_LANES of them at once under --dist loadgroup (16
+            # ~31 GB, one at a time: at most KERNELBENCH_GPU_LANES of them at once under --dist loadgroup (16
             # workers on one H100 ran out of memory with 4 lanes and the 6 GiB tests outside)
-            lane = zlib.crc32(item.nodeid.encode()) % KERNELBENCH_GPU_LANES
+            lane = (0 if item.get_closest_marker("gpu_memory")
+                    else zlib.crc32(item.nodeid.encode()) % KERNELBENCH_GPU_LANES)
             item.add_marker(pytest.mark.xdist_group(f"kernelbench_gpu_{lane}"))

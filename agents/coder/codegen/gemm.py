@@ -42,7 +42,8 @@ GEMM_MATH_NOTE = {
 
 
 SPLIT_TF32_NOTE = ("fp32 as TF32 tensor-core products of split operands (3xTF32: a hi/lo splitting pass, "
-                   "x_lo W_hi + x_hi W_lo in one product, x_hi W_hi in K chunks added in fp32)")
+                   "x_lo W_hi + x_hi W_lo in one product, x_hi W_hi in K chunks added in fp32; an Inf "
+                   "operand may give NaN where fp32 gives Inf)")
 
 
 def uses_split_tf32(spec: GemmSpec) -> bool:
