@@ -419,13 +419,16 @@ def gemm_not_on_tensor_cores(ctx: RuleContext) -> list[Finding]:
                     message=f"fp32 GEMM on CUDA cores ({short_name(k.name)})",
                     explanation=(
                         f"{k.total_us:.1f} us per forward in full fp32; TF32 or bf16 runs on "
-                        f"tensor cores at several times the throughput."
+                        f"tensor cores at several times the throughput, and 3xTF32 (split "
+                        f"operands) at fp32's accuracy."
                     ),
                     suggestion=(
-                        "Generate with --precision tf32 (or bf16; kernelstitch.precision in the "
-                        "editor): GEMMs on tensor cores, verified against float64 with the error "
-                        "reported; or torch.backends.cuda.matmul.allow_tf32 = True in your code, "
-                        "if the accuracy budget allows."
+                        "Generate in strict fp32: the measured search tries the GEMM as 3xTF32 "
+                        "on tensor cores at fp32's accuracy. Or generate with --precision tf32 "
+                        "(or bf16; kernelstitch.precision in the editor): GEMMs on tensor cores, "
+                        "verified against float64 with the error reported; or "
+                        "torch.backends.cuda.matmul.allow_tf32 = True in your code, if the "
+                        "accuracy budget allows."
                     ),
                     source_line=k.source_line,
                     kernel=k.name,

@@ -450,11 +450,14 @@ def test_split_tf32_gemm_emits_the_splitting_pass_and_three_products():
     assert "void g3_split_launch(" in g.launcher_decl and "void g3_gelu_launch(" in g.launcher_decl
     assert "g3_split_kernel" in g.cuda and "g3_gelu_kernel" in g.cuda
     assert any("3xTF32" in note for note in g.notes)
+    # strided operands go to the splitting pass as they are: no PyTorch copy before it
+    assert "x2 = x2.contiguous()" not in g.binding and "weight = weight.contiguous()" not in g.binding
     # a precision opt-in computes in its own math, and 16-bit operands never split
     for other in (replace(spec, precision="tf32"), replace(spec, x=TensorArg("x", "float16"), weight=TensorArg("w", "float16"),
                                                          bias=TensorArg("b", "float16"), out_dtype="float16")):
         plain = emit_gemm(other)
         assert "ks_gemm_split_tf32(x2" not in plain.binding and "split_kernel" not in plain.cuda
+        assert "x2 = x2.contiguous()" in plain.binding
     assert spec_from_json(spec_to_json(spec)) == spec
     assert "split_tf32" not in spec_to_json(replace(spec, split_tf32=False))
 

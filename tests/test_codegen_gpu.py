@@ -136,14 +136,6 @@ def _specs():
         GemmSpec("t_gemm_gelu_tanh", TensorArg("x", "float16"), TensorArg("w", "float16"), TensorArg("b", "float16"), "gelu_tanh", "float16"),
         GemmSpec("t_gemm_gelu_bf16", TensorArg("x", "bfloat16"), TensorArg("w", "bfloat16"), TensorArg("b", "bfloat16"), "gelu", "bfloat16"),
         GemmSpec("t_gemm_plain_kn", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32", "kn"),
-        # 3xTF32 (fp32 on TF32 tensor cores through split operands): the activation epilogue on the
-        # last of three products, exact GELU after them, the matmul layout
-        GemmSpec("t_gemm_relu_3x", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"),
-                 "relu", "float32", split_tf32=True),
-        GemmSpec("t_gemm_gelu_3x", TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"),
-                 "gelu", "float32", split_tf32=True),
-        GemmSpec("t_gemm_kn_3x", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32", "kn",
-                 split_tf32=True),
     ]
     return specs
 
@@ -472,42 +464,6 @@ def test_gemm_epilogues(ext):
     xk, wk = rnd(65, 31), rnd(31, 17)
     check(poisoned(ext.t_gemm_plain_kn, xk, wk), xk @ wk, rtol=1e-4, atol=1e-4)
     assert math.isfinite(float(ext.t_gemm_plain_kn(xk.t().contiguous().t(), wk).sum()))
-
-
-def _error_x_rms(got: torch.Tensor, exact: torch.Tensor) -> float:
-    """Largest error from the float64 result, in units of its RMS (the Verifier's atol scale)."""
-    return float((got.double() - exact).abs().max() / exact.pow(2).mean().sqrt())
-
-
-def test_gemm_split_tf32_is_as_accurate_as_fp32(ext):
-    """3xTF32 against a float64 product: within a small factor of cuBLAS's strict fp32 error, and
-    far below plain TF32's (which the same check would reject), on a long K; epilogues, odd
-    shapes, a misaligned x (the splitting pass's scalar path) and non-finite inputs as in fp32."""
-    torch.backends.cuda.matmul.allow_tf32 = False
-    x, w, b = rnd(300, 4096), rnd(257, 4096) / 64, rnd(257)
-    exact = F.linear(x.double(), w.double(), b.double())
-    fp32_err = _error_x_rms(F.linear(x, w, b), exact)
-    got = poisoned(ext.t_gemm_relu_3x, x, w, b)
-    check(got, torch.relu(F.linear(x, w, b)), rtol=1e-4, atol=1e-4)
-    split_err = _error_x_rms(got, torch.relu(exact))
-    torch.backends.cuda.matmul.allow_tf32 = True
-    tf32_err = _error_x_rms(F.linear(x, w, b), exact)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    assert split_err <= 4 * fp32_err + 1e-7, (split_err, fp32_err)
-    assert split_err * 20 < tf32_err, (split_err, tf32_err)
-    g = poisoned(ext.t_gemm_gelu_3x, x[:7, :33], w[:5, :33].contiguous(), b[:5])
-    check(g, F.gelu(F.linear(x[:7, :33], w[:5, :33], b[:5])), rtol=1e-4, atol=1e-4)
-    base = rnd(65 * 31 + 1)
-    xk, wk = base[1:].view(65, 31), rnd(31, 17)  # x 4 bytes past an aligned address
-    check(poisoned(ext.t_gemm_kn_3x, xk, wk), xk @ wk, rtol=1e-4, atol=1e-4)
-    xs = rnd(4, 64)
-    xs[1, 3], xs[2, 5] = float("inf"), float("nan")
-    ws = rnd(64, 8).abs()
-    want, got = xs @ ws, ext.t_gemm_kn_3x(xs, ws)
-    # non-finite where fp32 is (an Inf row may come out NaN: Inf times a remainder of 0; README)
-    finite = torch.isfinite(want)
-    assert torch.equal(torch.isfinite(got), finite) and torch.isnan(got[2]).all()
-    check(got[finite], want[finite], rtol=1e-4, atol=1e-4)
 
 
 def test_reduction_argument_errors(ext):  # last: a crash here cannot hide other results

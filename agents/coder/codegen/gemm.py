@@ -46,6 +46,10 @@ SPLIT_TF32_NOTE = ("fp32 as TF32 tensor-core products of split operands (3xTF32:
                    "operand may give NaN where fp32 gives Inf)")
 
 
+CONTIGUOUS_OPERANDS = ("\n  if (!x2.is_contiguous()) x2 = x2.contiguous();"
+                       "\n  if (!weight.is_contiguous()) weight = weight.contiguous();")
+
+
 def uses_split_tf32(spec: GemmSpec) -> bool:
     """3xTF32 serves fp32 operands under strict fp32 only: a precision opt-in computes in its own
     math, and 16-bit operands are on the tensor cores already."""
@@ -75,8 +79,8 @@ def emit_gemm(spec: GemmSpec) -> KernelSource:
 
     split = uses_split_tf32(spec)
     launcher_sig = f"void {name}_gelu_launch(void* y, int64_t n, cudaStream_t stream)"
-    split_sig = (f"void {name}_split_launch(const void* src, void* dst, int64_t rows, int64_t len, int64_t ld_out, "
-                 "int64_t hi_off, int64_t lo_off, cudaStream_t stream)")
+    split_sig = (f"void {name}_split_launch(const void* src, void* dst, int64_t rows, int64_t len, int64_t src_rs, "
+                 "int64_t src_ks, int64_t ld_out, int64_t hi_off, int64_t lo_off, cudaStream_t stream)")
     cuda_parts, decls = [], []
     if exact_gelu:
         cuda_parts.append(render("gemm/gelu.cu", name=name, t=CUDA_TYPE[dtype], vec=vector_width([dtype]),
@@ -97,6 +101,8 @@ def emit_gemm(spec: GemmSpec) -> KernelSource:
         w_expr="W" if spec.weight_layout == "kn" else "W^T", bias_expr=" + bias" if has_bias else "",
         bias_param=", at::Tensor bias" if has_bias else "",
         bias_checks=render("gemm/bias_checks.cpp", name=name, torch_dtype=torch_dtype) if has_bias else "",
+        # cuBLASLt reads contiguous operands; 3xTF32's splitting pass reads strided ones in place
+        contiguous_operands="" if split else CONTIGUOUS_OPERANDS,
         gemm_call=gemm_call, gelu_launch=render("gemm/gelu_launch.cpp", name=name) if exact_gelu else "",
     )
     return KernelSource(

@@ -129,10 +129,10 @@ static inline void ks_gemm_lt(const at::Tensor& x2, const at::Tensor& w, const a
                  ks_gemm_workspace(x2), x2.get_device());
 }
 
-// The splitting pass of 3xTF32 (cuda/gemm/split_tf32.cu): src [rows, len] -> rows of ld_out holding
-// hi (TF32-exact) at hi_off + k and lo (the remainder) at lo_off + k.
-typedef void (*KsSplitLaunch)(const void* src, void* dst, int64_t rows, int64_t len, int64_t ld_out,
-                              int64_t hi_off, int64_t lo_off, cudaStream_t stream);
+// The splitting pass of 3xTF32 (cuda/gemm/split_tf32.cu): src [rows, len] with strides (src_rs,
+// src_ks) -> rows of ld_out holding hi (TF32-exact) at hi_off + k and lo (the remainder) at lo_off + k.
+typedef void (*KsSplitLaunch)(const void* src, void* dst, int64_t rows, int64_t len, int64_t src_rs, int64_t src_ks,
+                              int64_t ld_out, int64_t hi_off, int64_t lo_off, cudaStream_t stream);
 
 // K columns of the high-part product accumulated on the tensor cores before fp32 takes over (below).
 #define KS_SPLIT_TF32_CHUNK_K 1024
@@ -144,17 +144,20 @@ typedef void (*KsSplitLaunch)(const void* src, void* dst, int64_t rows, int64_t 
 // cores accumulate with truncation, an error that grows with the number of accumulations; so the
 // high-part product runs in K chunks of KS_SPLIT_TF32_CHUNK_K, each added to y in cuBLASLt's fp32
 // epilogue (beta 1), the last with the bias and activation.
+// x2 and w may be strided (a transposed operand): the splitting pass reads them in place, so no
+// PyTorch copy runs before it.
 static inline void ks_gemm_split_tf32(const at::Tensor& x2, const at::Tensor& w, const at::Tensor* bias,
                                       at::Tensor& y2, bool w_kn, cublasLtEpilogue_t epilogue,
                                       cudaStream_t stream, KsSplitLaunch split) {
   TORCH_CHECK(x2.scalar_type() == at::kFloat, "3xTF32 GEMM: fp32 operands only");
+  TORCH_CHECK(x2.dim() == 2 && w.dim() == 2, "3xTF32 GEMM: 2-d operands");
   const int64_t M = x2.size(0), K = x2.size(1), N = y2.size(1);
   at::Tensor x_cat = at::empty({M, 2 * K}, x2.options());
   at::Tensor w_cat = at::empty({2 * w.numel()}, w.options());
-  split(x2.data_ptr(), x_cat.data_ptr(), M, K, 2 * K, K, 0, stream);  // [x_lo | x_hi]
+  split(x2.data_ptr(), x_cat.data_ptr(), M, K, x2.stride(0), x2.stride(1), 2 * K, K, 0, stream);  // [x_lo | x_hi]
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (w_kn) split(w.data_ptr(), w_cat.data_ptr(), 1, K * N, 2 * K * N, 0, K * N, stream);  // [W_hi ; W_lo] rows
-  else split(w.data_ptr(), w_cat.data_ptr(), N, K, 2 * K, 0, K, stream);                     // [W_hi | W_lo]
+  if (w_kn) split(w.data_ptr(), w_cat.data_ptr(), K, N, w.stride(0), w.stride(1), N, 0, K * N, stream);  // [W_hi ; W_lo]
+  else split(w.data_ptr(), w_cat.data_ptr(), N, K, w.stride(0), w.stride(1), 2 * K, 0, K, stream);        // [W_hi | W_lo]
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   const at::Tensor workspace = ks_gemm_workspace(x2);
   const int device = x2.get_device();

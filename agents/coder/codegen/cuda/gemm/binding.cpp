@@ -20,9 +20,7 @@ at::Tensor {{name}}(at::Tensor x, at::Tensor weight{{bias_param}}) {
   if (y.numel() == 0) return y;
   TORCH_CHECK(K > 0, "{{name}}: K must be positive");
   const int64_t M = y.numel() / N;
-  at::Tensor x2 = x.reshape({M, K});
-  if (!x2.is_contiguous()) x2 = x2.contiguous();
-  if (!weight.is_contiguous()) weight = weight.contiguous();
+  at::Tensor x2 = x.reshape({M, K});{{contiguous_operands}}
   at::Tensor y2 = y.view({M, N});
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
   {{gemm_call}}{{gelu_launch}}
