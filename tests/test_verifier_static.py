@@ -342,6 +342,17 @@ def test_reuse_rule_respects_declarations_and_their_nested_ops():
         "aten::relu"]
 
 
+def test_transpose_views_are_not_the_reference_s_work():
+    """`A.T` dispatches aten::numpy_T (a permute view) in the reference and in a candidate that
+    transposes the same way before its own GEMM: a view, not compute (level1/16-18 were rejected
+    for it)."""
+    trace = _trace([[("my_gemm", 7)]], [[("aten::numpy_T", 10, 2), ("aten::permute", 11, 1),
+                                         ("aten::mT", 20, 2), ("aten::matmul", 30, 50)]])
+    calls = summarize_trace(trace)
+    reference = {"aten::numpy_T", "aten::permute", "aten::mT", "aten::matmul", "aten::mm"}
+    assert reused_reference_ops(calls, reference, {}) == ["aten::matmul"]
+
+
 @pytest.mark.parametrize("name, own", [
     ("scale_relu_kernel(float const*, float*, long long)", True),
     ("void at::native::elementwise_kernel<128, 2>", False),

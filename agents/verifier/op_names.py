@@ -21,6 +21,7 @@ NON_COMPUTE_OPS = frozenset(
         "permute", "t", "transpose", "unsqueeze", "squeeze", "flatten", "unflatten", "select",
         "slice", "narrow", "split", "chunk", "unbind", "detach", "alias", "lift_fresh",
         "_reshape_alias", "_unsafe_view", "movedim", "swapaxes", "swapdims", "unfold_view",
+        "numpy_T", "mT",  # `x.T` and `x.mT`: permute views (level1/16-18 write `A.T`)
         # layout copies and casts
         "contiguous", "clone", "copy", "copy_", "to", "_to_copy", "type_as", "float", "half",
         "bfloat16", "double", "int", "long", "bool", "cuda", "cpu", "resolve_conj",
