@@ -38,6 +38,7 @@ from kernelstitch.agents.coder.codegen import (
     emit_reduction,
 )
 from kernelstitch.agents.coder.codegen.common import renamed_kernel
+from kernelstitch.agents.coder.codegen.conv_split import emit_split_cat
 from kernelstitch.agents.plan.kernel_spec import (
     ATTR_OPS,
     BINARY_OPS,
@@ -370,10 +371,11 @@ def test_vector_path_uses_16_byte_accesses():
 
 
 def test_preludes_are_guarded_and_assembly_is_one_unit():
-    kernels = [emit(s) for s in elementwise_specs()[:2] + reduction_specs()[:1] + gemm_specs()[-1:]]
+    gemm_relu = [g for g in gemm_specs() if g.name == "gemm_relu"]
+    kernels = [emit(s) for s in elementwise_specs()[:2] + reduction_specs()[:1] + gemm_relu]
     cpp, cuda, names = build_extension_sources(kernels)
     assert names == [k.function for k in kernels]
-    assert cuda.count("#ifndef KS_CUDA_PRELUDE_H") == 3  # the GEMM without erf GELU has no cuda
+    assert cuda.count("#ifndef KS_CUDA_PRELUDE_H") == 3  # the GEMM without erf GELU or 3xTF32 has no cuda
     assert cpp.startswith("\n" + BINDING_PRELUDE) and cpp.count("#ifndef KS_GEMM_PRELUDE_H") == 1
     for k in kernels:
         assert k.launcher_decl in cpp and k.binding in cpp
@@ -460,6 +462,14 @@ def test_split_tf32_gemm_emits_the_splitting_pass_and_three_products():
         assert "x2 = x2.contiguous()" in plain.binding
     assert spec_from_json(spec_to_json(spec)) == spec
     assert "split_tf32" not in spec_to_json(replace(spec, split_tf32=False))
+
+
+def test_conv_split_cat_binding_contract():
+    k = emit_split_cat()
+    assert k.function == "ks_split_cat_tf32" and k.python_args == ("t", "dim", "weight_order")
+    assert "at::Tensor ks_split_cat_tf32(at::Tensor t, int64_t dim, bool weight_order)" in k.binding
+    assert "shape[dim] *= 3;" in k.binding and "ks_split_tf32(" in k.cuda
+    assert "void ks_split_cat_tf32_launch(" in k.launcher_decl
 
 
 def test_spec_validation():
@@ -554,7 +564,8 @@ def _spill_units(specs: list) -> list[list[str]]:
     units = [[texts.pop(n) for n in ((names,) if isinstance(names, str) else names) if n in texts]
              for names in _HEAVY_SPECS]
     light_reductions = [texts.pop(s.name) for s in reduction_specs() if s.name in texts]
-    return [u for u in units if u] + [light_reductions, list(texts.values())]
+    # the 3xTF32 convolutions' splitting pass belongs to no spec: it joins the light unit
+    return [u for u in units if u] + [light_reductions, [*texts.values(), emit_split_cat().cuda]]
 
 
 @pytest.mark.nvcc
@@ -566,7 +577,7 @@ def _spill_units(specs: list) -> list[list[str]]:
 def test_every_cuda_text_compiles_for_sm90a_without_spills():
     specs = _spill_specs()
     groups = _spill_units(specs)
-    assert sum(map(len, groups)) == len(specs)  # every checked spec's text, once
+    assert sum(map(len, groups)) == len(specs) + 1  # every checked spec's text once, and the conv split
     if not full_spill_check():  # the representatives exist (a renamed spec must not drop out)
         assert REPRESENTATIVE_REDUCTIONS <= {s.name for s in specs}
     with tempfile.TemporaryDirectory() as tmp:

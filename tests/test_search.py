@@ -439,3 +439,58 @@ def test_a_precision_opt_in_supersedes_3xtf32(tmp_path):
     ctx.config.precision = "tf32"
     reduced = build_variants(ctx, graph, tmp_path / "tf32")
     assert "3xtf32" not in reduced.paths and "default" in reduced.paths
+
+
+CONVT_SOURCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose3d(8, 16, 3, stride=2, groups={groups})
+        self.conv = nn.Conv2d(4, 4, 3)
+
+    def forward(self, x, y):
+        return torch.relu(self.up(x)) * 2.0, self.conv(y)
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 6, 6, 6), torch.randn(2, 4, 9, 9)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_transposed_convolutions_get_a_3xtf32_variant_first_among_the_alternatives(tmp_path):
+    """Only the transposed convolution is split (ordinary ones were never faster as 3xTF32): our
+    kernel lays the split operands side by side, one convolution runs with cuDNN's TF32 allowed
+    for that call only; groups > 1 and a precision opt-in get no such variant."""
+    from kernelstitch.agents.coder.builtin import code_builtin
+    from kernelstitch.agents.search import build_variants
+
+    source = tmp_path / "convt.py"
+    source.write_text(CONVT_SOURCE.format(groups=1))
+    graph = capture(source)
+    variants = propose_variants(graph, limit=4)
+    assert [v.name for v in variants][:2] == ["default", "conv3xtf32"]
+    split = variants[1].plan
+    flagged = [s for s in split.steps if (s.spec or {}).get("split_tf32")]
+    assert [split.graph.node(s.nodes[0]).op for s in flagged] == ["aten.conv_transpose3d.input"]
+    text = code_builtin(split, source, tmp_path / "model_new.py").source
+    assert text.count("_KS.ks_split_cat_tf32(") == 2 and "with _CudnnTf32():" in text
+    assert "torch._C._set_cudnn_allow_tf32(self._before)" in text  # the caller's setting restored
+    assert "torch.ops.aten.conv2d.default(v_y" in text  # the ordinary convolution as it was
+    default_text = code_builtin(variants[0].plan, source, tmp_path / "default.py").source
+    assert "ks_split_cat_tf32" not in default_text and "_CudnnTf32" not in default_text
+
+    ctx = context(tmp_path)
+    ctx.source = source
+    ctx.config.precision = "tf32"
+    assert "conv3xtf32" not in build_variants(ctx, graph, tmp_path / "tf32", limit=4).paths
+
+    grouped = tmp_path / "convt_grouped.py"
+    grouped.write_text(CONVT_SOURCE.format(groups=2))
+    assert "conv3xtf32" not in [v.name for v in propose_variants(capture(grouped), limit=8)]

@@ -22,6 +22,7 @@ from kernelstitch.agents.coder.codegen import (
     build_extension_sources,
     emit,
 )
+from kernelstitch.agents.coder.codegen.conv_split import emit_split_cat
 from kernelstitch.agents.coder.program import CoderError, Program
 from kernelstitch.agents.coder.signature import constructor_signature
 from kernelstitch.agents.coder.wrapper import render_candidate
@@ -72,6 +73,8 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
     program = Program(plan, full_graph, kernels)
     body = program.build()
     ordered = [kernels[s.id] for s in plan.steps if s.id in kernels]
+    if program.splits_convolutions:  # 3xTF32 convolutions: their splitting pass, once
+        ordered.append(emit_split_cat())
     cpp, cuda, functions = build_extension_sources(ordered) if ordered else ("", "", [])
     needs_cublaslt = any(isinstance(s.kernel_spec(), GemmSpec) for s in plan.steps if s.is_kernel)
     reference_path = Path(reference_path).resolve()
@@ -83,7 +86,8 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
         ldflags=list(EXTRA_LDFLAGS) if needs_cublaslt else [], init_sig=init_sig,
         forward_inputs=[f"v_{n.name}" for n in full_graph.user_inputs()], body=body,
         cuda_graph=plan.host.cuda_graph, constants=dict(program.constants.values()),
-        cudnn_benchmark=plan.host.cudnn_benchmark, precision=plan.host.precision)
+        cudnn_benchmark=plan.host.cudnn_benchmark, precision=plan.host.precision,
+        tf32_convolutions=program.splits_convolutions)
     return Candidate(source=source, plan=plan, kernels=ordered, torch_ops=dict(program.torch_ops),
                      kernel_steps={sid: k.function for sid, k in kernels.items()})
 

@@ -12,6 +12,7 @@ import keyword
 import math
 from typing import Any
 
+from kernelstitch.agents.coder.codegen.conv_split import SPLIT_CAT_FUNCTION
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import DTypeConst, Graph, Node, NodeRef, OpaqueConst
@@ -82,6 +83,7 @@ class Program:
         self.defined: set[str] = set()
         self.produced_by_step = {o: s.id for s in plan.steps for o in s.outputs}
         self.uses_device = False
+        self.splits_convolutions = False  # a 3xTF32 convolution calls the splitting pass
         self.torch_ops: dict[str, str] = {}
         # constant placeholder -> (buffer name, expression building it): ModelNew.__init__
         # registers each constant the program reads once, as a non-persistent buffer
@@ -181,6 +183,10 @@ class Program:
         else:
             op_node = self.graph.node(step.nodes[0])
             self.lines.append(f"# {step.id}: {step.description}")
+            if (step.spec or {}).get("split_tf32"):
+                self.split_convolution(step, op_node)
+                self.defined.update(step.outputs)
+                return
             args = self.call_args(op_node)
             channels_last = self.plan.host.channels_last and step.channels_last
             volumetric = channels_last and self.rank(step.inputs[0]) == 5
@@ -197,6 +203,23 @@ class Program:
             for name, kind in (step.spec or {}).get("declare", {}).items():
                 self.torch_ops[name] = kind
         self.defined.update(step.outputs)
+
+    def split_convolution(self, step, node: Node) -> None:
+        """A transposed convolution as 3xTF32 (the plan's measured variant): input and weight
+        split into TF32-exact high parts and fp32 remainders by our kernel, laid side by side
+        along the input channels ([x_lo, x_hi, x_hi] and [W_hi, W_lo, W_hi]: a transposed
+        convolution's weight has them in dim 0), then one cuDNN convolution with TF32 allowed
+        for that call only (_CudnnTf32)."""
+        x, w = (self.literal(a) for a in node.args[:2])
+        rest = [self.literal(a) for a in node.args[2:]] + [f"{k}={self.literal(v)}" for k, v in node.kwargs.items()]
+        out = local(node.name)
+        self.emit(f"{out}_x3 = _KS.{SPLIT_CAT_FUNCTION}({x}, 1, False)  # [x_lo, x_hi, x_hi] along the channels", node)
+        self.emit(f"{out}_w3 = _KS.{SPLIT_CAT_FUNCTION}({w}, 0, True)  # [W_hi, W_lo, W_hi]", node)
+        self.emit("with _CudnnTf32():", node)
+        self.emit(f"    {out} = torch.ops.{node.op}({', '.join([f'{out}_x3', f'{out}_w3', *rest])})", node)
+        for name, kind in (step.spec or {}).get("declare", {}).items():
+            self.torch_ops[name] = kind
+        self.splits_convolutions = True
 
     def rank(self, name: str) -> int | None:
         meta = self.graph.node(name).meta if self.graph.has(name) else None

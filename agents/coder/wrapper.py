@@ -353,6 +353,25 @@ CUDNN_AUTOTUNE = '''class _CudnnAutotune:
 '''
 
 
+# Only in programs with a 3xTF32 convolution (a plan step's spec split_tf32): its operands are split
+# into TF32-exact parts, so TF32 convolution computes them to fp32's accuracy.
+CUDNN_TF32 = '''class _CudnnTf32:
+    """cuDNN's TF32 allowed for one 3xTF32 convolution (operands already split by our kernel into
+    TF32-exact high parts and fp32 remainders); the caller's setting is restored on exit."""
+
+    # torch's legacy getter and setter (what `torch.backends.cudnn.allow_tf32 = v` calls): the
+    # Verifier checks the flag is back after every call (verifier/tamper.py's settings)
+    def __enter__(self):
+        self._before = torch._C._get_cudnn_allow_tf32()
+        torch._C._set_cudnn_allow_tf32(True)
+
+    def __exit__(self, *exc):
+        torch._C._set_cudnn_allow_tf32(self._before)
+
+
+'''
+
+
 # Only in programs whose plan allows a reduced precision (plan.host.precision, issue 24).
 PRECISION_SCOPE = '''class _Precision:
     """The precision this program was generated for: {summary}.  forward holds TF32 on for
@@ -401,7 +420,8 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
                      cflags: list[str], cuda_cflags: list[str], ldflags: list[str],
                      init_sig: Signature, forward_inputs: list[str], body: list[str],
                      cuda_graph: bool, constants: dict[str, str] | None = None,
-                     cudnn_benchmark: bool = False, precision: str = "fp32") -> str:
+                     cudnn_benchmark: bool = False, precision: str = "fp32",
+                     tf32_convolutions: bool = False) -> str:
     """The candidate's text.  `constants`: buffer name -> expression of the tensor constants
     forward reads (registered once in __init__, non-persistent: state_dict keys stay the
     reference's; they follow the module's device)."""
@@ -424,7 +444,8 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
         init_params=(", " + init_params) if init_params else "",
         reference_call=reference_call(init_sig),
         cuda_graphs="_CudaGraphs()" if cuda_graph else "None",
-        cudnn_autotune=(CUDNN_AUTOTUNE if cudnn_benchmark else "") + precision_scope(precision),
+        cudnn_autotune=((CUDNN_AUTOTUNE if cudnn_benchmark else "") + precision_scope(precision)
+                        + (CUDNN_TF32 if tf32_convolutions else "")),
         forward_params=forward_params,
         forward_body=_forward_body(args_tuple, ", ".join(forward_inputs), cudnn_benchmark,
                                    precision_mode(precision).reduced),

@@ -49,6 +49,9 @@ def with_precision(plan: Plan, precision: str) -> Plan:
             # the opt-in's own math supersedes 3xTF32 (fp32's accuracy is no longer the bound)
             step = replace(step, spec=spec_to_json(replace(spec, precision=mode.name, split_tf32=False)))
             gemms += 1
+        elif not step.is_kernel and (step.spec or {}).get("split_tf32"):
+            # a 3xTF32 convolution: the opt-in's TF32 convolutions supersede it
+            step = replace(step, spec={k: v for k, v in step.spec.items() if k != "split_tf32"})
         elif isinstance(spec, AttentionSpec) and spec.query.dtype == "float32":
             step = replace(step, spec=spec_to_json(replace(spec, precision=mode.name)))
             attentions += 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kernelstitch.agents.plan import HostSettings, Plan, PlanStep
-from kernelstitch.agents.plan.graph import Graph
+from kernelstitch.agents.plan.graph import Graph, NodeRef
 from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionKnobs, spec_to_json
 from kernelstitch.agents.planner.attention import has_attention
 from kernelstitch.agents.planner.builtin import (
@@ -81,6 +81,12 @@ def propose_variants(graph: Graph, limit: int = 4,
         others.append(split)
     others = _distinct(base, others)
     others.sort(key=lambda v: estimate_ms(v.plan))
+    # Transposed convolutions as 3xTF32 go first among the alternatives: the cost model cannot
+    # see cuDNN's slow strict-fp32 transposed kernels, and the microbenchmark over level 2 measured
+    # the convolution 2.2-5.4x faster on 21 of 29 (bench/results/2026-11-27-h100-3xtf32-transposed).
+    conv_split = _with_conv_split_tf32(base)
+    if conv_split is not None:
+        others.insert(0, conv_split)
     return [base, *others][:max(1, limit)]
 
 
@@ -171,6 +177,48 @@ def _with_split_tf32(variant: PlanVariant) -> PlanVariant | None:
     why = f"{changed} fp32 GEMM(s) as 3xTF32 (split operands on TF32 tensor cores, fp32 accuracy)"
     reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
     return PlanVariant(_join(variant.name, "3xtf32"), reason, replace(variant.plan, steps=steps))
+
+
+# Transposed convolutions (the only kind measured faster as 3xTF32: ordinary Conv2d / Conv3d were
+# 0.35-0.98x) and where their groups argument sits.
+TRANSPOSED_CONV_OPS = {"aten.conv_transpose1d.input": 6, "aten.conv_transpose2d.input": 6,
+                       "aten.conv_transpose3d.input": 6}
+
+
+def _splits_as_3xtf32(step: PlanStep, graph: Graph, channels_last: bool) -> bool:
+    """A library step running an fp32 transposed convolution with groups 1 on a batched NC...
+    input in NCHW order: what the 3xTF32 program (coder/program.py split_convolution) handles."""
+    spec = step.spec or {}
+    if step.technique != "library_call" or spec.get("type") != "torch_op" or step.is_kernel:
+        return False
+    node = graph.node(step.nodes[0])
+    if node.op not in TRANSPOSED_CONV_OPS or (channels_last and step.channels_last):
+        return False
+    groups = node.arg(TRANSPOSED_CONV_OPS[node.op], "groups", 1)
+    inputs = [a for a in node.args[:2] if isinstance(a, NodeRef)]
+    metas = [graph.node(a.node).meta for a in inputs]
+    spatial = int(node.op.split("conv_transpose")[1][0])
+    return (groups == 1 and len(metas) == 2 and all(m is not None and m.dtype == "float32" for m in metas)
+            and metas[0].rank == spatial + 2 and node.meta is not None and node.meta.dtype == "float32")
+
+
+def _with_conv_split_tf32(variant: PlanVariant) -> PlanVariant | None:
+    """The plan with its transposed convolutions as 3xTF32 (operands split into TF32-exact parts
+    by our kernel, one TF32 cuDNN convolution over three times the input channels); None when it
+    has none."""
+    plan = variant.plan
+    steps, changed = [], 0
+    for step in plan.steps:
+        if _splits_as_3xtf32(step, plan.graph, plan.host.channels_last):
+            step = replace(step, spec={**step.spec, "split_tf32": True})
+            changed += 1
+        steps.append(step)
+    if not changed:
+        return None
+    why = (f"{changed} transposed convolution(s) as 3xTF32 (split operands side by side in the "
+           "input channels, one TF32 convolution; fp32 accuracy where the reduction is short)")
+    reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
+    return PlanVariant(_join(variant.name, "conv3xtf32"), reason, replace(plan, steps=steps))
 
 
 def _with_cuda_graph(variant: PlanVariant, on: bool) -> PlanVariant | None:

@@ -303,6 +303,17 @@ __device__ __forceinline__ float ks_log(float x) { return (x > 0.75f && x < 1.25
 // torch.xlogy: 0 where x == 0 (unless y is NaN), else x * log(y) (kl_div's target * log(target)).
 __device__ __forceinline__ float ks_xlogy(float x, float y) { return (x == 0.f && y == y) ? 0.f : x * ks_log(y); }
 
+// ---- 3xTF32: an fp32 value as a TF32-exact high part and its remainder ----
+// hi = v rounded to TF32 (10 mantissa bits, ties away from zero), lo = v - hi, exact in fp32.  hi is
+// exact in TF32, so the rounding a tensor-core kernel applies to its inputs touches lo only.
+// Non-finite v: hi = v, lo = 0; a finite v whose rounding overflows keeps its truncation as hi.
+__device__ __forceinline__ void ks_split_tf32(const float v, float& hi, float& lo) {
+  const unsigned bits = __float_as_uint(v);
+  hi = __uint_as_float((bits + 0x1000u) & 0xFFFFE000u);
+  if (!isfinite(hi)) hi = isfinite(v) ? __uint_as_float(bits & 0xFFFFE000u) : v;
+  lo = isfinite(v) ? v - hi : 0.0f;
+}
+
 // ---- reductions ----
 struct KsOpSum {
   __device__ __forceinline__ static float apply(float a, float b) { return a + b; }

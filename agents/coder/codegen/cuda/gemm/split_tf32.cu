@@ -1,16 +1,8 @@
 
 #include "../ks_prelude.cuh"
 
-// ---- {{name}}: fp32 operands split for TF32 tensor-core GEMMs (3xTF32, cuda/ks_gemm.h) ----
-// hi = v rounded to TF32 (10 mantissa bits, ties away from zero), lo = v - hi, exact in fp32.  hi is
-// exact in TF32, so the rounding a GEMM kernel applies to its inputs touches lo only.
-// Non-finite v: hi = v, lo = 0; a finite v whose rounding overflows keeps its truncation as hi.
-__device__ __forceinline__ void {{name}}_split1(const float v, float& hi, float& lo) {
-  const unsigned bits = __float_as_uint(v);
-  hi = __uint_as_float((bits + 0x1000u) & 0xFFFFE000u);
-  if (!isfinite(hi)) hi = isfinite(v) ? __uint_as_float(bits & 0xFFFFE000u) : v;
-  lo = isfinite(v) ? v - hi : 0.0f;
-}
+// ---- {{name}}: fp32 operands split for TF32 tensor-core GEMMs (3xTF32, cuda/ks_gemm.h; the split
+// of one value is ks_prelude.cuh's ks_split_tf32) ----
 
 // src [rows, len] with strides (src_rs, src_ks) (a transposed operand is read in place) -> dst rows
 // of `ld_out`: hi at column hi_off + k, lo at lo_off + k.
@@ -25,10 +17,10 @@ __global__ void __launch_bounds__(256) {{name}}_split_kernel(const float* __rest
       const int64_t i = v * 4, r = i / len, k = i - r * len;
       const float4 a = *reinterpret_cast<const float4*>(src + r * src_rs + k);
       float4 h, l;
-      {{name}}_split1(a.x, h.x, l.x);
-      {{name}}_split1(a.y, h.y, l.y);
-      {{name}}_split1(a.z, h.z, l.z);
-      {{name}}_split1(a.w, h.w, l.w);
+      ks_split_tf32(a.x, h.x, l.x);
+      ks_split_tf32(a.y, h.y, l.y);
+      ks_split_tf32(a.z, h.z, l.z);
+      ks_split_tf32(a.w, h.w, l.w);
       float* row = dst + r * ld_out + k;
       *reinterpret_cast<float4*>(row + hi_off) = h;
       *reinterpret_cast<float4*>(row + lo_off) = l;
@@ -38,7 +30,7 @@ __global__ void __launch_bounds__(256) {{name}}_split_kernel(const float* __rest
   for (int64_t i = tid; i < rows * len; i += step) {
     const int64_t r = i / len, k = i - r * len;
     float* row = dst + r * ld_out + k;
-    {{name}}_split1(src[r * src_rs + k * src_ks], row[hi_off], row[lo_off]);
+    ks_split_tf32(src[r * src_rs + k * src_ks], row[hi_off], row[lo_off]);
   }
 }
 
