@@ -67,3 +67,16 @@ def test_the_cli_says_what_is_wrong_with_a_file(tmp_path):
                            "--out", str(tmp_path / "out")], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2 and "not a bench results.json" in done.stderr
+
+
+def test_a_kept_original_without_timings_merges_at_one_x(tmp_path):
+    """Results written before outcome.py filled them: a kept original whose record verification
+    stopped early counts at 1.00x vs eager from the search's time of the original."""
+    kept = {"problem": "level1/16_T", "status": "kept", "message": "kept", "level": "level1",
+            "variants_ms": {"original": 2.6, "3xtf32": 1.6}}
+    fast = {"problem": "level1/2_S", "status": "accepted", "message": "", "level": "level1",
+            "speedup_vs_eager": 4.0, "speedup_vs_compiled": 4.0, "eager_ms": 4.0, "candidate_ms": 1.0}
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"problems": [kept, fast], "command": "bench a"}))
+    summary, _ = merge_results([path], tmp_path / "out")
+    assert summary["geomean_speedup_vs_eager"] == 2.0 and summary["without_compiled_time"] == 1

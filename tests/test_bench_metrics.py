@@ -240,3 +240,31 @@ def test_a_kept_original_counts_at_one_x_apart_from_accepted():
                           significant_vs_eager=True)
     summary = summarise([kept, slow])
     assert summary["kept"] == 1 and summary["accepted"] == 2 and summary["slower_than_eager"] == 1
+
+
+def test_a_kept_original_whose_record_verification_stopped_early_still_counts_at_one_x():
+    """A contender rejected by a static check has no timings: the kept original is 1.00x vs
+    eager from the search's time of it (left out, kept problems would lift the geomean), and the
+    summary says how many correct problems have no torch.compile time."""
+    from kernelstitch.agents.job_protocol import JobResult
+
+    from kernelstitch.bench.metrics import summarise
+    from kernelstitch.bench.outcome import ProblemOutcome
+    from kernelstitch.bench.report import render_markdown
+
+    verdict = {"status": "rejected", "reasons": [{"code": "reuses_reference_op", "message": "m"}],
+               "timings": {}}
+    selection = {"decision": "keep_original", "winner": None,
+                 "original_ms": {"median": 2.6, "p10": 2.5, "p90": 2.7, "n": 30},
+                 "variants": [{"name": "3xtf32", "reason": "r",
+                               "time_ms": {"median": 1.6, "p10": 1.5, "p90": 1.7, "n": 30}}]}
+    result = JobResult(status="succeeded", message="kept", kind="generate", source_path="x.py",
+                       module="Model", verdict=verdict, selection=selection)
+    kept = ProblemOutcome.from_result("level1/16_T", result)
+    assert kept.status == "kept" and kept.speedup_vs_eager == 1.0 and kept.candidate_ms == 2.6
+    assert kept.speedup_vs_compiled is None
+    fast = ProblemOutcome(problem="level1/2_S", status="accepted", message="", speedup_vs_eager=4.0,
+                          speedup_vs_compiled=4.0)
+    summary = summarise([kept, fast])
+    assert summary["geomean_speedup_vs_eager"] == 2.0 and summary["without_compiled_time"] == 1
+    assert "(1 correct without a torch.compile time left out)" in render_markdown([kept, fast], summary, {}, "bench")

@@ -193,6 +193,12 @@ class ProblemOutcome:
         else:
             self.candidate_ms = self.eager_ms
             self.candidate_spread_ms = self.eager_spread_ms  # what is delivered is the original
+        if self.eager_ms is None and original:
+            # the record verification stopped before timing (a static rejection): the search's
+            # own time of the original stands for eager, and what is delivered is the original
+            # (1.00x: left out, a kept problem would lift the geomean; vs compile stays unknown)
+            self.eager_ms = self.candidate_ms = original
+            self.candidate_spread_ms = self.eager_spread_ms = None
         self.speedup_vs_eager = (self.eager_ms / self.candidate_ms
                                  if self.eager_ms and self.candidate_ms else None)
         self.speedup_vs_compiled = (self.compiled_ms / self.candidate_ms
