@@ -74,6 +74,12 @@ def test_the_split_parts_lie_side_by_side(program):
     hi, lo = torch_split(x)
     assert torch.equal(ks.ks_split_cat_tf32(x, 1, False), torch.cat([lo, hi, hi], 1))
     assert torch.equal(ks.ks_split_cat_tf32(x, 0, True), torch.cat([hi, lo, hi], 0))
+    special = torch.tensor([0x7FFFFFFF, 0x7FC00000, 0x7F800000, 0xFF800000 - (1 << 32), 0x7F7FFFFF],
+                           dtype=torch.int32, device="cuda").view(torch.float32)  # NaNs, +-Inf, FLT_MAX
+    parts = ks.ks_split_cat_tf32(special.view(1, 5), 1, False).view(3, 5)
+    assert torch.isnan(parts[1, :2]).all() and torch.equal(parts[1, 2:4], special[2:4])
+    assert torch.equal(parts[0, :4], torch.zeros(4, device="cuda"))  # no remainder of a non-finite value
+    assert torch.isfinite(parts[1, 4]) and parts[0, 4] + parts[1, 4] == special[4]  # FLT_MAX: no overflow
     odd = torch.randn(2, 3, 5, device="cuda")[:, :, 1:]  # a strided view, rows of 4 floats at odd offsets
     odd_hi, odd_lo = torch_split(odd.contiguous())
     assert torch.equal(ks.ks_split_cat_tf32(odd, 1, False), torch.cat([odd_lo, odd_hi, odd_hi], 1))

@@ -124,9 +124,12 @@ def test_misaligned_and_non_finite_inputs(ext):
     close(poisoned(ext.t3_kn, xk, wk), xk @ wk)
     xs = rnd(4, 64)
     xs[1, 3], xs[2, 5] = float("inf"), float("nan")
+    # CUDA's own NaN (0x7FFFFFFF, what log(-1) or 0/0 gives on the GPU): its bits + 0x1000 wrap
+    # to a finite -0.0, which once dropped the NaN from the product
+    xs[3, 7] = torch.tensor(0x7FFFFFFF, dtype=torch.int32, device="cuda").view(torch.float32)
     ws = rnd(64, 8).abs()
     want, got = xs @ ws, ext.t3_kn(xs, ws)
     # non-finite exactly where fp32 is (an Inf row may come out NaN: Inf times a remainder of 0)
     finite = torch.isfinite(want)
-    assert torch.equal(torch.isfinite(got), finite) and torch.isnan(got[2]).all()
+    assert torch.equal(torch.isfinite(got), finite) and torch.isnan(got[2]).all() and torch.isnan(got[3]).all()
     close(got[finite], want[finite])

@@ -439,6 +439,12 @@ def test_a_precision_opt_in_supersedes_3xtf32(tmp_path):
     ctx.config.precision = "tf32"
     reduced = build_variants(ctx, graph, tmp_path / "tf32")
     assert "3xtf32" not in reduced.paths and "default" in reduced.paths
+    # the pipeline's own way: the base plan already under the opt-in
+    from kernelstitch.agents.planner.builtin import plan_builtin
+    from kernelstitch.agents.planner.precision import with_precision
+
+    based = build_variants(ctx, graph, tmp_path / "tf32b", base=with_precision(plan_builtin(graph), "tf32"))
+    assert "3xtf32" not in based.paths and "default" in based.paths
 
 
 CONVT_SOURCE = '''import torch
@@ -489,7 +495,14 @@ def test_transposed_convolutions_get_a_3xtf32_variant_first_among_the_alternativ
     ctx = context(tmp_path)
     ctx.source = source
     ctx.config.precision = "tf32"
-    assert "conv3xtf32" not in build_variants(ctx, graph, tmp_path / "tf32", limit=4).paths
+    reduced = build_variants(ctx, graph, tmp_path / "tf32", limit=4)
+    assert "conv3xtf32" not in reduced.paths and len(reduced.paths) == 4  # the slot went to another
+    from kernelstitch.agents.planner.builtin import plan_builtin
+    from kernelstitch.agents.planner.precision import with_precision
+
+    based = build_variants(ctx, graph, tmp_path / "tf32b", limit=4,
+                           base=with_precision(plan_builtin(graph), "tf32"))
+    assert "conv3xtf32" not in based.paths
 
     grouped = tmp_path / "convt_grouped.py"
     grouped.write_text(CONVT_SOURCE.format(groups=2))

@@ -359,14 +359,23 @@ CUDNN_TF32 = '''class _CudnnTf32:
     """cuDNN's TF32 allowed for one 3xTF32 convolution (operands already split by our kernel into
     TF32-exact high parts and fp32 remainders); the caller's setting is restored on exit."""
 
-    # torch's legacy getter and setter (what `torch.backends.cudnn.allow_tf32 = v` calls): the
-    # Verifier checks the flag is back after every call (verifier/tamper.py's settings)
+    # torch's own getters and setters (what `torch.backends.cudnn.conv.fp32_precision = v` calls,
+    # or on an older torch `torch.backends.cudnn.allow_tf32 = v`): the per-op setting where torch
+    # has it, since reading the legacy flag raises once a caller has used the per-op API; the
+    # Verifier checks the settings are back after every call (verifier/tamper.py's settings)
     def __enter__(self):
-        self._before = torch._C._get_cudnn_allow_tf32()
-        torch._C._set_cudnn_allow_tf32(True)
+        if hasattr(torch._C, "_get_fp32_precision_getter"):
+            self._before = torch._C._get_fp32_precision_getter("cuda", "conv")
+            torch._C._set_fp32_precision_setter("cuda", "conv", "tf32")
+        else:
+            self._before = torch._C._get_cudnn_allow_tf32()
+            torch._C._set_cudnn_allow_tf32(True)
 
     def __exit__(self, *exc):
-        torch._C._set_cudnn_allow_tf32(self._before)
+        if isinstance(self._before, str):
+            torch._C._set_fp32_precision_setter("cuda", "conv", self._before)
+        else:
+            torch._C._set_cudnn_allow_tf32(self._before)
 
 
 '''

@@ -165,6 +165,8 @@ def _with_split_tf32(variant: PlanVariant) -> PlanVariant | None:
     """The plan with its fp32 cuBLASLt GEMMs as 3xTF32 (three TF32 tensor-core products of split
     operands, fp32's accuracy: cuda/ks_gemm.h); None when it has none.  Faster where the GEMM is
     compute-bound (the splitting pass reads x and W once and writes two copies of each)."""
+    if variant.plan.host.precision != "fp32":
+        return None  # a precision opt-in's own math supersedes it (planner/precision.py)
     steps, changed = [], 0
     for step in variant.plan.steps:
         spec = step.kernel_spec() if step.technique == "gemm_epilogue" else None
@@ -207,6 +209,8 @@ def _with_conv_split_tf32(variant: PlanVariant) -> PlanVariant | None:
     by our kernel, one TF32 cuDNN convolution over three times the input channels); None when it
     has none."""
     plan = variant.plan
+    if plan.host.precision != "fp32":
+        return None  # under an opt-in the convolutions run in TF32 anyway
     steps, changed = [], 0
     for step in plan.steps:
         if _splits_as_3xtf32(step, plan.graph, plan.host.channels_last):

@@ -308,10 +308,15 @@ __device__ __forceinline__ float ks_xlogy(float x, float y) { return (x == 0.f &
 // exact in TF32, so the rounding a tensor-core kernel applies to its inputs touches lo only.
 // Non-finite v: hi = v, lo = 0; a finite v whose rounding overflows keeps its truncation as hi.
 __device__ __forceinline__ void ks_split_tf32(const float v, float& hi, float& lo) {
+  if (!isfinite(v)) {  // first: a NaN's bits + 0x1000 can wrap to a finite value (0x7FFFFFFF -> -0)
+    hi = v;
+    lo = 0.0f;
+    return;
+  }
   const unsigned bits = __float_as_uint(v);
   hi = __uint_as_float((bits + 0x1000u) & 0xFFFFE000u);
-  if (!isfinite(hi)) hi = isfinite(v) ? __uint_as_float(bits & 0xFFFFE000u) : v;
-  lo = isfinite(v) ? v - hi : 0.0f;
+  if (!isfinite(hi)) hi = __uint_as_float(bits & 0xFFFFE000u);
+  lo = v - hi;
 }
 
 // ---- reductions ----
