@@ -726,6 +726,34 @@ def test_settings_left_changed_are_found_and_restored_ones_are_not():
     assert "('monkeypatches_runtime', 'torch.backends.cuda.matmul.allow_tf32 (a setting)')" in out
 
 
+def test_per_op_tf32_settings_left_changed_are_found_and_the_3xtf32_scope_restores_them():
+    """torch's per-op precision (`torch.backends.cudnn.conv.fp32_precision = "tf32"`) left on is a
+    changed setting even though reading the legacy flag then raises; the built-in coder's
+    _CudnnTf32 scope (3xTF32 convolutions) leaves everything as it found it."""
+    import subprocess
+    import sys
+
+    from kernelstitch.agents.coder.wrapper import CUDNN_TF32
+
+    script = textwrap.dedent("""
+        import torch
+        from kernelstitch.agents.verifier import tamper
+        from kernelstitch.agents.verifier.gpu_common import strict_fp32
+        strict_fp32()
+        before = {**tamper.snapshot(), **tamper.settings()}
+        exec(SCOPE)
+        with _CudnnTf32():
+            inside = torch._C._get_fp32_precision_getter("cuda", "conv")
+        assert inside == "tf32", inside
+        assert tamper.changed(before) == [], tamper.changed(before)
+        torch.backends.cudnn.conv.fp32_precision = "tf32"
+        print(sorted(tamper.changed(before)))
+    """).replace("SCOPE", repr(CUDNN_TF32))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert "('monkeypatches_runtime', 'torch.backends.cudnn.conv.fp32_precision (a setting)')" in out
+
+
 # --------------------------------------------------------------------------------------------
 # indirect spellings of a reference op (issue 21): name resolution sees through them
 

@@ -36,6 +36,13 @@ RUNTIME_ATTRS = [
 # sets two of them): a candidate may change one inside its forward (the built-in coder's cuDNN
 # autotuning does, and restores it) but must leave each as it found it, or the original timed
 # after it in the same process would run differently.
+def _fp32_precision(backend: str, op: str):
+    """torch's per-op fp32 precision (torch.backends.cudnn.conv.fp32_precision and kin; None on a
+    torch without them)."""
+    getter = getattr(torch._C, "_get_fp32_precision_getter", None)
+    return getter(backend, op) if getter is not None else None
+
+
 SETTINGS = [
     ("torch.backends.cudnn.enabled", lambda: torch.backends.cudnn.enabled),
     ("torch.backends.cudnn.benchmark", lambda: torch.backends.cudnn.benchmark),
@@ -45,6 +52,11 @@ SETTINGS = [
     ("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
      lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction),
     ("torch.get_float32_matmul_precision", torch.get_float32_matmul_precision),
+    # the per-op forms (a candidate may leave TF32 on through them as well; the built-in coder's
+    # 3xTF32 convolutions set the conv one for one call and restore it)
+    ("torch.backends.cudnn.conv.fp32_precision", lambda: _fp32_precision("cuda", "conv")),
+    ("torch.backends.cudnn.rnn.fp32_precision", lambda: _fp32_precision("cuda", "rnn")),
+    ("torch.backends.cuda.matmul.fp32_precision", lambda: _fp32_precision("cuda", "matmul")),
 ]
 SETTING_SUFFIX = " (a setting)"
 
@@ -60,7 +72,16 @@ def snapshot() -> dict[str, object]:
 def settings() -> dict[str, object]:
     """The SETTINGS' values now: recorded once the task has set them (strict_fp32), just before
     the candidate runs, and merged into the `before` that `changed` compares with."""
-    return {name + SETTING_SUFFIX: read() for name, read in SETTINGS}
+    return {name + SETTING_SUFFIX: _read(read) for name, read in SETTINGS}
+
+
+def _read(read) -> object:
+    """A setting's value, or why it cannot be read: torch raises on the legacy TF32 flags once
+    the per-op ones were set differently, and a candidate that leaves them so has changed them."""
+    try:
+        return read()
+    except RuntimeError as exc:
+        return f"unreadable: {str(exc)[:80]}"
 
 
 def is_setting(name: str) -> bool:
