@@ -364,10 +364,10 @@ CUDNN_TF32 = '''class _CudnnTf32:
     # has it, since reading the legacy flag raises once a caller has used the per-op API; the
     # Verifier checks the settings are back after every call (verifier/tamper.py's settings)
     def __enter__(self):
-        if hasattr(torch._C, "_get_fp32_precision_getter"):
+        try:  # a torch without the per-op API (or without its "cuda" / "conv" names): the legacy flag
             self._before = torch._C._get_fp32_precision_getter("cuda", "conv")
             torch._C._set_fp32_precision_setter("cuda", "conv", "tf32")
-        else:
+        except (AttributeError, RuntimeError):
             self._before = torch._C._get_cudnn_allow_tf32()
             torch._C._set_cudnn_allow_tf32(True)
 
