@@ -300,6 +300,7 @@ describe('KernelStitch in code-server', function () {
     fs.writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: workspace }, { path: second }] }));
     await bench.close();
     bench = await Workbench.open(`http://127.0.0.1:${server.port}/?workspace=${encodeURIComponent(workspaceFile)}`);
+    await bench.untilFoldersShown();
 
     await bench.openFromExplorer('first.py');
     await bench.runCommand('View: Focus Problems');

@@ -201,6 +201,22 @@ export class Workbench {
     await sleep(300);
   }
 
+  /**
+   * Waits for the Explorer to list the workspace's folders.  code-server once opened a freshly
+   * written .code-workspace file as "No Folder Opened" (a clean clone's run, 2026-11-27); one
+   * reload reads its folders.
+   */
+  async untilFoldersShown(): Promise<void> {
+    const shown = () => this.page.$('.explorer-folders-view .monaco-list-row');
+    try {
+      await this.until('the workspace folders in the Explorer', shown, 20_000);
+    } catch {
+      await this.page.reload({ waitUntil: 'domcontentloaded', timeout: 60_000 });
+      await this.page.waitForSelector('.monaco-workbench .part.editor', { timeout: 90_000 });
+      await this.until('the workspace folders after a reload', shown, 30_000);
+    }
+  }
+
   /** Opens a file of the workspace by clicking it in the Explorer. */
   async openFromExplorer(name: string, focus = true): Promise<void> {
     const row = await this.until(`${name} in the Explorer`, () =>
