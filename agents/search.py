@@ -158,9 +158,6 @@ class BuiltVariants:
         return built
 
 
-ALL_VARIANTS = 64  # more than the planner ever proposes
-
-
 def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4,
                    base: Plan | None = None) -> BuiltVariants:
     """Plan the variants and code each into out_dir/variants/<name>/ (no GPU); `base`: the
@@ -169,7 +166,7 @@ def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4,
     # every proposal, then duplicates out, then the limit: a variant that a precision opt-in made
     # its base again must not take the place of a real alternative
     variants = without_duplicates([replace(v, plan=with_precision(v.plan, precision))
-                                   for v in propose_variants(graph, ALL_VARIANTS, base)])[:max(1, limit)]
+                                   for v in propose_variants(graph, None, base)])[:max(1, limit)]
     built = BuiltVariants(graph, {}, {}, {}, {})
     for k, v in enumerate(variants, start=1):
         ctx.stage("coding", f"variant {k}/{len(variants)}: {v.name} ({v.reason})", k,

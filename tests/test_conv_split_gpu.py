@@ -5,9 +5,6 @@ setting restored after forward."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -20,6 +17,8 @@ pytestmark = [
 from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.variants import propose_variants
+
+from kernelstitch.core.problem import import_file
 
 F = torch.nn.functional
 
@@ -50,13 +49,6 @@ def torch_split(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return hi, t - hi
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
     folder = tmp_path_factory.mktemp("conv3x")
@@ -64,7 +56,7 @@ def program(tmp_path_factory):
     source.write_text(SOURCE)
     variant = next(v for v in propose_variants(capture(source), limit=8) if v.name == "conv3xtf32")
     path = write_candidate(code_builtin(variant.plan, source, folder / "model_new.py"), folder)
-    return load(source), load(path)
+    return import_file(source), import_file(path)
 
 
 def test_the_split_parts_lie_side_by_side(program):

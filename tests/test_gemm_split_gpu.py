@@ -1,7 +1,7 @@
 """3xTF32 GEMMs (GemmSpec.split_tf32: fp32 on TF32 tensor cores through split operands) against a
 float64 product on the GPU: accuracy against cuBLAS fp32's and TF32's, the epilogues on the last
 product, transposed operands read in place, misaligned and non-finite inputs.  One small
-extension of their own (the codegen module's builds every spec)."""
+extension of their own (test_codegen_gpu's `ext` builds every spec; its load_kernels builds these)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,8 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-from kernelstitch.agents.coder.codegen import (
-    EXTRA_CFLAGS,
-    EXTRA_CUDA_CFLAGS,
-    EXTRA_LDFLAGS,
-    GemmSpec,
-    TensorArg,
-    build_extension_sources,
-    emit,
-)
+from kernelstitch.agents.coder.codegen import GemmSpec, TensorArg
+from test_codegen_gpu import load_kernels, poisoned, rnd  # noqa: E402
 
 F = torch.nn.functional
 F32 = "float32"
@@ -39,12 +32,7 @@ def _specs() -> list[GemmSpec]:
 
 @pytest.fixture(scope="module")
 def ext():
-    from torch.utils.cpp_extension import load_inline
-
-    cpp, cuda, names = build_extension_sources([emit(s) for s in _specs()])
-    return load_inline(name="ks_gemm_split_gpu_tests", cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
-                       extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernels("ks_gemm_split_gpu_tests", _specs())
 
 
 @pytest.fixture(autouse=True)
@@ -53,19 +41,6 @@ def strict_fp32():
     torch.backends.cuda.matmul.allow_tf32 = False
     yield
     torch.backends.cuda.matmul.allow_tf32 = before
-
-
-def rnd(*shape):
-    return torch.randn(*shape, device="cuda")
-
-
-def poisoned(fn, *args):
-    """fn after filling the allocator's free memory with NaN: an output element left unwritten shows."""
-    junk = torch.full((64 << 20,), float("nan"), device="cuda")
-    del junk
-    out = fn(*args)
-    torch.cuda.synchronize()
-    return out
 
 
 def error_x_rms(got: torch.Tensor, exact: torch.Tensor) -> float:

@@ -111,8 +111,9 @@ class Program:
             return f'float("{value}")'
         return repr(value)
 
-    def call_args(self, node: Node, skip_first: bool = False) -> str:
-        args = [self.literal(a) for a in node.args[1 if skip_first else 0:]]
+    def call_args(self, node: Node, skip: int = 0) -> str:
+        """The node's arguments after its first `skip` positional ones, as call text."""
+        args = [self.literal(a) for a in node.args[skip:]]
         args += [f"{k}={self.literal(v)}" for k, v in node.kwargs.items()]
         return ", ".join(args)
 
@@ -161,7 +162,7 @@ class Program:
         if op in ("aten.dropout.default", "aten.feature_dropout.default"):
             return self.literal(node.args[0])  # identity (eval mode or p == 0)
         if op in _METHODS and not node.kwargs:
-            return f"{self.literal(node.args[0])}.{_METHODS[op]}({self.call_args(node, True)})"
+            return f"{self.literal(node.args[0])}.{_METHODS[op]}({self.call_args(node, 1)})"
         if op in VIEW_OPS or op.startswith("aten."):
             return f"torch.ops.{op}({self.call_args(node)})"
         if op.startswith(("operator.", "math.")):
@@ -183,42 +184,44 @@ class Program:
         else:
             op_node = self.graph.node(step.nodes[0])
             self.lines.append(f"# {step.id}: {step.description}")
-            if (step.spec or {}).get("split_tf32"):
-                self.split_convolution(step, op_node)
-                self.defined.update(step.outputs)
-                return
-            args = self.call_args(op_node)
-            channels_last = self.plan.host.channels_last and step.channels_last
-            volumetric = channels_last and self.rank(step.inputs[0]) == 5
-            if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
-                first, _, rest = args.partition(", ")
-                layout = "channels_last_3d" if volumetric else "channels_last"
-                args = f"{first}.contiguous(memory_format=torch.{layout}), {rest}"
-            self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
-            # Fused elementwise kernels read a channels-last operand through 2-D tiles (4-D
-            # only); pooling kernels slide their windows over it through its strides.
-            if channels_last and not self.reads_any_layout(op_node.name, volumetric):
-                self.emit(f"{local(op_node.name)} = {local(op_node.name)}.contiguous()  "
-                          "# NHWC back to NCHW: read by more than fused elementwise kernels")
             for name, kind in (step.spec or {}).get("declare", {}).items():
                 self.torch_ops[name] = kind
+            if (step.spec or {}).get("split_tf32"):
+                self.split_convolution(op_node)
+            else:
+                self.library_call(step, op_node)
         self.defined.update(step.outputs)
 
-    def split_convolution(self, step, node: Node) -> None:
+    def library_call(self, step, op_node: Node) -> None:
+        """A PyTorch op the plan leaves to its library (cuDNN, cuBLAS), in channels-last layout
+        where the step asks for it."""
+        args = self.call_args(op_node)
+        channels_last = self.plan.host.channels_last and step.channels_last
+        volumetric = channels_last and self.rank(step.inputs[0]) == 5
+        if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
+            first, _, rest = args.partition(", ")
+            layout = "channels_last_3d" if volumetric else "channels_last"
+            args = f"{first}.contiguous(memory_format=torch.{layout}), {rest}"
+        self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
+        # Fused elementwise kernels read a channels-last operand through 2-D tiles (4-D
+        # only); pooling kernels slide their windows over it through its strides.
+        if channels_last and not self.reads_any_layout(op_node.name, volumetric):
+            self.emit(f"{local(op_node.name)} = {local(op_node.name)}.contiguous()  "
+                      "# NHWC back to NCHW: read by more than fused elementwise kernels")
+
+    def split_convolution(self, node: Node) -> None:
         """A transposed convolution as 3xTF32 (the plan's measured variant): input and weight
         split into TF32-exact high parts and fp32 remainders by our kernel, laid side by side
         along the input channels ([x_lo, x_hi, x_hi] and [W_hi, W_lo, W_hi]: a transposed
         convolution's weight has them in dim 0), then one cuDNN convolution with TF32 allowed
         for that call only (_CudnnTf32)."""
         x, w = (self.literal(a) for a in node.args[:2])
-        rest = [self.literal(a) for a in node.args[2:]] + [f"{k}={self.literal(v)}" for k, v in node.kwargs.items()]
         out = local(node.name)
+        args = ", ".join(filter(None, [f"{out}_x3", f"{out}_w3", self.call_args(node, 2)]))
         self.emit(f"{out}_x3 = _KS.{SPLIT_CAT_FUNCTION}({x}, 1, False)  # [x_lo, x_hi, x_hi] along the channels", node)
         self.emit(f"{out}_w3 = _KS.{SPLIT_CAT_FUNCTION}({w}, 0, True)  # [W_hi, W_lo, W_hi]", node)
         self.emit("with _CudnnTf32():", node)
-        self.emit(f"    {out} = torch.ops.{node.op}({', '.join([f'{out}_x3', f'{out}_w3', *rest])})", node)
-        for name, kind in (step.spec or {}).get("declare", {}).items():
-            self.torch_ops[name] = kind
+        self.emit(f"    {out} = torch.ops.{node.op}({args})", node)
         self.splits_convolutions = True
 
     def rank(self, name: str) -> int | None:

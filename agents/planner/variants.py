@@ -12,6 +12,7 @@ the coder builds it like any plan and the report can say what was measured.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from kernelstitch.agents.plan import HostSettings, Plan, PlanStep
@@ -36,11 +37,11 @@ class PlanVariant:
     plan: Plan
 
 
-def propose_variants(graph: Graph, limit: int = 4,
+def propose_variants(graph: Graph, limit: int | None = 4,
                      default: Plan | None = None) -> list[PlanVariant]:
     """The built-in plan first (`default`, when the caller planned already), then alternatives
-    in decisions it is unsure of, best estimated first; at most `limit` in all.  Every plan is
-    bound to its graph."""
+    in decisions it is unsure of, best estimated first; at most `limit` in all (None: every
+    one).  Every plan is bound to its graph."""
     base = PlanVariant(DEFAULT_VARIANT, "the built-in planner's rules",
                        default if default is not None else plan_builtin(graph))
     others: list[PlanVariant] = []
@@ -87,7 +88,7 @@ def propose_variants(graph: Graph, limit: int = 4,
     conv_split = _with_conv_split_tf32(base)
     if conv_split is not None:
         others.insert(0, conv_split)
-    return [base, *others][:max(1, limit)]
+    return [base, *others][:None if limit is None else max(1, limit)]
 
 
 # The second round's alternatives for a hot reduction kernel: each flips one knob of the
@@ -165,20 +166,31 @@ def _with_split_tf32(variant: PlanVariant) -> PlanVariant | None:
     """The plan with its fp32 cuBLASLt GEMMs as 3xTF32 (three TF32 tensor-core products of split
     operands, fp32's accuracy: cuda/ks_gemm.h); None when it has none.  Faster where the GEMM is
     compute-bound (the splitting pass reads x and W once and writes two copies of each)."""
-    if variant.plan.host.precision != "fp32":
-        return None  # a precision opt-in's own math supersedes it (planner/precision.py)
-    steps, changed = [], 0
-    for step in variant.plan.steps:
+    def split_gemm(step: PlanStep) -> PlanStep | None:
         spec = step.kernel_spec() if step.technique == "gemm_epilogue" else None
         if isinstance(spec, GemmSpec) and spec.out_dtype == "float32" and not spec.split_tf32:
-            step = replace(step, spec=spec_to_json(replace(spec, split_tf32=True)))
-            changed += 1
-        steps.append(step)
+            return replace(step, spec=spec_to_json(replace(spec, split_tf32=True)))
+        return None
+
+    return _with_3xtf32(variant, split_gemm, "3xtf32", "fp32 GEMM(s) as 3xTF32 (split operands on "
+                        "TF32 tensor cores, fp32 accuracy)")
+
+
+def _with_3xtf32(variant: PlanVariant, rewrite: Callable[[PlanStep], PlanStep | None], suffix: str,
+                 what: str) -> PlanVariant | None:
+    """`variant` with every step `rewrite` turns into its 3xTF32 form (None: left as it is), named
+    with `suffix`; None when no step changes, or under a precision opt-in, whose own math
+    supersedes 3xTF32 (planner/precision.py)."""
+    plan = variant.plan
+    if plan.host.precision != "fp32":
+        return None
+    steps = [rewrite(step) or step for step in plan.steps]
+    changed = sum(new is not old for new, old in zip(steps, plan.steps))
     if not changed:
         return None
-    why = f"{changed} fp32 GEMM(s) as 3xTF32 (split operands on TF32 tensor cores, fp32 accuracy)"
+    why = f"{changed} {what}"
     reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
-    return PlanVariant(_join(variant.name, "3xtf32"), reason, replace(variant.plan, steps=steps))
+    return PlanVariant(_join(variant.name, suffix), reason, replace(plan, steps=steps))
 
 
 # Transposed convolutions (the only kind measured faster as 3xTF32: ordinary Conv2d / Conv3d were
@@ -209,20 +221,15 @@ def _with_conv_split_tf32(variant: PlanVariant) -> PlanVariant | None:
     by our kernel, one TF32 cuDNN convolution over three times the input channels); None when it
     has none."""
     plan = variant.plan
-    if plan.host.precision != "fp32":
-        return None  # under an opt-in the convolutions run in TF32 anyway
-    steps, changed = [], 0
-    for step in plan.steps:
+
+    def split_conv(step: PlanStep) -> PlanStep | None:
         if _splits_as_3xtf32(step, plan.graph, plan.host.channels_last):
-            step = replace(step, spec={**step.spec, "split_tf32": True})
-            changed += 1
-        steps.append(step)
-    if not changed:
+            return replace(step, spec={**step.spec, "split_tf32": True})
         return None
-    why = (f"{changed} transposed convolution(s) as 3xTF32 (split operands side by side in the "
-           "input channels, one TF32 convolution; fp32 accuracy where the reduction is short)")
-    reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
-    return PlanVariant(_join(variant.name, "conv3xtf32"), reason, replace(plan, steps=steps))
+
+    return _with_3xtf32(variant, split_conv, "conv3xtf32", "transposed convolution(s) as 3xTF32 "
+                        "(split operands side by side in the input channels, one TF32 convolution; "
+                        "fp32 accuracy where the reduction is short)")
 
 
 def _with_cuda_graph(variant: PlanVariant, on: bool) -> PlanVariant | None:

@@ -15,7 +15,6 @@ Usage (GPU machine): python bench/microbench/conv_split_tf32.py KERNELBENCH_DIR 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 import sys
@@ -24,15 +23,12 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from split_tf32 import split  # the GEMM microbenchmark's split, this folder (run as a script)
 
 from kernelstitch.core.cuda_timing import CudaTimer
+from kernelstitch.core.problem import import_file
 
 CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
-
-
-def split(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    hi = ((t.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
-    return hi, t - hi
 
 
 def conv_fn(mod: nn.Module):
@@ -59,15 +55,8 @@ def conv_three(conv, x, w, b):
     return y.add_(conv(x_hi, w_hi, b))
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def measure(path: Path, flush: torch.Tensor) -> dict | None:
-    problem = load(path)
+    problem = import_file(path)
     torch.manual_seed(0)
     model = problem.Model(*problem.get_init_inputs()).cuda()
     mod = next((m for m in model.modules() if isinstance(m, CONVS) and m.groups == 1), None)

@@ -36,14 +36,10 @@ def load_outcomes(path: Path) -> tuple[dict[str, Any], list[ProblemOutcome]]:
 def _normalised(outcome: ProblemOutcome) -> ProblemOutcome:
     """Runs before f49ad75 gave a kept original the record variant's spread: what is delivered
     is the original, so its spread is eager's.  Runs before the twelfth session left a kept
-    original without timings when the record verification stopped early (a static rejection):
-    the search's own time of the original stands for eager, delivered at 1.00x (outcome.py)."""
+    original without timings when the record verification stopped early."""
     if outcome.status == "kept":
         outcome.candidate_spread_ms = outcome.eager_spread_ms
-        original = (outcome.variants_ms or {}).get("original")
-        if outcome.eager_ms is None and original:
-            outcome.eager_ms = outcome.candidate_ms = original
-            outcome.speedup_vs_eager = 1.0
+        outcome.time_kept_original_from_search()
     return outcome
 
 

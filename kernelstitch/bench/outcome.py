@@ -164,6 +164,17 @@ class ProblemOutcome:
         self.drop_measurements_unless_accepted()
         self._apply_selection(result.selection or {}, timings)
 
+    def time_kept_original_from_search(self) -> None:
+        """A kept original whose record verification stopped before timing (a static rejection):
+        the search's own time of the original stands for eager, and what is delivered is the
+        original, 1.00x (left out, a kept problem would lift the geomean; vs torch.compile stays
+        unknown).  merge.py applies it to results written before it existed."""
+        original = (self.variants_ms or {}).get("original")
+        if self.status == "kept" and self.eager_ms is None and original:
+            self.eager_ms = self.candidate_ms = original
+            self.candidate_spread_ms = self.eager_spread_ms = None
+            self.speedup_vs_eager = 1.0
+
     def _apply_selection(self, selection: dict[str, Any], timings: dict[str, Any]) -> None:
         if not selection:
             return
@@ -193,14 +204,9 @@ class ProblemOutcome:
         else:
             self.candidate_ms = self.eager_ms
             self.candidate_spread_ms = self.eager_spread_ms  # what is delivered is the original
-        if self.eager_ms is None and original:
-            # the record verification stopped before timing (a static rejection): the search's
-            # own time of the original stands for eager, and what is delivered is the original
-            # (1.00x: left out, a kept problem would lift the geomean; vs compile stays unknown)
-            self.eager_ms = self.candidate_ms = original
-            self.candidate_spread_ms = self.eager_spread_ms = None
         self.speedup_vs_eager = (self.eager_ms / self.candidate_ms
                                  if self.eager_ms and self.candidate_ms else None)
+        self.time_kept_original_from_search()
         self.speedup_vs_compiled = (self.compiled_ms / self.candidate_ms
                                     if self.compiled_ms and self.candidate_ms else None)
         self.significant_vs_eager = self.significant_vs_compiled = False
