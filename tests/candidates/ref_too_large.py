@@ -1,5 +1,7 @@
-"""Reference problem too large to verify on an 80 GB GPU: a 24 GiB input and a 24 GiB output
-(the reference runs, but the candidate and the judge cannot both hold a check's tensors)."""
+"""Reference problem too large to verify on the GPU it runs on: an input and an output of a
+quarter of the device's memory each (24 GiB each on an 80 GB H100, 35 GiB on an H200).  The
+reference runs, but the candidate and the judge cannot both hold a check's tensors, on any
+card: sized from the device, not for one card (an H200's 139 GiB fitted a fixed 24 GiB on paper)."""
 
 import torch
 from torch import nn
@@ -11,4 +13,6 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(6 * 1024, 1024 * 1024)]
+    total = torch.cuda.get_device_properties(0).total_memory if torch.cuda.is_available() else 24 << 32
+    rows = 1024
+    return [torch.randn(rows, total // 16 // rows)]  # fp32: total / 4 bytes
