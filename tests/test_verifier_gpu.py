@@ -79,6 +79,10 @@ CHEATS = [
     ("cheat_silent_fallback.py", {"silent_fallback"}, {"no_custom_kernel"}, QUICK),
     ("cheat_torch_compile.py", {"uses_torch_compile"}, {"no_custom_kernel"}, QUICK),
     ("cheat_hidden_torch_ops.py", {"hides_torch_ops"}, {"no_custom_kernel"}, QUICK),
+    # honest where checked (strict fp32), no work under the timing's PyTorch defaults
+    ("cheat_detects_timing_settings.py", set(), {"behaviour_changes_when_timed"},
+     VerifyOptions(seeds=2, shape_variants=0, timing=True, compare_compile=False,
+                   timing_budget_s=0.3, timeout_s=300)),
 ]
 
 

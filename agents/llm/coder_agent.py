@@ -56,6 +56,7 @@ RULE_OF_CODE = {
     "side_stream_work": 4, "incomplete_on_return": 4, "monkeypatches_runtime": 5,
     "timer_tampering": 5, "unwritten_output": 6, "output_aliases_input": 6, "mutates_input": 6,
     "shape_specialised": 7, "silent_fallback": 8, "behaviour_changes_after_warmup": 10,
+    "behaviour_changes_when_timed": 10,
     "hides_torch_ops": 10, "dynamic_torch_lookup": 1,
 }
 _PLAN_LITERAL = re.compile(r"^KERNELSTITCH_PLAN = r?'''.*?'''$", re.MULTILINE | re.DOTALL)

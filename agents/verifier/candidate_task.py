@@ -38,6 +38,7 @@ from kernelstitch.agents.verifier.inputs import case_inputs, digest, input_gener
 from kernelstitch.agents.verifier.judge import JudgeAddress, JudgeClient, encode_leaf
 from kernelstitch.agents.verifier.memory_plan import TAIL_SNAPSHOT_BYTES, MemoryPlan
 from kernelstitch.agents.verifier.poison import poison_allocator
+from kernelstitch.agents.verifier.precision_scope import pytorch_defaults
 from kernelstitch.agents.verifier.reference_task import add_import_fallback, timing_input_sets
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
@@ -59,6 +60,9 @@ _ipc_collect = torch.cuda.ipc_collect
 BUILD_ERROR_MARKER = "Error building extension"
 OCCUPIER_SIZE = 4096  # fp32 GEMM of this size (TF32 off): a few ms with every SM busy
 WARMUP_CALLS_WITHOUT_TIMING = 10
+# The check made under the timing's settings (PyTorch's defaults): the judge allows it TF32's
+# bound, the precision PyTorch's defaults give cuDNN convolutions and RNNs.
+TIMING_SETTINGS_CHECK = "timing_settings"
 
 
 class _Fatal(Exception):
@@ -241,7 +245,7 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
     if not state.ref_mutates:
         failures += _mutated_inputs(state, case, dev_inputs)
     _empty_cache()  # the judge needs the room this process no longer uses
-    failures += _judged(state, case, inputs_digest, leaves)
+    failures += _judged(state, case, inputs_digest, leaves, label)
     record["passed"] = not failures
     state.previous = [(_StorageWeakRef(v.untyped_storage()), r)
                       for v, r in zip([v for v in leaves if isinstance(v, torch.Tensor)
@@ -266,10 +270,11 @@ def _mutated_inputs(state: _State, case: dict[str, Any], dev_inputs: list[Any]) 
 
 
 def _judged(state: _State, case: dict[str, Any], inputs_digest: list[Any],
-            leaves: list[Any]) -> list[dict[str, Any]]:
+            leaves: list[Any], label: str) -> list[dict[str, Any]]:
     """The judge's comparison of this call's outputs with the reference's."""
     request = {"op": "compare", "case": case["id"], "inputs_digest": inputs_digest,
-               "outputs": [encode_leaf(v) for v in leaves]}
+               "outputs": [encode_leaf(v) for v in leaves],
+               "timing_settings": label == TIMING_SETTINGS_CHECK}
     try:
         reply = state.judge.ask(request)
     except (OSError, EOFError, ValueError) as exc:
@@ -281,7 +286,8 @@ def _judged(state: _State, case: dict[str, Any], inputs_digest: list[Any],
 
 
 def _time_candidate(state: _State, sets, flush, budget_s: float) -> dict[str, Any]:
-    with state.watch.section("timing"):
+    # Under PyTorch's defaults, like the baselines: the user's process runs it so.
+    with state.watch.section("timing"), pytorch_defaults():
         return timing.time_function(lambda inputs: _call(state, inputs), sets, flush,
                                     min_runs=15, budget_s=budget_s).to_json()
 
@@ -437,6 +443,16 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
         recheck["failures"].insert(0, _failure_json(
             "behaviour_changes_after_warmup", f"seed {cases[0]['seed']} passed on the first "
             "call but fails after warm-up and timing runs"))
+    if timing_on:
+        # Timing runs under PyTorch's defaults (cuDNN TF32 allowed), the checks in strict fp32:
+        # a candidate reading those flags to skip work while timed fails this check.
+        with pytorch_defaults():
+            timed = run_check(state, cases[-1], TIMING_SETTINGS_CHECK)
+        if not timed["passed"] and all(c["passed"] for c in state.checks if c is not timed):
+            timed["failures"].insert(0, _failure_json(
+                "behaviour_changes_when_timed", f"seed {cases[-1]['seed']} passes in strict fp32 "
+                "but fails under PyTorch's default settings (cuDNN TF32 allowed), the settings "
+                "it is timed under, even at TF32's bound"))
     inputs = case_inputs(state.problem, cases[0]["seed"], None, state.device)
     try:
         with state.watch.section("profile"):

@@ -30,6 +30,13 @@ def pick_device(index: int | None) -> torch.device:
     return device
 
 
+# (cuBLAS TF32, cuDNN TF32) as torch sets them by default, read when this module is imported: in
+# a worker that is at start-up, before strict_fp32() below can run and before any user or
+# candidate code.  Programs are timed under these (precision_scope.py), checked under strict fp32.
+PYTORCH_DEFAULTS: tuple[bool, bool] = (torch.backends.cuda.matmul.allow_tf32,
+                                       torch.backends.cudnn.allow_tf32)
+
+
 def strict_fp32() -> None:
     """Correctness compares against true fp32: TF32 would hide (or fake) precision loss."""
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -44,7 +44,8 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
     "variants": {name: {"samples_ms": [...]} or {"error": ...}}, "profile": {"variant": the
     fastest variant, "kernel_ms": {kernel name: ms over PROFILED_CALLS calls}} (with
     `profile`)}.  `precision`: the user's opt-in; the original (eager and graphed) runs with
-    it allowed (precision_scope.py), the floor a variant must beat; the variants hold their own."""
+    it allowed (precision_scope.py), the floor a variant must beat; the variants hold their own.
+    Everything runs under PyTorch's default settings otherwise (cuDNN TF32 on), as users run it."""
     if not torch.cuda.is_available():
         return {"error": "no CUDA device"}
     dev = pick_device(device)
@@ -93,7 +94,8 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
                                           budget_s=per_round)
             samples[name] += result.samples_ms
     fastest = _fastest_variant(samples)
-    found = _kernel_profile(programs[fastest], sets[0]) if profile and fastest else None
+    with scope(fastest or ""):
+        found = _kernel_profile(programs[fastest], sets[0]) if profile and fastest else None
     timed = {**{n: {"samples_ms": s} for n, s in samples.items()},
              **{n: {"error": e} for n, e in errors.items()}}
     fp32 = timed.pop(ORIGINAL_FP32, None)

@@ -21,6 +21,7 @@ REJECTION_CODES = frozenset(
         "shape_mismatch", "dtype_mismatch", "device_mismatch", "not_contiguous",
         "output_aliases_input", "output_reused_across_calls", "unwritten_output",
         "mutates_input", "shape_specialised", "behaviour_changes_after_warmup",
+        "behaviour_changes_when_timed",
         "reuses_reference_op", "calls_reference_forward", "uses_torch_compile",
         "monkeypatches_runtime", "timer_tampering", "no_custom_kernel", "side_stream_work",
         "incomplete_on_return", "silent_fallback", "cached_output", "no_model_new",

@@ -1,0 +1,98 @@
+"""Programs are timed under PyTorch's default numeric settings and checked in strict fp32.
+
+PyTorch runs cuDNN convolutions and RNNs in TF32 unless a user turns it off; timing the original
+with TF32 off (as the Verifier did until 2026-11-27) made convolution problems' baselines 2-2.3x
+slower than users run them.  These CPU tests pin what the settings are, that every timing scope
+applies them and gives strict fp32 back, and how the judge compares the one check a candidate
+makes under them (a candidate that reads the flags to skip work while timed fails it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import torch
+from kernelstitch.agents.verifier.reference_task import _Judge
+
+
+def _run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return done.stdout.strip()
+
+
+def test_the_defaults_are_torchs_own_read_before_anything_changes_them():
+    # a fresh process, as a worker: read at import, before strict_fp32() can run
+    out = _run("import torch\n"
+               "stock = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)\n"
+               "from kernelstitch.agents.verifier.gpu_common import PYTORCH_DEFAULTS, strict_fp32\n"
+               "strict_fp32()\n"
+               "from kernelstitch.agents.verifier.gpu_common import PYTORCH_DEFAULTS as again\n"
+               "print(stock, PYTORCH_DEFAULTS, again)")
+    # torch 2.x: matmuls in fp32, cuDNN convolutions in TF32 by default
+    assert out == "(False, True) (False, True) (False, True)"
+
+
+def test_every_timing_scope_applies_the_defaults_and_gives_strict_fp32_back():
+    out = _run(
+        "import torch\n"
+        "from kernelstitch.agents.verifier.gpu_common import strict_fp32\n"
+        "from kernelstitch.agents.verifier.precision_scope import baseline_precision, pytorch_defaults\n"
+        "flags = lambda: (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)\n"
+        "strict_fp32()\n"
+        "seen = []\n"
+        "for scope in (pytorch_defaults(), baseline_precision('fp32'), baseline_precision('tf32')):\n"
+        "    with scope:\n"
+        "        seen.append(flags())\n"
+        "    seen.append(flags())\n"
+        "print(seen)")
+    assert out == ("[(False, True), (False, False), (False, True), (False, False), "
+                   "(True, True), (False, False)]")
+
+
+class _Doubling(torch.nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+
+def _judge(model: torch.nn.Module) -> _Judge:
+    return _Judge(problem=None, model=model, dev=torch.device("cpu"), cases=[])
+
+
+def _info(t: torch.Tensor) -> list[dict]:
+    return [{"device": "cpu", "contiguous": True, "strides": list(t.stride())}]
+
+
+def test_the_check_under_the_timing_settings_allows_tf32_error_and_nothing_more():
+    judge = _judge(_Doubling())
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(0))
+    reference = [x * 2.0]
+
+    def failures(cand):
+        return [f.code for f in judge._compare_timing_settings([x], reference, [cand], [None],
+                                                                _info(cand), "cpu")]
+
+    tf32_like = reference[0] * (1 + 1e-3)  # TF32's rounding: far beyond fp32's 1e-4 bound
+    assert failures(tf32_like) == []
+    assert failures(torch.zeros_like(reference[0])) == ["wrong_output"]  # skipped work
+    assert failures(reference[0] * 1.05) == ["wrong_output"]
+
+
+def test_cancellation_under_the_timing_settings_is_judged_against_the_original_there():
+    class MeanOfCentred(torch.nn.Module):  # true value 0: the output is rounding noise
+        def forward(self, x):
+            return (x - x.mean()).mean().reshape(1)
+
+    judge = _judge(MeanOfCentred())
+    x = torch.randn(1 << 16, generator=torch.Generator().manual_seed(1)) + 1000.0
+    reference = [judge.model(x)]
+
+    def failures(cand):
+        return [f.code for f in judge._compare_timing_settings([x], reference, [cand], [None],
+                                                                _info(cand), "cpu")]
+
+    # another summation order: its noise differs from the reference's by far more than TF32's
+    # bound of that noise, but it is as close to the float64 value (0) as PyTorch's own
+    noise = reference[0].abs().clamp_min(1e-6)
+    assert failures(-noise) == []
+    assert failures(torch.full((1,), 0.5)) == ["wrong_output"]
