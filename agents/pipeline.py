@@ -217,9 +217,9 @@ def _generate(ctx: _Context, store, run_id: int) -> JobResult:
     if plan.host.precision != ctx.config.precision:
         ctx.stage("planning", f"precision {ctx.config.precision} changes nothing in "
                               f"{ctx.module} (no matmul, convolution, attention or recurrent "
-                              "layer): planned and verified as strict fp32")
+                              "layer): planned and verified in fp32")
         plan.notes.append(f"precision {ctx.config.precision} was asked for, but nothing in this "
-                          "module runs on the matrix units: strict fp32, judged at fp32's bound")
+                          "module runs on the matrix units: fp32, judged at fp32's bound")
         ctx.config = dataclasses.replace(ctx.config, precision="fp32")
     store.add_artifact(run_id, "plan", "plan.json", plan.to_json())
     ctx.stage("planning", f"plan: {len(plan.steps)} steps")
@@ -492,7 +492,7 @@ def _summary(verdict) -> str:
                      else ", float64 error not meaningful (random draws)"
                      if not float64_describes(report.fp32_max_rel_error, report.atol)
                      else f", max error {report.max_rel_error:.1e} x RMS")
-            return (f"accepted ({t.precision}): {t.speedup_vs_eager_fp32:.2f}x vs strict-fp32 eager, "
+            return (f"accepted ({t.precision}): {t.speedup_vs_eager_fp32:.2f}x vs fp32 eager, "
                     f"{t.speedup_vs_eager:.2f}x vs eager with {t.precision}{error}")
         return f"accepted: {t.speedup_vs_eager:.2f}x vs eager"
     if verdict.status == "rejected":

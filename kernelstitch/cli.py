@@ -29,9 +29,11 @@ def _one_of(value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-PRECISION_HELP = ("fp32 (default, strict), or an opt-in: tf32, bf16, fp16 for GEMMs and "
-                  "convolutions; the Verifier compares against float64 with that precision's "
-                  "tolerance and times eager / torch.compile with it allowed")
+PRECISION_HELP = ("fp32 (default: checked in strict fp32, timed under PyTorch's default settings), "
+                  "strict (fp32, timed with TF32 off: your code turns it off), or an opt-in: "
+                  "tf32, bf16, fp16 for GEMMs and convolutions; the Verifier compares against "
+                  "float64 with that precision's tolerance and times eager / torch.compile with it "
+                  "allowed")
 
 
 def _precision(value: str) -> str:

@@ -120,11 +120,11 @@ def verdict_line(verdict: dict[str, Any] | None) -> str | None:
     line = f"**Verdict:** {text}"
     timings = verdict.get("timings") if isinstance(verdict, dict) else None
     precision = timings.get("precision") if isinstance(timings, dict) else None
-    if speedup is not None and isinstance(precision, str) and precision != "fp32":
+    if speedup is not None and isinstance(precision, str) and _reduced(precision):
         # the precision opt-in: both speed-ups, and what it cost in accuracy
         fp32 = timings.get("speedup_vs_eager_fp32")
         if isinstance(fp32, (int, float)) and not isinstance(fp32, bool):
-            line += f" · **{fp32:.2f}x** vs strict-fp32 eager"
+            line += f" · **{fp32:.2f}x** vs fp32 eager"
         line += f" · **{speedup:.2f}x** vs eager with {precision}"
         report = verdict.get("precision")
         error = report.get("max_rel_error") if isinstance(report, dict) else None
@@ -193,3 +193,12 @@ def _short(name: str, limit: int = 60) -> str:
 
 def _file_uri(path: str) -> str:
     return Path(path).as_uri()
+
+
+def _reduced(precision: str) -> bool:
+    from kernelstitch.core.precision import PrecisionError, precision_mode
+
+    try:
+        return precision_mode(precision).reduced
+    except PrecisionError:
+        return False

@@ -112,3 +112,26 @@ def test_generated_module_updates_the_running_statistics_as_the_original(tmp_pat
     "level2/72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool.py", "level2/52_Conv2d_Activation_BatchNorm.py"])
 def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):
     kernelbench_problem_verifies(problem, tmp_path)
+
+
+def test_a_graph_captured_with_tf32_off_never_serves_a_caller_with_it_on(tmp_path):
+    """A replay repeats the kernels captured: the caller's cuBLAS / cuDNN TF32 settings are part
+    of the graph's key (the Verifier checks in strict fp32 and times under PyTorch's defaults)."""
+    from kernelstitch.core.problem import load_problem
+
+    path = write(tmp_path, CONV_BATCH_NORM)
+    problem = load_problem(path, None)
+    candidate = import_candidate(generate((path, None), tmp_path, None))
+    new = candidate.ModelNew(*problem.get_init_inputs()).cuda()
+    new._cuda_graphs = candidate._CudaGraphs()
+    x = torch.randn(4, 3, 13, 17, device="cuda")
+    before = torch.backends.cudnn.allow_tf32
+    try:
+        for allow in (False, True, False, True):
+            torch.backends.cudnn.allow_tf32 = allow
+            with torch.no_grad():
+                new(x)
+    finally:
+        torch.backends.cudnn.allow_tf32 = before
+    keys = list(new._cuda_graphs._graphs)
+    assert len(keys) == 2 and {k[-1] for k in keys} == {False, True}

@@ -1,5 +1,6 @@
 """KernelBench metrics of `kernelstitch bench` (fast_p, geomean) on hand-made outcomes."""
 
+import dataclasses
 import math
 
 from kernelstitch.agents.job_protocol import JobResult
@@ -198,6 +199,14 @@ def test_published_baselines_compare_our_eager_with_theirs():
     assert "KB H100 eager ms | KB H100 compile ms |" in text
     assert text.count("| 2.000 | 1.000 |") == 1 and "| 5.000 | 4.000 |" in text
     assert "our eager / theirs, geomean 1.10 over 1" in text and "H100 HBM3" in text
+    assert "near 1: this machine times like theirs" in text
+    # twice their eager time (cuDNN's TF32 off, 2026-11-27): said, not called near 1
+    slow = dataclasses.replace(fast, eager_ms=4.4)
+    slow_text = render_markdown([slow], summarise([slow]), {"date": "d"}, "c")
+    assert "geomean 2.20 over 1" in slow_text and "near 1" not in slow_text
+    assert "far from 1" in slow_text and "do not compare" in slow_text
+    assert "correctness checked in strict fp32" in slow_text  # what the times were taken under
+    assert "PyTorch's default settings" in slow_text
     assert summarise([plain])["published_baselines"] is None
     assert "KB H100" not in render_markdown([plain], summarise([plain]), {"date": "d"}, "c")
 

@@ -15,7 +15,9 @@ pytestmark = [
 ]
 
 from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
+from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
+from kernelstitch.agents.planner.precision import with_precision
 from kernelstitch.agents.planner.variants import propose_variants
 
 from kernelstitch.core.problem import import_file
@@ -54,7 +56,9 @@ def program(tmp_path_factory):
     folder = tmp_path_factory.mktemp("conv3x")
     source = folder / "convt.py"
     source.write_text(SOURCE)
-    variant = next(v for v in propose_variants(capture(source), limit=8) if v.name == "conv3xtf32")
+    graph = capture(source)
+    strict = with_precision(plan_builtin(graph), "strict")  # the variant's precision
+    variant = next(v for v in propose_variants(graph, limit=8, default=strict) if v.name == "conv3xtf32")
     path = write_candidate(code_builtin(variant.plan, source, folder / "model_new.py"), folder)
     return import_file(source), import_file(path)
 

@@ -39,11 +39,16 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_precision_names_and_modes():
-    assert PRECISIONS == ("fp32", "tf32", "bf16", "fp16")
+    assert PRECISIONS == ("fp32", "strict", "tf32", "bf16", "fp16")
+    assert not precision_mode("strict").reduced and not precision_mode("strict").allow_tf32
+    # the editor's setting offers exactly these (vscode-client/package.json)
+    manifest = json.loads((EXAMPLES.parent / "vscode-client" / "package.json").read_text())
+    setting = manifest["contributes"]["configuration"]["properties"]["kernelstitch.precision"]
+    assert tuple(setting["enum"]) == PRECISIONS and len(setting["enumDescriptions"]) == len(PRECISIONS)
     assert precision_mode(None).name == "fp32" and not precision_mode("fp32").reduced
     assert precision_mode(" TF32 ").name == "tf32" and precision_mode("tf32").allow_tf32
     assert precision_mode("bf16").autocast_dtype == "bfloat16"
-    with pytest.raises(PrecisionError, match="fp64.*not one of fp32, tf32, bf16, fp16"):
+    with pytest.raises(PrecisionError, match="fp64.*not one of fp32, strict, tf32, bf16, fp16"):
         precision_mode("fp64")
 
 
@@ -159,7 +164,7 @@ def test_the_report_takes_the_worst_case_from_the_judges_record():
     assert back.precision == report and back.timings.eager_fp32_ms.median == pytest.approx(8.1)
     assert back.timings.speedup_vs_eager_fp32 == pytest.approx(4.05)
     text = render_verdict_markdown(back)
-    assert "PyTorch eager (strict fp32)" in text and "torch.compile (tf32 allowed)" in text
+    assert "PyTorch eager (fp32)" in text and "torch.compile (tf32 allowed)" in text
     assert "Precision: tf32 costs" in text
 
 
@@ -188,7 +193,7 @@ def test_the_bench_shows_three_speedups_and_the_error():
     assert summary["geomean_speedup_vs_eager_fp32"] == pytest.approx(2.0)
     text = render_markdown([ours, kept], summary, {}, "kernelstitch bench --precision tf32")
     assert "| vs eager fp32 | max err |" in text and "3.0e-03 (1.0e-07)" in text
-    assert "geomean speedup vs strict-fp32 eager (tf32" in text
+    assert "geomean speedup vs fp32 eager (tf32" in text
     plain = render_markdown([ProblemOutcome("x", "failed", "")], summarize([]), {}, "c")
     assert "vs eager fp32" not in plain
     # a program with random draws: float64 is another computation, its error is not quoted
@@ -240,9 +245,9 @@ def test_the_cli_summary_and_the_job_message_say_the_precision():
     out = io.StringIO()
     print_summary(verdict, Console(file=out, width=200))
     text = out.getvalue()
-    assert "eager in strict fp32 8.0000 ms: 4.00x" in text and "eager (tf32 allowed) 4.0000" in text
+    assert "eager in fp32 8.0000 ms: 4.00x" in text and "eager (tf32 allowed) 4.0000" in text
     assert "precision: tf32 costs this module a max error of 0.003 x RMS" in text
-    assert _summary(verdict) == ("accepted (tf32): 4.00x vs strict-fp32 eager, 2.00x vs eager with "
+    assert _summary(verdict) == ("accepted (tf32): 4.00x vs fp32 eager, 2.00x vs eager with "
                                  "tf32, max error 3.0e-03 x RMS")
     # random draws (PyTorch fp32 0.3 x RMS from float64, over a quarter of tf32's bound): no float64 error quoted
     random = Verdict("accepted", timings=verdict.timings,
@@ -257,7 +262,7 @@ def _stat(median: float, spread: float = 0.02):
 
 
 def test_under_a_reduced_precision_the_floor_is_the_original_with_it_allowed():
-    """A variant within noise of the original with TF32 on, but far faster than the strict-fp32
+    """A variant within noise of the original with TF32 on, but far faster than the fp32
     module the user runs today, is a contender (an H100 run kept 9_Matmul_Subtract_Multiply_ReLU
     at 2.9 ms fp32 while our TF32 program took 0.44 ms against 0.50 ms of TF32 eager)."""
     from kernelstitch.agents.verifier.selection import MeasuredVariant, contenders, delivers
@@ -266,7 +271,7 @@ def test_under_a_reduced_precision_the_floor_is_the_original_with_it_allowed():
     assert contenders(_stat(0.50, 0.2), [ours, slower]) == []  # fp32 rule: within noise
     # both far faster than strict fp32 and within noise of TF32 eager (0.40-0.60): fastest first
     assert contenders(_stat(0.50, 0.2), [slower, ours], original_fp32=_stat(2.9)) == [ours, slower]
-    # bf16 on an H100: autocast eager 0.40 ms, ours 0.41 within noise of it and 7x the strict-fp32
+    # bf16 on an H100: autocast eager 0.40 ms, ours 0.41 within noise of it and 7x the fp32
     # original (2.86 ms): delivered, not the original kept; significantly slower than autocast: not
     level = MeasuredVariant("default", "", _stat(0.41, 0.05))
     assert contenders(_stat(0.40, 0.05), [level], original_fp32=_stat(2.86)) == [level]
@@ -338,7 +343,7 @@ def test_the_editor_hover_shows_both_speedups_and_the_error():
                                                   "speedup_vs_eager_fp32": 6.5},
                "precision": {"max_rel_error": 0.0046}}
     line = verdict_line(verdict)
-    assert "**6.50x** vs strict-fp32 eager" in line and "**1.30x** vs eager with tf32" in line
+    assert "**6.50x** vs fp32 eager" in line and "**1.30x** vs eager with tf32" in line
     assert "max error 4.6e-03 × RMS vs float64" in line
     plain = verdict_line({"status": "accepted", "timings": {"speedup_vs_eager": 2.0}})
     assert plain.endswith("**2.00x** vs eager PyTorch")

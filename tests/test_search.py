@@ -471,16 +471,23 @@ def get_init_inputs():
 
 
 def test_transposed_convolutions_get_a_3xtf32_variant_first_among_the_alternatives(tmp_path):
-    """Only the transposed convolution is split (ordinary ones were never faster as 3xTF32): our
-    kernel lays the split operands side by side, one convolution runs with cuDNN's TF32 allowed
-    for that call only; groups > 1 and a precision opt-in get no such variant."""
+    """Under precision strict (the user's convolutions run in fp32) only the transposed
+    convolution is split (ordinary ones were never faster as 3xTF32): our kernel lays the split
+    operands side by side, one convolution runs with cuDNN's TF32 allowed for that call only.
+    Under PyTorch's defaults (precision fp32: the original's convolution is one TF32 pass already),
+    groups > 1 and a precision opt-in get no such variant."""
     from kernelstitch.agents.coder.builtin import code_builtin
+    from kernelstitch.agents.planner.builtin import plan_builtin
+    from kernelstitch.agents.planner.precision import with_precision
     from kernelstitch.agents.search import build_variants
 
     source = tmp_path / "convt.py"
     source.write_text(CONVT_SOURCE.format(groups=1))
     graph = capture(source)
-    variants = propose_variants(graph, limit=4)
+    assert "conv3xtf32" not in [v.name for v in propose_variants(graph, limit=None)]
+    strict = with_precision(plan_builtin(graph), "strict")
+    assert strict.host.precision == "strict" and any("TF32 off" in r for r in strict.host.reasons)
+    variants = propose_variants(graph, limit=4, default=strict)
     assert [v.name for v in variants][:2] == ["default", "conv3xtf32"]
     split = variants[1].plan
     flagged = [s for s in split.steps if (s.spec or {}).get("split_tf32")]
@@ -497,13 +504,12 @@ def test_transposed_convolutions_get_a_3xtf32_variant_first_among_the_alternativ
     ctx.config.precision = "tf32"
     reduced = build_variants(ctx, graph, tmp_path / "tf32", limit=4)
     assert "conv3xtf32" not in reduced.paths and len(reduced.paths) == 4  # the slot went to another
-    from kernelstitch.agents.planner.builtin import plan_builtin
-    from kernelstitch.agents.planner.precision import with_precision
-
     based = build_variants(ctx, graph, tmp_path / "tf32b", limit=4,
                            base=with_precision(plan_builtin(graph), "tf32"))
     assert "conv3xtf32" not in based.paths
 
     grouped = tmp_path / "convt_grouped.py"
     grouped.write_text(CONVT_SOURCE.format(groups=2))
-    assert "conv3xtf32" not in [v.name for v in propose_variants(capture(grouped), limit=8)]
+    grouped_graph = capture(grouped)
+    assert "conv3xtf32" not in [v.name for v in propose_variants(
+        grouped_graph, limit=8, default=with_precision(plan_builtin(grouped_graph), "strict"))]

@@ -37,17 +37,22 @@ def test_every_timing_scope_applies_the_defaults_and_gives_strict_fp32_back():
     out = _run(
         "import torch\n"
         "from kernelstitch.agents.verifier.gpu_common import strict_fp32\n"
-        "from kernelstitch.agents.verifier.precision_scope import baseline_precision, pytorch_defaults\n"
+        "from kernelstitch.agents.verifier.precision_scope import (baseline_precision,\n"
+        "    pytorch_defaults, timing_settings)\n"
         "flags = lambda: (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)\n"
         "strict_fp32()\n"
         "seen = []\n"
-        "for scope in (pytorch_defaults(), baseline_precision('fp32'), baseline_precision('tf32')):\n"
+        "for scope in (pytorch_defaults(), baseline_precision('fp32'), baseline_precision('tf32'),\n"
+        "              baseline_precision('strict'), timing_settings('fp32'),\n"
+        "              timing_settings('strict'), timing_settings('bf16')):\n"
         "    with scope:\n"
         "        seen.append(flags())\n"
-        "    seen.append(flags())\n"
+        "    assert flags() == (False, False), 'strict fp32 back'\n"
         "print(seen)")
-    assert out == ("[(False, True), (False, False), (False, True), (False, False), "
-                   "(True, True), (False, False)]")
+    # PyTorch's defaults for fp32 (and for a reduced program, which sets its own precision
+    # inside forward), TF32 off under strict, TF32 on for the tf32 baselines
+    assert out == ("[(False, True), (False, True), (True, True), (False, False), (False, True), "
+                   "(False, False), (False, True)]")
 
 
 class _Doubling(torch.nn.Module):

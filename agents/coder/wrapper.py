@@ -274,9 +274,11 @@ def _adopt(target, source):
 
 
 {cudnn_autotune}class _CudaGraphs:
-    """One CUDA graph per (input shapes/dtypes/strides/device, parameter pointers): launch-bound
-    forwards replay instead of launching kernel by kernel.  Outputs are cloned on every call, so
-    they never alias a previous call's."""
+    """One CUDA graph per (input shapes/dtypes/strides/device, parameter pointers, the caller's
+    cuBLAS / cuDNN TF32 settings: a replay repeats the kernels captured, so a graph captured with
+    TF32 off must not serve a caller with it on): launch-bound forwards replay instead of
+    launching kernel by kernel.  Outputs are cloned on every call, so they never alias a previous
+    call's."""
 
     def __init__(self):
         self._graphs = {{}}
@@ -291,7 +293,8 @@ def _adopt(target, source):
         key = (tuple((tuple(t.shape), t.dtype, t.stride(), t.device) if isinstance(t, torch.Tensor)
                      else t for t in inputs),
                tuple(p.data_ptr() for p in module.parameters()),
-               tuple(b.data_ptr() for b in module.buffers()))
+               tuple(b.data_ptr() for b in module.buffers()),
+               torch._C._get_cublas_allow_tf32(), torch._C._get_cudnn_allow_tf32())
         entry = self._graphs.get(key)
         if entry is None:
             static = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]

@@ -36,11 +36,21 @@ def uses_matrix_units(plan: Plan) -> bool:
 
 
 def with_precision(plan: Plan, precision: str) -> Plan:
-    """`plan` under `precision` (fp32: the plan itself).  A plan with nothing on the matrix
-    units stays strict fp32: the precision would change nothing but the Verifier's bound."""
+    """`plan` under `precision` (fp32: the plan itself; strict: the plan saying so).  A plan with
+    nothing on the matrix units stays fp32: the precision would change nothing but the Verifier's
+    bound (or, for strict, the settings of library calls it does not make)."""
     mode = precision_mode(precision)
-    if not mode.reduced or plan.host.precision == mode.name or not uses_matrix_units(plan):
+    if plan.host.precision == mode.name or not uses_matrix_units(plan):
         return plan
+    if not mode.reduced:
+        # fp32 or strict: the same math; strict says the user's process runs cuDNN in fp32 too,
+        # which the timing follows and the planner's conv3xtf32 variant is for
+        if mode.name == "fp32":
+            return plan
+        host = replace(plan.host, precision=mode.name, reasons=[
+            *plan.host.reasons, f"precision {mode.name}: fp32 throughout, timed with TF32 off "
+            "for cuBLAS and cuDNN (the user's process turns it off)"])
+        return replace(plan, host=host)
     steps = []
     gemms = attentions = 0
     for step in plan.steps:

@@ -27,6 +27,8 @@ from kernelstitch.agents.planner.builtin import (
 from kernelstitch.agents.planner.cost import estimate_ms
 from kernelstitch.agents.planner.ops import CONV_OPS, base_op
 
+from kernelstitch.core.precision import precision_mode
+
 DEFAULT_VARIANT = "default"
 
 
@@ -82,10 +84,13 @@ def propose_variants(graph: Graph, limit: int | None = 4,
         others.append(split)
     others = _distinct(base, others)
     others.sort(key=lambda v: estimate_ms(v.plan))
-    # Transposed convolutions as 3xTF32 go first among the alternatives: the cost model cannot
-    # see cuDNN's slow strict-fp32 transposed kernels, and the microbenchmark over level 2 measured
-    # the convolution 2.2-5.4x faster on 21 of 29 (bench/results/2026-11-27-h100-3xtf32-transposed).
-    conv_split = _with_conv_split_tf32(base)
+    # Transposed convolutions as 3xTF32, only where the user's convolutions run in strict fp32
+    # (precision `strict`: under PyTorch's defaults the original's own convolution is one TF32
+    # pass, which three cannot beat), and there first among the alternatives: the cost model
+    # cannot see cuDNN's slow strict-fp32 transposed kernels, and the microbenchmark over level 2
+    # measured the convolution 2.2-5.4x faster on 21 of 29
+    # (bench/results/2026-11-27-h100-3xtf32-transposed).
+    conv_split = _with_conv_split_tf32(base) if base.plan.host.precision == "strict" else None
     if conv_split is not None:
         others.insert(0, conv_split)
     return [base, *others][:None if limit is None else max(1, limit)]
@@ -182,7 +187,7 @@ def _with_3xtf32(variant: PlanVariant, rewrite: Callable[[PlanStep], PlanStep | 
     with `suffix`; None when no step changes, or under a precision opt-in, whose own math
     supersedes 3xTF32 (planner/precision.py)."""
     plan = variant.plan
-    if plan.host.precision != "fp32":
+    if precision_mode(plan.host.precision).reduced:
         return None
     steps = [rewrite(step) or step for step in plan.steps]
     changed = sum(new is not old for new, old in zip(steps, plan.steps))

@@ -219,6 +219,7 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
                 "ref_aliases": ref["output_aliases_input"],
                 "timing_budget_s": options.timing_budget_s,
                 "judge": ref["judge"], "memory_plan": ref["memory_plan"],
+                "precision": options.precision,
             }
             report("checking the candidate")
             # The variants phase is the same worker's second task: its results arrive after

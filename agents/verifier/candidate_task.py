@@ -38,7 +38,7 @@ from kernelstitch.agents.verifier.inputs import case_inputs, digest, input_gener
 from kernelstitch.agents.verifier.judge import JudgeAddress, JudgeClient, encode_leaf
 from kernelstitch.agents.verifier.memory_plan import TAIL_SNAPSHOT_BYTES, MemoryPlan
 from kernelstitch.agents.verifier.poison import poison_allocator
-from kernelstitch.agents.verifier.precision_scope import pytorch_defaults
+from kernelstitch.agents.verifier.precision_scope import pytorch_defaults, timing_settings
 from kernelstitch.agents.verifier.reference_task import add_import_fallback, timing_input_sets
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
@@ -85,6 +85,7 @@ class _State:
     previous: list[tuple[Any, tuple[int, int]]] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
     watch: Stopwatch = field(default_factory=Stopwatch)
+    precision: str = "fp32"  # the user's: which settings the timing runs under
 
 
 def warm_up() -> None:
@@ -286,8 +287,8 @@ def _judged(state: _State, case: dict[str, Any], inputs_digest: list[Any],
 
 
 def _time_candidate(state: _State, sets, flush, budget_s: float) -> dict[str, Any]:
-    # Under PyTorch's defaults, like the baselines: the user's process runs it so.
-    with state.watch.section("timing"), pytorch_defaults():
+    # Under the user's settings, like the baselines (PyTorch's defaults unless `strict`).
+    with state.watch.section("timing"), timing_settings(state.precision):
         return timing.time_function(lambda inputs: _call(state, inputs), sets, flush,
                                     min_runs=15, budget_s=budget_s).to_json()
 
@@ -323,21 +324,21 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
                    ref_mutates: bool = False, ref_aliases: bool = False,
                    timing_budget_s: float = 2.0, judge: dict[str, str] | None = None,
                    memory_plan: dict[str, Any] | None = None,
-                   import_fallback: str | None = None) -> dict[str, Any]:
+                   import_fallback: str | None = None, precision: str = "fp32") -> dict[str, Any]:
     """`reference_path` is the verifier's read-only snapshot of the reference (snapshot.py).
     The result's `write_attempts` are the writes outside its sandbox this process tried
     (kernelstitch.core.sandbox: refused where the write guard is enforced)."""
     add_import_fallback(import_fallback)
     result = _candidate_task(path, reference_path, module, cases, work_dir, phase, device,
                              timing_on, timing_seeds, ref_mutates, ref_aliases, timing_budget_s,
-                             judge, memory_plan)
+                             judge, memory_plan, precision)
     result["write_attempts"] = sandbox.write_attempts()
     return result
 
 
 def _candidate_task(path, reference_path, module, cases, work_dir, phase, device, timing_on,
                     timing_seeds, ref_mutates, ref_aliases, timing_budget_s, judge,
-                    memory_plan) -> dict[str, Any]:
+                    memory_plan, precision: str = "fp32") -> dict[str, Any]:
     watch = Stopwatch()
     load_start = watch.now()
     inputs_before = input_generation_seconds()
@@ -363,7 +364,8 @@ def _candidate_task(path, reference_path, module, cases, work_dir, phase, device
     state = _State(model, problem, dev, JudgeClient(JudgeAddress.from_json(judge)),
                    MemoryPlan.from_json(memory_plan), ref_mutates, ref_aliases,
                    snapshot_stream=_Stream(device=dev, priority=-1),
-                   occupier=_make_occupier(dev, result["notes"]), watch=watch)
+                   occupier=_make_occupier(dev, result["notes"]), watch=watch,
+                   precision=precision)
     watch.add_since("load", load_start)
     try:
         if phase == "variants":
@@ -443,7 +445,7 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
         recheck["failures"].insert(0, _failure_json(
             "behaviour_changes_after_warmup", f"seed {cases[0]['seed']} passed on the first "
             "call but fails after warm-up and timing runs"))
-    if timing_on:
+    if timing_on and state.precision != "strict":
         # Timing runs under PyTorch's defaults (cuDNN TF32 allowed), the checks in strict fp32:
         # a candidate reading those flags to skip work while timed fails this check.
         with pytorch_defaults():

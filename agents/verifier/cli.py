@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kernelstitch.agents.verifier.verdict import Reason, Verdict
 
+from kernelstitch.core.precision import timed_with
 from kernelstitch.core.terminal import console as make_console
 from kernelstitch.core.terminal import plain
 
@@ -29,9 +30,9 @@ def print_summary(verdict: Verdict, console) -> None:
                       markup=True, highlight=False)
     t = verdict.timings
     if t is not None:
-        allowed = f" ({t.precision} allowed)" if t.precision != "fp32" else ""
+        allowed = timed_with(t.precision)
         if t.eager_fp32_ms is not None and t.speedup_vs_eager_fp32 is not None:
-            console.print(f"  eager in strict fp32 {t.eager_fp32_ms.median:.4f} ms: "
+            console.print(f"  eager in fp32 {t.eager_fp32_ms.median:.4f} ms: "
                           f"{t.speedup_vs_eager_fp32:.2f}x (precision and fusion)")
         noise = "" if t.significant_vs_eager else " (within noise)"
         console.print(f"  candidate {t.candidate_ms.median:.4f} ms, eager{allowed} "

@@ -1,5 +1,7 @@
 """The numeric settings programs are timed under (correctness is checked in strict fp32).
 
+strict: TF32 off for cuBLAS and cuDNN, for users whose process turns it off.
+
 fp32 (the default): PyTorch's own defaults, what a user's process runs the original and the
 delivered program with unless it changes them: cuDNN convolutions and RNNs in TF32, cuBLAS
 matmuls in fp32 (torch 2.x).  Timing both in strict fp32 instead made the originals of convolution
@@ -30,7 +32,10 @@ def baseline_precision(precision: str) -> Iterator[None]:
     """Runs the block with the reference allowed `precision` (fp32: PyTorch's defaults); the
     settings are restored after."""
     mode = precision_mode(precision)
-    matmul, cudnn = (mode.allow_tf32, mode.allow_tf32) if mode.reduced else PYTORCH_DEFAULTS
+    if mode.reduced:
+        matmul, cudnn = mode.allow_tf32, mode.allow_tf32
+    else:
+        matmul, cudnn = (False, False) if mode.name == "strict" else PYTORCH_DEFAULTS
     before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.backends.cuda.matmul.allow_tf32 = matmul
     torch.backends.cudnn.allow_tf32 = cudnn
@@ -48,7 +53,13 @@ def baseline_precision(precision: str) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
+def timing_settings(precision: str):
+    """The settings a program generated for `precision` is timed under: the user's (PyTorch's
+    defaults, or TF32 off under `strict`); a reduced program sets its own precision inside its
+    forward."""
+    return baseline_precision(precision if not precision_mode(precision).reduced else "fp32")
+
+
 def pytorch_defaults():
-    """The settings every program is timed under at fp32 and a candidate always is: PyTorch's
-    defaults (a reduced candidate sets its own precision inside its forward)."""
+    """PyTorch's default settings (cuDNN convolutions and RNNs in TF32, matmuls in fp32)."""
     return baseline_precision("fp32")

@@ -420,7 +420,7 @@ class _Judge:
                                 **({"precision": self.precision,
                                     "precision_errors": reply.get("precision_errors"),
                                     "float64_reference": reply.get("float64_reference")}
-                                   if self.precision != "fp32" else {})})
+                                   if precision_mode(self.precision).reduced else {})})
             gc.collect()
             torch.cuda.empty_cache()
 
@@ -451,7 +451,7 @@ class _Judge:
         metas = [_meta(m) for m in case["output_meta"]]
         expected = str(torch.device("cuda", self.dev.index))
         reply: dict[str, Any] = {}
-        if self.precision != "fp32":
+        if precision_mode(self.precision).reduced:
             failures = self._compare_reduced(inputs, reference, cand, metas, info, expected, reply)
         elif request.get("timing_settings"):
             failures = self._compare_timing_settings(inputs, reference, cand, metas, info, expected)

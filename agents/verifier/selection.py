@@ -27,7 +27,7 @@ ORIGINAL = "original"
 ORIGINAL_GRAPH = "original-graph"
 # Under a reduced precision (the user's opt-in) the original is timed with the precision allowed
 # (the floor: what flipping torch's flags in the user's own code gives) and, as this row, as the
-# user runs it today: strict fp32.
+# user runs it today: fp32 under PyTorch's default settings.
 ORIGINAL_FP32 = "original-fp32"
 ORIGINAL_GRAPH_REASON = "your module, replayed from a CUDA graph (a baseline, not delivered)"
 
@@ -61,7 +61,7 @@ class Selection:
     why: str = ""
     reused: bool = False  # the decision came from the run store's cache
     original_graph: MeasuredVariant | None = None  # the original under CUDA-graph replay
-    # a reduced precision: the original in strict fp32 (original_ms had the precision allowed)
+    # a reduced precision: the original in fp32 (PyTorch's defaults) (original_ms had the precision allowed)
     original_fp32_ms: Stat | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -117,10 +117,10 @@ def graph_note(original: Stat | None, graphed: MeasuredVariant | None,
 def contenders(original: Stat, measured: list[MeasuredVariant],
                original_fp32: Stat | None = None) -> list[MeasuredVariant]:
     """The variants significantly faster than the original in the shared run, fastest first.
-    Under a reduced precision (`original_fp32`: the original in strict fp32, `original` with the
-    precision allowed): significantly faster than the strict-fp32 original the user runs today
+    Under a reduced precision (`original_fp32`: the original in fp32 (PyTorch's defaults), `original` with the
+    precision allowed): significantly faster than the fp32 original the user runs today
     and not significantly slower than the original with the precision allowed (the rule
-    `delivers` confirms).  A program level with autocast beats keeping the strict-fp32 original:
+    `delivers` confirms).  A program level with autocast beats keeping the fp32 original:
     an H100 bf16 run kept 9_Matmul_Subtract_Multiply_ReLU at 2.86 ms while autocast eager took
     0.40 ms and our bf16 programs as much, so the user got the slowest of the three."""
     if original_fp32 is not None:
@@ -147,10 +147,10 @@ def delivers(verdict: Verdict) -> tuple[bool, str]:
     if t is None:
         return False, "verification measured no timings"
     if t.eager_fp32_ms is not None and t.speedup_vs_eager_fp32 is not None:
-        # a reduced precision: a real gain over the module as it runs today (strict fp32), and
+        # a reduced precision: a real gain over the module as it runs today (fp32, PyTorch's defaults), and
         # never significantly slower than eager with the precision allowed
         if t.speedup_vs_eager_fp32 <= 1.0 or not significant(t.eager_fp32_ms, t.candidate_ms):
-            return False, (f"verification timed it at {t.speedup_vs_eager_fp32:.2f}x vs strict-fp32 "
+            return False, (f"verification timed it at {t.speedup_vs_eager_fp32:.2f}x vs fp32 "
                            "eager" + ("" if t.speedup_vs_eager_fp32 <= 1.0 else ", within noise"))
         if t.speedup_vs_eager < 1.0 and t.significant_vs_eager:
             return False, (f"verification timed it at {t.speedup_vs_eager:.2f}x vs eager with "
@@ -185,7 +185,7 @@ def precision_floor_note(original: Stat | None, original_fp32: Stat | None,
     if original is None or original_fp32 is None:
         return ""
     return (f"your module with {precision} allowed ({precision_mode(precision).baseline}) "
-            f"took {original.median:.3f} ms against {original_fp32.median:.3f} ms in strict fp32 "
+            f"took {original.median:.3f} ms against {original_fp32.median:.3f} ms in fp32 "
             f"({original_fp32.median / original.median:.2f}x)")
 
 
@@ -203,7 +203,7 @@ def markdown_table(selection: Selection) -> str:
     o = selection.original_ms
     f = selection.original_fp32_ms
     if f is not None:
-        rows.append(f"| {ORIGINAL_FP32} | your module, eager in strict fp32 | {f.median:.4f} | "
+        rows.append(f"| {ORIGINAL_FP32} | your module, eager in fp32 | {f.median:.4f} | "
                     f"{f.p10:.4f}-{f.p90:.4f} | as you run it today |")
     if o is not None:
         kept = " **kept**" if selection.decision == "keep_original" else ""

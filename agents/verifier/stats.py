@@ -34,7 +34,7 @@ def significant(a: Stat, b: Stat) -> bool:
 def build_timings(eager: list[float], compiled: list[float] | None,
                   candidate: list[float], precision: str = "fp32",
                   eager_fp32: list[float] | None = None) -> Timings:
-    """`eager` and `compiled` as timed with `precision` allowed; `eager_fp32` the strict-fp32
+    """`eager` and `compiled` as timed with `precision` allowed; `eager_fp32` the fp32
     eager samples under a reduced precision."""
     eager_stat = summarize(eager)
     cand_stat = summarize(candidate)

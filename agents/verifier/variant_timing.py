@@ -23,7 +23,7 @@ from kernelstitch.agents.verifier.gpu_common import (
 )
 from kernelstitch.agents.verifier.graph_replay import GraphedModule
 from kernelstitch.agents.verifier.inputs import case_inputs
-from kernelstitch.agents.verifier.precision_scope import baseline_precision
+from kernelstitch.agents.verifier.precision_scope import baseline_precision, timing_settings
 from kernelstitch.agents.verifier.selection import ORIGINAL, ORIGINAL_FP32, ORIGINAL_GRAPH
 from kernelstitch.agents.verifier.trace_summary import kernel_durations
 
@@ -67,7 +67,9 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
             errors[variant["name"]] = f"load: {describe_exception(exc)[:300]}"
     sets = [case_inputs(problem, seed + k, None, dev) for k in range(max(1, input_sets))]
     def scope(name: str):
-        return baseline_precision(precision if name in (ORIGINAL, ORIGINAL_GRAPH) else "fp32")
+        if name in (ORIGINAL, ORIGINAL_GRAPH):
+            return baseline_precision(precision)
+        return timing_settings(precision)
 
     for name, model in list(programs.items()):
         try:

@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from kernelstitch.core.precision import float64_describes
+from kernelstitch.core.precision import float64_describes, timed_with
 
 VerdictStatus = Literal["accepted", "rejected", "could_not_verify"]
 
@@ -75,7 +75,7 @@ class Timings:
     significant_vs_eager: bool  # False: the difference is within noise
     significant_vs_compiled: bool
     # Under a reduced precision (the user's opt-in) eager and compiled were allowed it; these
-    # are the strict-fp32 eager time and the speed-up over it (None under fp32, where eager is).
+    # are the fp32 eager time and the speed-up over it (None under fp32, where eager is).
     precision: str = "fp32"
     eager_fp32_ms: Stat | None = None
     speedup_vs_eager_fp32: float | None = None
@@ -223,17 +223,17 @@ def render_verdict_markdown(verdict: Verdict) -> str:
         lines.append("")
     t = verdict.timings
     if t is not None:
-        allowed = f" ({t.precision} allowed)" if t.precision != "fp32" else ""
+        allowed = timed_with(t.precision)
         lines += [
             "| implementation | time per call |",
             "|---|---|",
-            *([f"| PyTorch eager (strict fp32) | {_stat_cell(t.eager_fp32_ms)} |"]
+            *([f"| PyTorch eager (fp32) | {_stat_cell(t.eager_fp32_ms)} |"]
               if t.eager_fp32_ms is not None else []),
             f"| PyTorch eager{allowed} | {_stat_cell(t.eager_ms)} |",
             f"| torch.compile{allowed} | {_stat_cell(t.compiled_ms)} |",
             f"| candidate | {_stat_cell(t.candidate_ms)} |",
             "",
-            *([f"Speed-up vs eager in strict fp32: {t.speedup_vs_eager_fp32:.2f}x (precision "
+            *([f"Speed-up vs eager in fp32: {t.speedup_vs_eager_fp32:.2f}x (precision "
                f"and fusion together)."] if t.speedup_vs_eager_fp32 is not None else []),
             f"Speed-up vs eager{allowed}: "
             f"{_speedup_text(t.speedup_vs_eager, t.significant_vs_eager)}; "

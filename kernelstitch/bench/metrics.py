@@ -143,7 +143,7 @@ def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
         "geomean_speedup_vs_compiled": geomean([o.speedup_vs_compiled for o in correct]),
         # correct problems the vs-compile geomean leaves out (no torch.compile time measured)
         "without_compiled_time": sum(1 for o in correct if o.speedup_vs_compiled is None),
-        # under a reduced precision: vs strict-fp32 eager (None for fp32 runs)
+        # under a reduced precision: vs fp32 eager (None for fp32 runs)
         "geomean_speedup_vs_eager_fp32": geomean([o.speedup_vs_eager_fp32 for o in correct
                                                   if o.speedup_vs_eager_fp32]) or None,
         # over the programs whose float64 recomputation stands for the module (random draws left out)

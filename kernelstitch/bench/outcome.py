@@ -87,7 +87,7 @@ class ProblemOutcome:
     delivered: str | None = None
     notes: list[str] = field(default_factory=list)
     # Under a reduced precision (--precision): eager_ms / compiled_ms were timed with it
-    # allowed; these are the strict-fp32 eager time, the speed-up over it, and the delivered
+    # allowed; these are the fp32 eager time, the speed-up over it, and the delivered
     # program's largest error from float64 (x RMS) beside PyTorch fp32's (verdict.precision).
     precision: str = "fp32"
     eager_fp32_ms: float | None = None
@@ -195,7 +195,7 @@ class ProblemOutcome:
         self.compiled_ms = compiled.get("median")
         self.max_rel_error = None  # nothing of ours is delivered (fp32_max_rel_error: PyTorch's)
         if fp32.get("median"):
-            # a reduced precision: the user's module stays as written (strict fp32), and the
+            # a reduced precision: the user's module stays as written (fp32, PyTorch's defaults), and the
             # baselines that were allowed the precision may beat it
             self.candidate_ms = self.eager_fp32_ms = fp32["median"]
             self.candidate_spread_ms = ([fp32["p10"], fp32["p90"]]

@@ -1,18 +1,24 @@
 """The precision a user allows for a module (issue 24): names and what each one changes.
 
-Torch-free (the CLI, the server and the planner read it).  `fp32` is the default and means
-strict fp32, as the original computes it with TF32 off.  The reduced precisions are opt-in and
-apply to the matrix units only; every fused kernel of ours still computes and stores in the
-module's own dtypes:
+Torch-free (the CLI, the server and the planner read it).  Every program is checked in strict
+fp32 (TF32 off) against the fp32 reference unless a reduced precision is allowed, and timed under
+the settings the user runs it with:
 
-| precision | GEMMs (cuBLASLt, ours)      | PyTorch matmuls / convs left as library calls | baselines timed |
-|-----------|-----------------------------|-----------------------------------------------|-----------------|
-| fp32      | fp32                        | fp32 (TF32 off)                               | eager, compile  |
-| tf32      | TF32 tensor cores           | TF32 (allow_tf32 for cuBLAS and cuDNN)        | same, TF32 on   |
-| bf16      | bf16 tensor cores, fp32 I/O | TF32 (PyTorch has no bf16 / fp16 math for     | under autocast  |
-|           | (COMPUTE_32F_FAST_16BF)     | fp32 tensors short of casting them)           | (bfloat16)      |
-| fp16      | fp16 tensor cores, fp32 I/O | TF32                                          | under autocast  |
-|           | (COMPUTE_32F_FAST_16F)      |                                               | (float16)       |
+| precision | GEMMs (cuBLASLt, ours)      | PyTorch matmuls / convs left as library calls | programs and baselines timed under |
+|-----------|-----------------------------|-----------------------------------------------|------------------------------------|
+| fp32      | fp32 (or 3xTF32: fp32's     | as the user's settings say: PyTorch's default | PyTorch's defaults                 |
+| (default) | accuracy, a measured choice)| is TF32 for cuDNN convs / RNNs, fp32 matmuls  |                                    |
+| strict    | fp32 (or 3xTF32)            | fp32: the user turned TF32 off everywhere     | TF32 off (cuBLAS and cuDNN)        |
+| tf32      | TF32 tensor cores           | TF32 (allow_tf32 for cuBLAS and cuDNN)        | same, TF32 on                      |
+| bf16      | bf16 tensor cores, fp32 I/O | TF32 (PyTorch has no bf16 / fp16 math for     | under autocast (bfloat16)          |
+|           | (COMPUTE_32F_FAST_16BF)     | fp32 tensors short of casting them)           |                                    |
+| fp16      | fp16 tensor cores, fp32 I/O | TF32                                          | under autocast (float16)           |
+|           | (COMPUTE_32F_FAST_16F)      |                                               |                                    |
+
+`strict` is for users whose process sets `torch.backends.cudnn.allow_tf32 = False` (and keeps
+matmuls in fp32): their convolutions are slow fp32 cuDNN kernels, which the planner's `conv3xtf32`
+variant (transposed convolutions on the TF32 tensor cores at fp32's accuracy) can beat; under
+PyTorch's defaults the original's convolutions already run in TF32 and it cannot.
 
 Only torch's legacy flags are touched (`allow_tf32` of cuBLAS and cuDNN, what the Verifier's
 strict fp32 sets): torch refuses to read its matmul precision once they are mixed with
@@ -26,8 +32,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Precision = Literal["fp32", "tf32", "bf16", "fp16"]
-PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "bf16", "fp16")
+Precision = Literal["fp32", "strict", "tf32", "bf16", "fp16"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "strict", "tf32", "bf16", "fp16")
+# The precisions that keep fp32's accuracy (the fp32 reference, fp32's bound); they differ only
+# in the settings programs are timed under.
+FULL_PRECISIONS: tuple[Precision, ...] = ("fp32", "strict")
 DEFAULT_PRECISION: Precision = "fp32"
 
 
@@ -43,14 +52,18 @@ class PrecisionMode:
 
     @property
     def reduced(self) -> bool:
-        return self.name != "fp32"
+        return self.name not in FULL_PRECISIONS
 
     def summary(self) -> str:
         return f"{self.name}: GEMMs {self.gemm}; PyTorch matmuls and convolutions {self.library}"
 
 
 MODES: dict[str, PrecisionMode] = {
-    "fp32": PrecisionMode("fp32", "fp32", "fp32 (TF32 off)", "strict fp32", False, None),
+    "fp32": PrecisionMode("fp32", "fp32", "as the user's settings say (PyTorch's default: "
+                          "convolutions and RNNs in TF32, matmuls in fp32)", "PyTorch's defaults",
+                          False, None),
+    "strict": PrecisionMode("strict", "fp32", "fp32 (TF32 off, as the user's process has it)",
+                            "TF32 off for cuBLAS and cuDNN", False, None),
     "tf32": PrecisionMode("tf32", "TF32 tensor cores", "TF32",
                           "torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 "
                           "= True", True, None),
@@ -59,6 +72,13 @@ MODES: dict[str, PrecisionMode] = {
     "fp16": PrecisionMode("fp16", "fp16 tensor cores with fp32 inputs and outputs", "TF32",
                           "torch.autocast(float16)", True, "float16"),
 }
+
+
+def timed_with(precision: str) -> str:
+    """What the baselines' labels add for `precision`: nothing under PyTorch's defaults."""
+    if precision == "strict":
+        return " (TF32 off)"
+    return f" ({precision} allowed)" if precision_mode(precision).reduced else ""
 
 
 class PrecisionError(ValueError):

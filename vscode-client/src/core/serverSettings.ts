@@ -7,7 +7,7 @@ export const SETTINGS_SECTION = 'kernelstitch';
 
 export type Profiler = 'torch' | 'ncu' | 'nsys';
 export type Coder = 'builtin' | 'llm';
-export type Precision = 'fp32' | 'tf32' | 'bf16' | 'fp16';
+export type Precision = 'fp32' | 'strict' | 'tf32' | 'bf16' | 'fp16';
 
 export interface ServerSettings {
   llm: { baseUrl: string; model: string; apiKeyEnv: string; timeoutSeconds: number };
@@ -75,7 +75,7 @@ export function toServerSettings(read: (key: string) => unknown): SettingsResult
   const isLimit = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
   const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
   const isCoder = (v: unknown): v is Coder => v === 'builtin' || v === 'llm';
-  const isPrecision = (v: unknown): v is Precision => v === 'fp32' || v === 'tf32' || v === 'bf16' || v === 'fp16';
+  const isPrecision = (v: unknown): v is Precision => v === 'fp32' || v === 'strict' || v === 'tf32' || v === 'bf16' || v === 'fp16';
   const isEnvName = (v: unknown): v is string => typeof v === 'string' && ENV_VAR_NAME.test(v);
 
   const profilers = pick('profilers', d.profilers,
@@ -105,7 +105,7 @@ export function toServerSettings(read: (key: string) => unknown): SettingsResult
         variants: pick('search.variants', d.search.variants, isVariants, 'expected an integer from 1 to 16'),
         timeSeconds: pick('search.timeSeconds', d.search.timeSeconds, isPositive, 'expected a number > 0'),
       },
-      precision: pick('precision', d.precision, isPrecision, 'expected "fp32", "tf32", "bf16" or "fp16"'),
+      precision: pick('precision', d.precision, isPrecision, 'expected "fp32", "strict", "tf32", "bf16" or "fp16"'),
     },
     problems,
   };

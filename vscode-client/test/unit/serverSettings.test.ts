@@ -52,6 +52,14 @@ describe('toServerSettings', () => {
     assert.equal('python' in settings, false); // extension-only settings stay in the extension
   });
 
+  it('accepts every precision the server knows, strict included', () => {
+    for (const precision of ['fp32', 'strict', 'tf32', 'bf16', 'fp16']) {
+      const { settings, problems } = toServerSettings(reader({ precision }));
+      assert.equal(settings.precision, precision);
+      assert.deepEqual(problems, []);
+    }
+  });
+
   it('falls back to the default for each wrong value and says which', () => {
     const { settings, problems } = toServerSettings(reader({
       coder: 'gpt', 'gpu.device': -1, 'budget.timeSeconds': 0, 'budget.iterations': 2.5,
