@@ -588,7 +588,9 @@ def _verified(ctx: _Context, store, run_id: int, candidate: Path,
     if trust.precision and trust.precision != ctx.config.precision:
         # the run store (never the file) says this exact file was made under a reduced precision
         ctx.stage("verifying", f"this file was generated with precision {trust.precision}: "
-                               "verified at that precision's bound")
+                               + ("verified at that precision's bound"
+                                  if precision_mode(trust.precision).reduced
+                                  else "verified and timed with TF32 off"))
         ctx.config = dataclasses.replace(ctx.config, precision=trust.precision)
     verdict = verify_candidate(ctx, candidate, builtin=trust.builtin, allowance=trust.allowance)
     store.add_artifact(run_id, "verdict", "verdict.json", verdict.to_json())

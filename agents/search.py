@@ -272,7 +272,7 @@ def _time(gpu: TimingWorker, built: BuiltVariants, budget_s: float, profile: boo
         Any, MeasuredVariant | None, list[MeasuredVariant], dict[str, Any] | None, Any]:
     """One shared timing run of the original and every built variant: (original, graphed
     original, the variants' rows, the fastest variant's kernel profile when `profile`: only
-    round 1's feeds a next round, and under a reduced precision the original in strict fp32
+    round 1's feeds a next round, and under a reduced precision the original in fp32
     (`original` then had the precision allowed; None under fp32))."""
     result = gpu.measure([{"name": n, "path": str(p)} for n, p in built.paths.items()],
                          budget_s, profile=profile)
@@ -391,7 +391,7 @@ def _verify_where_delivered(ctx, built: BuiltVariants, variant: MeasuredVariant,
 def unmeasured_choice(verdict, why: str, out_dir: Path) -> Selection | None:
     """The search could not time the variants (`why`) and the default plan was verified alone:
     an accepted program that verification did not time faster than eager (under a reduced
-    precision: significantly faster than strict fp32, not significantly slower than eager with
+    precision: significantly faster than fp32 eager, not significantly slower than eager with
     the precision) is withdrawn and the original kept, as the measured search would have.
     None: deliver as verified (or nothing was accepted)."""
     if verdict is None or verdict.status != "accepted":

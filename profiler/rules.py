@@ -423,7 +423,7 @@ def gemm_not_on_tensor_cores(ctx: RuleContext) -> list[Finding]:
                         f"operands) at fp32's accuracy."
                     ),
                     suggestion=(
-                        "Generate in strict fp32: the measured search tries the GEMM as 3xTF32 "
+                        "Generate in fp32 (the default): the measured search tries the GEMM as 3xTF32 "
                         "on tensor cores at fp32's accuracy. Or generate with --precision tf32 "
                         "(or bf16; kernelstitch.precision in the editor): GEMMs on tensor cores, "
                         "verified against float64 with the error reported; or "

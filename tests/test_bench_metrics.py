@@ -6,6 +6,7 @@ import math
 from kernelstitch.agents.job_protocol import JobResult
 
 from kernelstitch.bench import ProblemOutcome, fast_p, geomean, render_markdown, summarise
+from kernelstitch.core.precision import timing_settings_label
 
 
 def outcome(name, status, speedup, compiled=None):
@@ -205,8 +206,15 @@ def test_published_baselines_compare_our_eager_with_theirs():
     slow_text = render_markdown([slow], summarise([slow]), {"date": "d"}, "c")
     assert "geomean 2.20 over 1" in slow_text and "near 1" not in slow_text
     assert "far from 1" in slow_text and "do not compare" in slow_text
-    assert "correctness checked in strict fp32" in slow_text  # what the times were taken under
-    assert "PyTorch's default settings" in slow_text
+    # what the times were taken under: a result without it comes from before 638c584
+    assert "1 problem(s) come from runs before 2026-11-27" in slow_text
+    now = dataclasses.replace(fast, timed_under=timing_settings_label("fp32"))
+    merged = render_markdown([now, slow], summarise([now, slow]), {"date": "d"}, "c")
+    assert "timed under PyTorch's defaults (cuDNN convolutions and RNNs in TF32" in merged
+    assert "correctness checked in strict fp32" in merged and "1 problem(s) come from" in merged
+    strict = dataclasses.replace(fast, timed_under=timing_settings_label("strict"), precision="strict")
+    assert "timed under TF32 off for cuBLAS and cuDNN" in render_markdown(
+        [strict], summarise([strict]), {"date": "d"}, "c")
     assert summarise([plain])["published_baselines"] is None
     assert "KB H100" not in render_markdown([plain], summarise([plain]), {"date": "d"}, "c")
 
@@ -245,6 +253,7 @@ def test_a_kept_original_counts_at_one_x_apart_from_accepted():
     assert kept.variants_ms == {"original": 2.0, "default": 2.2}
     # what is delivered is the original: its time and spread, not the recorded variant's
     assert kept.candidate_ms == 2.0 and kept.candidate_spread_ms == [1.9, 2.1]
+    assert kept.timed_under == timing_settings_label("fp32")  # said in the report and results.json
     slow = ProblemOutcome(problem="p2", status="accepted", message="", speedup_vs_eager=0.8,
                           significant_vs_eager=True)
     summary = summarise([kept, slow])

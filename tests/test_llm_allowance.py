@@ -175,7 +175,8 @@ def _main(ops: list[tuple[str, tuple[str, ...]]]) -> TaskOutcome:
     checks = [{"name": name, "case": f"s{seed}", "seed": seed, "shapes": [[8, 64, 32, 32]],
                "passed": True, "failures": []}
               for name, seed in (("initial:s11", 11), ("after_warmup:s22", 22),
-                                 ("after_warmup:s33", 33), ("recheck:s11", 11))]
+                                 ("after_warmup:s33", 33), ("recheck:s11", 11),
+                                 ("timing_settings:s33", 33))]
     calls = [{"index": i, "kernels": ["ks_epilogue_kernel"], "own_kernels": ["ks_epilogue_kernel"],
               "streams": [7], "ops": [[op, list(anc)] for op, anc in ops]} for i in range(2)]
     return TaskOutcome({"phase": "main", "load_failure": None, "checks": checks, "tamper": [],

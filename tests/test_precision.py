@@ -327,6 +327,7 @@ def test_a_module_without_matrix_work_stays_strict_fp32(tmp_path):
         "def get_init_inputs():\n    return []\n")
     plan = plan_builtin(capture(source, None))
     assert with_precision(plan, "tf32") is plan and plan.host.precision == "fp32"
+    assert with_precision(plan, "strict") is plan  # no library call whose settings it would change
 
 
 def test_errors_are_measured_where_the_output_dtype_can_hold_the_value():

@@ -27,10 +27,10 @@ def test_the_defaults_are_torchs_own_read_before_anything_changes_them():
                "stock = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)\n"
                "from kernelstitch.agents.verifier.gpu_common import PYTORCH_DEFAULTS, strict_fp32\n"
                "strict_fp32()\n"
-               "from kernelstitch.agents.verifier.gpu_common import PYTORCH_DEFAULTS as again\n"
-               "print(stock, PYTORCH_DEFAULTS, again)")
-    # torch 2.x: matmuls in fp32, cuDNN convolutions in TF32 by default
-    assert out == "(False, True) (False, True) (False, True)"
+               "print(stock, PYTORCH_DEFAULTS, PYTORCH_DEFAULTS == stock)")
+    # torch 2.x: matmuls in fp32, cuDNN convolutions in TF32 by default; strict_fp32() leaves
+    # the snapshot alone
+    assert out == "(False, True) (False, True) True"
 
 
 def test_every_timing_scope_applies_the_defaults_and_gives_strict_fp32_back():
@@ -60,6 +60,13 @@ class _Doubling(torch.nn.Module):
         return x * 2.0
 
 
+class _Tf32Like(torch.nn.Module):
+    """Stands in for a cuDNN convolution on this CPU: 1e-3 off when cuDNN's TF32 is allowed."""
+
+    def forward(self, x):
+        return x * (2.0 * (1 + 1e-3) if torch.backends.cudnn.allow_tf32 else 2.0)
+
+
 def _judge(model: torch.nn.Module) -> _Judge:
     return _Judge(problem=None, model=model, dev=torch.device("cpu"), cases=[])
 
@@ -68,36 +75,38 @@ def _info(t: torch.Tensor) -> list[dict]:
     return [{"device": "cpu", "contiguous": True, "strides": list(t.stride())}]
 
 
-def test_the_check_under_the_timing_settings_allows_tf32_error_and_nothing_more():
-    judge = _judge(_Doubling())
+def _failures(judge: _Judge, x: torch.Tensor, cand: torch.Tensor) -> list[str]:
+    with torch.no_grad():
+        reference = [judge.model(x)]  # the judge's own: strict fp32
+    return [f.code for f in judge._compare_timing_settings([x], reference, [cand], [None],
+                                                            _info(cand), "cpu")]
+
+
+def test_where_the_defaults_change_the_original_the_check_allows_tf32_error_and_no_more():
     x = torch.randn(4096, generator=torch.Generator().manual_seed(0))
-    reference = [x * 2.0]
-
-    def failures(cand):
-        return [f.code for f in judge._compare_timing_settings([x], reference, [cand], [None],
-                                                                _info(cand), "cpu")]
-
-    tf32_like = reference[0] * (1 + 1e-3)  # TF32's rounding: far beyond fp32's 1e-4 bound
-    assert failures(tf32_like) == []
-    assert failures(torch.zeros_like(reference[0])) == ["wrong_output"]  # skipped work
-    assert failures(reference[0] * 1.05) == ["wrong_output"]
+    judge = _judge(_Tf32Like())
+    assert _failures(judge, x, x * 2.0 * (1 + 1e-3)) == []  # the original's own error there
+    assert _failures(judge, x, torch.zeros_like(x)) == ["wrong_output"]  # skipped work
+    assert _failures(judge, x, x * 2.0 * 1.05) == ["wrong_output"]
 
 
-def test_cancellation_under_the_timing_settings_is_judged_against_the_original_there():
+def test_where_the_defaults_change_nothing_a_program_may_not_lower_its_precision_when_timed():
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(0))
+    judge = _judge(_Doubling())
+    assert _failures(judge, x, x * 2.0) == []
+    assert _failures(judge, x, x * 2.0 * (1 + 1e-3)) == ["wrong_output"]  # TF32-like: beyond fp32
+
+
+def test_cancellation_under_the_timing_settings_gets_the_second_opinion():
     class MeanOfCentred(torch.nn.Module):  # true value 0: the output is rounding noise
         def forward(self, x):
             return (x - x.mean()).mean().reshape(1)
 
     judge = _judge(MeanOfCentred())
     x = torch.randn(1 << 16, generator=torch.Generator().manual_seed(1)) + 1000.0
-    reference = [judge.model(x)]
-
-    def failures(cand):
-        return [f.code for f in judge._compare_timing_settings([x], reference, [cand], [None],
-                                                                _info(cand), "cpu")]
-
-    # another summation order: its noise differs from the reference's by far more than TF32's
+    with torch.no_grad():
+        noise = judge.model(x).abs().clamp_min(1e-6)
+    # another summation order: its noise differs from the reference's by far more than the
     # bound of that noise, but it is as close to the float64 value (0) as PyTorch's own
-    noise = reference[0].abs().clamp_min(1e-6)
-    assert failures(-noise) == []
-    assert failures(torch.full((1,), 0.5)) == ["wrong_output"]
+    assert _failures(judge, x, -noise) == []
+    assert _failures(judge, x, torch.full((1,), 0.5)) == ["wrong_output"]

@@ -233,6 +233,20 @@ def test_checks_the_judge_never_compared_clean_are_judge_bypassed(tmp_path):
         verdict = protection.finish(Verdict("accepted"))
         assert verdict.codes() == ["judge_bypassed"]
         assert verdict.reasons[0].detail["cases"] == ["s1", "s2"]
+        # the check under the timing settings needs a comparison made at its bound, and a
+        # comparison at that looser bound never vouches for a strict check of the same case
+        timed = {"name": "timing_settings:s2", "case": "s2", "passed": True}
+        protection.candidate_results = [{"checks": [*checks, timed]}]
+        strict_s2 = {"case": "s2", "error": False, "codes": []}
+        loose_s2 = {"case": "s2", "error": False, "codes": [], "timing_settings": True}
+        protection.ledger = [{"case": "s1", "error": False, "codes": []}, strict_s2,
+                             {"case": "s1", "error": False, "codes": []}, loose_s2]
+        assert protection.finish(Verdict("accepted")).status == "accepted"
+        protection.ledger = [{"case": "s1", "error": False, "codes": []}, loose_s2,
+                             {"case": "s1", "error": False, "codes": []}, loose_s2]
+        verdict = protection.finish(Verdict("accepted"))
+        assert verdict.codes() == ["judge_bypassed"] and verdict.reasons[0].detail["cases"] == ["s2"]
+        protection.candidate_results = [{"checks": checks}]
         protection.ledger, protection.ledger_error = None, "the judge's record could not be read"
         verdict = protection.finish(Verdict("accepted"))
         assert (verdict.status, verdict.codes()) == ("could_not_verify", ["verifier_error"])

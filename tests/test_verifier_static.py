@@ -411,7 +411,8 @@ def _check(name, seed, failures=()):
 def _main_result(checks=None, profile=True, timing=None, **extra):
     checks = checks if checks is not None else [
         _check("initial:s11", 11), _check("after_warmup:s22", 22),
-        _check("after_warmup:s33", 33), _check("recheck:s11", 11)]
+        _check("after_warmup:s33", 33), _check("recheck:s11", 11),
+        _check("timing_settings:s33", 33)]
     calls = [{"index": i, "kernels": ["scale_relu_kernel"], "own_kernels": ["scale_relu_kernel"],
               "streams": [7], "ops": [["aten::empty_like", []]]} for i in range(2)]
     base = {"phase": "main", "load_failure": None, "checks": checks, "tamper": [],
@@ -440,6 +441,18 @@ def test_all_evidence_present_is_accepted_with_timings():
     assert verdict.timings.speedup_vs_compiled == pytest.approx(1.2)
     assert verdict.seeds == SEEDS and verdict.device == "NVIDIA H100"
     assert all(c.passed for c in verdict.checks)
+
+
+def test_the_check_under_the_timing_settings_is_required_when_timed_but_not_under_strict():
+    without = [_check("initial:s11", 11), _check("after_warmup:s22", 22),
+               _check("after_warmup:s33", 33), _check("recheck:s11", 11)]
+    verdict = _assemble(reference=_ref_result(), main=_main_result(without),
+                        variants=_variants_result())
+    assert verdict.status == "could_not_verify" and "only 4 of 5 checks ran" in verdict.reasons[0].message
+    strict = _ref_result()
+    strict.result["timing"] = {**strict.result["timing"], "precision": "strict"}
+    verdict = _assemble(reference=strict, main=_main_result(without), variants=_variants_result())
+    assert verdict.status == "accepted", verdict.reasons  # timed in strict fp32: nothing to add
 
 
 def test_missing_profile_is_never_accepted():
@@ -472,7 +485,8 @@ def test_unfinished_work_with_streams_is_side_stream_work():
     incomplete = {"code": "incomplete_on_return", "message": "outputs kept changing",
                   "detail": {}}
     checks = [_check("initial:s11", 11, [incomplete]), _check("after_warmup:s22", 22),
-              _check("after_warmup:s33", 33), _check("recheck:s11", 11)]
+              _check("after_warmup:s33", 33), _check("recheck:s11", 11),
+              _check("timing_settings:s33", 33)]
     streams = StaticReport(uses_streams=True)
     verdict = _assemble(static=streams, reference=_ref_result(), main=_main_result(checks),
                         variants=_variants_result())
@@ -577,7 +591,8 @@ def test_library_api_calls_are_listed_and_stream_helpers_are_fine():
 def test_behaviour_change_and_worker_failures_are_named():
     changed = {"code": "behaviour_changes_after_warmup", "message": "x", "detail": {}}
     checks = [_check("initial:s11", 11), _check("after_warmup:s22", 22),
-              _check("after_warmup:s33", 33), _check("recheck:s11", 11, [changed])]
+              _check("after_warmup:s33", 33), _check("recheck:s11", 11, [changed]),
+              _check("timing_settings:s33", 33)]
     verdict = _assemble(reference=_ref_result(), main=_main_result(checks),
                         variants=_variants_result())
     assert verdict.codes() == ["behaviour_changes_after_warmup"]

@@ -274,14 +274,23 @@ def _adopt(target, source):
 
 
 {cudnn_autotune}class _CudaGraphs:
-    """One CUDA graph per (input shapes/dtypes/strides/device, parameter pointers, the caller's
-    cuBLAS / cuDNN TF32 settings: a replay repeats the kernels captured, so a graph captured with
-    TF32 off must not serve a caller with it on): launch-bound forwards replay instead of
-    launching kernel by kernel.  Outputs are cloned on every call, so they never alias a previous
-    call's."""
+    """One CUDA graph per (input shapes/dtypes/strides/device, parameter pointers): launch-bound
+    forwards replay instead of launching kernel by kernel.  A replay repeats the kernels
+    captured, so a graph captured under other cuBLAS / cuDNN TF32 settings than the caller's is
+    captured again (and the old one dropped: one graph's memory per signature).  Outputs are
+    cloned on every call, so they never alias a previous call's."""
 
     def __init__(self):
         self._graphs = {{}}
+
+    @staticmethod
+    def _precision_settings():
+        # torch's per-op getters read both its APIs and never raise; the legacy ones raise once
+        # the per-op settings were set differently
+        getter = getattr(torch._C, "_get_fp32_precision_getter", None)
+        if getter is not None:
+            return tuple(getter("cuda", op) for op in ("matmul", "conv", "rnn"))
+        return (torch._C._get_cublas_allow_tf32(), torch._C._get_cudnn_allow_tf32())
 
     @staticmethod
     def usable(inputs):
@@ -293,9 +302,13 @@ def _adopt(target, source):
         key = (tuple((tuple(t.shape), t.dtype, t.stride(), t.device) if isinstance(t, torch.Tensor)
                      else t for t in inputs),
                tuple(p.data_ptr() for p in module.parameters()),
-               tuple(b.data_ptr() for b in module.buffers()),
-               torch._C._get_cublas_allow_tf32(), torch._C._get_cudnn_allow_tf32())
+               tuple(b.data_ptr() for b in module.buffers()))
+        settings = self._precision_settings()
         entry = self._graphs.get(key)
+        if entry is not None and entry[3] != settings:
+            entry = None
+            del self._graphs[key]
+            torch.cuda.synchronize()  # the old graph's last replay is done before its memory goes
         if entry is None:
             static = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
             # the warm-up must not count as a call: buffers it updates (batch_norm's running
@@ -309,9 +322,9 @@ def _adopt(target, source):
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 outputs = compute(*static)
-            entry = (graph, static, outputs)
+            entry = (graph, static, outputs, settings)
             self._graphs[key] = entry
-        graph, static, outputs = entry
+        graph, static, outputs, _ = entry
         for dst, src in zip(static, inputs):
             if isinstance(dst, torch.Tensor):
                 dst.copy_(src)

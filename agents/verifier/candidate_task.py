@@ -8,13 +8,16 @@ copies) is bound before the candidate is imported, and `tamper` reports any repl
 
 Phase "main" runs the problem's own shapes, interleaving checks with timing:
     check(seed 0) -> time (half) -> check(seed 1..n-1) -> time (half) -> re-check(seed 0)
-    -> profile two calls -> tamper check
+    -> check(last seed) under the timing's settings -> profile two calls -> tamper check
+Checks run in strict fp32, timing under the user's settings (PyTorch's defaults unless the
+precision is `strict`).
 Phase "variants" checks the other input shapes: a second task in the same worker, on the same
 model object (a crash on an odd shape cannot hide the main results, which came back first).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,12 +41,14 @@ from kernelstitch.agents.verifier.inputs import case_inputs, digest, input_gener
 from kernelstitch.agents.verifier.judge import JudgeAddress, JudgeClient, encode_leaf
 from kernelstitch.agents.verifier.memory_plan import TAIL_SNAPSHOT_BYTES, MemoryPlan
 from kernelstitch.agents.verifier.poison import poison_allocator
-from kernelstitch.agents.verifier.precision_scope import pytorch_defaults, timing_settings
+from kernelstitch.agents.verifier.precision_scope import timing_settings
 from kernelstitch.agents.verifier.reference_task import add_import_fallback, timing_input_sets
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.trace_summary import summarize_trace
+from kernelstitch.agents.verifier.verdict import TIMING_SETTINGS_CHECK
 
 from kernelstitch.core import sandbox
+from kernelstitch.core.precision import precision_mode
 from kernelstitch.core.problem import ProblemError, import_file, load_problem
 
 _to_cpu = torch.Tensor.cpu
@@ -60,9 +65,6 @@ _ipc_collect = torch.cuda.ipc_collect
 BUILD_ERROR_MARKER = "Error building extension"
 OCCUPIER_SIZE = 4096  # fp32 GEMM of this size (TF32 off): a few ms with every SM busy
 WARMUP_CALLS_WITHOUT_TIMING = 10
-# The check made under the timing's settings (PyTorch's defaults): the judge allows it TF32's
-# bound, the precision PyTorch's defaults give cuDNN convolutions and RNNs.
-TIMING_SETTINGS_CHECK = "timing_settings"
 
 
 class _Fatal(Exception):
@@ -86,6 +88,8 @@ class _State:
     checks: list[dict[str, Any]] = field(default_factory=list)
     watch: Stopwatch = field(default_factory=Stopwatch)
     precision: str = "fp32"  # the user's: which settings the timing runs under
+    # settings the candidate changed while under the timing settings (whose restore hides them)
+    timing_tamper: list[dict[str, Any]] = field(default_factory=list)
 
 
 def warm_up() -> None:
@@ -286,9 +290,26 @@ def _judged(state: _State, case: dict[str, Any], inputs_digest: list[Any],
     return list(reply.get("failures") or [])
 
 
+@contextlib.contextmanager
+def _under_timing_settings(state: _State):
+    """The settings programs are timed under (the user's: PyTorch's defaults unless `strict`),
+    restored after; a setting the candidate changes meanwhile is reported, since the restore
+    would otherwise hide it from the tamper check."""
+    with timing_settings(state.precision):
+        as_set = tamper.settings()
+        try:
+            yield
+        finally:
+            now = tamper.settings()
+            state.timing_tamper += [
+                _failure_json("monkeypatches_runtime", f"{tamper.describe(name)} (while timed)",
+                              name=name)
+                for name, value in as_set.items() if now.get(name) != value]
+
+
 def _time_candidate(state: _State, sets, flush, budget_s: float) -> dict[str, Any]:
-    # Under the user's settings, like the baselines (PyTorch's defaults unless `strict`).
-    with state.watch.section("timing"), timing_settings(state.precision):
+    # Under the user's settings, like the baselines.
+    with state.watch.section("timing"), _under_timing_settings(state):
         return timing.time_function(lambda inputs: _call(state, inputs), sets, flush,
                                     min_runs=15, budget_s=budget_s).to_json()
 
@@ -352,6 +373,7 @@ def _candidate_task(path, reference_path, module, cases, work_dir, phase, device
         result["load_failure"] = _failure_json("runtime_error", "no judge to compare against")
         return result
     dev = pick_device(device)
+    precision = precision_mode(precision).name
     strict_fp32()
     before = {**_BEFORE_ANY_CANDIDATE, **tamper.settings()}  # the settings as the task set them
     problem = load_problem(Path(reference_path), module)
@@ -379,7 +401,7 @@ def _candidate_task(path, reference_path, module, cases, work_dir, phase, device
     finally:
         state.judge.close()
     result["checks"] = state.checks
-    result["tamper"] = _dedupe(result["tamper"] + _tamper_failures(before))
+    result["tamper"] = _dedupe(result["tamper"] + state.timing_tamper + _tamper_failures(before))
     state.watch.add("of_which_inputs", input_generation_seconds() - inputs_before)
     # The stage's wall time minus this is the worker's start-up and the transfers.
     state.watch.add_since("in_task", load_start)
@@ -446,15 +468,7 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
             "behaviour_changes_after_warmup", f"seed {cases[0]['seed']} passed on the first "
             "call but fails after warm-up and timing runs"))
     if timing_on and state.precision != "strict":
-        # Timing runs under PyTorch's defaults (cuDNN TF32 allowed), the checks in strict fp32:
-        # a candidate reading those flags to skip work while timed fails this check.
-        with pytorch_defaults():
-            timed = run_check(state, cases[-1], TIMING_SETTINGS_CHECK)
-        if not timed["passed"] and all(c["passed"] for c in state.checks if c is not timed):
-            timed["failures"].insert(0, _failure_json(
-                "behaviour_changes_when_timed", f"seed {cases[-1]['seed']} passes in strict fp32 "
-                "but fails under PyTorch's default settings (cuDNN TF32 allowed), the settings "
-                "it is timed under, even at TF32's bound"))
+        _check_under_timing_settings(state, cases)
     inputs = case_inputs(state.problem, cases[0]["seed"], None, state.device)
     try:
         with state.watch.section("profile"):
@@ -464,6 +478,32 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
     except Exception as exc:
         result["notes"].append(f"profiling failed: {describe_exception(exc)[:300]}")
     return timing_result
+
+
+def _check_under_timing_settings(state: _State, cases) -> None:
+    """Timing runs under PyTorch's defaults (cuDNN TF32 allowed), the checks in strict fp32: one
+    check under the timing's settings fails a candidate that reads those flags to skip work while
+    timed.  On a plain seed case (a stress case's inputs are beyond what TF32 is judged on)."""
+    case = [c for c in cases if not c.get("transform")][-1]
+    try:
+        with _under_timing_settings(state):
+            timed = run_check(state, case, TIMING_SETTINGS_CHECK)
+    except _Fatal:
+        raise
+    except Exception as exc:  # noqa: BLE001 - entering the settings failed: the tamper check says why
+        state.checks.append({"name": f"{TIMING_SETTINGS_CHECK}:{case['id']}", "case": case["id"],
+                             "seed": case["seed"], "shapes": case.get("input_shapes"),
+                             "passed": False, "failures": [_failure_json(
+                                 "runtime_error", "the timing's settings could not be applied: "
+                                 f"{describe_exception(exc)[:300]}")]})
+        return
+    failures = timed["failures"]
+    if (failures and not any(f["code"] == "judge_error" for f in failures)
+            and all(c["passed"] for c in state.checks if c is not timed)):
+        failures.insert(0, _failure_json(
+            "behaviour_changes_when_timed", f"seed {case['seed']} passes in strict fp32 but fails "
+            "under PyTorch's default settings (cuDNN TF32 allowed), the settings it is timed "
+            "under, beyond the error those settings give the original"))
 
 
 def _guarded(state: _State, what: str, action):

@@ -47,7 +47,7 @@ from kernelstitch.agents.verifier.snapshot import (
     verifier_manifest,
     watch_workspace,
 )
-from kernelstitch.agents.verifier.verdict import Reason, Verdict
+from kernelstitch.agents.verifier.verdict import TIMING_SETTINGS_CHECK, Reason, Verdict
 
 from kernelstitch.core.sandbox import GuardStatus, landlock_abi
 
@@ -263,10 +263,12 @@ class Protection:
                   for c in result.get("checks") or [] if c.get("case") is not None]
         if not checks or self.ledger is None:
             return []
-        clean = Counter(e.get("case") for e in self.ledger
+        # a comparison at the timing settings' looser bound vouches for that check only
+        clean = Counter((e.get("case"), bool(e.get("timing_settings"))) for e in self.ledger
                         if not e.get("error") and not e.get("codes"))
-        passed = Counter(c["case"] for c in checks if c.get("passed"))
-        missing = sorted(case for case, n in passed.items() if clean[case] < n)
+        passed = Counter((c["case"], str(c.get("name", "")).startswith(f"{TIMING_SETTINGS_CHECK}:"))
+                         for c in checks if c.get("passed"))
+        missing = sorted({case for (case, kind), n in passed.items() if clean[case, kind] < n})
         if not missing:
             return []
         return [Reason("judge_bypassed", "the candidate's process reported checks as passed "

@@ -31,6 +31,11 @@ REJECTION_CODES = frozenset(
         "writes_outside_sandbox", "judge_bypassed",
     }
 )
+# The one check a candidate makes under the settings programs are timed under (PyTorch's
+# defaults), its name's prefix: the judge compares it at the bound those settings allow, and the
+# judge's ledger keeps such comparisons apart from the strict ones.
+TIMING_SETTINGS_CHECK = "timing_settings"
+
 # Codes of a could-not-verify verdict: nothing is wrong with the candidate as far as we know.
 COULD_NOT_VERIFY_CODES = frozenset(
     {"no_gpu", "reference_error", "reference_nondeterministic", "cancelled", "verifier_error",

@@ -7,7 +7,7 @@ from typing import Any
 
 from kernelstitch.agents.job_protocol import JobResult
 from kernelstitch.agents.verifier.tolerances import PRECISION_TOLERANCES
-from kernelstitch.core.precision import float64_describes
+from kernelstitch.core.precision import float64_describes, timing_settings_label
 
 # accepted / rejected / could_not_verify come from the Verifier; "kept": the measured search
 # found nothing faster than the original, so the original is what is delivered (1.00x vs eager,
@@ -90,6 +90,9 @@ class ProblemOutcome:
     # allowed; these are the fp32 eager time, the speed-up over it, and the delivered
     # program's largest error from float64 (x RMS) beside PyTorch fp32's (verdict.precision).
     precision: str = "fp32"
+    # What programs and baselines were timed under (core/precision.timing_settings_label); None
+    # in results from before 2026-11-27 (638c584), which timed cuDNN with TF32 off.
+    timed_under: str | None = None
     eager_fp32_ms: float | None = None
     speedup_vs_eager_fp32: float | None = None
     max_rel_error: float | None = None
@@ -157,6 +160,8 @@ class ProblemOutcome:
             if key in timings:
                 setattr(self, key, timings[key])
         self.precision = timings.get("precision") or self.precision
+        if timings:
+            self.timed_under = timing_settings_label(self.precision)
         self.eager_fp32_ms = (timings.get("eager_fp32_ms") or {}).get("median")
         report = verdict.get("precision") or {}
         self.max_rel_error = report.get("max_rel_error")

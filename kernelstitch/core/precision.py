@@ -74,6 +74,16 @@ MODES: dict[str, PrecisionMode] = {
 }
 
 
+def timing_settings_label(precision: str) -> str:
+    """The settings programs generated for `precision` are timed under, in words (bench reports)."""
+    mode = precision_mode(precision)
+    if mode.name == "strict":
+        return "TF32 off for cuBLAS and cuDNN"
+    if mode.reduced:
+        return f"{mode.name} allowed to the baselines ({mode.baseline}), PyTorch's defaults otherwise"
+    return "PyTorch's defaults (cuDNN convolutions and RNNs in TF32, matmuls in fp32)"
+
+
 def timed_with(precision: str) -> str:
     """What the baselines' labels add for `precision`: nothing under PyTorch's defaults."""
     if precision == "strict":
