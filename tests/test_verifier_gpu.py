@@ -83,6 +83,11 @@ CHEATS = [
     ("cheat_detects_timing_settings.py", set(), {"behaviour_changes_when_timed"},
      VerifyOptions(seeds=2, shape_variants=0, timing=True, compare_compile=False,
                    timing_budget_s=0.3, timeout_s=300)),
+    # correct under both settings, but PyTorch's (the reference's) ops while timed: the calls
+    # profiled under the timing's settings ran none of its own kernels
+    ("cheat_reference_ops_when_timed.py", {"reuses_reference_op"}, {"no_custom_kernel"},
+     VerifyOptions(seeds=2, shape_variants=0, timing=True, compare_compile=False,
+                   timing_budget_s=0.3, timeout_s=300)),
 ]
 
 

@@ -8,7 +8,8 @@ copies) is bound before the candidate is imported, and `tamper` reports any repl
 
 Phase "main" runs the problem's own shapes, interleaving checks with timing:
     check(seed 0) -> time (half) -> check(seed 1..n-1) -> time (half) -> re-check(seed 0)
-    -> check(last seed) under the timing's settings -> profile two calls -> tamper check
+    -> check(last seed) under the timing's settings -> profile two calls (and two under the
+    timing's settings) -> tamper check
 Checks run in strict fp32, timing under the user's settings (PyTorch's defaults unless the
 precision is `strict`).
 Phase "variants" checks the other input shapes: a second task in the same worker, on the same
@@ -473,6 +474,14 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
     try:
         with state.watch.section("profile"):
             result["profile"] = _profile_candidate(state, inputs)
+            if timing_on and state.precision != "strict":
+                # what it runs under the timing's settings must be its own work too (a program
+                # calling the reference's ops only while timed would pass the output checks)
+                with _under_timing_settings(state):
+                    timed = _profile_candidate(state, inputs)
+                first = len(result["profile"]["calls"])
+                result["profile"]["calls"] += [{**c, "index": first + c["index"]}
+                                               for c in timed["calls"]]
     except _Fatal:
         raise
     except Exception as exc:
