@@ -110,3 +110,59 @@ def test_cancellation_under_the_timing_settings_gets_the_second_opinion():
     # bound of that noise, but it is as close to the float64 value (0) as PyTorch's own
     assert _failures(judge, x, -noise) == []
     assert _failures(judge, x, torch.full((1,), 0.5)) == ["wrong_output"]
+
+
+def test_a_model_drawing_random_numbers_is_rerun_from_the_same_random_state():
+    """Dropout and kin: the rerun under the timing's settings draws what the reference drew, so
+    it shows the settings change nothing here and fp32's bound applies."""
+    from kernelstitch.agents.verifier.reference_task import _rng_state
+
+    judge = _judge(_Noisy())
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(2))
+    torch.manual_seed(3)
+    rng = _rng_state(torch.device("cpu"))
+    with torch.no_grad():
+        reference = [judge.model(x)]
+
+    def failures(cand, state):
+        return [f.code for f in judge._compare_timing_settings(
+            [x], reference, [cand], [None], _info(cand), "cpu", state)]
+
+    assert failures(reference[0].clone(), rng) == []
+    assert failures(reference[0] * (1 + 1e-3), rng) == ["wrong_output"]  # fp32's bound
+
+
+class _Noisy(torch.nn.Module):  # training-mode dropout's kind: draws random numbers
+    def forward(self, x):
+        return x * torch.rand_like(x)
+
+
+def test_a_model_drawing_random_numbers_gets_no_float64_second_opinion():
+    """A float64 recomputation draws other random numbers: measured from it, the reference is
+    as far off as garbage, so the second opinion would have accepted zeros for a dropout model
+    (every check, not only the timing one).  It is skipped there; cancellation keeps it."""
+    from kernelstitch.agents.verifier.reference_task import _rng_state
+
+    judge = _judge(_Noisy())
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(2))
+    torch.manual_seed(3)
+    rng = _rng_state(torch.device("cpu"))
+    with torch.no_grad():
+        reference = [judge.model(x)]
+    reply: dict = {}
+    codes = [f.code for f in judge._compare_fp32([x], reference, [torch.zeros_like(x)], [None],
+                                                 _info(x), "cpu", rng, reply)]
+    assert codes == ["wrong_output"] and reply.get("float64_unrelated") is True
+    assert judge._compare_fp32([x], reference, [reference[0].clone()], [None], _info(x), "cpu",
+                               rng, {}) == []
+
+    centred = _judge(torch.nn.Module())
+    centred.model.forward = lambda v: (v - v.mean()).mean().reshape(1)
+    y = torch.randn(1 << 16, generator=torch.Generator().manual_seed(1)) + 1000.0
+    rng = _rng_state(torch.device("cpu"))
+    with torch.no_grad():
+        ref = [centred.model(y)]
+    noise = -ref[0].abs().clamp_min(1e-6)
+    reply = {}
+    assert centred._compare_fp32([y], ref, [noise], [None], _info(noise), "cpu", rng, reply) == []
+    assert "float64_errors" in reply  # deterministic: the second opinion judged it

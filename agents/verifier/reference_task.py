@@ -438,6 +438,8 @@ class _Judge:
             return {"error": "the candidate's process generated other inputs for this case than "
                              "the judge (get_inputs draws from a generator other than torch's, "
                              "or the processes differ in device or torch build)"}
+        # the random state the reference drew from (dropout): a rerun from it draws the same
+        rng = _rng_state(self.dev)
         with torch.no_grad():
             reference = flatten_outputs(self.model(*inputs))
         cand, info, unreadable = [], [], []
@@ -461,13 +463,11 @@ class _Judge:
         if precision_mode(self.precision).reduced:
             failures = self._compare_reduced(inputs, reference, cand, metas, info, expected, reply)
         elif request.get("timing_settings"):
-            failures = self._compare_timing_settings(inputs, reference, cand, metas, info, expected)
+            failures = self._compare_timing_settings(inputs, reference, cand, metas, info,
+                                                     expected, rng)
         else:
-            failures = compare_outputs(reference, cand, metas, info, expected)
-            if failures and all(f.code == "wrong_output" for f in failures):
-                exact = self._float64_reference(inputs)
-                if exact is not None:
-                    failures, reply["float64_errors"] = compare_with_exact(reference, cand, exact)
+            failures = self._compare_fp32(inputs, reference, cand, metas, info, expected, rng,
+                                          reply)
         torch.cuda.synchronize(self.dev)  # done reading the candidate's memory before replying
         reply["failures"] = [f.to_json() for f in failures]
         return reply
@@ -500,20 +500,54 @@ class _Judge:
                 baseline, cand, exact, REDUCED_EXACT_FACTOR)
         return failures
 
-    def _compare_timing_settings(self, inputs, reference, cand, metas, info,
-                                 expected) -> list[Failure]:
+    def _compare_fp32(self, inputs, reference, cand, metas, info, expected,
+                      rng: tuple[Any, Any] | None, reply: dict[str, Any]) -> list[Failure]:
+        """fp32's bound against the strict reference; outputs that fail it only as
+        `wrong_output` (cancellation) get the float64 second opinion, unless the model draws
+        random numbers: a float64 recomputation then draws others and judges nothing."""
+        failures = compare_outputs(reference, cand, metas, info, expected)
+        if failures and all(f.code == "wrong_output" for f in failures):
+            if self._draws_random(inputs, reference, rng):
+                reply["float64_unrelated"] = True
+                return failures
+            exact = self._float64_reference(inputs)
+            if exact is not None:
+                failures, reply["float64_errors"] = compare_with_exact(reference, cand, exact)
+        return failures
+
+    def _draws_random(self, inputs, reference, rng: tuple[Any, Any] | None) -> bool:
+        """Whether the model draws random numbers (training-mode dropout): rerun from the random
+        state after the reference's call it gives another result, rerun from the state the
+        reference drew from the same one.  (A result that differs both ways comes from
+        nondeterministic kernels, atomics: not random draws.)"""
+        if rng is None:
+            return False
+        with torch.no_grad():
+            later = flatten_outputs(self.model(*inputs))
+        if all(_same(a, b) for a, b in zip(later, reference)):
+            return False
+        _set_rng_state(self.dev, rng)
+        with torch.no_grad():
+            again = flatten_outputs(self.model(*inputs))
+        return all(_same(a, b) for a, b in zip(again, reference))
+
+    def _compare_timing_settings(self, inputs, reference, cand, metas, info, expected,
+                                 rng: tuple[Any, Any] | None = None) -> list[Failure]:
         """The candidate ran under PyTorch's defaults, as while timed.  Where those change the
         original's own result (cuDNN convolutions and RNNs in TF32) the candidate gets TF32's
         bound against the strict reference, and outputs near zero by cancellation the second
         opinion against the original under the same defaults; where they change nothing, fp32's
         bound and second opinion, as every other check: a program may not lower its own
         precision while timed."""
+        if rng is not None:
+            _set_rng_state(self.dev, rng)
         with torch.no_grad(), pytorch_defaults():
             baseline = flatten_outputs(self.model(*inputs))
         changed = not all(_same(a, b) for a, b in zip(baseline, reference))
         failures = compare_outputs(reference, cand, metas, info, expected,
                                    "tf32" if changed else "fp32")
-        if failures and all(f.code == "wrong_output" for f in failures):
+        if (failures and all(f.code == "wrong_output" for f in failures)
+                and not self._draws_random(inputs, reference, rng)):
             exact = self._float64_reference(inputs)
             if exact is not None:
                 failures, _ = compare_with_exact(baseline, cand, exact,
@@ -541,6 +575,17 @@ class _Judge:
             gc.collect()
             torch.cuda.empty_cache()
             return None
+
+
+def _rng_state(dev: torch.device) -> tuple[Any, Any]:
+    return (torch.get_rng_state(),
+            torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None)
+
+
+def _set_rng_state(dev: torch.device, state: tuple[Any, Any]) -> None:
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1], dev)
 
 
 def _same(a: Any, b: Any) -> bool:
