@@ -46,6 +46,8 @@ from kernelstitch.agents.verifier.selection import (
 )
 from kernelstitch.agents.verifier.stats import summarize
 
+from kernelstitch.core.gpu_presence import cuda_may_be_present
+
 TASK = "kernelstitch.agents.verifier.variant_timing:time_variants_task"
 # Seconds after which no further contender is verified (each full verification takes ~20 s
 # on an H100 for a KernelBench problem; the first contender is always verified).
@@ -204,6 +206,8 @@ def choose_variant(ctx, built: BuiltVariants, out_dir: Path, verify: Callable[[P
     measured = built.measured()
     default_plan = next(iter(built.plans.values()))
     paths = built.paths
+    if worker is TimingWorker and not cuda_may_be_present():
+        raise NoGpuForSearch("no CUDA device (no NVIDIA driver on this machine)")
     with worker(ctx) as gpu:
         device_name, torch_version = gpu.probe()
         key = cache_key(graph, device_name, torch_version,

@@ -33,6 +33,7 @@ from kernelstitch.agents.verifier.runner import (
 from kernelstitch.agents.verifier.static_checks import check_files
 from kernelstitch.agents.verifier.verdict import Reason, Verdict
 
+from kernelstitch.core.gpu_presence import cuda_may_be_present
 from kernelstitch.core.problem import ProblemError, resolve_module
 
 # Static findings that leave nothing to run.
@@ -178,6 +179,11 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
     idle: list[StartedWorker] = []
 
     reference_copy = str(protection.snapshot.copy)  # loaded by both workers, never `reference`
+
+    if not cuda_may_be_present():
+        # no NVIDIA driver here: no worker could find a GPU (their start-up is seconds each)
+        inputs.reference = TaskOutcome({"cuda": False})
+        return finish()
 
     with tempfile.TemporaryDirectory(prefix="ks_verify_") as work_dir:
 
