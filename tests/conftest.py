@@ -11,6 +11,8 @@ import shutil
 import tempfile
 import zlib
 
+import pytest
+
 os.environ.setdefault("KERNELSTITCH_CPU_NVCC", "0")
 if "KERNELSTITCH_CACHE_DIR" not in os.environ:  # xdist workers inherit the controller's folder
     os.environ["KERNELSTITCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernelstitch-test-cache-")
@@ -48,9 +50,8 @@ def _rank(item) -> int:
     return 1 if item.get_closest_marker("slow") or module in SLOW_MODULES else 2
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks added here
 def pytest_collection_modifyitems(config, items):
-    import pytest
-
     items.sort(key=_rank)  # stable: collection order within a rank
     for item in items:
         module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
