@@ -229,25 +229,27 @@ def test_portable_command_names_no_machine_paths(tmp_path):
     assert "/root" not in text and str(tmp_path) not in text
 
 
+def _kept(problem: str, verdict: dict, original_ms: float, variant: str,
+          variant_ms: float) -> ProblemOutcome:
+    """The outcome of a search that kept the original (`variant` its fastest contender)."""
+    def stat(median):
+        return {"median": median, "p10": median - 0.1, "p90": median + 0.1, "n": 30}
+
+    selection = {"decision": "keep_original", "winner": None, "original_ms": stat(original_ms),
+                 "variants": [{"name": variant, "reason": "r", "time_ms": stat(variant_ms)}]}
+    result = JobResult(status="succeeded", message="kept", kind="generate", source_path="x.py",
+                       module="Model", verdict=verdict, selection=selection)
+    return ProblemOutcome.from_result(problem, result)
+
+
 def test_a_kept_original_counts_at_one_x_apart_from_accepted():
-    from kernelstitch.agents.job_protocol import JobResult
-
-    from kernelstitch.bench.metrics import summarise
-    from kernelstitch.bench.outcome import ProblemOutcome
-
     stat = {"median": 2.0, "p10": 1.9, "p90": 2.1, "n": 30}
     verdict = {"status": "accepted", "reasons": [], "timings": {
         "eager_ms": stat, "compiled_ms": {**stat, "median": 1.0},
         "candidate_ms": {"median": 2.6, "p10": 2.5, "p90": 2.7, "n": 30},
         "speedup_vs_eager": 0.98, "speedup_vs_compiled": 0.5, "significant_vs_eager": False,
         "significant_vs_compiled": True}}
-    selection = {"decision": "keep_original", "winner": None,
-                 "original_ms": {"median": 2.0, "p10": 1.9, "p90": 2.1, "n": 30},
-                 "variants": [{"name": "default", "reason": "r",
-                               "time_ms": {"median": 2.2, "p10": 2.1, "p90": 2.3, "n": 30}}]}
-    result = JobResult(status="succeeded", message="kept", kind="generate", source_path="x.py",
-                       module="Model", verdict=verdict, selection=selection)
-    kept = ProblemOutcome.from_result("p1", result)
+    kept = _kept("p1", verdict, 2.0, "default", 2.2)
     assert kept.status == "kept" and kept.correct and kept.delivered == "original"
     assert kept.speedup_vs_eager == 1.0 and kept.speedup_vs_compiled == 0.5
     assert kept.variants_ms == {"original": 2.0, "default": 2.2}
@@ -264,21 +266,9 @@ def test_a_kept_original_whose_record_verification_stopped_early_still_counts_at
     """A contender rejected by a static check has no timings: the kept original is 1.00x vs
     eager from the search's time of it (left out, kept problems would lift the geomean), and the
     summary says how many correct problems have no torch.compile time."""
-    from kernelstitch.agents.job_protocol import JobResult
-
-    from kernelstitch.bench.metrics import summarise
-    from kernelstitch.bench.outcome import ProblemOutcome
-    from kernelstitch.bench.report import render_markdown
-
     verdict = {"status": "rejected", "reasons": [{"code": "reuses_reference_op", "message": "m"}],
                "timings": {}}
-    selection = {"decision": "keep_original", "winner": None,
-                 "original_ms": {"median": 2.6, "p10": 2.5, "p90": 2.7, "n": 30},
-                 "variants": [{"name": "3xtf32", "reason": "r",
-                               "time_ms": {"median": 1.6, "p10": 1.5, "p90": 1.7, "n": 30}}]}
-    result = JobResult(status="succeeded", message="kept", kind="generate", source_path="x.py",
-                       module="Model", verdict=verdict, selection=selection)
-    kept = ProblemOutcome.from_result("level1/16_T", result)
+    kept = _kept("level1/16_T", verdict, 2.6, "3xtf32", 1.6)
     assert kept.status == "kept" and kept.speedup_vs_eager == 1.0 and kept.candidate_ms == 2.6
     assert kept.speedup_vs_compiled is None
     fast = ProblemOutcome(problem="level1/2_S", status="accepted", message="", speedup_vs_eager=4.0,

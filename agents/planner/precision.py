@@ -42,15 +42,15 @@ def with_precision(plan: Plan, precision: str) -> Plan:
     mode = precision_mode(precision)
     if plan.host.precision == mode.name or not uses_matrix_units(plan):
         return plan
-    if not mode.reduced:
-        # fp32 or strict: the same math; strict says the user's process runs cuDNN in fp32 too,
-        # which the timing follows and the planner's conv3xtf32 variant is for
-        if mode.name == "fp32":
-            return plan
+    if mode.timed_tf32_off:
+        # fp32's math; the user's process runs cuDNN in fp32 too, which the timing follows and
+        # the planner's conv3xtf32 variant is for
         host = replace(plan.host, precision=mode.name, reasons=[
             *plan.host.reasons, f"precision {mode.name}: fp32 throughout, timed with TF32 off "
             "for cuBLAS and cuDNN (the user's process turns it off)"])
         return replace(plan, host=host)
+    if not mode.reduced:  # fp32: the plan as made
+        return plan
     steps = []
     gemms = attentions = 0
     for step in plan.steps:

@@ -90,7 +90,8 @@ def propose_variants(graph: Graph, limit: int | None = 4,
     # cannot see cuDNN's slow strict-fp32 transposed kernels, and the microbenchmark over level 2
     # measured the convolution 2.2-5.4x faster on 21 of 29
     # (bench/results/2026-11-27-h100-3xtf32-transposed).
-    conv_split = _with_conv_split_tf32(base) if base.plan.host.precision == "strict" else None
+    strict_convs = precision_mode(base.plan.host.precision).timed_tf32_off
+    conv_split = _with_conv_split_tf32(base) if strict_convs else None
     if conv_split is not None:
         others.insert(0, conv_split)
     return [base, *others][:None if limit is None else max(1, limit)]

@@ -16,6 +16,8 @@ from kernelstitch.agents.verifier.stats import build_timings, percentile
 from kernelstitch.agents.verifier.trace_summary import CallProfile, reused_reference_ops
 from kernelstitch.agents.verifier.verdict import CheckRecord, Reason, Verdict
 
+from kernelstitch.core.precision import precision_mode
+
 # Device-wide synchronisation after the end event should find an idle GPU.  More than this
 # (median over the timed runs) means work the current stream's events did not see.
 UNACCOUNTED_MIN_MS = 0.03
@@ -262,7 +264,8 @@ def assemble(inputs: Inputs) -> Verdict:
             # check under the timing's settings (none under `strict`: they are the checks')
             main_cases = [c["id"] for c in (ref or {}).get("cases", []) if c.get("variant") is None]
             ref_timing = (ref or {}).get("timing") or {}
-            under_timing = bool(ref_timing) and ref_timing.get("precision") != "strict"
+            under_timing = bool(ref_timing) and not precision_mode(
+                ref_timing.get("precision")).timed_tf32_off
             expected = max(len(main_cases), len(inputs.seeds)) + 1 + under_timing
             ran = len(main_result.get("checks", []))
             checked = {c.get("case") for c in main_result.get("checks", [])}

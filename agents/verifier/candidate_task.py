@@ -468,19 +468,22 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
         recheck["failures"].insert(0, _failure_json(
             "behaviour_changes_after_warmup", f"seed {cases[0]['seed']} passed on the first "
             "call but fails after warm-up and timing runs"))
-    if timing_on and state.precision != "strict":
+    # timed under other settings than checked (PyTorch's defaults): a check and two profiled
+    # calls under them too
+    timed_otherwise = timing_on and not precision_mode(state.precision).timed_tf32_off
+    if timed_otherwise:
         _check_under_timing_settings(state, cases)
     inputs = case_inputs(state.problem, cases[0]["seed"], None, state.device)
     try:
         with state.watch.section("profile"):
             result["profile"] = _profile_candidate(state, inputs)
-            if timing_on and state.precision != "strict":
+            if timed_otherwise:
                 # what it runs under the timing's settings must be its own work too (a program
                 # calling the reference's ops only while timed would pass the output checks)
                 with _under_timing_settings(state):
                     timed = _profile_candidate(state, inputs)
-                first = len(result["profile"]["calls"])
-                result["profile"]["calls"] += [{**c, "index": first + c["index"]}
+                offset = len(result["profile"]["calls"])
+                result["profile"]["calls"] += [{**c, "index": offset + c["index"]}
                                                for c in timed["calls"]]
     except _Fatal:
         raise
@@ -494,17 +497,14 @@ def _check_under_timing_settings(state: _State, cases) -> None:
     check under the timing's settings fails a candidate that reads those flags to skip work while
     timed.  On a plain seed case (a stress case's inputs are beyond what TF32 is judged on)."""
     case = [c for c in cases if not c.get("transform")][-1]
-    try:
+
+    def checked():
         with _under_timing_settings(state):
-            timed = run_check(state, case, TIMING_SETTINGS_CHECK)
-    except _Fatal:
-        raise
-    except Exception as exc:  # noqa: BLE001 - entering the settings failed: the tamper check says why
-        state.checks.append({"name": f"{TIMING_SETTINGS_CHECK}:{case['id']}", "case": case["id"],
-                             "seed": case["seed"], "shapes": case.get("input_shapes"),
-                             "passed": False, "failures": [_failure_json(
-                                 "runtime_error", "the timing's settings could not be applied: "
-                                 f"{describe_exception(exc)[:300]}")]})
+            return run_check(state, case, TIMING_SETTINGS_CHECK)
+
+    # entering the settings can fail (a candidate left them unreadable): a failed check, as any
+    timed = _guarded(state, TIMING_SETTINGS_CHECK, checked)
+    if timed is None:
         return
     failures = timed["failures"]
     if (failures and not any(f["code"] == "judge_error" for f in failures)

@@ -35,7 +35,7 @@ def baseline_precision(precision: str) -> Iterator[None]:
     if mode.reduced:
         matmul, cudnn = mode.allow_tf32, mode.allow_tf32
     else:
-        matmul, cudnn = (False, False) if mode.name == "strict" else PYTORCH_DEFAULTS
+        matmul, cudnn = (False, False) if mode.timed_tf32_off else PYTORCH_DEFAULTS
     before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.backends.cuda.matmul.allow_tf32 = matmul
     torch.backends.cudnn.allow_tf32 = cudnn

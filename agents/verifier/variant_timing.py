@@ -98,8 +98,10 @@ def time_variants_task(reference_path: str, module: str | None, variants: list[d
                                               budget_s=per_round)
             samples[name] += result.samples_ms
     fastest = _fastest_variant(samples)
-    with scope(fastest or ""):
-        found = _kernel_profile(programs[fastest], sets[0]) if profile and fastest else None
+    found = None
+    if profile and fastest:
+        with scope(fastest):
+            found = _kernel_profile(programs[fastest], sets[0])
     timed = {**{n: {"samples_ms": s} for n, s in samples.items()},
              **{n: {"error": e} for n, e in errors.items()}}
     fp32 = timed.pop(ORIGINAL_FP32, None)

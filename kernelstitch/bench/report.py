@@ -112,7 +112,6 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
          "candidates only."),
         "",
         *_timed_under_lines(outcomes),
-        "",
         *([f"Precision {precision} (the opt-in): eager and torch.compile were timed with it "
            "allowed; 'vs eager fp32' is against fp32 eager (precision and fusion "
            "together); 'max err' is the delivered program's largest error from a float64 "

@@ -54,6 +54,12 @@ class PrecisionMode:
     def reduced(self) -> bool:
         return self.name not in FULL_PRECISIONS
 
+    @property
+    def timed_tf32_off(self) -> bool:
+        """Whether programs are timed with TF32 off, the settings they are checked under (the
+        user's code turns it off: `strict`); otherwise under PyTorch's defaults."""
+        return self.name == "strict"
+
     def summary(self) -> str:
         return f"{self.name}: GEMMs {self.gemm}; PyTorch matmuls and convolutions {self.library}"
 
@@ -77,7 +83,7 @@ MODES: dict[str, PrecisionMode] = {
 def timing_settings_label(precision: str) -> str:
     """The settings programs generated for `precision` are timed under, in words (bench reports)."""
     mode = precision_mode(precision)
-    if mode.name == "strict":
+    if mode.timed_tf32_off:
         return "TF32 off for cuBLAS and cuDNN"
     if mode.reduced:
         return f"{mode.name} allowed to the baselines ({mode.baseline}), PyTorch's defaults otherwise"
@@ -86,9 +92,10 @@ def timing_settings_label(precision: str) -> str:
 
 def timed_with(precision: str) -> str:
     """What the baselines' labels add for `precision`: nothing under PyTorch's defaults."""
-    if precision == "strict":
+    mode = precision_mode(precision)
+    if mode.timed_tf32_off:
         return " (TF32 off)"
-    return f" ({precision} allowed)" if precision_mode(precision).reduced else ""
+    return f" ({mode.name} allowed)" if mode.reduced else ""
 
 
 class PrecisionError(ValueError):
