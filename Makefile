@@ -30,19 +30,19 @@ demo: $(STAMP)
 
 # Both halves at once: the extension's tests (npm ci, tsc, eslint, mocha, then code-server and
 # Chromium, mostly waiting on the browser) run at a lower priority beside pytest and use the
-# cores pytest leaves idle; their output is printed when they end (the log is kept in
-# vscode-client/e2e-artifacts/test-vscode.log).  TEST_SERIAL=1 runs them one after the other.
+# cores pytest leaves idle; their output is printed when they end (kept in build/test-vscode.log:
+# the e2e tests empty their own artifacts folder).  TEST_SERIAL=1 runs them one after the other.
 test: $(STAMP)
 ifeq ($(TEST_SERIAL),1)
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-vscode
 else
-	@mkdir -p vscode-client/e2e-artifacts
-	@echo "the extension's tests run beside pytest (log: vscode-client/e2e-artifacts/test-vscode.log)"
-	@( nice -n 10 $(MAKE) --no-print-directory test-vscode >vscode-client/e2e-artifacts/test-vscode.log 2>&1; \
-	   echo $$? >vscode-client/e2e-artifacts/test-vscode.rc ) & \
+	@mkdir -p build
+	@echo "the extension's tests run beside pytest (log: build/test-vscode.log)"
+	@( nice -n 10 $(MAKE) --no-print-directory test-vscode >build/test-vscode.log 2>&1; \
+	   echo $$? >build/test-vscode.rc ) & \
 	py=0; $(MAKE) --no-print-directory test-python || py=$$?; wait; \
-	cat vscode-client/e2e-artifacts/test-vscode.log; vs=$$(cat vscode-client/e2e-artifacts/test-vscode.rc); \
+	cat build/test-vscode.log; vs=$$(cat build/test-vscode.rc); \
 	echo "make test: python tests exit $$py, extension tests exit $$vs"; [ "$$py" = 0 ] && [ "$$vs" = 0 ]
 endif
 
