@@ -37,7 +37,7 @@ ifeq ($(TEST_SERIAL),1)
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-vscode
 else
-	@mkdir -p build
+	@mkdir -p build; rm -f build/test-vscode.rc
 	@echo "the extension's tests run beside pytest (log: build/test-vscode.log)"
 	@( nice -n 10 $(MAKE) --no-print-directory test-vscode >build/test-vscode.log 2>&1; \
 	   echo $$? >build/test-vscode.rc ) & \
