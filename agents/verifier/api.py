@@ -233,6 +233,8 @@ def _verify(reference: Path, candidate: Path, module: str | None, options: Verif
             inputs.main = timed("candidate", CANDIDATE_TASK, {
                 **common, "phase": "main", "cases": [c for c in cases if c["variant"] is None],
                 "timing_on": timing_on, "timing_seeds": seeds,
+                # a static rejection skips the timing, not the checks of what it would time
+                "settings_checks": options.timing,
             }, main_worker, keep_open=bool(variant_cases))
             if variant_cases and _loaded(inputs.main) and not _cancelled(cancel):
                 report(f"checking {len(variant_cases)} other input shapes")

@@ -346,21 +346,25 @@ def candidate_task(path: str, reference_path: str, module: str | None, cases: li
                    ref_mutates: bool = False, ref_aliases: bool = False,
                    timing_budget_s: float = 2.0, judge: dict[str, str] | None = None,
                    memory_plan: dict[str, Any] | None = None,
-                   import_fallback: str | None = None, precision: str = "fp32") -> dict[str, Any]:
+                   import_fallback: str | None = None, precision: str = "fp32",
+                   settings_checks: bool = False) -> dict[str, Any]:
     """`reference_path` is the verifier's read-only snapshot of the reference (snapshot.py).
+    `settings_checks`: the candidate is (or, but for a static rejection, would be) timed, so
+    its behaviour under the timing's settings is checked even where `timing_on` is off.
     The result's `write_attempts` are the writes outside its sandbox this process tried
     (kernelstitch.core.sandbox: refused where the write guard is enforced)."""
     add_import_fallback(import_fallback)
     result = _candidate_task(path, reference_path, module, cases, work_dir, phase, device,
                              timing_on, timing_seeds, ref_mutates, ref_aliases, timing_budget_s,
-                             judge, memory_plan, precision)
+                             judge, memory_plan, precision, settings_checks)
     result["write_attempts"] = sandbox.write_attempts()
     return result
 
 
 def _candidate_task(path, reference_path, module, cases, work_dir, phase, device, timing_on,
                     timing_seeds, ref_mutates, ref_aliases, timing_budget_s, judge,
-                    memory_plan, precision: str = "fp32") -> dict[str, Any]:
+                    memory_plan, precision: str = "fp32",
+                    settings_checks: bool = False) -> dict[str, Any]:
     watch = Stopwatch()
     load_start = watch.now()
     inputs_before = input_generation_seconds()
@@ -396,7 +400,8 @@ def _candidate_task(path, reference_path, module, cases, work_dir, phase, device
                 run_check(state, case, "shape")
         else:
             result["timing"] = _main_sequence(state, cases, timing_on, timing_seeds or [],
-                                              timing_budget_s, result)
+                                              timing_budget_s, result,
+                                              settings_checks or timing_on)
     except _Fatal as exc:
         result["fatal"] = str(exc)[:2000]
     finally:
@@ -433,7 +438,8 @@ def _load_model(path: str, problem, cases: list[dict], work_dir: str, dev: torch
     return model.to(dev)
 
 
-def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, result):
+def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, result,
+                   settings_checks: bool = False):
     first = run_check(state, cases[0], "initial")
     timing_result = None
     flush = timing.L2Flusher(state.device) if timing_on else None
@@ -469,8 +475,9 @@ def _main_sequence(state: _State, cases, timing_on, timing_seeds, budget_s, resu
             "behaviour_changes_after_warmup", f"seed {cases[0]['seed']} passed on the first "
             "call but fails after warm-up and timing runs"))
     # timed under other settings than checked (PyTorch's defaults): a check and two profiled
-    # calls under them too
-    timed_otherwise = timing_on and not precision_mode(state.precision).timed_tf32_off
+    # calls under them too, also where a static rejection skipped the timing (the dynamic
+    # checks then still say what the program does when timed)
+    timed_otherwise = settings_checks and not precision_mode(state.precision).timed_tf32_off
     if timed_otherwise:
         _check_under_timing_settings(state, cases)
     inputs = case_inputs(state.problem, cases[0]["seed"], None, state.device)
