@@ -83,6 +83,7 @@ class _State:
     ref_aliases: bool
     snapshot_stream: Any = None  # high priority: snapshots overtake work still running
     occupier: Any = None  # keeps every SM busy while forward launches (see _Occupier)
+    notes: list[str] = field(default_factory=list)  # the task result's notes
     # The last checked call's output storages, weakly: one still alive after this process
     # dropped its own references is held by the candidate (a cached output).
     previous: list[tuple[Any, tuple[int, int]]] = field(default_factory=list)
@@ -151,8 +152,20 @@ def _make_occupier(device: torch.device, notes: list[str]) -> _Occupier | None:
     try:
         return _Occupier(device)
     except Exception as exc:  # the stream check still runs, with a weaker guarantee
-        notes.append(f"stream check without an occupier: {describe_exception(exc)[:200]}")
+        note = f"stream check without an occupier: {describe_exception(exc)[:200]}"
+        if note not in notes:
+            notes.append(note)
         return None
+
+
+def _ensure_occupier(state: _State) -> None:
+    """Make the occupier where loading could not (GPU memory short then, e.g. beside other
+    verifications): without it a fast side-stream kernel can finish before the snapshot.  (An
+    unjoined side stream was accepted once on an H100 shared by six test workers, its verdict
+    not kept; alone it was rejected.)"""
+    if state.occupier is None:
+        _empty_cache()
+        state.occupier = _make_occupier(state.device, state.notes)
 
 
 def _snapshot_after_current_stream(leaves: list[Any], device, stream,
@@ -210,6 +223,7 @@ def _run_check(state: _State, case: dict[str, Any], label: str) -> dict[str, Any
                               "seed": case["seed"], "shapes": case.get("input_shapes"),
                               "failures": []}
     failures = record["failures"]
+    _ensure_occupier(state)  # before the poisoned blocks: it may empty the allocator's cache
     dev_inputs = case_inputs(state.problem, case["seed"], case.get("shapes"), state.device,
                              case.get("transform"))
     inputs_digest = digest(dev_inputs)
@@ -391,7 +405,8 @@ def _candidate_task(path, reference_path, module, cases, work_dir, phase, device
     state = _State(model, problem, dev, JudgeClient(JudgeAddress.from_json(judge)),
                    MemoryPlan.from_json(memory_plan), ref_mutates, ref_aliases,
                    snapshot_stream=_Stream(device=dev, priority=-1),
-                   occupier=_make_occupier(dev, result["notes"]), watch=watch,
+                   occupier=_make_occupier(dev, result["notes"]), notes=result["notes"],
+                   watch=watch,
                    precision=precision)
     watch.add_since("load", load_start)
     try:
