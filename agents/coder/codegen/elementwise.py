@@ -94,7 +94,8 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
             f"elementwise: {vec}-wide 16-byte vector path + scalar path chosen at run time by alignment",
             "grid-stride loop, grid sized from SM count x occupancy, 64-bit indices (32-bit division fast path)",
             "broadcast operands through run-time descriptors (full/scalar/row/channel/strided)",
-            "a channels-last operand into the contiguous output: 32x32 tiles through shared memory",
+            "a channels-last operand into the contiguous output: 32x32 tiles through shared memory, "
+            "4 along S a block, the other operands' offsets once per output row",
         ),
     )
 
@@ -121,19 +122,26 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
     contiguous [N, C, S...]: each 32 x 32 (spatial, channel) tile is read along C and written
     along S through shared memory, so both sides are coalesced; a plain elementwise pass would
     read it 4 bytes per 512-byte stride.  TI, the tiled operand, is a template argument; the
-    other operands are read through their descriptors at the output index."""
+    other operands are read per output row (n, c): a row base once, then one load an element
+    (cuda/elementwise/nhwc.cu)."""
     nin, nout = len(spec.inputs), len(spec.outputs)
+    # Row bases of the operands read through descriptors (KS_STRIDED has none: -1, per element).
+    bases = " ".join(
+        f"const int64_t b{k} = (TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S);"
+        for k in range(nin)
+    )
     loads = " ".join(
-        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[tx][row]; else ks_load<1>(in{k}, d{k}, i, a{k});"
+        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[j][tx][cl]; "
+        f"else ks_load_row_any<1>(in{k}, d{k}, b{k}, orow * S, s, a{k});"
         for k in range(nin)
     )
     fills = _JOIN.join(
-        f"if constexpr (TI == {k}) tile[row][tx] = ks_to_float(in{k}[(nb * S + s) * C + c]);" for k in range(nin)
+        f"if constexpr (TI == {k}) tile[j][row][tx] = ks_to_float(in{k}[(nb * S + s) * C + c]);" for k in range(nin)
     )
     call_args = [f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]
     kernel = render(
         "elementwise/nhwc.cu", name=name, params=", ".join(params[:-1]) + ", const int64_t C, const int64_t S",
-        fills=fills, loads=loads, outs=" ".join(f"float r{k}[1];" for k in range(nout)),
+        fills=fills, bases=bases, loads=loads, outs=" ".join(f"float r{k}[1];" for k in range(nout)),
         call_args=", ".join(call_args), stores=" ".join(f"out{k}[i] = ks_from_float<{out_t}>(r{k}[0]);" for k in range(nout)),
     )
     args = ", ".join(kernel_args[:-1]) + ", C, S"
