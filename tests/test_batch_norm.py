@@ -193,7 +193,7 @@ def test_channels_last_conv_output_goes_to_the_statistics_without_a_copy(tmp_pat
     plan = plan_builtin(capture(path))
     candidate = code_builtin(plan, path, tmp_path / "model_new.py")
     forward = candidate.source[candidate.source.index("def _compute"):]
-    assert "channels_last" in forward and "NHWC back to NCHW" not in forward
+    assert "ks_layout_swap(v_x, True)" in forward and "NHWC back to NCHW" not in forward
 
 
 def test_eval_batch_norm_is_one_elementwise_kernel_with_the_conv_bias_and_relu(tmp_path):

@@ -39,6 +39,7 @@ from kernelstitch.agents.coder.codegen import (
 )
 from kernelstitch.agents.coder.codegen.common import renamed_kernel
 from kernelstitch.agents.coder.codegen.conv_split import emit_split_cat
+from kernelstitch.agents.coder.codegen.layout_swap import emit_layout_swap
 from kernelstitch.agents.plan.kernel_spec import (
     ATTR_OPS,
     BINARY_OPS,
@@ -472,6 +473,16 @@ def test_conv_split_cat_binding_contract():
     assert "void ks_split_cat_tf32_launch(" in k.launcher_decl
 
 
+def test_layout_swap_binding_contract():
+    k = emit_layout_swap()
+    assert k.function == "ks_layout_swap" and k.python_args == ("t", "channels_last")
+    assert "at::Tensor ks_layout_swap(at::Tensor t, bool channels_last)" in k.binding
+    # PyTorch's copy where the kernel does not apply, the input itself where nothing is to do
+    assert "return t.contiguous(target);" in k.binding and "if (t.is_contiguous(target)) return t;" in k.binding
+    assert "void ks_layout_swap_launch(" in k.launcher_decl and "bool ks_layout_swap_fits(" in k.launcher_decl
+    assert "<uint32_t>" in k.cuda and "<uint16_t>" in k.cuda  # 4- and 2-byte elements
+
+
 def test_spec_validation():
     with pytest.raises(ValueError, match="identifier"):
         emit_elementwise(chain_spec("bad-name", "float32"))
@@ -565,7 +576,7 @@ def _spill_units(specs: list) -> list[list[str]]:
              for names in _HEAVY_SPECS]
     light_reductions = [texts.pop(s.name) for s in reduction_specs() if s.name in texts]
     # the 3xTF32 convolutions' splitting pass belongs to no spec: it joins the light unit
-    return [u for u in units if u] + [light_reductions, [*texts.values(), emit_split_cat().cuda]]
+    return [u for u in units if u] + [light_reductions, [*texts.values(), emit_split_cat().cuda, emit_layout_swap().cuda]]
 
 
 @pytest.mark.nvcc
@@ -577,7 +588,7 @@ def _spill_units(specs: list) -> list[list[str]]:
 def test_every_cuda_text_compiles_for_sm90a_without_spills():
     specs = _spill_specs()
     groups = _spill_units(specs)
-    assert sum(map(len, groups)) == len(specs) + 1  # every checked spec's text once, and the conv split
+    assert sum(map(len, groups)) == len(specs) + 2  # every checked spec's text once, the conv split, the layout swap
     if not full_spill_check():  # the representatives exist (a renamed spec must not drop out)
         assert REPRESENTATIVE_REDUCTIONS <= {s.name for s in specs}
     with tempfile.TemporaryDirectory() as tmp:

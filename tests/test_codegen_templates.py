@@ -103,9 +103,11 @@ def test_every_file_is_used_by_an_emitter():
     """Every file under codegen/cuda/ is rendered by some emitter or included by a rendered one,
     and every emitted text renders (render raises on any mismatch of file and values)."""
     from kernelstitch.agents.coder.codegen.conv_split import emit_split_cat
+    from kernelstitch.agents.coder.codegen.layout_swap import emit_layout_swap
 
     kernels = [emit(spec) for spec in all_specs()]
     emit_split_cat()  # the 3xTF32 convolutions' splitting pass belongs to no spec
+    emit_layout_swap()  # nor do the channels-last convolutions' layout copies
     used = set(templates.rendered())
     cpp, _, _ = build_extension_sources(kernels)  # the binding prelude: a header the assembly inlines
     assert cpp.startswith("\n" + templates.source("ks_binding.h"))

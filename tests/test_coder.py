@@ -163,8 +163,10 @@ def test_views_fallbacks_and_outputs_in_the_program(tmp_path):
 def test_channels_last_conv_output_stays_nhwc_only_for_fused_elementwise_readers(tmp_path):
     example = generate_builtin(EXAMPLES / "conv2d_bias_relu.py", None, tmp_path / "a" / "model_new.py")
     assert example.plan.host.channels_last
-    assert "(v_x.contiguous(memory_format=torch.channels_last), v_p_conv_weight" in example.source
-    assert "v_conv2d_nobias.contiguous()" not in example.source  # the epilogue reads NHWC tiles
+    # the input through our tiled NCHW -> NHWC copy (PyTorch's x.contiguous(memory_format=...))
+    assert "(_KS.ks_layout_swap(v_x, True), v_p_conv_weight" in example.source
+    assert "ks_layout_swap(v_conv2d_nobias, False)" not in example.source  # the epilogue reads NHWC tiles
+    assert "ks_layout_swap" in {k.function for k in example.kernels}
     path = tmp_path / "problem.py"
     path.write_text(textwrap.dedent("""
         import torch
@@ -180,8 +182,8 @@ def test_channels_last_conv_output_stays_nhwc_only_for_fused_elementwise_readers
             return [torch.randn(2, 3, 16, 16)]
     """))
     src = generate_builtin(path, None, tmp_path / "b" / "model_new.py").source
-    assert "memory_format=torch.channels_last" in src
-    assert "v_conv2d = v_conv2d.contiguous()" in src  # an output and a view read it
+    assert "_KS.ks_layout_swap(v_x, True)" in src
+    assert "v_conv2d = _KS.ks_layout_swap(v_conv2d, False)" in src  # an output and a view read it
 
 
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------
@@ -387,9 +389,16 @@ def interpret(spec: dict):
     return run
 
 
+def _layout_swap(t, channels_last: bool):
+    """ks_layout_swap in torch: what PyTorch's copy gives."""
+    layout = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+    return t.contiguous(memory_format=layout) if channels_last else t.contiguous()
+
+
 class _InterpretedExtension:
     def __init__(self, plan: Plan):
         self.functions = {s.spec["name"]: interpret(s.spec) for s in plan.steps if s.is_kernel}
+        self.functions["ks_layout_swap"] = _layout_swap
 
     def __getattr__(self, name):
         return self.functions[name]

@@ -282,8 +282,8 @@ def test_3d_and_transposed_convolutions_get_a_measured_channels_last_variant(tmp
     from kernelstitch.agents.coder.builtin import code_builtin
 
     text = code_builtin(variants["ndhwc"].plan, source, tmp_path / "model_new.py").source
-    assert "memory_format=torch.channels_last_3d" in text
-    assert ".contiguous()  # NHWC back to NCHW" in text
+    assert "_KS.ks_layout_swap(v_x, True)" in text  # NCDHW -> NDHWC, our tiled copy
+    assert "v_conv_transpose3d_nobias = _KS.ks_layout_swap(v_conv_transpose3d_nobias, False)  # NHWC back" in text
 
 
 CONV_T3D = '''import torch
@@ -495,7 +495,7 @@ def test_transposed_convolutions_get_a_3xtf32_variant_first_among_the_alternativ
     text = code_builtin(split, source, tmp_path / "model_new.py").source
     assert text.count("_KS.ks_split_cat_tf32(") == 2 and "with _CudnnTf32():" in text
     assert "torch._C._set_cudnn_allow_tf32(self._before)" in text  # the caller's setting restored
-    assert "torch.ops.aten.conv2d.default(v_y" in text  # the ordinary convolution as it was
+    assert "torch.ops.aten.conv2d.default(_KS.ks_layout_swap(v_y, True)" in text  # the ordinary convolution as it was
     default_text = code_builtin(variants[0].plan, source, tmp_path / "default.py").source
     assert "ks_split_cat_tf32" not in default_text and "_CudnnTf32" not in default_text
 

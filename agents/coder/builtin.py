@@ -23,6 +23,7 @@ from kernelstitch.agents.coder.codegen import (
     emit,
 )
 from kernelstitch.agents.coder.codegen.conv_split import emit_split_cat
+from kernelstitch.agents.coder.codegen.layout_swap import emit_layout_swap
 from kernelstitch.agents.coder.program import CoderError, Program
 from kernelstitch.agents.coder.signature import constructor_signature
 from kernelstitch.agents.coder.wrapper import render_candidate
@@ -75,6 +76,8 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
     ordered = [kernels[s.id] for s in plan.steps if s.id in kernels]
     if program.splits_convolutions:  # 3xTF32 convolutions: their splitting pass, once
         ordered.append(emit_split_cat())
+    if program.swaps_layouts:  # channels-last convolutions: the NCHW <-> NHWC copies, once
+        ordered.append(emit_layout_swap())
     cpp, cuda, functions = build_extension_sources(ordered) if ordered else ("", "", [])
     needs_cublaslt = any(isinstance(s.kernel_spec(), GemmSpec) for s in plan.steps if s.is_kernel)
     reference_path = Path(reference_path).resolve()

@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelstitch.agents.coder.codegen.conv_split import SPLIT_CAT_FUNCTION
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+from kernelstitch.agents.coder.codegen.layout_swap import LAYOUT_SWAP_FUNCTION
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import DTypeConst, Graph, Node, NodeRef, OpaqueConst
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
@@ -84,6 +85,7 @@ class Program:
         self.produced_by_step = {o: s.id for s in plan.steps for o in s.outputs}
         self.uses_device = False
         self.splits_convolutions = False  # a 3xTF32 convolution calls the splitting pass
+        self.swaps_layouts = False  # a channels-last convolution calls the layout copy
         self.torch_ops: dict[str, str] = {}
         # constant placeholder -> (buffer name, expression building it): ModelNew.__init__
         # registers each constant the program reads once, as a non-persistent buffer
@@ -199,14 +201,15 @@ class Program:
         channels_last = self.plan.host.channels_last and step.channels_last
         volumetric = channels_last and self.rank(step.inputs[0]) == 5
         if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
+            # our tiled copy: what x.contiguous(memory_format=torch.channels_last[_3d]) gives
             first, _, rest = args.partition(", ")
-            layout = "channels_last_3d" if volumetric else "channels_last"
-            args = f"{first}.contiguous(memory_format=torch.{layout}), {rest}"
+            args = f"_KS.{LAYOUT_SWAP_FUNCTION}({first}, True), {rest}"
+            self.swaps_layouts = True
         self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
         # Fused elementwise kernels read a channels-last operand through 2-D tiles (4-D
         # only); pooling kernels slide their windows over it through its strides.
         if channels_last and not self.reads_any_layout(op_node.name, volumetric):
-            self.emit(f"{local(op_node.name)} = {local(op_node.name)}.contiguous()  "
+            self.emit(f"{local(op_node.name)} = _KS.{LAYOUT_SWAP_FUNCTION}({local(op_node.name)}, False)  "
                       "# NHWC back to NCHW: read by more than fused elementwise kernels")
 
     def split_convolution(self, node: Node) -> None:

@@ -132,7 +132,7 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
     )
     loads = " ".join(
         f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[j][tx][cl]; "
-        f"else ks_load_row_any<1>(in{k}, d{k}, b{k}, orow * S, s, a{k});"
+        f"else if (b{k} >= 0) ks_load_row<1>(in{k}, d{k}, b{k}, s, a{k}); else ks_load<1>(in{k}, d{k}, i, a{k});"
         for k in range(nin)
     )
     fills = _JOIN.join(

@@ -3,8 +3,8 @@
 // A block covers 32 channels x KS_NHWC_TILES * 32 spatial positions: each 32 x 32 tile is read
 // along C and written along S through shared memory, so both sides are coalesced.  The other
 // operands are read per output row (one (n, c) pair: row = n * C + c, col = s): their row base
-// is computed once per row and each element is one load (ks_load_row_any; an operand whose
-// offset is not affine along S falls back to its per-element offset).  The first form (one
+// is computed once per row and each element is one load (ks_load_row; an operand whose offset
+// is not affine along S, or strided, falls back to its per-element offset).  The first form (one
 // tile a block, a descriptor offset per element of every operand) ran at a third of the NCHW
 // kernel's speed on level2/52 (H100: 1.99 ms against 0.64 ms), issue-bound on index math.
 #ifndef KS_NHWC_TILES
@@ -34,7 +34,9 @@ __global__ void __launch_bounds__(256) {{name}}_nhwc({{params}}) {
     if (c >= C) continue;
     const int64_t orow = nb * C + c;
     {{bases}}
-#pragma unroll
+    // Not unrolled: each operand's fallback offset (ks_load, inline: an out-of-line call made
+    // ptxas spill) is then four copies a kernel, as in the one-tile form, not sixteen.
+#pragma unroll 1
     for (int j = 0; j < KS_NHWC_TILES; ++j) {
       const int64_t s = s0 + 32 * j + tx;
       if (s < S) {
