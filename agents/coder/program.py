@@ -199,16 +199,15 @@ class Program:
         where the step asks for it."""
         args = self.call_args(op_node)
         channels_last = self.plan.host.channels_last and step.channels_last
-        volumetric = channels_last and self.rank(step.inputs[0]) == 5
         if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
             # our tiled copy: what x.contiguous(memory_format=torch.channels_last[_3d]) gives
             first, _, rest = args.partition(", ")
             args = f"_KS.{LAYOUT_SWAP_FUNCTION}({first}, True), {rest}"
             self.swaps_layouts = True
         self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
-        # Fused elementwise kernels read a channels-last operand through 2-D tiles (4-D
-        # only); pooling kernels slide their windows over it through its strides.
-        if channels_last and not self.reads_any_layout(op_node.name, volumetric):
+        # Fused elementwise kernels read a channels-last operand (NHWC or NDHWC) through
+        # (spatial, channel) tiles; pooling kernels slide their windows over it through its strides.
+        if channels_last and not self.reads_any_layout(op_node.name):
             self.emit(f"{local(op_node.name)} = _KS.{LAYOUT_SWAP_FUNCTION}({local(op_node.name)}, False)  "
                       "# NHWC back to NCHW: read by more than fused elementwise kernels")
 
@@ -231,12 +230,14 @@ class Program:
         meta = self.graph.node(name).meta if self.graph.has(name) else None
         return meta.rank if meta is not None else None
 
-    def reads_any_layout(self, name: str, volumetric: bool) -> bool:
+    def reads_any_layout(self, name: str) -> bool:
         """Every reader of `name` is a kernel step that reads a channels-last operand at full
-        speed: a fused elementwise step taking it as a kernel input, when 4-D (`volumetric`
-        False: its binding reads 4-D channels-last operands through tiles), or a pooling or
-        batch-statistics step whose inputs[0] it is (read through its strides, any rank); not an
-        output (`<output>` among the users), view or other op."""
+        speed: a fused elementwise step taking it as a kernel input (its binding reads a 3-5-D
+        channels-last operand through (spatial, channel) tiles: ks_channels_last_operand), or a
+        pooling or batch-statistics step whose inputs[0] it is (read through its strides, any
+        rank); not an output (`<output>` among the users), view or other op.  5-D readers were
+        converted back to NCDHW until 2026-11-27 though the tiled kernel took them: its first
+        form was slow (bench/results/2026-11-27-h100-conv-profiles)."""
         users = self.graph.users().get(name, [])
         steps = {n: s for s in self.plan.steps for n in s.nodes}
 
@@ -244,7 +245,7 @@ class Program:
             spec = step.spec or {}
             if spec.get("type") in ("pool", "batch_stats"):  # windows / statistics over its strides
                 return bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
-            return not volumetric and step.technique == "fused_elementwise" and name in step.inputs
+            return step.technique == "fused_elementwise" and name in step.inputs
 
         return bool(users) and all(u in steps and fast(steps[u]) for u in users)
 
