@@ -1,0 +1,65 @@
+
+#include "../ks_prelude.cuh"
+
+// ---- {{name}}: NCHW <-> channels-last (NHWC / NDHWC) copies (agents/coder/codegen/layout_swap.py) ----
+// Per sample n, src [R, K] -> dst [K, R] (NCHW -> NHWC: R = C, K = S; back: R = S, K = C) through
+// 32 x 33 shared-memory tiles, so reads and writes are both coalesced.  A block moves four tiles,
+// along the longer of R and K (ALONG_K), so a short channel count wastes no threads.  PyTorch's own
+// copies for these permutations ran at 0.9-1.9 TB/s on the H100 (level2/85's conv output back to
+// NCHW: 1.12 ms for 0.52 GB), Inductor's Triton transpose at 3.0 TB/s (2026-11-27 profiles,
+// bench/results/2026-11-27-h100-conv-profiles).  T: the element's storage (a copy needs no math).
+template <typename T, bool ALONG_K>
+__global__ void __launch_bounds__(256) {{name}}_kernel(const T* __restrict__ src, T* __restrict__ dst, const int64_t N,
+                                                       const int64_t R, const int64_t K) {
+  constexpr int TR = ALONG_K ? 32 : 128, TK = ALONG_K ? 128 : 32;
+  __shared__ T tile[4][32][33];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int64_t r0 = (int64_t)blockIdx.y * TR, k0 = (int64_t)blockIdx.x * TK;
+  for (int64_t n = blockIdx.z; n < N; n += gridDim.z) {
+    const T* s = src + n * R * K;
+    T* d = dst + n * R * K;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t rj = r0 + (ALONG_K ? 0 : 32 * j), kj = k0 + (ALONG_K ? 32 * j : 0);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {  // read along k
+        const int64_t r = rj + ty + 8 * i, k = kj + tx;
+        if (r < R && k < K) tile[j][ty + 8 * i][tx] = s[r * K + k];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t rj = r0 + (ALONG_K ? 0 : 32 * j), kj = k0 + (ALONG_K ? 32 * j : 0);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {  // write along r
+        const int64_t k = kj + ty + 8 * i, r = rj + tx;
+        if (r < R && k < K) d[k * R + r] = tile[j][tx][ty + 8 * i];
+      }
+    }
+    __syncthreads();  // the tile is reused for the next sample
+  }
+}
+
+template <typename T>
+static void {{name}}_typed(const void* src, void* dst, int64_t N, int64_t R, int64_t K, cudaStream_t stream) {
+  const bool along_k = K >= R;
+  const int64_t tr = along_k ? 32 : 128, tk = along_k ? 128 : 32;
+  const dim3 grid((unsigned)ks_cdiv(K, tk), (unsigned)ks_cdiv(R, tr), (unsigned)(N < 65535 ? N : 65535));
+  if (along_k)
+    {{name}}_kernel<T, true><<<grid, 256, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst), N, R, K);
+  else
+    {{name}}_kernel<T, false><<<grid, 256, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst), N, R, K);
+}
+
+{{launcher_sig}} {
+  if (N <= 0 || R <= 0 || K <= 0) return;
+  if (elem_bytes == 4) {{name}}_typed<uint32_t>(src, dst, N, R, K, stream);
+  else {{name}}_typed<uint16_t>(src, dst, N, R, K, stream);
+}
+
+// Whether the kernel takes [N, R, K] -> [N, K, R] (grid.y holds the shorter side's tiles).
+{{fits_sig}} {
+  const int64_t shorter = R < K ? R : K;
+  return (elem_bytes == 4 || elem_bytes == 2) && ks_cdiv(shorter, 32) <= 65535;
+}

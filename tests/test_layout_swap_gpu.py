@@ -1,0 +1,101 @@
+"""ks_layout_swap on the GPU: the channels-last convolutions' NCHW <-> NHWC copies give exactly
+PyTorch's `t.contiguous(memory_format=...)` (values and strides) on odd shapes, 4- and 2-byte
+dtypes, 4-D and 5-D, both directions; other strides go through PyTorch's copy; and a generated
+channels-last program still matches its module."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+
+from kernelstitch.core.problem import import_file
+
+SOURCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(5, 7, 3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y, y.flatten(1).sum(1)
+
+
+def get_inputs():
+    return [torch.randn(3, 5, 19, 23)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("layout")
+    source = folder / "conv.py"
+    source.write_text(SOURCE)
+    plan = plan_builtin(capture(source))
+    assert plan.host.channels_last
+    candidate = code_builtin(plan, source, folder / "model_new.py")
+    assert "ks_layout_swap(v_conv2d, False)" in candidate.source  # back to NCHW: a sum reads it
+    path = write_candidate(candidate, folder)
+    return import_file(source), import_file(path)
+
+
+def _format(t):
+    return torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+
+
+SHAPES = [(2, 3, 5, 7), (1, 64, 126, 126), (3, 1, 9, 9), (4, 33, 1, 1), (2, 130, 17, 3),
+          (70000, 2, 2, 2), (2, 16, 3, 4, 5), (1, 5, 31, 63, 63)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_both_directions_equal_pytorchs_copy(program, shape, dtype):
+    ks = program[1]._KS
+    x = torch.randn(*shape, device="cuda").to(dtype)
+    fmt = _format(x)
+    nhwc = ks.ks_layout_swap(x, True)
+    want = x.contiguous(memory_format=fmt)
+    assert nhwc.stride() == want.stride() and torch.equal(nhwc, want)
+    back = ks.ks_layout_swap(want, False)
+    assert back.is_contiguous() and torch.equal(back, x)
+
+
+def test_a_tensor_already_in_the_layout_is_returned_and_other_strides_are_copied(program):
+    ks = program[1]._KS
+    x = torch.randn(2, 6, 5, 4, device="cuda")
+    assert ks.ks_layout_swap(x, False) is x
+    cl = x.contiguous(memory_format=torch.channels_last)
+    assert ks.ks_layout_swap(cl, True) is cl
+    odd = torch.randn(2, 5, 6, 4, device="cuda").transpose(1, 2)  # neither layout
+    got = ks.ks_layout_swap(odd, True)
+    assert torch.equal(got, odd) and got.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_the_channels_last_program_matches_its_module(program):
+    original, new = program
+    torch.manual_seed(0)
+    ref = original.Model().cuda()
+    model = new.ModelNew().cuda()
+    model.load_state_dict(ref.state_dict())
+    x = torch.randn(3, 5, 19, 23, device="cuda")
+    with torch.no_grad():
+        want, got = ref(x), model(x)
+    for w, g in zip(want, got):
+        assert g.is_contiguous() and torch.allclose(g, w, atol=1e-4, rtol=1e-4)
