@@ -240,6 +240,14 @@ def test_chain_noncontiguous_and_misaligned(ext):
     check(poisoned(f, xb, bb), _chain_ref(xb, bb))
 
 
+def test_an_operand_of_more_dims_than_a_descriptor_holds_is_read_from_its_copy(ext):
+    """A permuted 7-D operand collapses to 7 dims, more than KS_MAX_RANK: the binding
+    materialises it (ks_describe) and the kernel must read that copy, not the original memory."""
+    x = rnd(*[2] * 7).permute(6, 5, 4, 3, 2, 1, 0)
+    b = rnd(2)
+    check(poisoned(ext.t_chain_float32, x, b), _chain_ref(x, b))
+
+
 def test_mixed_output_dtype(ext):
     x, b = rnd(1023, 33), rnd(33)
     check(poisoned(ext.t_chain_mixed, x, b), _chain_ref(x, b).bfloat16())

@@ -61,7 +61,8 @@ def _format(t):
 
 
 SHAPES = [(2, 3, 5, 7), (1, 64, 126, 126), (3, 1, 9, 9), (4, 33, 1, 1), (2, 130, 17, 3),
-          (70000, 2, 2, 2), (2, 16, 3, 4, 5), (1, 5, 31, 63, 63)]
+          (70000, 2, 2, 2), (2, 16, 3, 4, 5), (1, 5, 31, 63, 63),
+          (1, 2, 4096, 2049)]  # S over 65535 x 128: the long side's tiles must be grid.x
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])

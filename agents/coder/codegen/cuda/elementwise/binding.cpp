@@ -11,7 +11,6 @@
   if (n == 0) return {{ret}};
   KsOperand descs[{{nin}}];
   const c10::IntArrayRef s(shape);
-  const void* ins[{{nin}}] = {{{in_ptrs}}};
   void* outs[{{nout}}] = {{{out_ptrs}}};
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
   // A full-size operand laid out channels-last (a cuDNN NHWC convolution's output) into the
@@ -19,6 +18,7 @@
   const int tiled = ks_channels_last_operand({{{in_refs}}}, s);
   if ({{tiled_ok}}) {  // an operand whose tiled kernel is instantiated
     ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, 1, descs);
+    const void* ins[{{nin}}] = {{{in_ptrs}}};  // after describing: it may materialise an operand
     int64_t spatial = 1;
     for (size_t k = 2; k < shape.size(); ++k) spatial *= shape[k];
     {{name}}_launch_nhwc(ins, descs, outs, tiled, shape[0], shape[1], spatial, stream);
@@ -26,6 +26,9 @@
     return {{ret}};
   }
   const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, {{vec}}, descs);
+  // after describing: an operand of more than KS_MAX_RANK collapsed dims is materialised
+  // (ks_describe), and the kernel must read the copy
+  const void* ins[{{nin}}] = {{{in_ptrs}}};
   {{name}}_launch(ins, descs, outs, n, vec, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {{ret}};

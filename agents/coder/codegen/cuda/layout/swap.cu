@@ -4,17 +4,20 @@
 // ---- {{name}}: NCHW <-> channels-last (NHWC / NDHWC) copies (agents/coder/codegen/layout_swap.py) ----
 // Per sample n, src [R, K] -> dst [K, R] (NCHW -> NHWC: R = C, K = S; back: R = S, K = C) through
 // 32 x 33 shared-memory tiles, so reads and writes are both coalesced.  A block moves four tiles,
-// along the longer of R and K (ALONG_K), so a short channel count wastes no threads.  PyTorch's own
-// copies for these permutations ran at 0.9-1.9 TB/s on the H100 (level2/85's conv output back to
+// along the longer of R and K (ALONG_K), so a short channel count wastes no threads; the longer
+// side's tiles are grid.x (no limit), the shorter side's grid.y (<= 65535 tiles of 32).
+// Min 4 blocks an SM: left free, ptxas held all 16 addresses (122-128 registers, 2 blocks an SM);
+// capped, 39-46 registers and no spills.  PyTorch's own copies for these permutations ran at 0.9-1.9 TB/s on the H100 (level2/85's conv output back to
 // NCHW: 1.12 ms for 0.52 GB), Inductor's Triton transpose at 3.0 TB/s (2026-11-27 profiles,
 // bench/results/2026-11-27-h100-conv-profiles).  T: the element's storage (a copy needs no math).
 template <typename T, bool ALONG_K>
-__global__ void __launch_bounds__(256) {{name}}_kernel(const T* __restrict__ src, T* __restrict__ dst, const int64_t N,
+__global__ void __launch_bounds__(256, 4) {{name}}_kernel(const T* __restrict__ src, T* __restrict__ dst, const int64_t N,
                                                        const int64_t R, const int64_t K) {
   constexpr int TR = ALONG_K ? 32 : 128, TK = ALONG_K ? 128 : 32;
   __shared__ T tile[4][32][33];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  const int64_t r0 = (int64_t)blockIdx.y * TR, k0 = (int64_t)blockIdx.x * TK;
+  const int64_t r0 = (int64_t)(ALONG_K ? blockIdx.y : blockIdx.x) * TR;
+  const int64_t k0 = (int64_t)(ALONG_K ? blockIdx.x : blockIdx.y) * TK;
   for (int64_t n = blockIdx.z; n < N; n += gridDim.z) {
     const T* s = src + n * R * K;
     T* d = dst + n * R * K;
@@ -44,8 +47,9 @@ __global__ void __launch_bounds__(256) {{name}}_kernel(const T* __restrict__ src
 template <typename T>
 static void {{name}}_typed(const void* src, void* dst, int64_t N, int64_t R, int64_t K, cudaStream_t stream) {
   const bool along_k = K >= R;
-  const int64_t tr = along_k ? 32 : 128, tk = along_k ? 128 : 32;
-  const dim3 grid((unsigned)ks_cdiv(K, tk), (unsigned)ks_cdiv(R, tr), (unsigned)(N < 65535 ? N : 65535));
+  const int64_t longer_tiles = along_k ? ks_cdiv(K, 128) : ks_cdiv(R, 128);
+  const int64_t shorter_tiles = along_k ? ks_cdiv(R, 32) : ks_cdiv(K, 32);
+  const dim3 grid((unsigned)longer_tiles, (unsigned)shorter_tiles, (unsigned)(N < 65535 ? N : 65535));
   if (along_k)
     {{name}}_kernel<T, true><<<grid, 256, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst), N, R, K);
   else
@@ -58,7 +62,7 @@ static void {{name}}_typed(const void* src, void* dst, int64_t N, int64_t R, int
   else {{name}}_typed<uint16_t>(src, dst, N, R, K, stream);
 }
 
-// Whether the kernel takes [N, R, K] -> [N, K, R] (grid.y holds the shorter side's tiles).
+// Whether the kernel takes [N, R, K] -> [N, K, R] (grid.y holds the shorter side's tiles of 32).
 {{fits_sig}} {
   const int64_t shorter = R < K ? R : K;
   return (elem_bytes == 4 || elem_bytes == 2) && ks_cdiv(shorter, 32) <= 65535;
