@@ -285,6 +285,12 @@ def test_3d_and_transposed_convolutions_get_a_measured_channels_last_variant(tmp
     assert "_KS.ks_layout_swap(v_x, True)" in text  # NCDHW -> NDHWC, our tiled copy
     # the fused elementwise kernel reads the NDHWC output through its tiles: no copy back
     assert "ks_layout_swap(v_conv_transpose3d_nobias, False)" not in text
+    # both layouts' programs carry the same extension (one build for the search's variants)
+    nd = code_builtin(variants["ndhwc"].plan, source, tmp_path / "nd.py")
+    default = code_builtin(variants["default"].plan, source, tmp_path / "default.py")
+    assert "_KS.ks_layout_swap" not in default.source
+    assert [k.cuda for k in default.kernels] == [k.cuda for k in nd.kernels]
+    assert "ks_layout_swap" in {k.function for k in default.kernels}
 
 
 CONV_T3D = '''import torch

@@ -24,6 +24,12 @@ class CoderError(Exception):
     """The plan cannot be turned into a program (a bug in the plan or an unsupported op)."""
 
 
+def _is_convolution(op: str) -> bool:
+    """aten.conv2d.default, aten.conv_transpose3d.input, aten.convolution.default, ..."""
+    name = op.split(".")[1] if op.startswith("aten.") and op.count(".") >= 1 else op
+    return name.lstrip("_").startswith("conv") or name.endswith("convolution")
+
+
 # View ops spelled as tensor methods when the node has no kwargs (reads better than torch.ops).
 _METHODS = {
     "aten.view.default": "view", "aten.reshape.default": "reshape",
@@ -85,7 +91,10 @@ class Program:
         self.produced_by_step = {o: s.id for s in plan.steps for o in s.outputs}
         self.uses_device = False
         self.splits_convolutions = False  # a 3xTF32 convolution calls the splitting pass
-        self.swaps_layouts = False  # a channels-last convolution calls the layout copy
+        # Programs with a convolution carry the layout copy whether or not they call it: the
+        # search's layout variants then build one extension, not two (its build is keyed by
+        # the source text, and most of a build is the step kernels they share).
+        self.swaps_layouts = False
         self.torch_ops: dict[str, str] = {}
         # constant placeholder -> (buffer name, expression building it): ModelNew.__init__
         # registers each constant the program reads once, as a non-persistent buffer
@@ -198,12 +207,12 @@ class Program:
         """A PyTorch op the plan leaves to its library (cuDNN, cuBLAS), in channels-last layout
         where the step asks for it."""
         args = self.call_args(op_node)
+        self.swaps_layouts |= _is_convolution(op_node.op)
         channels_last = self.plan.host.channels_last and step.channels_last
         if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
             # our tiled copy: what x.contiguous(memory_format=torch.channels_last[_3d]) gives
             first, _, rest = args.partition(", ")
             args = f"_KS.{LAYOUT_SWAP_FUNCTION}({first}, True), {rest}"
-            self.swaps_layouts = True
         self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
         # Fused elementwise kernels read a channels-last operand (NHWC or NDHWC) through
         # (spatial, channel) tiles; pooling kernels slide their windows over it through its strides.
