@@ -2,9 +2,11 @@
 program `kernelstitch generate` delivers and every variant it measured, for each problem given
 (a GPU machine; bench/results/2026-11-27-h100-conv-profiles used it).
 
-Usage: python scripts/profile_vs_compile.py OUT_DIR PROBLEM.py [PROBLEM.py ...]
+Usage: python scripts/profile_vs_compile.py [--workspace W] OUT_DIR PROBLEM.py [PROBLEM.py ...]
 Writes OUT_DIR/<problem>.gen.json (the generate result) and <problem>.prof.txt, and prints both
 tables: ms per call from CUDA events (10 calls), and the top kernels (torch.profiler, 5 calls).
+--workspace W: profile the programs a run already left in W (`kernelstitch bench --workspace W`
+or generate's), generating only problems it lacks; default /tmp/ws_prof.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from pathlib import Path
 import torch
 
 WORKSPACE = "/tmp/ws_prof"
+
+
+def existing(problem: str, workspace: str) -> str | None:
+    """A program an earlier run generated for `problem` in `workspace` (folder <key>__<stem>)."""
+    found = sorted(Path(workspace, ".kernelstitch").glob(f"*__{Path(problem).stem}/Model/model_new.py"))
+    return str(found[0]) if found else None
 
 
 def load(path: str, name: str):
@@ -52,10 +60,10 @@ def kernel_table(fn, inputs, calls: int = 5) -> tuple[float, list[tuple[str, flo
     return wall, sorted(per.items(), key=lambda kv: -kv[1])
 
 
-def generated(problem: str, out: Path) -> str | None:
+def generated(problem: str, out: Path, workspace: str) -> str | None:
     """The delivered program's path (kernelstitch generate, search and verification on)."""
     name = Path(problem).stem
-    done = subprocess.run(["kernelstitch", "generate", problem, "--workspace", WORKSPACE, "--json"],
+    done = subprocess.run(["kernelstitch", "generate", problem, "--workspace", workspace, "--json"],
                           capture_output=True, text=True, check=False)
     try:
         result = json.loads(done.stdout)
@@ -86,12 +94,12 @@ def programs(problem_module, candidate: str | None) -> dict:
     return found
 
 
-def main(out_dir: str, problems: list[str]) -> None:
+def main(out_dir: str, problems: list[str], workspace: str = WORKSPACE) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for problem in problems:
         name, started = Path(problem).stem, time.time()
-        candidate = generated(problem, out)
+        candidate = existing(problem, workspace) or generated(problem, out, workspace)
         print(f"== {problem}: generated in {time.time() - started:.0f} s, candidate {candidate}", flush=True)
         module = load(problem, "problem_" + name)
         inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
@@ -111,4 +119,8 @@ def main(out_dir: str, problems: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    args = sys.argv[1:]
+    where = WORKSPACE
+    if args[:1] == ["--workspace"]:
+        where, args = args[1], args[2:]
+    main(args[0], args[1:], where)
