@@ -31,7 +31,8 @@ demo: $(STAMP)
 # Both halves at once: the extension's tests (npm ci, tsc, eslint, mocha, then code-server and
 # Chromium, mostly waiting on the browser) run at a lower priority beside pytest and use the
 # cores pytest leaves idle; their output is printed when they end (kept in build/test-vscode.log:
-# the e2e tests empty their own artifacts folder).  TEST_SERIAL=1 runs them one after the other.
+# the e2e tests empty their own artifacts folder); in a process group of their own, stopped with
+# pytest on Ctrl-C.  TEST_SERIAL=1 runs them one after the other.
 test: $(STAMP)
 ifeq ($(TEST_SERIAL),1)
 	$(MAKE) --no-print-directory test-python
@@ -39,9 +40,10 @@ ifeq ($(TEST_SERIAL),1)
 else
 	@mkdir -p build; rm -f build/test-vscode.rc
 	@echo "the extension's tests run beside pytest (log: build/test-vscode.log)"
-	@( nice -n 10 $(MAKE) --no-print-directory test-vscode >build/test-vscode.log 2>&1; \
-	   echo $$? >build/test-vscode.rc ) & \
-	py=0; $(MAKE) --no-print-directory test-python || py=$$?; wait; \
+	@setsid sh -c 'nice -n 10 $(MAKE) --no-print-directory test-vscode >build/test-vscode.log 2>&1; \
+	   echo $$? >build/test-vscode.rc' & \
+	vs_group=$$!; trap 'kill -- -$$vs_group 2>/dev/null' INT TERM; \
+	py=0; $(MAKE) --no-print-directory test-python || py=$$?; wait $$vs_group; \
 	cat build/test-vscode.log; vs=$$(cat build/test-vscode.rc); \
 	echo "make test: python tests exit $$py, extension tests exit $$vs"; [ "$$py" = 0 ] && [ "$$vs" = 0 ]
 endif
