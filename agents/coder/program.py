@@ -18,16 +18,11 @@ from kernelstitch.agents.coder.codegen.layout_swap import LAYOUT_SWAP_FUNCTION
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import DTypeConst, Graph, Node, NodeRef, OpaqueConst
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
+from kernelstitch.agents.plan.library_ops import CONV_OPS
 
 
 class CoderError(Exception):
     """The plan cannot be turned into a program (a bug in the plan or an unsupported op)."""
-
-
-def _is_convolution(op: str) -> bool:
-    """aten.conv2d.default, aten.conv_transpose3d.input, aten.convolution.default, ..."""
-    name = op.split(".")[1] if op.startswith("aten.") and op.count(".") >= 1 else op
-    return name.lstrip("_").startswith("conv") or name.endswith("convolution")
 
 
 # View ops spelled as tensor methods when the node has no kwargs (reads better than torch.ops).
@@ -207,7 +202,7 @@ class Program:
         """A PyTorch op the plan leaves to its library (cuDNN, cuBLAS), in channels-last layout
         where the step asks for it."""
         args = self.call_args(op_node)
-        self.swaps_layouts |= _is_convolution(op_node.op)
+        self.swaps_layouts |= op_node.op in CONV_OPS
         channels_last = self.plan.host.channels_last and step.channels_last
         if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
             # our tiled copy: what x.contiguous(memory_format=torch.channels_last[_3d]) gives

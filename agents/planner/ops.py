@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef
 from kernelstitch.agents.plan.kernel_spec import ElementwiseOp
+from kernelstitch.agents.plan.library_ops import CONV_OPS
 
 FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
 ELEMENT_SIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
@@ -74,10 +75,6 @@ PROLOGUE_ANCHORS = (frozenset(REDUCTION_KINDS) | frozenset(POOL_OPS) | frozenset
                     | frozenset(TRIANGLE_KINDS) | {BATCH_STATS_OP})
 GEMM_OPS = frozenset({"aten.linear.default", "aten.matmul.default", "aten.mm.default",
                       "aten.addmm.default"})
-CONV_OPS = frozenset({"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
-                      "aten.convolution.default", "aten.conv2d.padding", "aten.conv1d.padding",
-                      "aten.conv3d.padding", "aten.conv_transpose1d.default",
-                      "aten.conv_transpose2d.input", "aten.conv_transpose3d.input"})
 
 # PyTorch's fused attention: a library call (planner/attention.py reads written-out attention as it).
 SDPA_OP = "aten.scaled_dot_product_attention.default"

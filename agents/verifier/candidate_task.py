@@ -154,12 +154,16 @@ OCCUPIER_NOTE = "stream check without an occupier"
 OCCUPIER_ATTEMPTS = 3  # at load and before the first two checks; then the weaker check
 
 
+def _note_no_occupier(notes: list[str], exc: BaseException) -> None:
+    if not any(n.startswith(OCCUPIER_NOTE) for n in notes):  # one note: OOM texts vary
+        notes.append(f"{OCCUPIER_NOTE}: {describe_exception(exc)[:200]}")
+
+
 def _make_occupier(device: torch.device, notes: list[str]) -> _Occupier | None:
     try:
         return _Occupier(device)
     except Exception as exc:  # the stream check still runs, with a weaker guarantee
-        if not any(n.startswith(OCCUPIER_NOTE) for n in notes):  # one note: OOM texts vary
-            notes.append(f"{OCCUPIER_NOTE}: {describe_exception(exc)[:200]}")
+        _note_no_occupier(notes, exc)
         return None
 
 
@@ -185,8 +189,7 @@ def _occupy(state: _State) -> None:
         if is_cuda_fatal(exc):
             raise _Fatal(describe_exception(exc)) from exc
         state.occupier = None
-        if not any(n.startswith(OCCUPIER_NOTE) for n in state.notes):
-            state.notes.append(f"{OCCUPIER_NOTE}: {describe_exception(exc)[:200]}")
+        _note_no_occupier(state.notes, exc)
 
 
 def _snapshot_after_current_stream(leaves: list[Any], device, stream,

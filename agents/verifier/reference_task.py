@@ -506,13 +506,23 @@ class _Judge:
         `wrong_output` (cancellation) get the float64 second opinion, unless the model draws
         random numbers: a float64 recomputation then draws others and judges nothing."""
         failures = compare_outputs(reference, cand, metas, info, expected)
-        if failures and all(f.code == "wrong_output" for f in failures):
-            if self._draws_random(inputs, reference, rng):
-                reply["float64_unrelated"] = True
-                return failures
-            exact = self._float64_reference(inputs)
-            if exact is not None:
-                failures, reply["float64_errors"] = compare_with_exact(reference, cand, exact)
+        return self._second_opinion(inputs, reference, reference, cand, failures, rng,
+                                    EXACT_FACTOR, reply)
+
+    def _second_opinion(self, inputs, reference, baseline, cand, failures: list[Failure],
+                        rng: tuple[Any, Any] | None, factor: float,
+                        reply: dict[str, Any]) -> list[Failure]:
+        """Failures that are all `wrong_output` judged again against a float64 recomputation,
+        the candidate allowed `factor` times `baseline`'s own error from it; not for a model
+        that draws random numbers (`reply` says so), whose float64 run draws others."""
+        if not failures or not all(f.code == "wrong_output" for f in failures):
+            return failures
+        if self._draws_random(inputs, reference, rng):
+            reply["float64_unrelated"] = True
+            return failures
+        exact = self._float64_reference(inputs)
+        if exact is not None:
+            failures, reply["float64_errors"] = compare_with_exact(baseline, cand, exact, factor)
         return failures
 
     def _draws_random(self, inputs, reference, rng: tuple[Any, Any] | None) -> bool:
@@ -548,13 +558,9 @@ class _Judge:
         changed = not all(_same(a, b) for a, b in zip(baseline, reference))
         failures = compare_outputs(reference, cand, metas, info, expected,
                                    "tf32" if changed else "fp32")
-        if (failures and all(f.code == "wrong_output" for f in failures)
-                and not self._draws_random(inputs, reference, rng)):
-            exact = self._float64_reference(inputs)
-            if exact is not None:
-                failures, _ = compare_with_exact(baseline, cand, exact,
-                                                 REDUCED_EXACT_FACTOR if changed else EXACT_FACTOR)
-        return failures
+        # its own reply fields stay out of the ledger (this check's comparison is its own)
+        return self._second_opinion(inputs, reference, baseline, cand, failures, rng,
+                                    REDUCED_EXACT_FACTOR if changed else EXACT_FACTOR, {})
 
     def _float64_reference(self, inputs: list[Any], keep_model: bool = False) -> list[Any] | None:
         """The case recomputed in float64 (a copy of the model and of the inputs), for
