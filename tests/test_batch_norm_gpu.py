@@ -66,14 +66,18 @@ def test_statistics_and_running_stats_match_torch(ext, shape):
 
 
 def test_prologue_with_channel_and_full_operands(ext):
-    x = torch.randn(4, 6, 9, 11, device="cuda")
+    """A full operand of the prologue needs the logical index, also on the channels-last (flat) path."""
+    base = torch.randn(4, 6, 9, 11, device="cuda")
     b, y = torch.randn(6, 1, 1, device="cuda"), torch.randn(9, 11, device="cuda")
-    rm, rv = torch.zeros(6, device="cuda"), torch.ones(6, device="cuda")
-    v = torch.relu((x + b) * y)
-    stats = ext.bstats_full(x, b, y, rm, rv)
-    torch.testing.assert_close(stats[0], v.mean([0, 2, 3]), rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(stats[1], torch.rsqrt(v.var([0, 2, 3], unbiased=False) + 1e-5), rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(rv, 0.9 + 0.1 * v.var([0, 2, 3], unbiased=True), rtol=1e-5, atol=1e-6)
+    for label, x in _layouts(base)[:2]:
+        rm, rv = torch.zeros(6, device="cuda"), torch.ones(6, device="cuda")
+        v = torch.relu((x + b) * y)
+        stats = ext.bstats_full(x, b, y, rm, rv)
+        torch.testing.assert_close(stats[0], v.mean([0, 2, 3]), rtol=1e-5, atol=1e-6, msg=lambda m, label=label: f"{label}: {m}")
+        torch.testing.assert_close(stats[1], torch.rsqrt(v.var([0, 2, 3], unbiased=False) + 1e-5), rtol=1e-4, atol=1e-5,
+                                   msg=lambda m, label=label: f"{label}: {m}")
+        torch.testing.assert_close(rv, 0.9 + 0.1 * v.var([0, 2, 3], unbiased=True), rtol=1e-5, atol=1e-6,
+                                   msg=lambda m, label=label: f"{label}: {m}")
 
 
 def test_one_value_per_channel_is_refused_like_torch(ext):

@@ -271,6 +271,24 @@ def test_binary_and_attr_ops(ext):
         torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("shape", [(3, 40, 7, 9), (2, 70, 33, 5)])
+def test_channels_last_kernel_with_eleven_outputs_and_mixed_operands(ext, shape):
+    """Eleven outputs (the most the channels-last kernel's shared tiles take: one tile a block);
+    the second operand per channel (hoisted), full-size contiguous (per element) and channels-last
+    too (general strides)."""
+    x = rnd(*shape).contiguous(memory_format=torch.channels_last)
+    ys = {"channel": rnd(shape[1]).view(-1, 1, 1), "contiguous": rnd(*shape),
+          "channels_last": rnd(*shape).contiguous(memory_format=torch.channels_last)}
+    for label, y in ys.items():
+        outs = poisoned(ext.t_binary, x, y)
+        wants = [BINARY_REF[op](x, y) for op in sorted(BINARY_REF)] + [
+            x.clamp(-0.25, 0.5), F.leaky_relu(x, 0.1), torch.where(y.expand_as(x) != 0, x, torch.full_like(x, 3.0)),
+        ]
+        for got, want in zip(outs, wants):
+            assert got.is_contiguous()
+            torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5, msg=lambda m, label=label: f"{label}: {m}")
+
+
 def test_empty_and_device_checks(ext):
     assert ext.t_chain_float32(rnd(0, 3), rnd(3)).shape == (0, 3)
     with pytest.raises(RuntimeError, match="dtype"):

@@ -52,10 +52,12 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
     params = operand_params(spec.inputs, operands)
     kernel_args = operand_args(spec.inputs, operands)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, float* ws, float* stats, "
-                    "float* running_mean, float* running_var, const KsBnGeom& g, int rows, float eps, "
+                    "float* running_mean, float* running_var, const KsBnGeom& g, int rows, int flat, float eps, "
                     "float momentum, cudaStream_t stream)")
+    per_sm_sig = f"int {name}_per_sm(int rows, int flat)"
     cuda = render(
         "batch_stats/kernel.cu", name=name, pro_fn=pro.source, params=params, kernel_args=kernel_args,
+        per_sm_sig=per_sm_sig, taps_need_index="true" if any(k != 0 for k in taps) else "false",
         channel_loads=" ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, c * g.S));" for k in channel),
         tap_loads=" ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, li));" for k in taps if k != 0),
         pro_args=", ".join(f"a{k}" for k in operands), launcher_sig=launcher_sig)
@@ -74,7 +76,8 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
         running_ptrs=f"{rm}.data_ptr<float>(), {rv}.data_ptr<float>()" if rm else "nullptr, nullptr",
         eps=c_float(spec.eps), momentum=c_float(spec.momentum))
     return KernelSource(
-        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";", python_args=tuple(names),
+        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";\n" + per_sm_sig + ";",
+        python_args=tuple(names),
         notes=(
             "batch_norm statistics: Welford partials per (channel, part of the batch), merged per channel; "
             "the running statistics updated in place (unbiased variance)",

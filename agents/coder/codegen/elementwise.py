@@ -24,6 +24,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 
 THREADS = 256
 _JOIN = "\n      "  # one statement per line at the kernels' loop-body indent
+_JOIN_ROW = "\n    "  # ... and at the channels-last kernel's per-thread indent
 
 
 def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
@@ -94,14 +95,26 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
             f"elementwise: {vec}-wide 16-byte vector path + scalar path chosen at run time by alignment",
             "grid-stride loop, grid sized from SM count x occupancy, 64-bit indices (32-bit division fast path)",
             "broadcast operands through run-time descriptors (full/scalar/row/channel/strided)",
-            "a channels-last operand into the contiguous output: 32x32 tiles through shared memory, "
-            "4 along S a block, the other operands' offsets once per output row",
+            "a channels-last operand into the contiguous output: computed in the read layout (row-constant "
+            "operands loaded once a thread), results written along S through 32x32 shared-memory tiles",
         ),
     )
 
 
+# Shared memory of the channels-last kernel: one float tile set an output, 4224 bytes a 32 x 33
+# tile; fewer tiles a block as outputs add up, none past the 48 KB of static shared memory.
+_NHWC_MAX_OUTPUTS = 11
+
+
+def nhwc_tiles(nout: int) -> int:
+    """32 x 32 tiles a channels-last block moves along S, for `nout` outputs (<= 34 KB shared)."""
+    return 4 if nout <= 2 else 2 if nout <= 4 else 1
+
+
 def tiled_inputs(spec: ElementwiseSpec) -> tuple[int, ...]:
     """The inputs the channels-last path is instantiated for (the spec's choice, else all)."""
+    if len(spec.outputs) > _NHWC_MAX_OUTPUTS:
+        return ()
     if spec.tiled_inputs is None:
         return tuple(range(len(spec.inputs)))
     return tuple(k for k in spec.tiled_inputs if 0 <= k < len(spec.inputs))
@@ -119,33 +132,42 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
                           out_t: str, launcher_sig: str) -> tuple[str, str]:
     """Kernel + launcher for one full-size operand stored channels-last ([N, C, S...] logically,
     [N, S..., C] in memory, e.g. a cuDNN NHWC convolution's output) while the output is the
-    contiguous [N, C, S...]: each 32 x 32 (spatial, channel) tile is read along C and written
-    along S through shared memory, so both sides are coalesced; a plain elementwise pass would
-    read it 4 bytes per 512-byte stride.  TI, the tiled operand, is a template argument; the
-    other operands are read per output row (n, c): a row base once, then one load an element
-    (cuda/elementwise/nhwc.cu)."""
+    contiguous [N, C, S...]: the chain is computed in the read layout (one lane a channel, so an
+    operand constant along a row is loaded once a thread) and each 32 x 32 (spatial, channel)
+    tile of results leaves along S through shared memory, so both sides are coalesced; a plain
+    elementwise pass would read the operand 4 bytes per C-element stride.  TI, the tiled
+    operand, is a template argument (cuda/elementwise/nhwc.cu)."""
     nin, nout = len(spec.inputs), len(spec.outputs)
-    # Row bases of the operands read through descriptors (KS_STRIDED has none: -1, per element).
-    bases = " ".join(
+    tiles = nhwc_tiles(nout)
+    # Row (n, c) bases of the operands read through descriptors (KS_STRIDED has none: -1, per element).
+    bases = _JOIN_ROW.join(
         f"const int64_t b{k} = (TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S);"
         for k in range(nin)
     )
-    loads = " ".join(
-        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[j][tx][cl]; "
-        f"else if (b{k} >= 0) ks_load_row<1>(in{k}, d{k}, b{k}, s, a{k}); else ks_load<1>(in{k}, d{k}, i, a{k});"
+    # Constant along the row: one load a thread.
+    hoists = _JOIN_ROW.join(
+        f"const bool h{k} = TI != {k} && b{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
+        f"const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;"
+        for k in range(nin)
+    )
+    loads = _JOIN.join(
+        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[0][j][row][tx]; else if (h{k}) a{k}[0] = v{k}; "
+        f"else if (b{k} >= 0) a{k}[0] = ks_ld(in{k} + b{k} + s); else ks_load<1>(in{k}, d{k}, orow * S + s, a{k});"
         for k in range(nin)
     )
     fills = _JOIN.join(
-        f"if constexpr (TI == {k}) tile[j][row][tx] = ks_to_float(in{k}[(nb * S + s) * C + c]);" for k in range(nin)
+        f"if constexpr (TI == {k}) tile[0][j][row][tx] = ks_to_float(in{k}[(nb * S + s) * C + c]);" for k in range(nin)
     )
     call_args = [f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]
     kernel = render(
         "elementwise/nhwc.cu", name=name, params=", ".join(params[:-1]) + ", const int64_t C, const int64_t S",
-        fills=fills, bases=bases, loads=loads, outs=" ".join(f"float r{k}[1];" for k in range(nout)),
-        call_args=", ".join(call_args), stores=" ".join(f"out{k}[i] = ks_from_float<{out_t}>(r{k}[0]);" for k in range(nout)),
+        tiles=tiles, nout=nout, fills=fills, bases=bases, hoists=hoists, loads=loads,
+        outs=" ".join(f"float r{k}[1];" for k in range(nout)), call_args=", ".join(call_args),
+        results=" ".join(f"tile[{k}][j][row][tx] = r{k}[0];" for k in range(nout)),
+        stores=" ".join(f"out{k}[obase + s] = ks_from_float<{out_t}>(tile[{k}][j][tx][cl]);" for k in range(nout)),
     )
     args = ", ".join(kernel_args[:-1]) + ", C, S"
     cases = "\n".join(
         f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;" for k in tiled_inputs(spec)
     )
-    return kernel, render("elementwise/nhwc_launch.cu", launcher_sig=launcher_sig, cases=cases)
+    return kernel, render("elementwise/nhwc_launch.cu", launcher_sig=launcher_sig, cases=cases, tiles=tiles)

@@ -36,11 +36,14 @@ at::Tensor {{name}}({{cparams}}) {
   }
   g.sN = x.stride(0);
   g.sC = x.stride(1);
+  if (g.S == 1) g.sS = g.sN;  // one value a sample: e = n
   const int rows = g.C > 1 && g.sC == 1 ? 1 : 0;  // [N, C] or channels-last: threads along C
-  const int sms = ks_sm_count();
+  const int flat = rows && g.sN == g.S * g.sS ? 1 : 0;  // value e at e * sS (no division)
   const int64_t channel_blocks = rows ? ks_cdiv(g.C, 32) : g.C;
   const int64_t min_part = rows ? 8 * 16 : 256 * 8;  // >= 16 values per thread
-  int64_t parts = ks_cdiv((int64_t)sms * 8, channel_blocks);
+  // Whole waves: the largest part count whose blocks all run at once (at least one a channel block).
+  const int64_t resident = (int64_t)ks_sm_count() * {{name}}_per_sm(rows, flat);
+  int64_t parts = resident / channel_blocks;
   if (parts > ks_cdiv(g.M, min_part)) parts = ks_cdiv(g.M, min_part);
   if (parts > 4096) parts = 4096;  // the finalize thread of a channel merges them all
   if (parts < 1) parts = 1;
@@ -54,7 +57,7 @@ at::Tensor {{name}}({{cparams}}) {
   const c10::IntArrayRef xs = in_0.sizes();
   ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
   const void* ins[{{n}}] = {x.data_ptr(){{in_ptrs}}};
-  {{name}}_launch(ins, descs, ws.data_ptr<float>(), stats.data_ptr<float>(), {{running_ptrs}}, g, rows, {{eps}}, {{momentum}},
+  {{name}}_launch(ins, descs, ws.data_ptr<float>(), stats.data_ptr<float>(), {{running_ptrs}}, g, rows, flat, {{eps}}, {{momentum}},
       c10::cuda::getCurrentCUDAStream(device.index()).stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return stats;

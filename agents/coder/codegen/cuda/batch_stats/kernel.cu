@@ -10,7 +10,11 @@
 // division per value made the NCHW build instruction-bound: level2/73 ran at 2.7x Inductor's
 // time), and four values loaded before one batched Welford push (4 loads in flight, a division
 // per 4 values).
-template <bool ROWS>
+// FLAT (ROWS with sN == S * sS: channels-last or [N, C]): value e of channel c is at
+// e * sS + c * sC, so no division by S unless a tap needs the logical index; the division and
+// three 64-bit products a value left the channels-last build instruction-bound (level2/52, H100:
+// 22% of DRAM bandwidth, 94 instructions a value).
+template <bool ROWS, bool FLAT>
 __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __restrict__ ws, const KsBnGeom g) {
   __shared__ float sm[3][256];
   const int t = threadIdx.x;
@@ -22,10 +26,14 @@ __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __res
   if (c < g.C) {
     {{channel_loads}}
     auto value_at = [&](const int64_t e) {
-      const int64_t n = g.fS.m ? (int64_t)ks_fastdiv_apply((uint32_t)e, g.fS) : ks_div(e, g.S), s = e - n * g.S;
-      const int64_t li = (n * g.C + c) * g.S + s;  // the logical (contiguous) index
+      int64_t n = 0, s = 0, li = 0;
+      if (!FLAT || {{taps_need_index}}) {
+        n = g.fS.m ? (int64_t)ks_fastdiv_apply((uint32_t)e, g.fS) : ks_div(e, g.S);
+        s = e - n * g.S;
+        li = (n * g.C + c) * g.S + s;  // the logical (contiguous) index
+      }
       (void)li;
-      const float a0 = ks_ld(p0 + n * g.sN + c * g.sC + s * g.sS);
+      const float a0 = FLAT ? ks_ld(p0 + e * g.sS + c * g.sC) : ks_ld(p0 + n * g.sN + c * g.sC + s * g.sS);
       {{tap_loads}}
       float v;
       {{name}}_pro({{pro_args}}, v);
@@ -62,10 +70,20 @@ __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict
   if (running_var) running_var[c] = (1.f - momentum) * running_var[c] + momentum * (st.m2 / (st.n - 1.f));
 }
 
+// Resident blocks an SM of the instantiation the launcher will pick: the binding sizes the
+// partition to whole waves (1.33 waves of 6-block SMs left a third of the second idle: level2/52).
+{{per_sm_sig}} {
+  if (rows && flat) { static const int k = ks_blocks_per_sm({{name}}_partial<true, true>, 256); return k; }
+  if (rows) { static const int k = ks_blocks_per_sm({{name}}_partial<true, false>, 256); return k; }
+  static const int k = ks_blocks_per_sm({{name}}_partial<false, false>, 256);
+  return k;
+}
+
 {{launcher_sig}} {
   if (g.C <= 0) return;
   const dim3 grid((unsigned)(rows ? ks_cdiv(g.C, 32) : g.C), (unsigned)g.parts);
-  if (rows) {{name}}_partial<true><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
-  else {{name}}_partial<false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+  if (rows && flat) {{name}}_partial<true, true><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+  else if (rows) {{name}}_partial<true, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+  else {{name}}_partial<false, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
   {{name}}_finalize<<<(unsigned)ks_cdiv(g.C, 256), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps, momentum);
 }
