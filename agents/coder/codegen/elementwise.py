@@ -24,7 +24,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 
 THREADS = 256
 _JOIN = "\n      "  # one statement per line at the kernels' loop-body indent
-_JOIN_ROW = "\n      "  # ... and at the channels-last kernel's per-row indent
+_JOIN_ROW = "\n    "  # ... and at the channels-last kernel's per-thread indent
 
 
 def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
@@ -140,15 +140,14 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
     nin, nout = len(spec.inputs), len(spec.outputs)
     tiles = nhwc_tiles(nout)
     # Row (n, c) bases of the operands read through descriptors (KS_STRIDED has none: -1, per element).
-    # Row (n, c) bases of the operands read through descriptors (KS_STRIDED has none: -1, per
-    # element), and the values of those constant along the row: one load a thread and tile.
-    row_decls = _JOIN_ROW.join(f"int64_t b{k} = -1; bool h{k} = false; float v{k} = 0.f;" for k in range(nin))
     bases = _JOIN_ROW.join(
-        f"b{k} = (TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S);" for k in range(nin)
+        f"const int64_t b{k} = (TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S);"
+        for k in range(nin)
     )
+    # Constant along the row: one load a thread.
     hoists = _JOIN_ROW.join(
-        f"h{k} = TI != {k} && b{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
-        f"v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;"
+        f"const bool h{k} = TI != {k} && b{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
+        f"const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;"
         for k in range(nin)
     )
     loads = _JOIN.join(
@@ -162,15 +161,13 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
     call_args = [f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]
     kernel = render(
         "elementwise/nhwc.cu", name=name, params=", ".join(params[:-1]) + ", const int64_t C, const int64_t S",
-        tiles=tiles, nout=nout, fills=fills, row_decls=row_decls, bases=bases, hoists=hoists, loads=loads,
+        tiles=tiles, nout=nout, fills=fills, bases=bases, hoists=hoists, loads=loads,
         outs=" ".join(f"float r{k}[1];" for k in range(nout)), call_args=", ".join(call_args),
         results=" ".join(f"tile[{k}][j][row][tx] = r{k}[0];" for k in range(nout)),
-        stores=" ".join(f"out{k}[o] = ks_from_float<{out_t}>(tile[{k}][j][tx][cl]);" for k in range(nout)),
+        stores=" ".join(f"out{k}[obase + s] = ks_from_float<{out_t}>(tile[{k}][j][tx][cl]);" for k in range(nout)),
     )
     args = ", ".join(kernel_args[:-1]) + ", C, S"
     cases = "\n".join(
-        f"    case {k}: if (along_c) {name}_nhwc<{k}, true><<<grid_c, 256, 0, stream>>>({args});\n"
-        f"             else {name}_nhwc<{k}, false><<<grid_s, 256, 0, stream>>>({args}); break;"
-        for k in tiled_inputs(spec)
+        f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;" for k in tiled_inputs(spec)
     )
     return kernel, render("elementwise/nhwc_launch.cu", launcher_sig=launcher_sig, cases=cases, tiles=tiles)
