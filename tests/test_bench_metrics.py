@@ -276,3 +276,30 @@ def test_a_kept_original_whose_record_verification_stopped_early_still_counts_at
     summary = summarise([kept, fast])
     assert summary["geomean_speedup_vs_eager"] == 2.0 and summary["without_compiled_time"] == 1
     assert "(1 correct without a torch.compile time left out)" in render_markdown([kept, fast], summary, {}, "bench")
+
+
+def test_faster_variants_not_delivered_are_named_with_why():
+    """A variant timed faster than the delivered one carries its note into the outcome and the
+    report (level2/93 delivered a 2.9 ms variant over a 2.0 ms one, and nothing said why)."""
+    def stat(median):
+        return {"median": median, "p10": median - 0.1, "p90": median + 0.1, "n": 30}
+
+    selection = {"decision": "deliver", "winner": "ndhwc-graph", "original_ms": stat(5.8), "variants": [
+        {"name": "ndhwc", "reason": "r", "time_ms": stat(2.0),
+         "note": "verification: rejected (wrong_output: seed 3 differs)"},
+        {"name": "ndhwc-graph", "reason": "r", "time_ms": stat(2.9), "verdict": "accepted"},
+        {"name": "graph", "reason": "r", "time_ms": stat(3.4), "note": "not verified"},
+        {"name": "default", "reason": "r", "time_ms": stat(2.5)}]}
+    verdict = {"status": "accepted", "reasons": [], "timings": {
+        "eager_ms": stat(5.8), "compiled_ms": stat(1.6), "candidate_ms": stat(2.9),
+        "speedup_vs_eager": 2.0, "speedup_vs_compiled": 0.55, "significant_vs_eager": True,
+        "significant_vs_compiled": True}}
+    result = JobResult(status="succeeded", message="ok", kind="generate", source_path="x.py",
+                       module="Model", verdict=verdict, selection=selection)
+    outcome = ProblemOutcome.from_result("level2/93", result)
+    # faster and with a note: named; slower (graph) or faster without a note (default): not
+    assert outcome.passed_over == {"ndhwc": "verification: rejected (wrong_output: seed 3 differs)"}
+    assert ProblemOutcome.from_json(outcome.to_json()).passed_over == outcome.passed_over
+    text = render_markdown([outcome], summarise([outcome]), {}, "kernelstitch bench")
+    assert "## Faster variants not delivered" in text
+    assert "ndhwc (2.000 ms): verification: rejected (wrong_output: seed 3 differs)" in text

@@ -142,7 +142,8 @@ def delivers(verdict: Verdict) -> tuple[bool, str]:
     """Whether a fully verified contender may replace the original, and why not."""
     if verdict.status != "accepted":
         codes = ", ".join(r.code for r in verdict.reasons) or verdict.status
-        return False, f"verification: {verdict.status} ({codes})"
+        first = f": {verdict.reasons[0].message[:200]}" if verdict.reasons else ""
+        return False, f"verification: {verdict.status} ({codes}{first})"
     t = verdict.timings
     if t is None:
         return False, "verification measured no timings"

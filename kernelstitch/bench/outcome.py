@@ -85,6 +85,10 @@ class ProblemOutcome:
     # and what was delivered ("ours:<variant>" or "original").
     variants_ms: dict[str, float | None] = field(default_factory=dict)
     delivered: str | None = None
+    # Why a variant timed faster than what was delivered was not delivered (its verification's
+    # reasons, or the search's time running out): level2/93 delivered its CUDA-graph variant
+    # at 2.9 ms over a 2.0 ms one with nothing in results.json to say why (2026-11-27).
+    passed_over: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # Under a reduced precision (--precision): eager_ms / compiled_ms were timed with it
     # allowed; these are the fp32 eager time, the speed-up over it, and the delivered
@@ -187,8 +191,10 @@ class ProblemOutcome:
         rows = [selection.get("original_graph"), *selection.get("variants", [])]
         self.variants_ms = {"original": original, **{
             v["name"]: (v.get("time_ms") or {}).get("median") for v in rows if v}}
-        if selection.get("decision") == "deliver":
-            self.delivered = f"ours:{selection.get('winner')}"
+        winner = selection.get("winner") if selection.get("decision") == "deliver" else None
+        self.passed_over = _passed_over(rows, self.variants_ms.get(winner) if winner else original)
+        if winner:
+            self.delivered = f"ours:{winner}"
             return
         # The original is delivered: ours is the eager time, the baselines those the record
         # verification measured (whatever its verdict on the variant it checked).
@@ -215,3 +221,16 @@ class ProblemOutcome:
         self.speedup_vs_compiled = (self.compiled_ms / self.candidate_ms
                                     if self.compiled_ms and self.candidate_ms else None)
         self.significant_vs_eager = self.significant_vs_compiled = False
+
+
+def _passed_over(rows: list[dict[str, Any] | None], delivered_ms: float | None) -> dict[str, str]:
+    """The variants timed faster than what was delivered, each with the note saying why it was
+    not delivered (a verification's reasons, the search's time spent)."""
+    if delivered_ms is None:
+        return {}
+    passed = {}
+    for v in rows:
+        median = (v or {}).get("time_ms") or {}
+        if v and v.get("note") and median.get("median") is not None and median["median"] < delivered_ms:
+            passed[v["name"]] = str(v["note"])
+    return passed

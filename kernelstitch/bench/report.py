@@ -193,6 +193,13 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
         lines += ["", "## Why candidates were rejected", ""]
         for o in rejected:
             lines += [f"- **{o.problem}**: " + "; ".join(_cell(d) for d in o.reason_details)]
+    passed = [o for o in outcomes if o.passed_over]
+    if passed:
+        lines += ["", "## Faster variants not delivered", ""]
+        for o in passed:
+            lines += [f"- **{o.problem}** (delivered {o.delivered}): " + "; ".join(
+                f"{name} ({_fmt(o.variants_ms.get(name))} ms): {_cell(note)}"
+                for name, note in o.passed_over.items())]
     failures = [o for o in outcomes if o.compiled is False and o.compile_message]
     if failures:
         lines += ["", "## Compile failures", ""]
