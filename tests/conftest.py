@@ -50,6 +50,18 @@ def _rank(item) -> int:
     return 1 if item.get_closest_marker("slow") or module in SLOW_MODULES else 2
 
 
+def memory_lane(item) -> int | None:
+    """The GPU-memory lane of a test that holds tens of GB (None: any other test).  Whole
+    KernelBench problems hold up to ~16 GB of GPU memory each (4 GB tensors, the reference's and
+    the candidate's outputs, torch.compile), the 6 GiB verifier tests ~31 GB, one at a time: at
+    most KERNELBENCH_GPU_LANES of them at once (16 workers on one H100 ran out of memory with 4
+    lanes and the 6 GiB tests outside)."""
+    if not item.get_closest_marker("gpu") or not (
+            "kernelbench" in item.name or item.get_closest_marker("gpu_memory")):
+        return None
+    return 0 if item.get_closest_marker("gpu_memory") else zlib.crc32(item.nodeid.encode()) % KERNELBENCH_GPU_LANES
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks added here
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_rank)  # stable: collection order within a rank
@@ -57,15 +69,33 @@ def pytest_collection_modifyitems(config, items):
         module = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
         if module in GROUPED_MODULES:
             item.add_marker(pytest.mark.xdist_group(module))
-        elif item.get_closest_marker("gpu") and (
-                "kernelbench" in item.name or item.get_closest_marker("gpu_memory")):
-            # whole KernelBench problems hold up to ~16 GB of GPU memory each (4 GB tensors, the
-            # reference's and the candidate's outputs, torch.compile), the 6 GiB verifier tests
-            # ~31 GB, one at a time: at most KERNELBENCH_GPU_LANES of them at once under --dist loadgroup (16
-            # workers on one H100 ran out of memory with 4 lanes and the 6 GiB tests outside)
-            lane = (0 if item.get_closest_marker("gpu_memory")
-                    else zlib.crc32(item.nodeid.encode()) % KERNELBENCH_GPU_LANES)
+        elif (lane := memory_lane(item)) is not None:
             item.add_marker(pytest.mark.xdist_group(f"kernelbench_gpu_{lane}"))
+
+
+# ---- one memory-heavy GPU test a lane, whatever the scheduler ----------------------------------
+# The xdist groups above hold only under --dist loadgroup; `pytest -n 6` alone (the GPU image's
+# pytest 9 with its xdist) ran two 6 GiB verifier tests side by side and both ran out of memory
+# (2026-11-27, fifteenth session, call 2).  A lane is also a file lock, per visible GPU set, held
+# for the test's setup, call and teardown: a second worker waits for it.
+def lane_lock_path(lane: int) -> str:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
+    return os.path.join(tempfile.gettempdir(), f"kernelstitch-gpu-lane-{visible}-{lane}.lock")
+
+
+_HELD_LANES: dict[str, object] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    lane = memory_lane(item)
+    if lane is None or os.name != "posix":
+        return
+    import fcntl
+
+    handle = open(lane_lock_path(lane), "a")  # noqa: SIM115 - held until the test's teardown
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    _HELD_LANES[item.nodeid] = handle
 
 
 # ---- GPU memory between tests ------------------------------------------------------------------
@@ -73,6 +103,7 @@ def pytest_collection_modifyitems(config, items):
 # 6 GiB verifier tests' judge processes (31 GiB at once) need it: one ran out of memory with 9.95
 # GiB free beside five such workers (2026-11-27, twelfth session, call C).  After every GPU test
 # the worker hands its cached blocks back.
+@pytest.hookimpl(trylast=True)  # after the fixtures' teardown: the lane is free only then
 def pytest_runtest_teardown(item, nextitem):
     import sys
 
@@ -80,3 +111,6 @@ def pytest_runtest_teardown(item, nextitem):
     if (item.get_closest_marker("gpu") and torch is not None and torch.cuda.is_available()
             and torch.cuda.is_initialized()):
         torch.cuda.empty_cache()
+    handle = _HELD_LANES.pop(item.nodeid, None)
+    if handle is not None:
+        handle.close()  # releases the lane's lock
