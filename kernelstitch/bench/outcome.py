@@ -192,7 +192,8 @@ class ProblemOutcome:
         self.variants_ms = {"original": original, **{
             v["name"]: (v.get("time_ms") or {}).get("median") for v in rows if v}}
         winner = selection.get("winner") if selection.get("decision") == "deliver" else None
-        self.passed_over = _passed_over(rows, self.variants_ms.get(winner) if winner else original)
+        self.passed_over = _passed_over(rows, self.variants_ms,
+                                        self.variants_ms.get(winner) if winner else original)
         if winner:
             self.delivered = f"ours:{winner}"
             return
@@ -223,14 +224,11 @@ class ProblemOutcome:
         self.significant_vs_eager = self.significant_vs_compiled = False
 
 
-def _passed_over(rows: list[dict[str, Any] | None], delivered_ms: float | None) -> dict[str, str]:
-    """The variants timed faster than what was delivered, each with the note saying why it was
-    not delivered (a verification's reasons, the search's time spent)."""
+def _passed_over(rows: list[dict[str, Any] | None], medians: dict[str, float | None],
+                 delivered_ms: float | None) -> dict[str, str]:
+    """The variants timed faster than what was delivered (`medians`: variants_ms), each with the
+    note saying why it was not delivered (a verification's reasons, the search's time spent)."""
     if delivered_ms is None:
         return {}
-    passed = {}
-    for v in rows:
-        median = (v or {}).get("time_ms") or {}
-        if v and v.get("note") and median.get("median") is not None and median["median"] < delivered_ms:
-            passed[v["name"]] = str(v["note"])
-    return passed
+    return {v["name"]: str(v["note"]) for v in rows
+            if v and v.get("note") and medians.get(v["name"]) is not None and medians[v["name"]] < delivered_ms}
