@@ -198,6 +198,17 @@ def test_timeout_kills_and_restarts(client, task):
     assert client.restarts == 1
 
 
+@pytest.mark.parametrize("timeout_s", [0.02, 1.0, 10.0, 60.0, 600.0])
+def test_the_stack_dump_comes_well_before_the_deadline(timeout_s):
+    from kernelstitch.core.worker.serve import stack_dump_delay_s
+
+    delay = stack_dump_delay_s(timeout_s)
+    assert 0 < delay < timeout_s
+    # at least half a second of lead where the deadline allows it, never more than 5 s
+    assert timeout_s - delay >= min(0.5, timeout_s / 2) - 1e-9
+    assert timeout_s - delay <= max(5.0, timeout_s / 2) + 1e-9
+
+
 @pytest.mark.parametrize(
     ("task", "signal_name", "stderr_text"),
     [("abort", "SIGABRT", "Fatal Python error: Aborted"),
