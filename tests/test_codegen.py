@@ -429,6 +429,22 @@ def test_elementwise_tiled_path_is_instantiated_for_the_named_inputs_only():
     assert "ew_tiled_nhwc<" not in none.cuda.split("_launch_nhwc")[-1] and "if (false)" in none.binding
 
 
+def test_channels_last_narrow_kernel_only_where_its_shared_memory_fits():
+    """Fewer than 32 channels take the narrow kernel (a contiguous run of positions x channels a
+    block); with eleven outputs and many inputs its staged row values would pass 48 KB of static
+    shared memory, and the wide kernel serves every channel count."""
+    spec = chain_spec("ew_narrow", "float32")
+    small = emit_elementwise(spec)
+    assert "ew_narrow_nhwc_narrow<0>" in small.cuda and "const bool narrow = C < 32;" in small.cuda
+    outs = tuple(f"o{k}" for k in range(11))
+    wide = ElementwiseSpec(
+        "ew_wide", tuple(TensorArg(f"x{k}", "float32") for k in range(8)),
+        tuple(E("add", (f"x{k % 8}", f"x{(k + 1) % 8}"), f"o{k}") for k in range(11)), outs, "float32")
+    big = emit_elementwise(wide)
+    assert "_nhwc_narrow" not in big.cuda and "const bool narrow = false;" in big.cuda
+    assert "ew_wide_nhwc<0>" in big.cuda
+
+
 def test_binding_contract():
     ew = emit_elementwise(elementwise_specs()[-1])
     assert ew.python_args == ("x", "h")

@@ -194,11 +194,13 @@ def test_chain_broadcasts_and_tails(ext, d, xs, bs):
 
 
 @pytest.mark.parametrize("d", list(TORCH_DT))
-@pytest.mark.parametrize("shape", [(128, 128, 64, 64), (3, 40, 7, 9), (1, 33, 5, 70), (2, 16, 3, 4, 5)])
+@pytest.mark.parametrize("shape", [(128, 128, 64, 64), (3, 40, 7, 9), (1, 33, 5, 70), (2, 16, 3, 4, 5),
+                                   (4, 7, 33, 35), (2, 31, 3, 50), (3, 16, 5, 6, 7)])
 def test_chain_reads_channels_last_into_contiguous_output(ext, d, shape):
     """A channels-last operand (a cuDNN NHWC conv output) takes the tiled transpose kernel; the
     output is the contiguous tensor the reference returns.  Per-channel bias from a [C, 1, 1]
-    view, either operand tiled, tails in both tile dims."""
+    view, either operand tiled, tails in both tile dims; fewer than 32 channels (the narrow
+    kernel) in 4-D and 5-D."""
     dt = TORCH_DT[d]
     fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
     x = rnd(*shape, dtype=dt).contiguous(memory_format=fmt)
@@ -271,7 +273,7 @@ def test_binary_and_attr_ops(ext):
         torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("shape", [(3, 40, 7, 9), (2, 70, 33, 5)])
+@pytest.mark.parametrize("shape", [(3, 40, 7, 9), (2, 70, 33, 5), (3, 12, 9, 41)])
 def test_channels_last_kernel_with_eleven_outputs_and_mixed_operands(ext, shape):
     """Eleven outputs (the most the channels-last kernel's shared tiles take: one tile a block);
     the second operand per channel (hoisted), full-size contiguous (per element) and channels-last
