@@ -445,6 +445,21 @@ def test_channels_last_narrow_kernel_only_where_its_shared_memory_fits():
     assert "ew_wide_nhwc<0>" in big.cuda
 
 
+def test_reductions_view_a_channels_last_input_as_rows_but_normalisations_do_not():
+    """The binding's channels-last re-view (reduction over dim 1 alone: rows of [N * S, C]) is in
+    every reduce kind's binding, with the input-shaped operands permuted and the epilogue's not;
+    a softmax's output has the input's shape, so it keeps the column kernels."""
+    args = (TensorArg("x", "float32"), TensorArg("b", "float32"), TensorArg("e", "float32"))
+    red = emit(ReductionSpec("r_c", "sum", args, dim=1, keepdim=False, out_dtype="float32",
+                             prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+                             epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
+    assert "ks_channels_last_operand({&in_0}, in_0.sizes()) == 0" in red.binding
+    assert "in_0 = ks_channels_to_last(in_0, nd);" in red.binding and "in_1 = ks_channels_to_last(in_1, nd);" in red.binding
+    assert "in_2 = ks_channels_to_last" not in red.binding  # the epilogue's operand: the output's shape
+    soft = emit(ReductionSpec("s_c", "softmax", args[:1], dim=1, keepdim=False, out_dtype="float32"))
+    assert "ks_channels_to_last" not in soft.binding
+
+
 def test_binding_contract():
     ew = emit_elementwise(elementwise_specs()[-1])
     assert ew.python_args == ("x", "h")

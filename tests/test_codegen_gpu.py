@@ -404,6 +404,22 @@ def test_strided_dim_with_channel_operands(ext, shape):
     check(poisoned(ext.t_logsumexp_d1_chan, x, b, e), torch.logsumexp(x + b, 1) + e, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(16, 64, 33, 35), (3, 7, 9, 10), (2, 40, 3, 4, 5), (128, 128, 16, 16)])
+def test_reduction_over_the_channels_of_a_channels_last_input(ext, shape):
+    """A channels-last input reduced over dim 1 alone is read as rows of [N * S, C] (the
+    binding's re-view); the output is the contiguous [N, S...] result; a per-channel prologue
+    operand and an epilogue operand over the output keep their meaning."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    x = rnd(*shape).contiguous(memory_format=fmt)
+    for kind in REF:
+        got = poisoned(getattr(ext, f"t_{kind}_d1"), x)
+        assert got.is_contiguous()
+        check(got, REF[kind](x, 1, True), rtol=1e-4, atol=1e-3)
+    b = rnd(shape[1]).view(-1, *([1] * (len(shape) - 2)))
+    e = rnd(shape[0], *shape[2:])
+    check(poisoned(ext.t_logsumexp_d1_chan, x, b, e), torch.logsumexp(x + b, 1) + e, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax", "logsumexp", "amax"])
 def test_strided_dim_column_loop_nan_and_inf(ext, kind):
     """The 8-value chunks keep PyTorch's special values: NaN poisons its column, an all -inf

@@ -186,6 +186,33 @@ def test_channels_last_conv_output_stays_nhwc_only_for_fused_elementwise_readers
     assert "v_conv2d = _KS.ks_layout_swap(v_conv2d, False)" in src  # an output and a view read it
 
 
+def test_a_channels_last_conv_output_reduced_over_its_channels_alone_stays_nhwc(tmp_path):
+    """A reduction over dim 1 alone reads the NHWC memory as rows (the binding's re-view); one
+    over the spatial dims does not, and gets the copy back to NCHW."""
+    sources = {}
+    for label, reduce in (("channels", "torch.amin(y, dim=1, keepdim=True)"), ("spatial", "y.sum(dim=[2, 3])")):
+        path = tmp_path / f"{label}.py"
+        path.write_text(textwrap.dedent(f"""
+            import torch
+            import torch.nn as nn
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 8, 3)
+                def forward(self, x):
+                    y = self.conv(x)
+                    return torch.tanh({reduce})
+            def get_inputs():
+                return [torch.randn(2, 3, 16, 16)]
+        """))
+        result = generate_builtin(path, None, tmp_path / label / "model_new.py")
+        assert result.plan.host.channels_last
+        sources[label] = result.source
+    assert "_KS.ks_layout_swap(v_x, True)" in sources["channels"]
+    assert "ks_layout_swap(v_conv2d_nobias, False)" not in sources["channels"]
+    assert "ks_layout_swap(v_conv2d_nobias, False)" in sources["spatial"]
+
+
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------
 
 def _normalised(text: str) -> str:

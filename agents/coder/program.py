@@ -15,6 +15,7 @@ from typing import Any
 from kernelstitch.agents.coder.codegen.conv_split import SPLIT_CAT_FUNCTION
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.layout_swap import LAYOUT_SWAP_FUNCTION
+from kernelstitch.agents.coder.codegen.reduction.context import NORMALIZING
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import DTypeConst, Graph, Node, NodeRef, OpaqueConst
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
@@ -237,18 +238,23 @@ class Program:
     def reads_any_layout(self, name: str) -> bool:
         """Every reader of `name` is a kernel step that reads a channels-last operand at full
         speed: a fused elementwise step taking it as a kernel input (its binding reads a 3-5-D
-        channels-last operand through (spatial, channel) tiles: ks_channels_last_operand), or a
+        channels-last operand through (spatial, channel) tiles: ks_channels_last_operand), a
         pooling or batch-statistics step whose inputs[0] it is (read through its strides, any
-        rank); not an output (`<output>` among the users), view or other op.  5-D readers were
+        rank), or a reduction of it over the channels alone (read as rows); not an output (`<output>` among the users), view or other op.  5-D readers were
         converted back to NCDHW until 2026-11-27 though the tiled kernel took them: its first
         form was slow (bench/results/2026-11-27-h100-conv-profiles)."""
         users = self.graph.users().get(name, [])
         steps = {n: s for s in self.plan.steps for n in s.nodes}
 
+        rank = self.rank(name)
+
         def fast(step) -> bool:
             spec = step.spec or {}
+            first = bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
             if spec.get("type") in ("pool", "batch_stats"):  # windows / statistics over its strides
-                return bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
+                return first
+            if spec.get("type") == "reduction":  # over the channels alone: rows of the NHWC tensor
+                return first and reduces_channels_alone(spec, rank)
             return step.technique == "fused_elementwise" and name in step.inputs
 
         return bool(users) and all(u in steps and fast(steps[u]) for u in users)
@@ -288,3 +294,13 @@ class Program:
             device = f"{local(first[0].name)}.device" if first else 'torch.device("cuda")'
             self.lines.insert(0, f"_device = {device}")
         return self.lines
+
+
+def reduces_channels_alone(spec: dict, rank: int | None) -> bool:
+    """A reduction (not a normalisation, whose output has the input's shape) over dim 1 alone of
+    a 3-5-D tensor: on a channels-last input its binding reads rows of the NHWC memory
+    (reduction/binding_channels_last.cpp)."""
+    dim = spec.get("dim")
+    if rank is None or not 3 <= rank <= 5 or spec.get("kind") in NORMALIZING or not isinstance(dim, int):
+        return False
+    return (dim % rank) == 1 and spec.get("dim_count", 1) == 1

@@ -127,6 +127,12 @@ static inline int ks_channels_last_operand(std::vector<at::Tensor*> ts, c10::Int
   }
   return -1;
 }
+// `t` (broadcastable to an nd-dim tensor) as a view with dim 1 moved last: a channels-last
+// tensor reduced over its channels is then read as contiguous rows (ks_reduce_channels_last).
+static inline at::Tensor ks_channels_to_last(at::Tensor t, int64_t nd) {
+  while (t.dim() < nd) t = t.unsqueeze(0);
+  return t.movedim(1, nd - 1);
+}
 // Whether the row kernels can read this operand (offset within a row = base + col, or constant).
 // `any_layout`: group_norm's row kernels, which read every layout but general strides
 // (ks_load_row_any).
