@@ -190,7 +190,10 @@ def test_a_channels_last_conv_output_reduced_over_its_channels_alone_stays_nhwc(
     """A reduction over dim 1 alone reads the NHWC memory as rows (the binding's re-view); one
     over the spatial dims does not, and gets the copy back to NCHW."""
     sources = {}
-    for label, reduce in (("channels", "torch.amin(y, dim=1, keepdim=True)"), ("spatial", "y.sum(dim=[2, 3])")):
+    for label, reduce in (("channels", "torch.amin(y, dim=1, keepdim=True)"), ("spatial", "y.sum(dim=[2, 3])"),
+                          # values and indices: the conv + bias node stays in the graph, absorbed
+                          # into the reduction's prologue copy (level2/25): not a reader
+                          ("min_dim", "torch.min(y, dim=1, keepdim=True)[0]")):
         path = tmp_path / f"{label}.py"
         path.write_text(textwrap.dedent(f"""
             import torch
@@ -211,6 +214,8 @@ def test_a_channels_last_conv_output_reduced_over_its_channels_alone_stays_nhwc(
     assert "_KS.ks_layout_swap(v_x, True)" in sources["channels"]
     assert "ks_layout_swap(v_conv2d_nobias, False)" not in sources["channels"]
     assert "ks_layout_swap(v_conv2d_nobias, False)" in sources["spatial"]
+    assert "_KS.ks_layout_swap(v_x, True)" in sources["min_dim"]
+    assert "ks_layout_swap(v_conv2d_nobias, False)" not in sources["min_dim"]
 
 
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------

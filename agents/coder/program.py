@@ -85,6 +85,7 @@ class Program:
         self.lines: list[str] = []
         self.defined: set[str] = set()
         self.produced_by_step = {o: s.id for s in plan.steps for o in s.outputs}
+        self._materialised: set[str] | None = None  # see materialised()
         self.uses_device = False
         self.splits_convolutions = False  # a 3xTF32 convolution calls the splitting pass
         # Programs with a convolution carry the layout copy whether or not they call it: the
@@ -257,7 +258,27 @@ class Program:
                 return first and reduces_channels_alone(spec, rank)
             return step.technique == "fused_elementwise" and name in step.inputs
 
-        return bool(users) and all(u in steps and fast(steps[u]) for u in users)
+        # users the program never computes (a node a step's rewrite absorbed, as level2/25's
+        # conv + bias add, read by the reduction through its own prologue copy) do not count
+        live = [u for u in users if u in steps or not self.graph.has(u) or u in self.materialised()]
+        return bool(live) and all(u in steps and fast(steps[u]) for u in live)
+
+    def materialised(self) -> set[str]:
+        """Graph nodes outside every step that the program computes: the host / view ops and
+        placeholders that steps' inputs and the outputs reach through other such nodes."""
+        if self._materialised is None:
+            in_steps = {n for s in self.plan.steps for n in s.nodes}
+            todo = [i for s in self.plan.steps for i in s.inputs]
+            todo += [v.node for v in self.graph.outputs if isinstance(v, NodeRef)]
+            seen: set[str] = set()
+            while todo:
+                name = todo.pop()
+                if name in seen or name in in_steps or not self.graph.has(name):
+                    continue
+                seen.add(name)
+                todo += self.graph.node(name).refs()
+            self._materialised = seen
+        return self._materialised
 
     def root(self, name: str) -> str:
         """Follow view ops back to the value whose memory they share."""
