@@ -18,7 +18,7 @@ mkdir -p "$OUT/bench" /tmp/ws_v
   --timing-budget 1 --only "$LIST" >"$OUT/bench/console.log" 2>&1; echo "bench exit $? at $((SECONDS - start)) s") & b=$!
 T="python -P -m pytest -q -rfE -p no:cacheprovider -m gpu --durations=3"
 CUDA_VISIBLE_DEVICES=0 timeout -s INT 400 $T -n 4 tests/test_codegen_gpu.py tests/test_batch_norm_gpu.py \
-  tests/test_layout_swap_gpu.py -k "channels_last or tiled or binary or rows or reduction_over_the_channels or statistics or prologue or swap" \
+  tests/test_layout_swap_gpu.py -k "channels_last or tiled or binary or rows or reduction_over_the_channels or statistics or prologue or swap or module_matches" \
   >"$OUT/tests.log" 2>&1
 echo "tests exit $? at $((SECONDS - start)) s"; grep -E "passed|failed|FAILED|Error" "$OUT/tests.log" | tail -20
 CUDA_VISIBLE_DEVICES=0 timeout 120 python bench/results/2026-11-27-h100x4-l2-nhwc-kernels/nhwc_ab.py >"$OUT/ab.txt" 2>&1
