@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU validation of branch nhwc-lean-narrow (written in the fifteenth session, when no device
 # time was left): the channels-last elementwise kernels' lean and narrow forms, the NCHW rows
-# form, reductions over a channels-last input's channels; then their speed and a level-2 bench.
+# form, reductions over a channels-last input's channels, its spatial dims (global pooling) or all
+# but the batch; then their speed and a level-2 bench (the global-pooling problems 44, 67, 42 early:
+# 21 problems may not all finish in one call).
 # Run on 4 GPUs (`nvidia-h100-x4`, carry .kb/kernelbench): GPU 0 tests and A/B, GPUs 1-3 bench.
 # Merge into main only if every test passes and the bench is no worse than
 # bench/results/2026-11-27-h100x4-l2-nhwc-kernels on its 15 problems.
@@ -11,7 +13,7 @@ start=$SECONDS
 python -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || tail -5 "$OUT/install.log"
 export MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 L=level2
-LIST="$L/52_Conv2d_Activation_BatchNorm,$L/93_ConvTranspose2d_Add_Min_GELU_Multiply,$L/25_Conv2d_Min_Tanh_Tanh,$L/32_Conv2d_Scaling_Min,$L/36_ConvTranspose2d_Min_Sum_GELU_Add,$L/48_Conv3d_Scaling_Tanh_Multiply_Sigmoid,$L/54_Conv2d_Multiply_LeakyReLU_GELU,$L/87_Conv2d_Subtract_Subtract_Mish,$L/73_Conv2d_BatchNorm_Scaling,$L/16_ConvTranspose2d_Mish_Add_Hardtanh_Scaling,$L/5_ConvTranspose2d_Subtract_Tanh,$L/2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide,$L/69_Conv2d_HardSwish_ReLU,$L/31_Conv2d_Min_Add_Multiply,$L/58_ConvTranspose3d_LogSumExp_HardSwish_Subtract_Clamp,$L/7_Conv3d_ReLU_LeakyReLU_GELU_Sigmoid_BiasAdd,$L/20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd,$L/47_Conv3d_Mish_Tanh"
+LIST="$L/52_Conv2d_Activation_BatchNorm,$L/93_ConvTranspose2d_Add_Min_GELU_Multiply,$L/44_ConvTranspose2d_Multiply_GlobalAvgPool_GlobalAvgPool_Mean,$L/67_Conv2d_GELU_GlobalAvgPool,$L/42_ConvTranspose2d_GlobalAvgPool_BiasAdd_LogSumExp_Sum_Multiply,$L/25_Conv2d_Min_Tanh_Tanh,$L/32_Conv2d_Scaling_Min,$L/36_ConvTranspose2d_Min_Sum_GELU_Add,$L/48_Conv3d_Scaling_Tanh_Multiply_Sigmoid,$L/54_Conv2d_Multiply_LeakyReLU_GELU,$L/87_Conv2d_Subtract_Subtract_Mish,$L/73_Conv2d_BatchNorm_Scaling,$L/16_ConvTranspose2d_Mish_Add_Hardtanh_Scaling,$L/5_ConvTranspose2d_Subtract_Tanh,$L/2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide,$L/69_Conv2d_HardSwish_ReLU,$L/31_Conv2d_Min_Add_Multiply,$L/58_ConvTranspose3d_LogSumExp_HardSwish_Subtract_Clamp,$L/7_Conv3d_ReLU_LeakyReLU_GELU_Sigmoid_BiasAdd,$L/20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd,$L/47_Conv3d_Mish_Tanh"
 mkdir -p "$OUT/bench" /tmp/ws_v
 (CUDA_VISIBLE_DEVICES=1,2,3 timeout --foreground -s INT -k 15 $((570 - (SECONDS - start))) kernelstitch bench \
   .kb/kernelbench --out "$OUT/bench" --workspace /tmp/ws_v --jobs 3 --build-jobs 16 --time-limit 240 \

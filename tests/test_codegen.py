@@ -93,6 +93,11 @@ def reduction_specs() -> list[ReductionSpec]:
                 trailing=True,  # as the planner marks a last-dim reduction: no column kernels
             )
         )
+    # global pooling built with its column kernels: the channels-last [N, S, C] view's binding
+    specs.append(ReductionSpec(
+        "red_mean_spatial", "mean", (TensorArg("x", "float32"), TensorArg("b", "float32"), TensorArg("e", "float32")),
+        dim=2, dim_count=2, keepdim=True, out_dtype="float32", prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+        epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
     for kind in ("softmax", "log_softmax"):
         specs.append(
             ReductionSpec(
@@ -458,6 +463,20 @@ def test_reductions_view_a_channels_last_input_as_rows_but_normalisations_do_not
     assert "in_2 = ks_channels_to_last" not in red.binding  # the epilogue's operand: the output's shape
     soft = emit(ReductionSpec("s_c", "softmax", args[:1], dim=1, keepdim=False, out_dtype="float32"))
     assert "ks_channels_to_last" not in soft.binding
+
+
+def test_global_pooling_views_a_channels_last_input_as_columns_only_with_column_kernels():
+    """Every spatial dim reduced: the channels-last re-view covers it only in a build with column
+    kernels (a `trailing` build has none and reads such an input through its strides); all but
+    the batch dim is rows in either layout, so the trailing build views it too."""
+    x = (TensorArg("x", "float32"),)
+    columns = emit(ReductionSpec("g_c", "mean", x, dim=2, dim_count=2, keepdim=True, out_dtype="float32"))
+    trailing = emit(ReductionSpec("g_t", "mean", x, dim=2, dim_count=2, keepdim=True, out_dtype="float32",
+                                  trailing=True))
+    assert "|| (dim == 2 && count == nd - 2)" in columns.binding
+    assert "ks_channels_to_last(in_0, nd)" in trailing.binding
+    assert "|| (dim == 2 && count == nd - 2)" not in trailing.binding
+    assert "count == nd - 1" in trailing.binding
 
 
 def test_binding_contract():

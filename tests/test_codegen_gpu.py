@@ -110,6 +110,16 @@ def _specs():
             f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=-1, keepdim=False,
             out_dtype="float32", prologue=(E("add", ("x", "b"), "p"), E("mul", ("p", 0.5), "q")), prologue_out="q"))
         specs.append(ReductionSpec(f"t_{kind}_d1", kind, (TensorArg("x", "float32"),), dim=1, keepdim=False, out_dtype="float32"))
+    # global pooling (every spatial dim; column kernels built, so a channels-last input is read as
+    # [N, S, C] columns) and a reduction over all but the batch dim (rows in either layout)
+    specs.append(ReductionSpec(
+        "t_mean_spatial_chan", "mean", (TensorArg("x", "float32"), TensorArg("b", "float32"), TensorArg("e", "float32")),
+        dim=2, dim_count=2, keepdim=True, out_dtype="float32", prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+        epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
+    specs.append(ReductionSpec("t_amax_spatial3", "amax", (TensorArg("x", "float32"),), dim=2, dim_count=3,
+                               keepdim=False, out_dtype="float32"))
+    specs.append(ReductionSpec("t_sum_but_batch", "sum", (TensorArg("x", "float32"),), dim=1, dim_count=3,
+                               keepdim=False, out_dtype="float32", trailing=True))
     # strided dims with a per-channel operand (a conv bias) in the prologue and one in the epilogue
     specs.append(ReductionSpec(
         "t_softmax_d1_chan", "softmax", (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=1,
@@ -434,6 +444,27 @@ def test_reduction_over_the_channels_of_a_channels_last_input(ext, shape):
     b = rnd(shape[1]).view(-1, *([1] * (len(shape) - 2)))
     e = rnd(shape[0], *shape[2:])
     check(poisoned(ext.t_logsumexp_d1_chan, x, b, e), torch.logsumexp(x + b, 1) + e, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(16, 128, 64, 64), (3, 40, 7, 9), (2, 33, 1, 70), (8, 16, 128, 128)])
+def test_global_pooling_and_all_but_batch_of_a_channels_last_input(ext, shape):
+    """Reductions over every spatial dim of a channels-last input read it as [N, S, C] columns
+    (the binding's re-view, column kernels built), over all but the batch as rows of S * C; the
+    results are the contiguous [N, C] / [N] ones, with a per-channel prologue operand (a conv
+    bias) and an epilogue operand over the output keeping their meaning."""
+    x = rnd(*shape).contiguous(memory_format=torch.channels_last)
+    b, e = rnd(shape[1]).view(-1, 1, 1), rnd(shape[1]).view(-1, 1, 1)
+    got = poisoned(ext.t_mean_spatial_chan, x, b, e)
+    assert got.shape == (shape[0], shape[1], 1, 1) and got.is_contiguous()
+    check(got, (x + b).mean((2, 3), keepdim=True) + e, rtol=1e-4, atol=1e-4)
+    check(poisoned(ext.t_sum_but_batch, x), x.sum((1, 2, 3)), rtol=1e-4, atol=1e-2)
+    x5 = rnd(shape[0], shape[1], 3, *shape[2:]).contiguous(memory_format=torch.channels_last_3d)
+    got5 = poisoned(ext.t_amax_spatial3, x5)
+    assert got5.is_contiguous()
+    check(got5, x5.amax((2, 3, 4)), rtol=0, atol=0)
+    # the same kernels on contiguous inputs (no re-view)
+    check(poisoned(ext.t_mean_spatial_chan, x.contiguous(), b, e), (x + b).mean((2, 3), keepdim=True) + e,
+          rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax", "logsumexp", "amax"])

@@ -186,14 +186,16 @@ def test_channels_last_conv_output_stays_nhwc_only_for_fused_elementwise_readers
     assert "v_conv2d = _KS.ks_layout_swap(v_conv2d, False)" in src  # an output and a view read it
 
 
-def test_a_channels_last_conv_output_reduced_over_its_channels_alone_stays_nhwc(tmp_path):
-    """A reduction over dim 1 alone reads the NHWC memory as rows (the binding's re-view); one
-    over the spatial dims does not, and gets the copy back to NCHW."""
-    sources = {}
-    for label, reduce in (("channels", "torch.amin(y, dim=1, keepdim=True)"), ("spatial", "y.sum(dim=[2, 3])"),
-                          # values and indices: the conv + bias node stays in the graph, absorbed
-                          # into the reduction's prologue copy (level2/25): not a reader
-                          ("min_dim", "torch.min(y, dim=1, keepdim=True)[0]")):
+def test_a_channels_last_conv_output_reduced_over_channels_spatial_dims_or_all_stays_nhwc(tmp_path):
+    """Reductions over dim 1 alone, over every spatial dim (global pooling) or over all but the
+    batch read the NHWC memory with its channels last (the binding's re-view); global pooling is
+    then planned with its column kernels (not `trailing`), and only in the channels-last
+    variant.  A reduction over one spatial dim of several does not, and gets the copy back."""
+    from kernelstitch.agents.planner.variants import propose_variants
+
+    sources, plans = {}, {}
+    for label, reduce in (("channels", "torch.amin(y, dim=1, keepdim=True)"), ("spatial", "y.mean(dim=[2, 3])"),
+                          ("all", "y.sum(dim=[1, 2, 3])"), ("height", "y.sum(dim=2)")):
         path = tmp_path / f"{label}.py"
         path.write_text(textwrap.dedent(f"""
             import torch
@@ -210,12 +212,19 @@ def test_a_channels_last_conv_output_reduced_over_its_channels_alone_stays_nhwc(
         """))
         result = generate_builtin(path, None, tmp_path / label / "model_new.py")
         assert result.plan.host.channels_last
-        sources[label] = result.source
-    assert "_KS.ks_layout_swap(v_x, True)" in sources["channels"]
-    assert "ks_layout_swap(v_conv2d_nobias, False)" not in sources["channels"]
-    assert "ks_layout_swap(v_conv2d_nobias, False)" in sources["spatial"]
-    assert "_KS.ks_layout_swap(v_x, True)" in sources["min_dim"]
-    assert "ks_layout_swap(v_conv2d_nobias, False)" not in sources["min_dim"]
+        sources[label], plans[label] = result.source, result.plan
+    for label in ("channels", "spatial", "all"):
+        assert "_KS.ks_layout_swap(v_x, True)" in sources[label], label
+        assert "ks_layout_swap(v_conv2d_nobias, False)" not in sources[label], label
+    assert "ks_layout_swap(v_conv2d_nobias, False)" in sources["height"]
+
+    def reduction(plan):
+        return next(s.spec for s in plan.steps if (s.spec or {}).get("type") == "reduction")
+
+    assert reduction(plans["spatial"])["trailing"] is False  # column kernels for the [N, S, C] view
+    assert reduction(plans["all"])["trailing"] is True  # rows of S * C in either layout
+    nchw = next(v for v in propose_variants(plans["spatial"].graph, None, plans["spatial"]) if v.name == "nchw")
+    assert not nchw.plan.host.channels_last and reduction(nchw.plan)["trailing"] is True
 
 
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------

@@ -241,7 +241,9 @@ class Program:
         speed: a fused elementwise step taking it as a kernel input (its binding reads a 3-5-D
         channels-last operand through (spatial, channel) tiles: ks_channels_last_operand), a
         pooling or batch-statistics step whose inputs[0] it is (read through its strides, any
-        rank), or a reduction of it over the channels alone (read as rows); not an output (`<output>` among the users), view or other op.  5-D readers were
+        rank), or a reduction of it over the channels, the spatial dims or all but the batch (read
+        with its channels last: reads_channels_last); not an output (`<output>` among the users),
+        view or other op.  5-D readers were
         converted back to NCDHW until 2026-11-27 though the tiled kernel took them: its first
         form was slow (bench/results/2026-11-27-h100-conv-profiles)."""
         users = self.graph.users().get(name, [])
@@ -254,8 +256,8 @@ class Program:
             first = bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
             if spec.get("type") in ("pool", "batch_stats"):  # windows / statistics over its strides
                 return first
-            if spec.get("type") == "reduction":  # over the channels alone: rows of the NHWC tensor
-                return first and reduces_channels_alone(spec, rank)
+            if spec.get("type") == "reduction":  # viewed [N, S..., C]: rows or columns
+                return first and reads_channels_last(spec, rank)
             return step.technique == "fused_elementwise" and name in step.inputs
 
         # users the program never computes (a node a step's rewrite absorbed, as level2/25's
@@ -317,11 +319,15 @@ class Program:
         return self.lines
 
 
-def reduces_channels_alone(spec: dict, rank: int | None) -> bool:
-    """A reduction (not a normalisation, whose output has the input's shape) over dim 1 alone of
-    a 3-5-D tensor: on a channels-last input its binding reads rows of the NHWC memory
-    (reduction/binding_channels_last.cpp)."""
-    dim = spec.get("dim")
+def reads_channels_last(spec: dict, rank: int | None) -> bool:
+    """A reduction (not a normalisation, whose output has the input's shape) of a 3-5-D tensor
+    whose binding reads a channels-last input viewed [N, S..., C] (reduction/binding_channels_last.cpp):
+    over dim 1 alone (rows of C), over every spatial dim (columns; only when built with its
+    column kernels, i.e. not `trailing`: planner.builtin.layout_readers) or over all but dim 0."""
+    dim, count = spec.get("dim"), spec.get("dim_count", 1)
     if rank is None or not 3 <= rank <= 5 or spec.get("kind") in NORMALIZING or not isinstance(dim, int):
         return False
-    return (dim % rank) == 1 and spec.get("dim_count", 1) == 1
+    dim %= rank
+    if dim == 1:
+        return count in (1, rank - 1)
+    return dim == 2 and count == rank - 2 and not spec.get("trailing")

@@ -77,6 +77,8 @@ ReductionKind = Literal[
     "sum", "mean", "amax", "amin", "logsumexp",  # produce the reduced shape
     "softmax", "log_softmax", "layer_norm", "group_norm",  # produce the input's shape
 ]
+# The normalising kinds: their output has the input's shape.
+NORMALIZING_KINDS = frozenset({"softmax", "log_softmax", "layer_norm", "group_norm"})
 
 
 @dataclass(frozen=True)

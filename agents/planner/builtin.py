@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from dataclasses import replace
 
 from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, PlanStep, human_bytes
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
@@ -22,6 +23,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     ElementwiseSpec,
     GemmSpec,
     NllLossSpec,
+    NORMALIZING_KINDS,
     PoolSpec,
     ReductionSpec,
     ScanSpec,
@@ -121,6 +123,7 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool
         notes.append(idle)
     for step in steps:
         step.channels_last = channels_last_conv(step, rewritten.graph)
+    steps = layout_readers(steps, rewritten.graph, any(s.channels_last for s in steps))
     return Plan(
         module=graph.module,
         source_path=graph.source_path,
@@ -599,6 +602,30 @@ def measured_layout_conv(step: PlanStep, graph: Graph) -> bool:
     meta = graph.node(step.inputs[0]).meta
     return meta is not None and meta.rank in (4, 5) and meta.dtype in (
         "float32", "float16", "bfloat16")
+
+
+def layout_readers(steps: list[PlanStep], graph: Graph, channels_last: bool) -> list[PlanStep]:
+    """`steps` with each reduction over every spatial dim of a 3-5-D tensor built for the layout
+    it reads: where a channels-last convolution step (with `channels_last`, the plan's host
+    setting) makes that tensor, the reduction binding reads it as [N, S, C] columns
+    (cuda/reduction/binding_channels_last.cpp), which needs the column kernels a reduction over
+    the trailing dims is built without (`trailing`: fewer kernels to compile); otherwise the
+    trailing build.  The coder then keeps the convolution's output NHWC for it."""
+    nhwc = {name for s in steps if channels_last and s.channels_last for name in s.outputs}
+    out = []
+    for step in steps:
+        spec = step.spec or {}
+        inputs = spec.get("inputs") or []
+        dim, count = spec.get("dim"), spec.get("dim_count", 1)
+        meta = graph.node(inputs[0]["name"]).meta if inputs and graph.has(inputs[0].get("name", "")) else None
+        spatial = (spec.get("type") == "reduction" and spec.get("kind") not in NORMALIZING_KINDS
+                   and isinstance(dim, int) and meta is not None and 3 <= meta.rank <= 5
+                   and dim % meta.rank == 2 and count == meta.rank - 2)
+        trailing = not (inputs[0]["name"] in nhwc) if spatial else None
+        if spatial and spec.get("trailing") != trailing:
+            step = replace(step, spec={**spec, "trailing": trailing})
+        out.append(step)
+    return out
 
 
 def channels_last_conv(step: PlanStep, graph: Graph) -> bool:

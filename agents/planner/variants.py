@@ -21,6 +21,7 @@ from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionKnobs, spec_
 from kernelstitch.agents.planner.attention import has_attention
 from kernelstitch.agents.planner.builtin import (
     channels_last_conv,
+    layout_readers,
     measured_layout_conv,
     plan_builtin,
 )
@@ -146,8 +147,8 @@ def knob_variants(variant: PlanVariant, ran: dict[str, list[str]]) -> list[PlanV
 
 def _with_channels_last(variant: PlanVariant, on: bool) -> PlanVariant:
     plan = variant.plan
-    steps = [replace(s, channels_last=on and channels_last_conv(s, plan.graph))
-             for s in plan.steps]
+    steps = layout_readers([replace(s, channels_last=on and channels_last_conv(s, plan.graph))
+                            for s in plan.steps], plan.graph, on)
     layout = "NHWC" if on else "NCHW"
     host = replace(plan.host, channels_last=on, reasons=[
         *plan.host.reasons, f"variant: 2-D convolutions in {layout} (measured against the "
@@ -159,8 +160,8 @@ def _with_channels_last(variant: PlanVariant, on: bool) -> PlanVariant:
 def _with_channels_last_nd(variant: PlanVariant) -> PlanVariant:
     """3-D and transposed convolutions channels-last (NDHWC / NHWC), measured only."""
     plan = variant.plan
-    steps = [replace(s, channels_last=True) if measured_layout_conv(s, plan.graph) else s
-             for s in plan.steps]
+    steps = layout_readers([replace(s, channels_last=True) if measured_layout_conv(s, plan.graph) else s
+                            for s in plan.steps], plan.graph, True)
     host = replace(plan.host, channels_last=True, reasons=[
         *plan.host.reasons, "variant: 3-D / transposed convolutions channels-last (NDHWC / "
                             "NHWC; measured against the default layout)"])

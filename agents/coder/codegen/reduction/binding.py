@@ -34,11 +34,13 @@ def binding(r: Reduction) -> str:
         else:
             out_shape = "out_shape = x_sizes; out_shape.erase(out_shape.begin() + dim, out_shape.begin() + dim + count);"
         # a reduction (not a normalisation: its output has the input's shape) of a channels-last
-        # input over the channels alone reads it as rows (binding_channels_last.cpp)
+        # input over the channels, the spatial dims or all but the batch reads it with its
+        # channels last (binding_channels_last.cpp)
         channels_last = "" if r.normalizing else render(
             "reduction/binding_channels_last.cpp",
             permute="\n    ".join(f"in_{k} = ks_channels_to_last(in_{k}, nd);"
-                                  for k in range(n) if k not in r.roles.epilogue))
+                                  for k in range(n) if k not in r.roles.epilogue),
+            spatial="" if spec.trailing else " || (dim == 2 && count == nd - 2)")
         view = render("reduction/binding_view_dim.cpp", name=name, dim=spec.dim, count=spec.dim_count,
                       out_shape=out_shape, channels_last=channels_last)
     ptrs = ", ".join(f"&in_{k}" for k in range(n))
