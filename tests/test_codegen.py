@@ -479,6 +479,29 @@ def test_global_pooling_views_a_channels_last_input_as_columns_only_with_column_
     assert "count == nd - 1" in trailing.binding
 
 
+def test_split_extension_kernels_keeps_name_only_copies_together_and_balances_the_text():
+    """The GPU tests' parallel extensions: every kernel in exactly one part, at most `parts`
+    parts, copies but for the name with their first (one compile, an alias binding), and no part
+    heavier than the lightest by more than the heaviest family's text."""
+    from kernelstitch.agents.coder.codegen import split_extension_kernels
+    from kernelstitch.agents.coder.codegen.common import renamed_kernel
+
+    specs = elementwise_specs() + reduction_specs()[:4]
+    specs += [replace(specs[0], name="ew_copy"), replace(reduction_specs()[0], name="red_copy")]
+    kernels = [emit(s) for s in specs]
+    for parts in (1, 3, 8, 100):
+        groups = split_extension_kernels(kernels, parts)
+        assert 1 <= len(groups) <= parts
+        assert sorted(k.function for g in groups for k in g) == sorted(k.function for k in kernels)
+        where = {k.function: i for i, g in enumerate(groups) for k in g}
+        assert where["ew_copy"] == where[specs[0].name] and where["red_copy"] == where[reduction_specs()[0].name]
+        families = {renamed_kernel(k.cuda, k.function) for k in kernels}
+        weights = [sum(len(t) for t in {renamed_kernel(k.cuda, k.function) for k in g}) for g in groups]
+        assert max(weights) - min(weights) <= max(len(t) for t in families)
+        cpp, _, names = build_extension_sources(groups[0])  # each part assembles on its own
+        assert names == [k.function for k in groups[0]] and cpp
+
+
 def test_binding_contract():
     ew = emit_elementwise(elementwise_specs()[-1])
     assert ew.python_args == ("x", "h")

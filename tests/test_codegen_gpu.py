@@ -1,9 +1,15 @@
-"""Emitted kernels against PyTorch on the GPU: every test spec built with ONE load_inline, fresh
-random inputs per check, outputs allocated on NaN-poisoned memory (unwritten elements show)."""
+"""Emitted kernels against PyTorch on the GPU: the test specs built with load_inline (one
+extension, or several built at once on a many-core machine: load_kernels), fresh random inputs
+per check, outputs allocated on NaN-poisoned memory (unwritten elements show)."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -26,6 +32,7 @@ from kernelstitch.agents.coder.codegen import (
     TensorArg,
     build_extension_sources,
     emit,
+    split_extension_kernels,
 )
 from kernelstitch.agents.plan.kernel_spec import UNARY_OPS
 
@@ -150,16 +157,66 @@ def _specs():
     return specs
 
 
-def load_kernels(name: str, specs: list):
-    """Every spec's kernel in ONE load_inline extension called `name`."""
+# Builds one part in a child process (torch's JIT build, then nothing): the parent then loads
+# every part from torch's extension folder, where the sources' hash finds them built.
+_BUILD_PART = """
+import json, sys
+from torch.utils.cpp_extension import load_inline
+a = json.loads(sys.stdin.read())
+load_inline(name=a["name"], cpp_sources=[a["cpp"]], cuda_sources=[a["cuda"]], functions=a["functions"],
+            extra_cflags=a["cflags"], extra_cuda_cflags=a["cuda_cflags"], extra_ldflags=a["ldflags"], verbose=False)
+"""
+
+
+def extension_parts() -> int:
+    """How many extensions load_kernels builds at once: $KS_TEST_EXTENSION_PARTS, else one per
+    two cores (at most 8; a load_inline build runs two compilers, the binding and the kernels)."""
+    env = os.environ.get("KS_TEST_EXTENSION_PARTS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+class Kernels:
+    """The functions of several extensions under one namespace (`ext.t_chain_float32`)."""
+
+    def __init__(self, modules: list) -> None:
+        self._modules = modules
+
+    def __getattr__(self, attr: str):
+        for module in self._modules:
+            if hasattr(module, attr):
+                return getattr(module, attr)
+        raise AttributeError(attr)
+
+
+def load_kernels(name: str, specs: list, parts: int | None = None):
+    """Every spec's kernel in load_inline extensions called `name` (one part) or `name`_p0.. built
+    at once in child processes (split_extension_kernels: nvcc compiles one translation unit on one
+    core, and one unit of the codegen specs took 170-240 s on the 16-core GPU machine)."""
     from torch.utils.cpp_extension import load_inline
 
-    cpp, cuda, names = build_extension_sources([emit(s) for s in specs])
-    return load_inline(
-        name=name, cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
-        extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False,
-    )
+    groups = split_extension_kernels([emit(s) for s in specs], extension_parts() if parts is None else parts)
+    sources = [build_extension_sources(group) for group in groups]
+    names = [name] if len(groups) == 1 else [f"{name}_p{k}" for k in range(len(groups))]
+    flags = {"cflags": list(EXTRA_CFLAGS), "cuda_cflags": list(EXTRA_CUDA_CFLAGS), "ldflags": list(EXTRA_LDFLAGS)}
+    if len(groups) > 1:
+        def build(k: int) -> subprocess.CompletedProcess:
+            cpp, cuda, functions = sources[k]
+            payload = json.dumps({"name": names[k], "cpp": cpp, "cuda": cuda, "functions": functions, **flags})
+            return subprocess.run([sys.executable, "-c", _BUILD_PART], input=payload, text=True,
+                                  capture_output=True, check=False)
+
+        with ThreadPoolExecutor(len(groups)) as pool:
+            for done in pool.map(build, range(len(groups))):
+                assert done.returncode == 0, done.stderr[-4000:]
+    modules = [
+        load_inline(name=n, cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
+                    extra_cflags=flags["cflags"], extra_cuda_cflags=flags["cuda_cflags"],
+                    extra_ldflags=flags["ldflags"], verbose=False)
+        for n, (cpp, cuda, functions) in zip(names, sources)
+    ]
+    return modules[0] if len(modules) == 1 else Kernels(modules)
 
 
 @pytest.fixture(scope="module")

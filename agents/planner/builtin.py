@@ -14,6 +14,7 @@ from dataclasses import replace
 from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, PlanStep, human_bytes
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.kernel_spec import (
+    NORMALIZING_KINDS,
     ArgReduceSpec,
     AttentionSpec,
     BatchStatsSpec,
@@ -23,7 +24,6 @@ from kernelstitch.agents.plan.kernel_spec import (
     ElementwiseSpec,
     GemmSpec,
     NllLossSpec,
-    NORMALIZING_KINDS,
     PoolSpec,
     ReductionSpec,
     ScanSpec,
@@ -621,7 +621,7 @@ def layout_readers(steps: list[PlanStep], graph: Graph, channels_last: bool) -> 
         spatial = (spec.get("type") == "reduction" and spec.get("kind") not in NORMALIZING_KINDS
                    and isinstance(dim, int) and meta is not None and 3 <= meta.rank <= 5
                    and dim % meta.rank == 2 and count == meta.rank - 2)
-        trailing = not (inputs[0]["name"] in nhwc) if spatial else None
+        trailing = inputs[0]["name"] not in nhwc if spatial else None
         if spatial and spec.get("trailing") != trailing:
             step = replace(step, spec={**spec, "trailing": trailing})
         out.append(step)

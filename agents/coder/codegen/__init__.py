@@ -22,6 +22,7 @@ from kernelstitch.agents.coder.codegen.common import (
     EXTRA_CUDA_CFLAGS,
     EXTRA_LDFLAGS,
     build_extension_sources,
+    split_extension_kernels,
 )
 from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops, op_expression
@@ -105,6 +106,7 @@ __all__ = [
     "TensorArg",
     "TriangleSpec",
     "build_extension_sources",
+    "split_extension_kernels",
     "c_float",
     "compile_ops",
     "emit",
