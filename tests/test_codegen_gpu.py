@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -208,8 +209,10 @@ def load_kernels(name: str, specs: list, parts: int | None = None):
                                   capture_output=True, check=False)
 
         with ThreadPoolExecutor(len(groups)) as pool:
-            for done in pool.map(build, range(len(groups))):
-                assert done.returncode == 0, done.stderr[-4000:]
+            failed = [done for done in pool.map(build, range(len(groups))) if done.returncode != 0]
+        if failed:  # the loads below then build (and fail) in this process, one at a time
+            warnings.warn(f"{name}: a parallel build failed; building in-process: {failed[0].stderr[-2000:]}",
+                          stacklevel=2)
     modules = [
         load_inline(name=n, cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
                     extra_cflags=flags["cflags"], extra_cuda_cflags=flags["cuda_cflags"],
