@@ -502,6 +502,25 @@ def test_split_extension_kernels_keeps_name_only_copies_together_and_balances_th
         assert names == [k.function for k in groups[0]] and cpp
 
 
+def test_group_norm_reads_a_channels_last_input_with_its_nhwc_kernels_only_where_operands_allow():
+    """group_norm's binding takes the NHWC kernels for a channels-last input whose other operands
+    are all constant along the spatial dims (checked operand by operand), else copies the input
+    to NCHW; the launcher tries them before the channel-span kernels (which also set a span)."""
+    args = (TensorArg("x", "float32"), TensorArg("cb", "float32"), TensorArg("w", "float32"),
+            TensorArg("bb", "float32"), TensorArg("e", "float32"))
+    gn = emit(ReductionSpec("gn_cl", "group_norm", args, dim=1, keepdim=False, out_dtype="float32", groups=4,
+                            weight="w", bias="bb", prologue=(E("add", ("x", "cb"), "p"),), prologue_out="p",
+                            epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",),
+                            trailing=True))
+    assert all(f"ks_spatially_constant(in_{k}, nd)" in gn.binding for k in range(1, 5))
+    assert "if (!gn_nhwc) in_0 = in_0.contiguous();" in gn.binding
+    assert "gn_cl_gn_nhwc_stats" in gn.cuda and "gn_cl_gn_nhwc_apply<4><<<" in gn.cuda
+    assert gn.cuda.index("plan.gn_channels > 0") < gn.cuda.index("plan.span > 0")
+    # every operand but the input is loaded once a thread (the per-channel hoists)
+    for k, prefix in ((1, "a"), (2, "w"), (3, "w"), (4, "e")):
+        assert f"float {prefix}{k}[1] = {{ks_ld(p{k} + ks_row_base_any(d{k}, row, S))}};" in gn.cuda
+
+
 def test_binding_contract():
     ew = emit_elementwise(elementwise_specs()[-1])
     assert ew.python_args == ("x", "h")

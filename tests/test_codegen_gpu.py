@@ -118,6 +118,14 @@ def _specs():
             f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=-1, keepdim=False,
             out_dtype="float32", prologue=(E("add", ("x", "b"), "p"), E("mul", ("p", 0.5), "q")), prologue_out="q"))
         specs.append(ReductionSpec(f"t_{kind}_d1", kind, (TensorArg("x", "float32"),), dim=1, keepdim=False, out_dtype="float32"))
+    # group_norm as after a conv: bias and GELU in the prologue, affine, a per-channel epilogue
+    # operand; a channels-last input takes the NHWC kernels (gn_nhwc.cu)
+    specs.append(ReductionSpec(
+        "t_gn_conv", "group_norm", (TensorArg("x", "float32"), TensorArg("cb", "float32"), TensorArg("w", "float32"),
+                                    TensorArg("bb", "float32"), TensorArg("e", "float32")),
+        dim=1, keepdim=False, out_dtype="float32", groups=8, weight="w", bias="bb",
+        prologue=(E("add", ("x", "cb"), "p"), E("gelu", ("p",), "g")), prologue_out="g",
+        epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",), trailing=True))
     # global pooling (every spatial dim; column kernels built, so a channels-last input is read as
     # [N, S, C] columns) and a reduction over all but the batch dim (rows in either layout)
     specs.append(ReductionSpec(
@@ -525,6 +533,31 @@ def test_global_pooling_and_all_but_batch_of_a_channels_last_input(ext, shape):
     # the same kernels on contiguous inputs (no re-view)
     check(poisoned(ext.t_mean_spatial_chan, x.contiguous(), b, e), (x + b).mean((2, 3), keepdim=True) + e,
           rtol=1e-4, atol=1e-4)
+
+
+def _gn_conv_ref(x, cb, w, bb, e, groups=8):
+    g = torch.nn.functional.gelu(x + cb)
+    return torch.nn.functional.group_norm(g, groups, w, bb, eps=1e-5) * e
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 62, 62), (3, 32, 7, 9), (2, 256, 5, 33), (4, 16, 40, 40),
+                                   (2, 96, 1, 70), (2, 64, 6, 7, 9), (2, 264, 4, 4)])
+def test_group_norm_of_a_channels_last_input(ext, shape):
+    """group_norm (8 groups) of a channels-last input: the NHWC statistics and apply kernels where
+    every other operand is constant along the spatial dims and C <= 256, the output the
+    contiguous tensor; with a full-size epilogue operand, or 264 channels, the binding copies the
+    input to NCHW and the channel-span / row kernels run."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    c, tail = shape[1], [1] * (len(shape) - 2)
+    x = (rnd(*shape) * 3 + 1).contiguous(memory_format=fmt)
+    cb, e = rnd(c).view(c, *tail), rnd(c).view(c, *tail)
+    w, bb = rnd(c), rnd(c)
+    got = poisoned(ext.t_gn_conv, x, cb, w, bb, e)
+    assert got.is_contiguous()
+    check(got, _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)
+    full = rnd(*shape)  # a full-size epilogue operand: the copy
+    check(poisoned(ext.t_gn_conv, x, cb, w, bb, full), _gn_conv_ref(x, cb, w, bb, full), rtol=1e-4, atol=1e-4)
+    check(poisoned(ext.t_gn_conv, x.contiguous(), cb, w, bb, e), _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax", "logsumexp", "amax"])

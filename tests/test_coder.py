@@ -227,6 +227,39 @@ def test_a_channels_last_conv_output_reduced_over_channels_spatial_dims_or_all_s
     assert not nchw.plan.host.channels_last and reduction(nchw.plan)["trailing"] is True
 
 
+def test_channels_last_readers_need_spatially_constant_operands(tmp_path):
+    """A conv output stays NHWC for a group_norm (its NHWC kernels) and a channel reduction whose
+    other operands are constant along the spatial dims (conv bias, affine weights); a channel
+    reduction that also reads a full NCHW tensor gets the copy back (the re-view would read that
+    tensor through general strides)."""
+    sources = {}
+    for label, body, inputs in (
+            ("group_norm", "torch.tanh(self.norm(y))", "torch.randn(2, 3, 16, 16)"),
+            ("full_operand", "torch.sum(y * z, dim=1)", "torch.randn(2, 3, 16, 16), torch.randn(2, 8, 14, 14)")):
+        path = tmp_path / f"{label}.py"
+        args = "x, z" if label == "full_operand" else "x"
+        path.write_text(textwrap.dedent(f"""
+            import torch
+            import torch.nn as nn
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 8, 3)
+                    self.norm = nn.GroupNorm(4, 8)
+                def forward(self, {args}):
+                    y = self.conv(x)
+                    return {body}
+            def get_inputs():
+                return [{inputs}]
+        """))
+        result = generate_builtin(path, None, tmp_path / label / "model_new.py")
+        assert result.plan.host.channels_last
+        sources[label] = result.source
+    assert "_KS.ks_layout_swap(v_x, True)" in sources["group_norm"]
+    assert ", False)" not in sources["group_norm"].split("_KS.ks_layout_swap(v_x, True)")[1]
+    assert "ks_layout_swap(v_conv2d_nobias, False)" in sources["full_operand"]
+
+
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------
 
 def _normalised(text: str) -> str:

@@ -236,6 +236,21 @@ class Program:
         meta = self.graph.node(name).meta if self.graph.has(name) else None
         return meta.rank if meta is not None else None
 
+    def spatially_constant(self, name: str | None, rank: int | None) -> bool:
+        """Whether operand `name` of a reduction over a 3-5-D tensor of rank `rank` is constant
+        along its spatial dims (sizes 1 there, right-aligned: a conv bias, a per-channel weight,
+        a scalar), so the channels-last readers load it once a channel (the bindings check the
+        same at run time: ks_spatially_constant; group_norm copies its input back otherwise)."""
+        if name is None or rank is None:
+            return False
+        if not self.graph.has(name):
+            return True  # a constant the plan inlines, not an operand tensor
+        meta = self.graph.node(name).meta
+        if meta is None:
+            return False
+        lead = rank - len(meta.example_shape)
+        return lead >= 0 and all(size == 1 for k, size in enumerate(meta.example_shape) if k + lead >= 2)
+
     def reads_any_layout(self, name: str) -> bool:
         """Every reader of `name` is a kernel step that reads a channels-last operand at full
         speed: a fused elementwise step taking it as a kernel input (its binding reads a 3-5-D
@@ -256,8 +271,14 @@ class Program:
             first = bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
             if spec.get("type") in ("pool", "batch_stats"):  # windows / statistics over its strides
                 return first
-            if spec.get("type") == "reduction":  # viewed [N, S..., C]: rows or columns
-                return first and reads_channels_last(spec, rank)
+            if spec.get("type") == "reduction":  # viewed [N, S..., C], or group_norm's NHWC kernels
+                # operands permuted with it (an epilogue's keep the output's shape; group_norm's
+                # NHWC kernels load every other one once a channel, its [C] affine weights too)
+                skip = ({spec.get("weight"), spec.get("bias")} if spec.get("kind") == "group_norm"
+                        else set(spec.get("epilogue_inputs") or ()))
+                others = [i.get("name") for i in spec["inputs"][1:] if i.get("name") not in skip] if first else []
+                return (first and reads_channels_last(spec, rank)
+                        and all(self.spatially_constant(o, rank) for o in others))
             return step.technique == "fused_elementwise" and name in step.inputs
 
         # users the program never computes (a node a step's rewrite absorbed, as level2/25's
@@ -320,11 +341,15 @@ class Program:
 
 
 def reads_channels_last(spec: dict, rank: int | None) -> bool:
-    """A reduction (not a normalisation, whose output has the input's shape) of a 3-5-D tensor
-    whose binding reads a channels-last input viewed [N, S..., C] (reduction/binding_channels_last.cpp):
-    over dim 1 alone (rows of C), over every spatial dim (columns; only when built with its
-    column kernels, i.e. not `trailing`: planner.builtin.layout_readers) or over all but dim 0."""
+    """A reduction of a 3-5-D tensor whose binding reads a channels-last input at full speed:
+    viewed [N, S..., C] (reduction/binding_channels_last.cpp; not a normalisation, whose output
+    has the input's shape) over dim 1 alone (rows of C), over every spatial dim (columns; only
+    when built with its column kernels, i.e. not `trailing`: planner.builtin.layout_readers) or
+    over all but dim 0; or a group_norm (reduction/gn_nhwc.cu, when its other operands are
+    constant along the spatial dims; its binding copies the input to NCHW otherwise)."""
     dim, count = spec.get("dim"), spec.get("dim_count", 1)
+    if spec.get("kind") == "group_norm":  # its NHWC kernels (gn_nhwc.cu; else its binding copies)
+        return rank is not None and 3 <= rank <= 5
     if rank is None or not 3 <= rank <= 5 or spec.get("kind") in NORMALIZING or not isinstance(dim, int):
         return False
     dim %= rank

@@ -133,6 +133,14 @@ static inline at::Tensor ks_channels_to_last(at::Tensor t, int64_t nd) {
   while (t.dim() < nd) t = t.unsqueeze(0);
   return t.movedim(1, nd - 1);
 }
+// Whether an operand broadcast against an nd-dim [N, C, S...] tensor is constant along S (size 1
+// in every spatial dim): per-channel weights, a conv bias, per-(n, c) values, scalars.
+static inline bool ks_spatially_constant(const at::Tensor& t, int64_t nd) {
+  const int64_t lead = nd - t.dim();
+  for (int64_t k = 0; k < t.dim(); ++k)
+    if (k + lead >= 2 && t.size(k) != 1) return false;
+  return true;
+}
 // Whether the row kernels can read this operand (offset within a row = base + col, or constant).
 // `any_layout`: group_norm's row kernels, which read every layout but general strides
 // (ks_load_row_any).

@@ -65,6 +65,7 @@ struct KsRedPlan {
   int row_values;       // row paths: values each thread caches (32, or 16 for normalising rows up to 4096)
   int64_t span;         // group_norm on the tile path: values per channel span (0: the generic tile kernels)
   int col_affine;       // colloop: every operand's offset is base + r * step within a column (ks_col_affine)
+  int64_t gn_channels;  // group_norm of a channels-last input (reduction/gn_nhwc.cu): its C; 0: none
 };
 
 // group_norm's channel-span kernels (reduction/gn_span.cu): a block per (row, share of the row's
@@ -83,6 +84,20 @@ struct KsGnSplit {
   if (splits < 1) splits = 1;
   const int64_t per_block = (cg + splits - 1) / splits;
   splits = (cg + per_block - 1) / per_block;
+  return {splits, per_block, splits * outer * 3, splits * outer * 3 + outer * 2};
+}
+
+// group_norm of a channels-last input (reduction/gn_nhwc.cu): the statistics take a block per
+// (sample, share of the S positions), enough blocks to fill the SMs a few times over; the
+// workspace holds the shares' partial states of the `outer` = N * G groups, then their stats.
+#define KS_GN_NHWC_MAX_C 256  /* the statistics kernel's threads take one channel each */
+[[maybe_unused]] static inline KsGnSplit ks_gn_nhwc_split(int64_t outer, int64_t n, int64_t S, int sms) {
+  const int64_t target = (int64_t)sms * 8;
+  int64_t splits = (target + n - 1) / n;
+  if (splits > S) splits = S;
+  if (splits < 1) splits = 1;
+  const int64_t per_block = (S + splits - 1) / splits;
+  splits = (S + per_block - 1) / per_block;
   return {splits, per_block, splits * outer * 3, splits * outer * 3 + outer * 2};
 }
 

@@ -22,6 +22,7 @@ def binding(r: Reduction) -> str:
         affine = [k for k in (r.roles.weight, r.roles.bias) if k is not None]
         view = render(
             "reduction/binding_view_group_norm.cpp", name=name, groups=spec.groups,
+            constant_checks="".join(f" && ks_spatially_constant(in_{k}, nd)" for k in range(1, n)),
             affine_views="\n".join(
                 f'  TORCH_CHECK(in_{k}.numel() == channels, "{name}: group_norm weight/bias of ", '
                 f'ks_str(in_{k}.numel()), " values for ", ks_str(channels), " channels");\n'
