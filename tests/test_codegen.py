@@ -515,10 +515,29 @@ def test_group_norm_reads_a_channels_last_input_with_its_nhwc_kernels_only_where
     assert all(f"ks_spatially_constant(in_{k}, nd)" in gn.binding for k in range(1, 5))
     assert "if (!gn_nhwc) in_0 = in_0.contiguous();" in gn.binding
     assert "gn_cl_gn_nhwc_stats" in gn.cuda and "gn_cl_gn_nhwc_apply<4><<<" in gn.cuda
-    assert gn.cuda.index("plan.gn_channels > 0") < gn.cuda.index("plan.span > 0")
+    assert gn.cuda.index("plan.nhwc_channels > 0") < gn.cuda.index("plan.span > 0")
     # every operand but the input is loaded once a thread (the per-channel hoists)
     for k, prefix in ((1, "a"), (2, "w"), (3, "w"), (4, "e")):
         assert f"float {prefix}{k}[1] = {{ks_ld(p{k} + ks_row_base_any(d{k}, row, S))}};" in gn.cuda
+
+
+def test_softmax_over_channels_takes_its_nhwc_kernel_only_in_builds_with_column_kernels():
+    """A softmax kind over dim 1 gets the channels-last check (operands constant along the
+    spatial dims, else a copy to NCHW) and the NHWC kernel launched before the column kernels;
+    a softmax over the last dim (built `trailing`) has neither."""
+    args = (TensorArg("x", "float32"), TensorArg("b", "float32"), TensorArg("e", "float32"))
+    sm = emit(ReductionSpec("sm_c", "softmax", args, dim=1, keepdim=False, out_dtype="float32",
+                            prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+                            epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
+    assert "ks_spatially_constant(in_1, nd) && ks_spatially_constant(in_2, nd)" in sm.binding
+    assert "if (sm_channels_last && !sm_nhwc) in_0 = in_0.contiguous();" in sm.binding
+    assert "sm_c_softmax_nhwc<<<" in sm.cuda
+    assert sm.cuda.index("sm_c_softmax_nhwc<<<") < sm.cuda.index("sm_c_colreg<KS_COLREG_MAX_R><<<")
+    assert "float a1[1] = {ks_ld(p1 + ks_row_base_any(d1, row, S))};" in sm.cuda  # once a thread
+    assert "epis[0 * Ci + t] = ks_ld(p2 + ks_row_base_any(d2, row, S));" in sm.cuda  # once a block
+    last = emit(ReductionSpec("sm_l", "softmax", args[:1], dim=-1, keepdim=False, out_dtype="float32",
+                              trailing=True))
+    assert "sm_nhwc" not in last.binding and "sm_l_softmax_nhwc" not in last.cuda
 
 
 def test_binding_contract():

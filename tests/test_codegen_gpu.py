@@ -535,6 +535,24 @@ def test_global_pooling_and_all_but_batch_of_a_channels_last_input(ext, shape):
           rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(16, 64, 33, 35), (3, 16, 7, 9), (2, 128, 5, 70), (2, 256, 3, 40),
+                                   (2, 24, 6, 7, 9), (2, 300, 4, 5), (1, 8, 1, 3)])
+def test_softmax_over_the_channels_of_a_channels_last_input(ext, shape):
+    """Softmax kinds over dim 1 of a channels-last input: the NHWC kernel (a block stages
+    positions x channels, per-channel prologue and epilogue operands) up to 256 channels, a copy
+    to NCHW and the column kernels beyond; the output is the contiguous result."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    x = (rnd(*shape) * 4).contiguous(memory_format=fmt)
+    b = rnd(shape[1]).view(-1, *([1] * (len(shape) - 2)))
+    got = poisoned(ext.t_softmax_d1_chan, x, b)
+    assert got.is_contiguous()
+    check(got, torch.sigmoid(torch.softmax(x + b, 1)), rtol=1e-4, atol=1e-5)
+    check(poisoned(ext.t_softmax_d1, x), torch.softmax(x, 1), rtol=1e-4, atol=1e-6)
+    check(poisoned(ext.t_log_softmax_d1, x), torch.log_softmax(x, 1), rtol=1e-4, atol=1e-4)
+    x[0, :, 0] = float("-inf")  # a position whose values are all -inf: NaN, as PyTorch gives
+    check(poisoned(ext.t_softmax_d1, x), torch.softmax(x, 1), rtol=1e-4, atol=1e-6)
+
+
 def _gn_conv_ref(x, cb, w, bb, e, groups=8):
     g = torch.nn.functional.gelu(x + cb)
     return torch.nn.functional.group_norm(g, groups, w, bb, eps=1e-5) * e

@@ -228,14 +228,16 @@ def test_a_channels_last_conv_output_reduced_over_channels_spatial_dims_or_all_s
 
 
 def test_channels_last_readers_need_spatially_constant_operands(tmp_path):
-    """A conv output stays NHWC for a group_norm (its NHWC kernels) and a channel reduction whose
-    other operands are constant along the spatial dims (conv bias, affine weights); a channel
+    """A conv output stays NHWC for a group_norm and a softmax over the channels (their NHWC
+    kernels) and a channel reduction whose other operands are constant along the spatial dims
+    (conv bias, affine weights); a channel
     reduction that also reads a full NCHW tensor gets the copy back (the re-view would read that
     tensor through general strides)."""
     sources = {}
     for label, body, inputs in (
             ("group_norm", "torch.tanh(self.norm(y))", "torch.randn(2, 3, 16, 16)"),
-            ("full_operand", "torch.sum(y * z, dim=1)", "torch.randn(2, 3, 16, 16), torch.randn(2, 8, 14, 14)")):
+            ("full_operand", "torch.sum(y * z, dim=1)", "torch.randn(2, 3, 16, 16), torch.randn(2, 8, 14, 14)"),
+            ("softmax", "torch.sigmoid(torch.softmax(y, dim=1) * 2.0)", "torch.randn(2, 3, 16, 16)")):
         path = tmp_path / f"{label}.py"
         args = "x, z" if label == "full_operand" else "x"
         path.write_text(textwrap.dedent(f"""
@@ -258,6 +260,8 @@ def test_channels_last_readers_need_spatially_constant_operands(tmp_path):
     assert "_KS.ks_layout_swap(v_x, True)" in sources["group_norm"]
     assert ", False)" not in sources["group_norm"].split("_KS.ks_layout_swap(v_x, True)")[1]
     assert "ks_layout_swap(v_conv2d_nobias, False)" in sources["full_operand"]
+    assert "_KS.ks_layout_swap(v_x, True)" in sources["softmax"]
+    assert ", False)" not in sources["softmax"].split("_KS.ks_layout_swap(v_x, True)")[1]
 
 
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------

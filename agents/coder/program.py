@@ -274,7 +274,9 @@ class Program:
             if spec.get("type") == "reduction":  # viewed [N, S..., C], or group_norm's NHWC kernels
                 # operands permuted with it (an epilogue's keep the output's shape; group_norm's
                 # NHWC kernels load every other one once a channel, its [C] affine weights too)
-                skip = ({spec.get("weight"), spec.get("bias")} if spec.get("kind") == "group_norm"
+                kind = spec.get("kind")
+                skip = ({spec.get("weight"), spec.get("bias")} if kind == "group_norm"
+                        else set() if kind in ("softmax", "log_softmax")
                         else set(spec.get("epilogue_inputs") or ()))
                 others = [i.get("name") for i in spec["inputs"][1:] if i.get("name") not in skip] if first else []
                 return (first and reads_channels_last(spec, rank)
@@ -345,11 +347,17 @@ def reads_channels_last(spec: dict, rank: int | None) -> bool:
     viewed [N, S..., C] (reduction/binding_channels_last.cpp; not a normalisation, whose output
     has the input's shape) over dim 1 alone (rows of C), over every spatial dim (columns; only
     when built with its column kernels, i.e. not `trailing`: planner.builtin.layout_readers) or
-    over all but dim 0; or a group_norm (reduction/gn_nhwc.cu, when its other operands are
-    constant along the spatial dims; its binding copies the input to NCHW otherwise)."""
+    over all but dim 0; a group_norm (reduction/gn_nhwc.cu, when its other operands are
+    constant along the spatial dims; its binding copies the input to NCHW otherwise); a softmax
+    kind over the channels (reduction/softmax_nhwc.cu, the same condition, checked by the
+    caller: Program.spatially_constant).  Over more than 256 channels both bindings
+    copy the input to NCHW."""
     dim, count = spec.get("dim"), spec.get("dim_count", 1)
     if spec.get("kind") == "group_norm":  # its NHWC kernels (gn_nhwc.cu; else its binding copies)
         return rank is not None and 3 <= rank <= 5
+    if spec.get("kind") in ("softmax", "log_softmax"):  # over the channels: softmax_nhwc.cu
+        return (rank is not None and 3 <= rank <= 5 and isinstance(dim, int) and dim % rank == 1
+                and count == 1 and not spec.get("trailing"))
     if rank is None or not 3 <= rank <= 5 or spec.get("kind") in NORMALIZING or not isinstance(dim, int):
         return False
     dim %= rank

@@ -65,7 +65,7 @@ struct KsRedPlan {
   int row_values;       // row paths: values each thread caches (32, or 16 for normalising rows up to 4096)
   int64_t span;         // group_norm on the tile path: values per channel span (0: the generic tile kernels)
   int col_affine;       // colloop: every operand's offset is base + r * step within a column (ks_col_affine)
-  int64_t gn_channels;  // group_norm of a channels-last input (reduction/gn_nhwc.cu): its C; 0: none
+  int64_t nhwc_channels;  // a channels-last input's kernels (group_norm: gn_nhwc.cu, softmax kinds: softmax_nhwc.cu): its C; 0: none
 };
 
 // group_norm's channel-span kernels (reduction/gn_span.cu): a block per (row, share of the row's
@@ -99,6 +99,18 @@ struct KsGnSplit {
   const int64_t per_block = (S + splits - 1) / splits;
   splits = (S + per_block - 1) / per_block;
   return {splits, per_block, splits * outer * 3, splits * outer * 3 + outer * 2};
+}
+
+// Softmax kinds over the channels of a channels-last input (reduction/softmax_nhwc.cu): P
+// positions a block, 32 or more and 64 / C tiles of 32 for few channels (enough values a
+// block), C <= 256 (the 256 threads stage a position's channels at once); shared memory holds
+// the [P][C | 1] tile and `nepi` epilogue operands' per-channel values.
+#define KS_SOFTMAX_NHWC_MAX_C 256
+[[maybe_unused]] static inline int ks_softmax_nhwc_positions(int64_t C) {
+  return C >= 64 ? 32 : C >= 32 ? 64 : 128;
+}
+[[maybe_unused]] static inline size_t ks_softmax_nhwc_smem(int64_t C, int nepi) {
+  return ((size_t)ks_softmax_nhwc_positions(C) * (size_t)(C | 1) + (size_t)nepi * (size_t)C) * sizeof(float);
 }
 
 // A pooling kernel's geometry (pool/kernel.cu), filled by its binding: 1-D and 2-D pooling are

@@ -1,7 +1,7 @@
   if (gn_nhwc) {  // the channels-last input's kernels (gn_nhwc.cu), whatever the plan was
     plan.path = KS_PATH_TILE;
     plan.span = gn_span;
-    plan.gn_channels = channels;
+    plan.nhwc_channels = channels;
     plan.workspace_floats = ks_gn_nhwc_split(outer, x_sizes[0], gn_span, sms).workspace_floats;
   }
   // Long group_norm rows: the channel-span kernels (gn_span.cu) instead of the generic tile path,

@@ -1,5 +1,5 @@
-  if (plan.path == KS_PATH_TILE && plan.gn_channels > 0) {  // group_norm of an NHWC input (gn_nhwc.cu)
-    const int64_t C = plan.gn_channels, S = plan.span, cg = R / S, N = outer / (C / cg);
+  if (plan.path == KS_PATH_TILE && plan.nhwc_channels > 0) {  // group_norm of an NHWC input (gn_nhwc.cu)
+    const int64_t C = plan.nhwc_channels, S = plan.span, cg = R / S, N = outer / (C / cg);
     const KsGnSplit split = ks_gn_nhwc_split(outer, N, S, ks_sm_count());
     float* partials = workspace;
     float* stats = workspace + split.stats_offset;
