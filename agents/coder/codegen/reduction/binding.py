@@ -23,6 +23,7 @@ def binding(r: Reduction) -> str:
         view = render(
             "reduction/binding_view_group_norm.cpp", name=name, groups=spec.groups,
             constant_checks="".join(f" && ks_spatially_constant(in_{k}, nd)" for k in range(1, n)),
+            small_contiguous=_small_contiguous(n),
             affine_views="\n".join(
                 f'  TORCH_CHECK(in_{k}.numel() == channels, "{name}: group_norm weight/bias of ", '
                 f'ks_str(in_{k}.numel()), " values for ", ks_str(channels), " channels");\n'
@@ -70,7 +71,8 @@ def _channels_last_view(r: Reduction, n: int) -> str:
     through their descriptors."""
     constant = "".join(f" && ks_spatially_constant(in_{k}, nd)" for k in range(1, n))
     if r.spec.kind in COLUMN_TILE_KINDS and not r.spec.trailing:
-        return render("reduction/binding_softmax_nhwc.cpp", constant_checks=constant)
+        return render("reduction/binding_softmax_nhwc.cpp", constant_checks=constant,
+                      small_contiguous=_small_contiguous(n))
     if r.normalizing:
         return ""
     return render(
@@ -78,3 +80,9 @@ def _channels_last_view(r: Reduction, n: int) -> str:
         permute="\n    ".join(f"in_{k} = ks_channels_to_last(in_{k}, nd);"
                               for k in range(n) if k not in r.roles.epilogue),
         spatial="" if r.spec.trailing else " || (dim == 2 && count == nd - 2)")
+
+
+def _small_contiguous(n: int) -> str:
+    """Every operand but the input made contiguous: the NHWC kernels load them at
+    ks_row_base_any's per-channel base, which general strides (KS_STRIDED) have none of."""
+    return "\n".join(f"    in_{k} = in_{k}.contiguous();" for k in range(1, n)) or "    (void)0;"

@@ -20,3 +20,6 @@
     gn_nhwc = channels <= KS_GN_NHWC_MAX_C && x_sizes[0] <= 65535{{constant_checks}};
     if (!gn_nhwc) in_0 = in_0.contiguous();
   }
+  if (gn_nhwc) {  // small (constant along S): contiguous, so described per channel, not by strides
+{{small_contiguous}}
+  }
