@@ -145,14 +145,10 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
     nin, nout = len(spec.inputs), len(spec.outputs)
     tiles = nhwc_tiles(nout)
     # Row (n, c) bases of the operands read through descriptors (KS_STRIDED has none: -1, per element).
-    bases = _JOIN_ROW.join(
-        f"const int64_t b{k} = (TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S);"
-        for k in range(nin)
-    )
+    bases = _JOIN_ROW.join(f"const int64_t b{k} = {_row_base(k)};" for k in range(nin))
     # Constant along the row: one load a thread.
     hoists = _JOIN_ROW.join(
-        f"const bool h{k} = TI != {k} && b{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
-        f"const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;"
+        f"const bool h{k} = {_row_constant(k, f'b{k}')}; const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;"
         for k in range(nin)
     )
     # j, k: the tile and row of the value; sl = 32 * j + ty + 8 * k its position in the block
@@ -190,6 +186,17 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
                           narrow="C < 32" if narrow_kernel else "false")
 
 
+def _row_base(k: int) -> str:
+    """Operand k's offset at the start of output row `orow` (n, c) in the channels-last kernels:
+    -1 for the tiled operand and for general strides (KS_STRIDED has none: read per element)."""
+    return f"(TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S)"
+
+
+def _row_constant(k: int, base: str) -> str:
+    """Whether operand k (its row offset `base`) is constant along the row: loaded once a thread."""
+    return f"TI != {k} && {base} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW"
+
+
 # Static shared memory of the narrow kernel: its tiles plus, per operand and channel, the staged
 # value, base and flag (4 + 8 + 1 bytes, padded); past 48 KB the wide kernel serves every C.
 _SMEM_LIMIT = 48 * 1024
@@ -203,8 +210,7 @@ def _narrow_channels_kernel(name: str, spec: ElementwiseSpec, params: list[str],
     if nout * tiles * 32 * 33 * 4 + nin * 32 * 16 > _SMEM_LIMIT:
         return ""
     row_setup = _JOIN_ROW.join(
-        f"{{ const int64_t b = (TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S); "
-        f"const bool h = TI != {k} && b >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
+        f"{{ const int64_t b = {_row_base(k)}; const bool h = {_row_constant(k, 'b')}; "
         f"row_base[{k}][t] = b; row_const[{k}][t] = h; row_value[{k}][t] = h ? ks_ld(in{k} + b) : 0.f; }}"
         for k in range(nin)
     )

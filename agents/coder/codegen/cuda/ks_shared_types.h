@@ -77,14 +77,20 @@ struct KsGnSplit {
   int64_t stats_offset;      // workspace: splits x rows Welford partials (3 floats), then the stats
   int64_t workspace_floats;  // ... 2 floats per row
 };
-[[maybe_unused]] static inline KsGnSplit ks_gn_split(int64_t outer, int64_t cg, int sms) {
+// `rows` rows of `items` each (spans, positions) in blocks of `per_block` items, enough blocks to
+// fill the SMs 8 times over; the workspace holds each block's partial state of the `states`
+// groups it serves (3 floats), then 2 floats of statistics a group.
+[[maybe_unused]] static inline KsGnSplit ks_gn_blocks(int64_t states, int64_t rows, int64_t items, int sms) {
   const int64_t target = (int64_t)sms * 8;
-  int64_t splits = (target + outer - 1) / outer;
-  if (splits > cg) splits = cg;
+  int64_t splits = (target + rows - 1) / rows;
+  if (splits > items) splits = items;
   if (splits < 1) splits = 1;
-  const int64_t per_block = (cg + splits - 1) / splits;
-  splits = (cg + per_block - 1) / per_block;
-  return {splits, per_block, splits * outer * 3, splits * outer * 3 + outer * 2};
+  const int64_t per_block = (items + splits - 1) / splits;
+  splits = (items + per_block - 1) / per_block;
+  return {splits, per_block, splits * states * 3, splits * states * 3 + states * 2};
+}
+[[maybe_unused]] static inline KsGnSplit ks_gn_split(int64_t outer, int64_t cg, int sms) {
+  return ks_gn_blocks(outer, outer, cg, sms);
 }
 
 // group_norm of a channels-last input (reduction/gn_nhwc.cu): the statistics take a block per
@@ -92,13 +98,7 @@ struct KsGnSplit {
 // workspace holds the shares' partial states of the `outer` = N * G groups, then their stats.
 #define KS_GN_NHWC_MAX_C 256  /* the statistics kernel's threads take one channel each */
 [[maybe_unused]] static inline KsGnSplit ks_gn_nhwc_split(int64_t outer, int64_t n, int64_t S, int sms) {
-  const int64_t target = (int64_t)sms * 8;
-  int64_t splits = (target + n - 1) / n;
-  if (splits > S) splits = S;
-  if (splits < 1) splits = 1;
-  const int64_t per_block = (S + splits - 1) / splits;
-  splits = (S + per_block - 1) / per_block;
-  return {splits, per_block, splits * outer * 3, splits * outer * 3 + outer * 2};
+  return ks_gn_blocks(outer, n, S, sms);
 }
 
 // Softmax kinds over the channels of a channels-last input (reduction/softmax_nhwc.cu): P

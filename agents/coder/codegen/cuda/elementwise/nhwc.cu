@@ -26,33 +26,20 @@ __global__ void __launch_bounds__(256) {{name}}_nhwc({{params}}) {
   if (c < C) {
     // Every load first (16 in flight a thread); each thread later reads back only its own slots.
     const int64_t first = (nb * S + s0) * C + c;  // (s0, c) in the NHWC operand
-#pragma unroll
-    for (int j = 0; j < TILES; ++j) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int sl = 32 * j + ty + 8 * k;
-        if (sl < npos) {
-          {{fills}}
-        }
-      }
-    }
+    ks_tile_slots<TILES>(ty, npos, [&](int j, int k, int sl) {
+      {{fills}}
+    });
     const int64_t orow = nb * C + c;
     {{bases}}
     {{hoists}}
     if ({{all_const}}) {  // every other operand constant along the row: no per-element fallbacks
-#pragma unroll
-      for (int j = 0; j < TILES; ++j) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const int sl = 32 * j + ty + 8 * k;
-          if (sl < npos) {
-            {{const_loads}}
-            {{outs}}
-            {{name}}_f({{call_args}});
-            {{results}}
-          }
-        }
-      }
+      ks_tile_slots<TILES>(ty, npos, [&](int j, int k, int sl) {
+        (void)sl;
+        {{const_loads}}
+        {{outs}}
+        {{name}}_f({{call_args}});
+        {{results}}
+      });
     } else {
       // Not unrolled over tiles: an operand's general-offset fallback (ks_load) is then four copies.
 #pragma unroll 1

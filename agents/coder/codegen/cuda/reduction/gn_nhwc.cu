@@ -87,21 +87,14 @@ __global__ void __launch_bounds__(256)
     const int64_t o = n * (C / cg) + c / cg;
     const float m = stats[2 * o], rs = stats[2 * o + 1];
     const auto* xp = p0 + (n * S + s0) * C + c;
-#pragma unroll
-    for (int j = 0; j < TILES; ++j) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int sl = 32 * j + ty + 8 * k;
-        if (sl < npos) {
-          float a0[1] = {ks_ld(xp + (int64_t)sl * C)};
-          float x; {{pro_x}}
-          float y = (x - m) * rs;
-          {{w_upd}}
-          {{epi}}
-          tile[j][ty + 8 * k][tx] = y;
-        }
-      }
-    }
+    ks_tile_slots<TILES>(ty, npos, [&](int j, int k, int sl) {
+      float a0[1] = {ks_ld(xp + (int64_t)sl * C)};
+      float x; {{pro_x}}
+      float y = (x - m) * rs;
+      {{w_upd}}
+      {{epi}}
+      tile[j][ty + 8 * k][tx] = y;
+    });
   }
   __syncthreads();
 #pragma unroll
