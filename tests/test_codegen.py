@@ -151,6 +151,9 @@ def elementwise_specs() -> list[ElementwiseSpec]:
             (E("mul", ("x", "h"), "m"), E("silu", ("m",), "s")), ("m", "s"), "float16",
         )
     )
+    # kept channels-last (agents/coder/layout.py): the binding's permuted path (before the last,
+    # which test_binding_contract reads)
+    specs.insert(-1, replace(specs[0], name="ew_keep_cl", keep_channels_last=True))
     return specs
 
 
@@ -538,6 +541,24 @@ def test_softmax_over_channels_takes_its_nhwc_kernel_only_in_builds_with_column_
     last = emit(ReductionSpec("sm_l", "softmax", args[:1], dim=-1, keepdim=False, out_dtype="float32",
                               trailing=True))
     assert "sm_nhwc" not in last.binding and "sm_l_softmax_nhwc" not in last.cuda
+
+
+def test_an_elementwise_step_kept_channels_last_runs_on_the_permuted_views():
+    """keep_channels_last (the coder's layout decision) adds the binding's channels-last path: the
+    kernel on the views with the channels last, the result moved back (a channels-last tensor);
+    without it, or with several outputs, there is none; the flag survives the plan's JSON."""
+    from kernelstitch.agents.plan.kernel_spec import spec_from_json, spec_to_json
+
+    base = chain_spec("ew_k", "float32")
+    kept = replace(base, keep_channels_last=True)
+    text = emit(kept).binding
+    assert "ks_full_channels_last({&in_0, &in_1}, c10::IntArrayRef(shape))" in text
+    assert "return ew_k(ks_channels_to_last(in_0, nd), ks_channels_to_last(in_1, nd)).movedim(-1, 1);" in text
+    assert "ks_full_channels_last" not in emit(base).binding
+    two = ElementwiseSpec("ew_k2", (TensorArg("x", "float32"),), (E("relu", ("x",), "a"), E("neg", ("a",), "b")),
+                          ("a", "b"), "float32", keep_channels_last=True)
+    assert "ks_full_channels_last" not in emit(two).binding
+    assert spec_from_json(spec_to_json(kept)) == kept and "keep_channels_last" not in spec_to_json(base)
 
 
 def test_binding_contract():

@@ -118,6 +118,11 @@ def _specs():
             f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=-1, keepdim=False,
             out_dtype="float32", prologue=(E("add", ("x", "b"), "p"), E("mul", ("p", 0.5), "q")), prologue_out="q"))
         specs.append(ReductionSpec(f"t_{kind}_d1", kind, (TensorArg("x", "float32"),), dim=1, keepdim=False, out_dtype="float32"))
+    # an elementwise step the coder keeps channels-last (a batch_norm apply + ReLU between convs)
+    specs.append(ElementwiseSpec(
+        "t_keep_cl", (TensorArg("x", "float32"), TensorArg("m", "float32"), TensorArg("r", "float32")),
+        (E("mul", ("x", "m"), "t"), E("add", ("t", "r"), "u"), E("relu", ("u",), "y")), ("y",), "float32",
+        keep_channels_last=True))
     # group_norm as after a conv: bias and GELU in the prologue, affine, a per-channel epilogue
     # operand; a channels-last input takes the NHWC kernels (gn_nhwc.cu)
     specs.append(ReductionSpec(
@@ -554,6 +559,28 @@ def test_softmax_over_the_channels_of_a_channels_last_input(ext, shape):
     for kind in ("softmax", "log_softmax"):
         torch.testing.assert_close(poisoned(getattr(ext, f"t_{kind}_d1"), x), getattr(torch, kind)(x, 1),
                                    rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 33, 35), (3, 7, 9, 10), (2, 40, 3, 4, 5), (8, 256, 14, 14)])
+def test_an_elementwise_step_kept_channels_last_returns_channels_last(ext, shape):
+    """keep_channels_last: with every full-size operand channels-last the result is channels-last
+    (no transpose), with a per-channel operand in its meaning; contiguous operands give the
+    contiguous result, and a mix of layouts the contiguous one (the tiled path)."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    c, tail = shape[1], [1] * (len(shape) - 2)
+    x = rnd(*shape).contiguous(memory_format=fmt)
+    r = rnd(*shape).contiguous(memory_format=fmt)
+    m = rnd(c).view(c, *tail)
+    want = torch.relu(x * m + r)
+    got = poisoned(ext.t_keep_cl, x, m, r)
+    assert got.is_contiguous(memory_format=fmt) and not got.is_contiguous()
+    check(got, want)
+    got = poisoned(ext.t_keep_cl, x.contiguous(), m, r.contiguous())
+    assert got.is_contiguous()
+    check(got, want)
+    got = poisoned(ext.t_keep_cl, x, m, r.contiguous())
+    assert got.is_contiguous()
+    check(got, want)
 
 
 def _gn_conv_ref(x, cb, w, bb, e, groups=8):

@@ -264,6 +264,38 @@ def test_channels_last_readers_need_spatially_constant_operands(tmp_path):
     assert ", False)" not in sources["softmax"].split("_KS.ks_layout_swap(v_x, True)")[1]
 
 
+def test_an_elementwise_step_between_channels_last_convolutions_keeps_nhwc(tmp_path):
+    """conv -> batch_norm -> ReLU -> conv -> ReLU: the batch_norm apply + ReLU step reads only NHWC
+    tensors and feeds only a channels-last convolution, so its kernel keeps the output NHWC (no
+    transpose out, the next conv's NHWC copy a no-op); the last step's output is the program's,
+    contiguous; a step that also reads the NCHW input stays as it was."""
+    path = tmp_path / "block.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.Conv2d(8, 8, 3, padding=1)
+                self.bn = nn.BatchNorm2d(8)
+                self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+            def forward(self, x):
+                y = torch.relu(self.bn(self.conv1(x)))
+                return torch.relu(self.conv2(y) + x)
+        def get_inputs():
+            return [torch.randn(2, 8, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    kept = {k.function for k in candidate.kernels if "ks_full_channels_last({" in k.binding}
+    elementwise = [s for s in candidate.plan.steps if s.technique == "fused_elementwise"]
+    assert len(elementwise) == 2
+    first, last = (candidate.kernel_for_step(s.id).function for s in elementwise)
+    assert kept == {first}  # the last reads x (NCHW) and is the output
+    assert "_KS.ks_layout_swap(v_relu, True)" in candidate.source  # a no-op on the NHWC output
+    assert ", False)" not in candidate.source  # no copy back to NCHW anywhere
+
+
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------
 
 def _normalised(text: str) -> str:

@@ -60,7 +60,8 @@ class ElementwiseSpec:
     """out_k = f_k(inputs...) for every element of the broadcast shape of the inputs, in one pass.
 
     `outputs` names the values stored (usually one; several when later steps need intermediates).
-    The binding returns one tensor per output, contiguous, of dtype `out_dtype`.
+    The binding returns one tensor per output, contiguous (channels-last with
+    `keep_channels_last` and channels-last inputs), of dtype `out_dtype`.
     """
 
     name: str
@@ -71,6 +72,9 @@ class ElementwiseSpec:
     # The inputs that may take the channels-last tiled path (one template instantiation each,
     # nvcc's time grows with them): those of the output's own shape; None: every input.
     tiled_inputs: tuple[int, ...] | None = None
+    # The coder keeps the output channels-last when every full-size input is (agents/coder/
+    # layout.py: its readers take NHWC): the binding then returns a channels-last tensor.
+    keep_channels_last: bool = False
 
 
 ReductionKind = Literal[
@@ -414,7 +418,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "elementwise", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "ops": [_op(o) for o in spec.ops], "outputs": list(spec.outputs),
                 "out_dtype": spec.out_dtype,
-                **({} if spec.tiled_inputs is None else {"tiled_inputs": list(spec.tiled_inputs)})}
+                **({} if spec.tiled_inputs is None else {"tiled_inputs": list(spec.tiled_inputs)}),
+                **({"keep_channels_last": True} if spec.keep_channels_last else {})}
     if isinstance(spec, CatSpec):
         return {"type": "cat", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "segments": [{"inputs": list(g.inputs), "ops": [_op(o) for o in g.ops], "out": g.out}
@@ -487,7 +492,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
             ops=tuple(_op_from(o) for o in data["ops"]), outputs=tuple(data["outputs"]),
             out_dtype=data["out_dtype"],
-            tiled_inputs=None if data.get("tiled_inputs") is None else tuple(int(k) for k in data["tiled_inputs"]))
+            tiled_inputs=None if data.get("tiled_inputs") is None else tuple(int(k) for k in data["tiled_inputs"]),
+            keep_channels_last=data.get("keep_channels_last") is True)
     if kind == "cat":
         return CatSpec(
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

@@ -80,10 +80,15 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         ret_type, ret = "at::Tensor", "out_0"
     else:
         ret_type, ret = "std::vector<at::Tensor>", "{" + ", ".join(f"out_{k}" for k in range(nout)) + "}"
+    operands = binding_operands(name, spec.inputs)
+    keep_layout = render(
+        "elementwise/keep_channels_last.cpp", name=name, in_refs=operands["in_refs"],
+        permuted=", ".join(f"ks_channels_to_last(in_{k}, nd)" for k in range(len(spec.inputs))),
+    ) if spec.keep_channels_last and nout == 1 else ""
     binding = render(
         "elementwise/binding.cpp", name=name, returns="one tensor" if nout == 1 else f"{nout} tensors",
         ret_type=ret_type, ret=ret, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
-        **binding_operands(name, spec.inputs),
+        keep_layout=keep_layout, **operands,
         outs_alloc="\n  ".join(
             f"at::Tensor out_{k} = at::empty(shape, in_0.options().dtype({TORCH_DTYPE[spec.out_dtype]}));"
             for k in range(nout)

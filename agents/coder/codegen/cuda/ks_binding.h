@@ -127,6 +127,17 @@ static inline int ks_channels_last_operand(std::vector<at::Tensor*> ts, c10::Int
   }
   return -1;
 }
+// Whether every operand of the full (output) shape is stored channels-last, and one is: an
+// elementwise step the program keeps NHWC (agents/coder/layout.py) then runs on its views.
+static inline bool ks_full_channels_last(std::vector<at::Tensor*> ts, c10::IntArrayRef shape) {
+  bool any = false;
+  for (at::Tensor* t : ts) {
+    if (t->sizes() != shape) continue;
+    if (ks_channels_last_operand({t}, shape) != 0) return false;
+    any = true;
+  }
+  return any;
+}
 // `t` (broadcastable to an nd-dim tensor) as a view with dim 1 moved last: a channels-last
 // tensor reduced over its channels is then read as contiguous rows (ks_reduce_channels_last).
 static inline at::Tensor ks_channels_to_last(at::Tensor t, int64_t nd) {
