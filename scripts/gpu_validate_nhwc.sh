@@ -7,7 +7,9 @@
 # (`nvidia-h100-x4`, carry .kb/kernelbench), each under 10 minutes:
 #   PHASE=a: GPU 0 the kernel tests and the A/B, GPU 1 the group_norm modules and KernelBench
 #            problems end to end, GPUs 2-3 a bench of the problems the new readers serve;
-#   PHASE=b: a bench of the other level-2 conv problems on GPUs 0-3.
+#   PHASE=b: a bench of the other level-2 conv problems on GPUs 0-3;
+#   PHASE=c: a bench of level-3 CNNs on GPUs 0-3 (the elementwise steps kept channels-last
+#            between convolutions: bench/results/2026-11-27-cpu-channels-last-readers).
 # Merge into main only if every test passes and the benches are no worse than
 # bench/results/2026-11-27-h100x4-l2-nhwc-kernels (and the conv-defaults run) on common problems.
 set -u
@@ -37,6 +39,10 @@ if [ "$PHASE" = a ]; then
   CUDA_VISIBLE_DEVICES=0 timeout 120 python bench/results/2026-11-27-h100x4-l2-nhwc-kernels/nhwc_ab.py >"$OUT/ab.txt" 2>&1
   echo "ab exit $? at $((SECONDS - start)) s"; cat "$OUT/ab.txt"
   wait $n; grep -E "passed|failed|FAILED|Error" "$OUT/tests_norms.log" | tail -12
+elif [ "$PHASE" = c ]; then
+  M=level3
+  LIST="$M/19_MobileNetV1,$M/20_MobileNetV2,$M/22_EfficientNetB0,$M/9_ResNet18,$M/11_VGG16,$M/23_EfficientNetB1,$M/10_ResNet101,$M/12_VGG19,$M/24_EfficientNetB2,$M/5_AlexNet,$M/27_RegNet,$M/18_SqueezeNet,$M/26_ShuffleNet,$M/21_EfficientNetMBConv,$M/17_SqueezeNetFireModule,$M/6_GoogleNetInceptionModule"
+  (bench 0,1,2,3 "$LIST" 4) & b=$!
 else
   LIST="$L/52_Conv2d_Activation_BatchNorm,$L/93_ConvTranspose2d_Add_Min_GELU_Multiply,$L/25_Conv2d_Min_Tanh_Tanh,$L/32_Conv2d_Scaling_Min,$L/36_ConvTranspose2d_Min_Sum_GELU_Add,$L/54_Conv2d_Multiply_LeakyReLU_GELU,$L/87_Conv2d_Subtract_Subtract_Mish,$L/73_Conv2d_BatchNorm_Scaling,$L/16_ConvTranspose2d_Mish_Add_Hardtanh_Scaling,$L/5_ConvTranspose2d_Subtract_Tanh,$L/2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide,$L/69_Conv2d_HardSwish_ReLU,$L/31_Conv2d_Min_Add_Multiply,$L/58_ConvTranspose3d_LogSumExp_HardSwish_Subtract_Clamp,$L/7_Conv3d_ReLU_LeakyReLU_GELU_Sigmoid_BiasAdd,$L/20_ConvTranspose3d_Sum_ResidualAdd_Multiply_ResidualAdd,$L/47_Conv3d_Mish_Tanh,$L/48_Conv3d_Scaling_Tanh_Multiply_Sigmoid,$L/35_Conv2d_Subtract_HardSwish_MaxPool_Mish,$L/46_Conv2d_Subtract_Tanh_Subtract_AvgPool,$L/82_Conv2d_Tanh_Scaling_BiasAdd_Max,$L/65_Conv2d_AvgPool_Sigmoid_Sum,$L/10_ConvTranspose2d_MaxPool_Hardtanh_Mean_Tanh,$L/11_ConvTranspose2d_BatchNorm_Tanh_MaxPool_GroupNorm"
   (bench 0,1,2,3 "$LIST" 4) & b=$!
