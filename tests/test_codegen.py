@@ -174,6 +174,10 @@ def pool_specs() -> list[PoolSpec]:
                  stride=(3,), padding=(2,), dilation=(1,), divisor=3),
         PoolSpec("pool_adaptive_bf16", "adaptive_avg", (TensorArg("x", "bfloat16"),), 2, "bfloat16",
                  output_size=(5, 7)),
+        # kept channels-last: the output stored in a channels-last input's memory order
+        PoolSpec("pool_max2d_cl", "max", (x, b), 2, "float32", kernel=(3, 3), stride=(2, 2), padding=(1, 1),
+                 dilation=(1, 1), prologue=(E("add", ("x", "b"), "t1"), E("relu", ("t1",), "t2")),
+                 prologue_out="t2", plane_inputs=("b",), keep_channels_last=True),
     ]
 
 
@@ -281,6 +285,11 @@ def cat_specs() -> list[CatSpec]:
             CatSegment((3,), (E("sigmoid", ("z",), "s"),), "s")), 1, "float32"),
         CatSpec("cat_last_f16", (TensorArg("a", "float16"), TensorArg("c", "float16")),
                 (CatSegment((0,), (), "a"), CatSegment((1,), (), "c")), -1, "float16"),
+        # kept channels-last (agents/coder/layout.py): the binding's permuted path
+        CatSpec("cat_fused_cl", (x, b, y, z), (
+            CatSegment((0, 1), (E("add", ("x", "b"), "t"), E("relu", ("t",), "u")), "u"),
+            CatSegment((2,), (), "y"),
+            CatSegment((3,), (E("sigmoid", ("z",), "s"),), "s")), 1, "float32", keep_channels_last=True),
     ]
 
 

@@ -296,6 +296,39 @@ def test_an_elementwise_step_between_channels_last_convolutions_keeps_nhwc(tmp_p
     assert ", False)" not in candidate.source  # no copy back to NCHW anywhere
 
 
+def test_a_dense_block_keeps_its_pooling_and_concatenation_channels_last(tmp_path):
+    """stem conv -> ReLU -> max pool -> [batch_norm -> ReLU -> conv] -> cat with the pooled input
+    -> batch_norm -> ReLU -> conv: the pooling and the concatenation take and give NHWC (every
+    input of the cat stays NHWC), so only the last convolution's output, the program's, is
+    copied back."""
+    path = tmp_path / "dense.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stem = nn.Conv2d(3, 16, 3, padding=1)
+                self.pool = nn.MaxPool2d(2)
+                self.bn1 = nn.BatchNorm2d(16)
+                self.conv1 = nn.Conv2d(16, 8, 3, padding=1)
+                self.bn2 = nn.BatchNorm2d(24)
+                self.conv2 = nn.Conv2d(24, 8, 1)
+            def forward(self, x):
+                p = self.pool(torch.relu(self.stem(x)))
+                y = torch.cat([p, self.conv1(torch.relu(self.bn1(p)))], 1)
+                return self.conv2(torch.relu(self.bn2(y)))
+        def get_inputs():
+            return [torch.randn(2, 3, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    assert any("g.keep_cl = cl && true;" in k.binding for k in candidate.kernels)  # the pooling's
+    assert any("ks_inputs_channels_last(" in k.binding for k in candidate.kernels)  # the cat's
+    backs = [line for line in candidate.source.splitlines() if ", False)" in line and "ks_layout_swap" in line]
+    assert len(backs) == 1 and "v_conv2d_2" in backs[0]  # the output's, only
+
+
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------
 
 def _normalised(text: str) -> str:

@@ -126,6 +126,21 @@ def test_prologue_plane_and_epilogue_operands(ext):
         _check(got, want + e, label)
 
 
+@pytest.mark.parametrize("shape", [(2, 64, 17, 18), (3, 5, 9, 9), (1, 128, 56, 56)])
+def test_a_pooling_kept_channels_last_stores_channels_last(ext, shape):
+    """keep_channels_last: a channels-last input's pooled output is stored in the same memory
+    order (channels-last), a contiguous input's contiguously; values as torch's."""
+    x = torch.randn(*shape, device="cuda")
+    b = torch.randn(shape[1], 1, 1, device="cuda")
+    want = F.max_pool2d(torch.relu(x + b), 3, 2, 1)
+    got = ext.pool_max2d_cl(x.contiguous(memory_format=torch.channels_last), b)
+    assert got.is_contiguous(memory_format=torch.channels_last) and not got.is_contiguous()
+    _check(got, want, "channels-last kept")
+    got = ext.pool_max2d_cl(x, b)
+    assert got.is_contiguous()
+    _check(got, want, "contiguous")
+
+
 def test_bad_windows_raise_clear_errors(ext):
     with pytest.raises(RuntimeError, match="output size"):
         ext.pool_grid4(torch.randn(1, 1, 1, 1, 1, device="cuda"))  # 2x2x2 window over 1x1x1

@@ -67,7 +67,7 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
         raise CoderError("the plan is not bound to its graph (Plan.bind)")
     kernels: dict[str, KernelSource] = {}
     layout = ChannelsLastReaders(plan, full_graph)
-    kept = layout.kept_elementwise()  # elementwise steps whose output stays NHWC
+    kept = layout.kept_steps()  # elementwise / pooling / cat steps whose output stays NHWC
     for step in plan.steps:
         if step.is_kernel:
             try:

@@ -1,12 +1,14 @@
 """Which tensors of a program stay channels-last (NHWC / NDHWC) and which readers take them so.
 
-A channels-last convolution step (the plan's decision) makes an NHWC output.  The coder keeps it
-NHWC where every reader takes it at full speed (`reads_any_layout`), else copies it back to NCHW
-once (program.py); an elementwise step whose full-size inputs are all NHWC and whose readers all
-take NHWC keeps its output NHWC too (`kept_elementwise`: its binding runs the kernel on the
-channels-last views and returns the channels-last tensor), so conv -> batch_norm apply -> ReLU ->
-conv chains never transpose.  Every kernel reads any layout correctly (operand descriptors);
-these decisions are about speed only.
+A channels-last convolution step (the plan's decision) makes an NHWC output, and an elementwise,
+pooling or concatenation step can keep its output NHWC when its inputs are (their bindings run
+on the channels-last views, or store in the input's memory order).  The tensors that stay NHWC
+are the largest set of such outputs whose every reader takes NHWC at full speed
+(`channels_last_tensors`, a fixed point: a concatenation reads NHWC at full speed only when all
+of its inputs stay NHWC); a convolution output outside it is copied back to NCHW once
+(program.py), a step outside it writes NCHW.  So conv -> batch_norm apply -> ReLU -> conv chains,
+and DenseNet's concatenations, never transpose.  Every kernel reads any layout correctly
+(operand descriptors): these decisions are about speed only.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ class ChannelsLastReaders:
     def __init__(self, plan: Plan, graph: Graph) -> None:
         self.plan, self.graph = plan, graph
         self._materialised: set[str] | None = None  # see materialised()
-        self._kept: set[str] | None = None  # see kept_elementwise()
+        self._nhwc: set[str] | None = None  # see channels_last_tensors()
 
     def rank(self, name: str) -> int | None:
         meta = self.graph.node(name).meta if self.graph.has(name) else None
@@ -43,14 +45,15 @@ class ChannelsLastReaders:
         lead = rank - len(meta.example_shape)
         return lead >= 0 and all(size == 1 for k, size in enumerate(meta.example_shape) if k + lead >= 2)
 
-    def reads_any_layout(self, name: str) -> bool:
+    def reads_any_layout(self, name: str, nhwc: set[str] | None = None) -> bool:
         """Every reader of `name` is a kernel step that reads a channels-last operand at full
         speed: a fused elementwise step taking it as a kernel input (its binding reads a 3-5-D
         channels-last operand through (spatial, channel) tiles: ks_channels_last_operand), a
         pooling or batch-statistics step whose inputs[0] it is (read through its strides, any
         rank), or a reduction of it over the channels, the spatial dims or all but the batch (read
-        with its channels last: reads_channels_last), or a channels-last convolution step whose
-        input it is (its NHWC copy is then no copy); not an output (`<output>` among the users),
+        with its channels last: reads_channels_last), a channels-last convolution step whose
+        input it is (its NHWC copy is then no copy), or a concatenation along the channels whose
+        inputs are all in `nhwc`; not an output (`<output>` among the users),
         view or other op.  5-D readers were
         converted back to NCDHW until 2026-11-27 though the tiled kernel took them: its first
         form was slow (bench/results/2026-11-27-h100-conv-profiles)."""
@@ -76,6 +79,8 @@ class ChannelsLastReaders:
                         and all(self.spatially_constant(o, rank) for o in others))
             if step.technique == "library_call" and step.channels_last and self.plan.host.channels_last:
                 return bool(step.inputs) and step.inputs[0] == name  # its NHWC input as it is
+            if spec.get("type") == "cat":  # rows of channels, when every input stays NHWC
+                return nhwc is not None and self.cat_inputs_channels_last(step, nhwc)
             return step.technique == "fused_elementwise" and name in step.inputs
 
         # users the program never computes (a node a step's rewrite absorbed, as level2/25's
@@ -100,29 +105,71 @@ class ChannelsLastReaders:
             self._materialised = seen
         return self._materialised
 
-    def kept_elementwise(self) -> set[str]:
-        """Ids of the fused elementwise steps (one output) that keep their output channels-last:
-        every full-size kernel input (the output's shape) comes NHWC from a channels-last
-        convolution step or another such step, and every reader of the output takes NHWC
-        (reads_any_layout: never a program output or a view).  In plan order, so chains of them
-        follow each other."""
-        if self._kept is None:
-            nhwc = {o for s in self.plan.steps if self.plan.host.channels_last and s.channels_last
-                    for o in s.outputs}
-            kept: set[str] = set()
-            for step in self.plan.steps:
-                if step.technique != "fused_elementwise" or len(step.outputs) != 1:
-                    continue
-                out = step.outputs[0]
-                shape = self.shape(out)
-                full = [i for i in step.inputs if shape is not None and self.shape(i) == shape]
-                if (shape is None or not 4 <= len(shape) <= 5 or not full
-                        or not all(i in nhwc for i in full) or not self.reads_any_layout(out)):
-                    continue
-                kept.add(step.id)
-                nhwc.add(out)
-            self._kept = kept
-        return self._kept
+    def channels_last_tensors(self) -> set[str]:
+        """The step outputs that stay NHWC: start from every output that can be NHWC (channels-
+        last convolutions; elementwise, pooling and concatenation steps whose inputs can be), then
+        drop, until nothing changes, each whose readers do not all take NHWC given the rest
+        (reads_any_layout) or whose step's inputs no longer all stay NHWC."""
+        if self._nhwc is None:
+            producers = {s.outputs[0]: s for s in self.plan.steps if len(s.outputs) == 1}
+            nhwc: set[str] = set()
+            for step in self.plan.steps:  # plan order: inputs before the steps that read them
+                if self.can_keep(step, nhwc):
+                    nhwc.add(step.outputs[0])
+            changed = True
+            while changed:
+                changed = False
+                for name in sorted(nhwc):
+                    step = producers.get(name)
+                    if step is None or not self.can_keep(step, nhwc) or not self.reads_any_layout(name, nhwc):
+                        nhwc.discard(name)
+                        changed = True
+            self._nhwc = nhwc
+        return self._nhwc
+
+    def kept_steps(self) -> set[str]:
+        """Ids of the elementwise, pooling and concatenation steps whose output stays NHWC (the
+        coder sets their specs' keep_channels_last)."""
+        nhwc = self.channels_last_tensors()
+        return {s.id for s in self.plan.steps if not self.is_conv(s) and s.outputs and s.outputs[0] in nhwc}
+
+    def is_conv(self, step) -> bool:
+        return bool(self.plan.host.channels_last and step.channels_last)
+
+    def can_keep(self, step, nhwc: set[str]) -> bool:
+        """Whether `step` makes an NHWC output when the tensors in `nhwc` are NHWC: a channels-
+        last convolution; one fused elementwise output of rank 4-5 whose full-size inputs are all
+        NHWC; a pooling of an NHWC input; a concatenation along the channels of NHWC inputs."""
+        if self.is_conv(step):
+            return len(step.outputs) == 1
+        if len(step.outputs) != 1:
+            return False
+        shape = self.shape(step.outputs[0])
+        if shape is None or not 4 <= len(shape) <= 5:
+            return False
+        spec = step.spec or {}
+        if step.technique == "fused_elementwise" and spec.get("type") == "elementwise":
+            full = [i for i in step.inputs if self.shape(i) == shape]
+            return bool(full) and all(i in nhwc for i in full)
+        if spec.get("type") == "pool":
+            inputs = spec.get("inputs") or []
+            return bool(inputs) and inputs[0].get("name") in nhwc
+        if spec.get("type") == "cat":
+            return self.cat_inputs_channels_last(step, nhwc)
+        return False
+
+    def cat_inputs_channels_last(self, step, nhwc: set[str]) -> bool:
+        """A concatenation along the channels (dim 1) of 4-5-D tensors that are all NHWC or
+        constant along the spatial dims, one NHWC at least (the binding's runtime check:
+        ks_inputs_channels_last)."""
+        spec = step.spec or {}
+        rank = self.rank(step.outputs[0]) if step.outputs else None
+        dim = spec.get("dim")
+        if rank is None or not 4 <= rank <= 5 or not isinstance(dim, int) or dim % rank != 1:
+            return False
+        names = [i.get("name") for i in spec.get("inputs") or []]
+        return any(n in nhwc for n in names) and all(
+            n in nhwc or self.spatially_constant(n, rank) for n in names)
 
     def shape(self, name: str) -> tuple[int, ...] | None:
         meta = self.graph.node(name).meta if self.graph.has(name) else None

@@ -214,7 +214,7 @@ class Program:
         self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
         # Fused elementwise kernels read a channels-last operand (NHWC or NDHWC) through
         # (spatial, channel) tiles; pooling kernels slide their windows over it through its strides.
-        if channels_last and not self.layout.reads_any_layout(op_node.name):
+        if channels_last and op_node.name not in self.layout.channels_last_tensors():
             self.emit(f"{local(op_node.name)} = _KS.{LAYOUT_SWAP_FUNCTION}({local(op_node.name)}, False)  "
                       "# NHWC back to NCHW: read by more than fused elementwise kernels")
 

@@ -224,6 +224,9 @@ class CatSpec:
     segments: tuple[CatSegment, ...]
     dim: int
     out_dtype: DType
+    # The coder keeps the result channels-last when every input is (agents/coder/layout.py):
+    # a concatenation along the channels of NHWC inputs is one along their last memory dim.
+    keep_channels_last: bool = False
 
 
 PoolKind = Literal["max", "avg", "adaptive_avg"]
@@ -265,6 +268,8 @@ class PoolSpec:
     epilogue_out: str = "acc"
     epilogue_inputs: tuple[str, ...] = ()
     plane_inputs: tuple[str, ...] = ()
+    # The coder keeps the output channels-last for a channels-last input (agents/coder/layout.py)
+    keep_channels_last: bool = False
 
 
 @dataclass(frozen=True)
@@ -424,7 +429,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "cat", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "segments": [{"inputs": list(g.inputs), "ops": [_op(o) for o in g.ops], "out": g.out}
                              for g in spec.segments],
-                "dim": spec.dim, "out_dtype": spec.out_dtype}
+                "dim": spec.dim, "out_dtype": spec.out_dtype,
+                **({"keep_channels_last": True} if spec.keep_channels_last else {})}
     if isinstance(spec, ArgReduceSpec):
         return {"type": "arg_reduce", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "keepdim": spec.keepdim,
@@ -469,7 +475,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
                 "epilogue": [_op(o) for o in spec.epilogue], "epilogue_out": spec.epilogue_out,
                 "epilogue_inputs": list(spec.epilogue_inputs),
-                "plane_inputs": list(spec.plane_inputs)}
+                "plane_inputs": list(spec.plane_inputs),
+                **({"keep_channels_last": True} if spec.keep_channels_last else {})}
     if isinstance(spec, BatchStatsSpec):
         return {"type": "batch_stats", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "eps": spec.eps, "momentum": spec.momentum,
@@ -499,7 +506,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
             segments=tuple(CatSegment(tuple(int(k) for k in g["inputs"]), tuple(_op_from(o) for o in g["ops"]),
                                       str(g["out"])) for g in data["segments"]),
-            dim=int(data["dim"]), out_dtype=data["out_dtype"])
+            dim=int(data["dim"]), out_dtype=data["out_dtype"],
+            keep_channels_last=data.get("keep_channels_last") is True)
     if kind == "arg_reduce":
         return ArgReduceSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
@@ -557,7 +565,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             epilogue=tuple(_op_from(o) for o in data.get("epilogue", [])),
             epilogue_out=data.get("epilogue_out", "acc"),
             epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
-            plane_inputs=tuple(data.get("plane_inputs", [])))
+            plane_inputs=tuple(data.get("plane_inputs", [])),
+            keep_channels_last=data.get("keep_channels_last") is True)
     if kind == "batch_stats":
         return BatchStatsSpec(
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

@@ -152,6 +152,19 @@ static inline bool ks_spatially_constant(const at::Tensor& t, int64_t nd) {
     if (k + lead >= 2 && t.size(k) != 1) return false;
   return true;
 }
+// Whether a concatenation's inputs are all nd-dim (4-5) tensors stored channels-last, or
+// constant along the spatial dims (a bias, a pooled [N, C, 1, 1] tensor), one at least stored
+// channels-last: a cat the program keeps NHWC then runs on their views (cat/keep_channels_last.cpp).
+static inline bool ks_inputs_channels_last(std::vector<at::Tensor*> ts, int64_t nd) {
+  if (nd < 4 || nd > 5) return false;
+  bool any = false;
+  for (at::Tensor* t : ts) {
+    if (t->dim() > nd) return false;
+    if (t->dim() == nd && ks_channels_last_operand({t}, t->sizes()) == 0) any = true;
+    else if (!ks_spatially_constant(*t, nd)) return false;
+  }
+  return any;
+}
 // Whether the row kernels can read this operand (offset within a row = base + col, or constant).
 // `any_layout`: group_norm's row kernels, which read every layout but general strides
 // (ks_load_row_any).

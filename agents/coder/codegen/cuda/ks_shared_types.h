@@ -122,6 +122,7 @@ struct KsPoolGeom {
   int64_t xs[5];                // strides of the source (inputs[0]): n, c, d, h, w
   int64_t divisor;              // avg: divisor_override (0: none)
   int count_include_pad;        // avg
+  int keep_cl;                  // a channels-last input's output stored channels-last too (coder's layout.py)
 };
 
 // Training-mode batch_norm statistics (batch_stats/kernel.cu): the source seen as [N, C, S], each
