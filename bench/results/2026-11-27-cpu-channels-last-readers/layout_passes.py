@@ -8,16 +8,15 @@ from kernelstitch.agents.coder.layout import ChannelsLastReaders
 
 def counts(plan, graph):
     lay = ChannelsLastReaders(plan, graph)
-    kept = lay.kept_elementwise()
-    cl = plan.host.channels_last
-    convs = [s for s in plan.steps if cl and s.channels_last]
-    nhwc = {o for s in convs for o in s.outputs} | {o for s in plan.steps if s.id in kept for o in s.outputs}
-    back = [s for s in convs if not lay.reads_any_layout(s.outputs[0])]
-    nhwc_live = nhwc - {s.outputs[0] for s in back}
-    swap_in = [s for s in convs if s.inputs[0] not in nhwc_live]
+    nhwc = lay.channels_last_tensors()
+    kept = lay.kept_steps()
+    convs = [s for s in plan.steps if lay.is_conv(s)]
+    back = [s for s in convs if s.outputs[0] not in nhwc]
+    swap_in = [s for s in convs if s.inputs[0] not in nhwc]
     transposing = [s for s in plan.steps if s.technique == "fused_elementwise" and s.id not in kept
-                   and any(i in nhwc_live for i in s.inputs)]
+                   and any(i in nhwc for i in s.inputs)]
     return len(convs), len(swap_in), len(back), len(transposing), len(kept)
+
 
 for f in sys.argv[1:]:
     p = Path(f)
@@ -30,4 +29,4 @@ for f in sys.argv[1:]:
     plan = c.plan
     convs, swap_in, back, trans, kept = counts(plan, plan.graph)
     print(json.dumps({"problem": p.stem, "cl_convs": convs, "input_copies": swap_in, "copies_back": back,
-                      "transposing_elementwise": trans, "kept_nhwc_elementwise": kept}), flush=True)
+                      "transposing_elementwise": trans, "kept_nhwc_steps": kept}), flush=True)
