@@ -123,6 +123,13 @@ def _specs():
         "t_keep_cl", (TensorArg("x", "float32"), TensorArg("m", "float32"), TensorArg("r", "float32")),
         (E("mul", ("x", "m"), "t"), E("add", ("t", "r"), "u"), E("relu", ("u",), "y")), ("y",), "float32",
         keep_channels_last=True))
+    # a bf16 log_softmax over the channels with two per-channel epilogue operands (the NHWC
+    # kernel stages them in shared memory)
+    specs.append(ReductionSpec(
+        "t_log_softmax_epi_bf16", "log_softmax", (TensorArg("x", "bfloat16"), TensorArg("e1", "float32"),
+                                                  TensorArg("e2", "float32")),
+        dim=1, keepdim=False, out_dtype="bfloat16", epilogue=(E("mul", ("acc", "e1"), "m"), E("add", ("m", "e2"), "o")),
+        epilogue_out="o", epilogue_inputs=("e1", "e2")))
     # group_norm as after a conv: bias and GELU in the prologue, affine, a per-channel epilogue
     # operand; a channels-last input takes the NHWC kernels (gn_nhwc.cu)
     specs.append(ReductionSpec(
@@ -552,6 +559,12 @@ def test_softmax_over_the_channels_of_a_channels_last_input(ext, shape):
     got = poisoned(ext.t_softmax_d1_chan, x, b)
     assert got.is_contiguous()
     check(got, torch.sigmoid(torch.softmax(x + b, 1)), rtol=1e-4, atol=1e-5)
+    ran = _kernels_run(ext.t_softmax_d1_chan, x, b)
+    assert any("t_softmax_d1_chan_softmax_nhwc" in k for k in ran) == (shape[1] <= 256), ran
+    e = rnd(shape[1]).view(-1, *([1] * (len(shape) - 2)))  # per-channel epilogue operands, staged once a block
+    y = (rnd(*shape) * 4).contiguous(memory_format=fmt).to(torch.bfloat16)
+    check(poisoned(ext.t_log_softmax_epi_bf16, y, e, e), (torch.log_softmax(y.float(), 1) * e + e).to(torch.bfloat16),
+          rtol=2e-2, atol=2e-2)
     check(poisoned(ext.t_softmax_d1, x), torch.softmax(x, 1), rtol=1e-4, atol=1e-6)
     check(poisoned(ext.t_log_softmax_d1, x), torch.log_softmax(x, 1), rtol=1e-4, atol=1e-4)
     x[0, :, 0] = float("-inf")  # a position whose values are all -inf: NaN, as PyTorch gives
@@ -603,6 +616,8 @@ def test_group_norm_of_a_channels_last_input(ext, shape):
     got = poisoned(ext.t_gn_conv, x, cb, w, bb, e)
     assert got.is_contiguous()
     check(got, _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)
+    ran = _kernels_run(ext.t_gn_conv, x, cb, w, bb, e)
+    assert any("t_gn_conv_gn_nhwc_apply" in k for k in ran) == (c <= 256), ran
     full = rnd(*shape)  # a full-size epilogue operand: the copy
     check(poisoned(ext.t_gn_conv, x, cb, w, bb, full), _gn_conv_ref(x, cb, w, bb, full), rtol=1e-4, atol=1e-4)
     check(poisoned(ext.t_gn_conv, x.contiguous(), cb, w, bb, e), _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)

@@ -16,6 +16,12 @@ from __future__ import annotations
 from kernelstitch.agents.coder.codegen.reduction.context import NORMALIZING
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import Graph, NodeRef
+from kernelstitch.agents.plan.host_ops import is_host
+
+# Host ops the program emits as the same tensor (program.py: identity dropout is its input), so a
+# tensor's layout passes through them: DenseNet's dropout(p=0) between a conv and the cats.
+_ALIAS_OPS = frozenset({"aten.dropout.default", "aten.feature_dropout.default", "aten.alias.default",
+                        "aten.detach.default"})
 
 
 class ChannelsLastReaders:
@@ -84,9 +90,26 @@ class ChannelsLastReaders:
             return step.technique == "fused_elementwise" and name in step.inputs
 
         # users the program never computes (a node a step's rewrite absorbed, as level2/25's
-        # conv + bias add, read by the reduction through its own prologue copy) do not count
+        # conv + bias add, read by the reduction through its own prologue copy) do not count;
+        # an alias (identity dropout) reads it as fast as its own readers do
         live = [u for u in users if u in steps or not self.graph.has(u) or u in self.materialised()]
-        return bool(live) and all(u in steps and fast(steps[u]) for u in live)
+        return bool(live) and all(
+            fast(steps[u]) if u in steps else self.is_alias(u) and self.reads_any_layout(u, nhwc)
+            for u in live)
+
+    def is_alias(self, name: str) -> bool:
+        """A host op the program emits as its input tensor itself (_ALIAS_OPS)."""
+        if not self.graph.has(name):
+            return False
+        node = self.graph.node(name)
+        return (node.op in _ALIAS_OPS and is_host(node) and bool(node.args)
+                and isinstance(node.args[0], NodeRef))
+
+    def resolve(self, name: str | None) -> str | None:
+        """The tensor `name` is, through aliases."""
+        while name is not None and self.is_alias(name):
+            name = self.graph.node(name).args[0].node
+        return name
 
     def materialised(self) -> set[str]:
         """Graph nodes outside every step that the program computes: the host / view ops and
@@ -150,10 +173,10 @@ class ChannelsLastReaders:
         spec = step.spec or {}
         if step.technique == "fused_elementwise" and spec.get("type") == "elementwise":
             full = [i for i in step.inputs if self.shape(i) == shape]
-            return bool(full) and all(i in nhwc for i in full)
+            return bool(full) and all(self.resolve(i) in nhwc for i in full)
         if spec.get("type") == "pool":
             inputs = spec.get("inputs") or []
-            return bool(inputs) and inputs[0].get("name") in nhwc
+            return bool(inputs) and self.resolve(inputs[0].get("name")) in nhwc
         if spec.get("type") == "cat":
             return self.cat_inputs_channels_last(step, nhwc)
         return False
@@ -167,7 +190,7 @@ class ChannelsLastReaders:
         dim = spec.get("dim")
         if rank is None or not 4 <= rank <= 5 or not isinstance(dim, int) or dim % rank != 1:
             return False
-        names = [i.get("name") for i in spec.get("inputs") or []]
+        names = [self.resolve(i.get("name")) for i in spec.get("inputs") or []]
         return any(n in nhwc for n in names) and all(
             n in nhwc or self.spatially_constant(n, rank) for n in names)
 

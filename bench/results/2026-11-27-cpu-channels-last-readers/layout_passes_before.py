@@ -1,10 +1,14 @@
 """Layout passes per forward of level-3 CNN default plans: NCHW->NHWC input copies that move data,
 conv outputs copied back, elementwise steps that transpose (read NHWC, write NCHW), with and
 without the kept elementwise outputs."""
-import sys, json, time
+import json
+import sys
+import time
 from pathlib import Path
-from kernelstitch.agents.inprocess import generate_builtin
+
 from kernelstitch.agents.coder.program import Program
+from kernelstitch.agents.inprocess import generate_builtin
+
 
 def counts(plan, graph):
     lay = Program(plan, graph, {})
@@ -26,7 +30,8 @@ for f in sys.argv[1:]:
     try:
         c = generate_builtin(p, None, out / "model_new.py")
     except Exception as e:
-        print(p.stem, "FAILED", type(e).__name__, str(e)[:100]); continue
+        print(p.stem, "FAILED", type(e).__name__, str(e)[:100])
+        continue
     plan = c.plan
     convs, swap_in, back, trans, kept = counts(plan, plan.graph)
     print(json.dumps({"problem": p.stem, "cl_convs": convs, "input_copies": swap_in, "copies_back": back,

@@ -71,7 +71,7 @@ def _channels_last_view(r: Reduction, n: int) -> str:
     through their descriptors."""
     constant = "".join(f" && ks_spatially_constant(in_{k}, nd)" for k in range(1, n))
     if r.spec.kind in COLUMN_TILE_KINDS and not r.spec.trailing:
-        return render("reduction/binding_softmax_nhwc.cpp", constant_checks=constant,
+        return render("reduction/binding_softmax_nhwc.cpp", constant_checks=constant, nepi=len(r.roles.epilogue),
                       small_contiguous=_small_contiguous(n))
     if r.normalizing:
         return ""
