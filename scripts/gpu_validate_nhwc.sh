@@ -33,7 +33,7 @@ if [ "$PHASE" = a ]; then
   (CUDA_VISIBLE_DEVICES=1 timeout -s INT 480 $T tests/test_norms_gpu.py >"$OUT/tests_norms.log" 2>&1
    echo "norm tests exit $? at $((SECONDS - start)) s") & n=$!
   CUDA_VISIBLE_DEVICES=0 timeout -s INT 400 $T -n 4 tests/test_codegen_gpu.py tests/test_batch_norm_gpu.py \
-    tests/test_layout_swap_gpu.py -k "channels_last or tiled or binary or rows or reduction_over_the_channels or statistics or prologue or swap or module_matches or group_norm or softmax" \
+    tests/test_layout_swap_gpu.py tests/test_pool_gpu.py tests/test_cat_gpu.py -k "channels_last or tiled or binary or rows or reduction_over_the_channels or statistics or prologue or swap or module_matches or group_norm or softmax" \
     >"$OUT/tests.log" 2>&1
   echo "tests exit $? at $((SECONDS - start)) s"; grep -E "passed|failed|FAILED|Error|slowest|s call" "$OUT/tests.log" | tail -24
   CUDA_VISIBLE_DEVICES=0 timeout 120 python bench/results/2026-11-27-h100x4-l2-nhwc-kernels/nhwc_ab.py >"$OUT/ab.txt" 2>&1
