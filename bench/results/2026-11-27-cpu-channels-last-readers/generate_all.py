@@ -1,6 +1,8 @@
-import sys, traceback
+import sys
 from pathlib import Path
+
 from kernelstitch.agents.inprocess import generate_builtin
+
 p = Path(sys.argv[1])
 try:
     c = generate_builtin(p, None, Path("/tmp/gen_all") / p.parent.name / p.stem / "model_new.py")
