@@ -329,6 +329,31 @@ def test_a_dense_block_keeps_its_pooling_and_concatenation_channels_last(tmp_pat
     assert len(backs) == 1 and "v_conv2d_2" in backs[0]  # the output's, only
 
 
+def test_one_nhwc_copy_serves_every_convolution_of_a_tensor(tmp_path):
+    """Three channels-last convolutions of the NCHW input (an Inception module's branches) share
+    one NHWC copy of it instead of making three."""
+    path = tmp_path / "branches.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Conv2d(4, 8, 1)
+                self.b = nn.Conv2d(4, 8, 3, padding=1)
+                self.c = nn.Conv2d(4, 8, 5, padding=2)
+            def forward(self, x):
+                return torch.cat([self.a(x), self.b(x), self.c(x)], 1)
+        def get_inputs():
+            return [torch.randn(2, 4, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    swaps = [line for line in candidate.source.splitlines() if "ks_layout_swap(v_x, True)" in line]
+    assert len(swaps) == 1 and swaps[0].strip().startswith("_ks_nhwc_v_x = ")
+    assert candidate.source.count("torch.ops.aten.conv2d.default(_ks_nhwc_v_x, ") == 3
+
+
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------
 
 def _normalised(text: str) -> str:

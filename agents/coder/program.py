@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import keyword
 import math
+from collections import Counter
 from typing import Any
 
 from kernelstitch.agents.coder.codegen.conv_split import SPLIT_CAT_FUNCTION
@@ -87,6 +88,11 @@ class Program:
         self.defined: set[str] = set()
         self.produced_by_step = {o: s.id for s in plan.steps for o in s.outputs}
         self.layout = layout or ChannelsLastReaders(plan, graph)
+        # channels-last convolutions per input tensor: one NHWC copy serves them all (an
+        # Inception module's branches, a ResNet block's conv and downsample)
+        self._cl_readers = Counter(s.inputs[0] for s in plan.steps
+                                   if plan.host.channels_last and s.channels_last and s.inputs)
+        self._nhwc_copies: dict[str, str] = {}
         self.uses_device = False
         self.splits_convolutions = False  # a 3xTF32 convolution calls the splitting pass
         # Programs with a convolution carry the layout copy whether or not they call it: the
@@ -210,7 +216,16 @@ class Program:
         if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
             # our tiled copy: what x.contiguous(memory_format=torch.channels_last[_3d]) gives
             first, _, rest = args.partition(", ")
-            args = f"_KS.{LAYOUT_SWAP_FUNCTION}({first}, True), {rest}"
+            source = step.inputs[0] if step.inputs else None
+            if source is not None and self._cl_readers[source] > 1:
+                copy = self._nhwc_copies.get(source)
+                if copy is None:
+                    copy = self._nhwc_copies[source] = f"_ks_nhwc_{first}"
+                    self.emit(f"{copy} = _KS.{LAYOUT_SWAP_FUNCTION}({first}, True)  # NHWC once for its "
+                              f"{self._cl_readers[source]} convolutions")
+                args = f"{copy}, {rest}"
+            else:
+                args = f"_KS.{LAYOUT_SWAP_FUNCTION}({first}, True), {rest}"
         self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
         # Fused elementwise kernels read a channels-last operand (NHWC or NDHWC) through
         # (spatial, channel) tiles; pooling kernels slide their windows over it through its strides.

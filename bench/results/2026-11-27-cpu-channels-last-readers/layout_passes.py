@@ -16,7 +16,7 @@ def counts(plan, graph):
     kept = lay.kept_steps()
     convs = [s for s in plan.steps if lay.is_conv(s)]
     back = [s for s in convs if s.outputs[0] not in nhwc]
-    swap_in = [s for s in convs if s.inputs[0] not in nhwc]
+    swap_in = {s.inputs[0] for s in convs if s.inputs[0] not in nhwc}  # one copy a tensor (program.py)
     transposing = [s for s in plan.steps if s.technique == "fused_elementwise" and s.id not in kept
                    and any(i in nhwc for i in s.inputs)]
     return len(convs), len(swap_in), len(back), len(transposing), len(kept)
