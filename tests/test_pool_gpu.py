@@ -86,9 +86,9 @@ def _layouts(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     return out
 
 
-def _check(got: torch.Tensor, want: torch.Tensor, label: str) -> None:
+def _check(got: torch.Tensor, want: torch.Tensor, label: str, contiguous: bool = True) -> None:
     assert got.shape == want.shape, (label, got.shape, want.shape)
-    assert got.is_contiguous(), label  # whatever the input's layout
+    assert got.is_contiguous() or not contiguous, label  # whatever the input's layout
     rtol, atol = TOL[want.dtype]
     torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol, equal_nan=True,
                                msg=lambda m: f"{label}: {m}")
@@ -135,7 +135,7 @@ def test_a_pooling_kept_channels_last_stores_channels_last(ext, shape):
     want = F.max_pool2d(torch.relu(x + b), 3, 2, 1)
     got = ext.pool_max2d_cl(x.contiguous(memory_format=torch.channels_last), b)
     assert got.is_contiguous(memory_format=torch.channels_last) and not got.is_contiguous()
-    _check(got, want, "channels-last kept")
+    _check(got, want, "channels-last kept", contiguous=False)
     got = ext.pool_max2d_cl(x, b)
     assert got.is_contiguous()
     _check(got, want, "contiguous")

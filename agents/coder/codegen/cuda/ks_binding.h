@@ -161,6 +161,8 @@ static inline bool ks_inputs_channels_last(std::vector<at::Tensor*> ts, int64_t 
   for (at::Tensor* t : ts) {
     if (t->dim() > nd) return false;
     if (t->dim() == nd && ks_channels_last_operand({t}, t->sizes()) == 0) any = true;
+    // One channel is the same memory in both orders: contiguous, it serves as channels-last.
+    else if (t->dim() == nd && t->size(1) == 1 && t->is_contiguous()) continue;
     else if (!ks_spatially_constant(*t, nd)) return false;
   }
   return any;
