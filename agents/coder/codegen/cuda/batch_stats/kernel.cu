@@ -40,41 +40,13 @@ __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __res
       return v;
     };
     int64_t e = first;
-    if (!ROWS && g.S >= step) {
-      // PLANE with planes of at least `step` values: the thread's (n, s) advance by `step` with
-      // at most one carry, no division a value (the NCHW build ran at 0.96 TB/s on level2/52,
-      // where the channels-last one, division-free, reads the same tensor at 1.7: H100)
-      auto value_ns = [&](const int64_t n, const int64_t s) {
-        const int64_t li = (n * g.C + c) * g.S + s;  // the logical (contiguous) index
-        (void)li;
-        const float a0 = ks_ld(p0 + n * g.sN + c * g.sC + s * g.sS);
-        {{tap_loads}}
-        float v;
-        {{name}}_pro({{pro_args}}, v);
-        return v;
-      };
-      int64_t n = g.fS.m ? (int64_t)ks_fastdiv_apply((uint32_t)first, g.fS) : ks_div(first, g.S);
-      int64_t s = first - n * g.S;
-      auto advance = [&]() {
-        s += step;
-        if (s >= g.S) { s -= g.S; ++n; }
-      };
-      for (; e + 3 * step < e1; e += 4 * step) {
-        float xs[4];
+    for (; e + 3 * step < e1; e += 4 * step) {
+      float xs[4];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) { xs[u] = value_ns(n, s); advance(); }
-        ks_push_n<true>(st, xs);
-      }
-      for (; e < e1; e += step) { st.push(value_ns(n, s)); advance(); }
-    } else {
-      for (; e + 3 * step < e1; e += 4 * step) {
-        float xs[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) xs[u] = value_at(e + u * step);
-        ks_push_n<true>(st, xs);
-      }
-      for (; e < e1; e += step) st.push(value_at(e));
+      for (int u = 0; u < 4; ++u) xs[u] = value_at(e + u * step);
+      ks_push_n<true>(st, xs);
     }
+    for (; e < e1; e += step) st.push(value_at(e));
   }
   if (ROWS) ks_block_merge(st, sm, t, t >> 5, 8, 32);
   else ks_block_merge(st, sm, t, t, 256, 1);
