@@ -284,22 +284,6 @@ def test_chain_broadcasts_and_tails(ext, d, xs, bs):
 
 
 @pytest.mark.parametrize("d", list(TORCH_DT))
-@pytest.mark.parametrize("xs,bs", [((4, 6, 32, 48), (6, 1, 1)), ((3, 5, 40, 64), (1, 40, 64)), ((2, 7, 2048), (7, 1)),
-                                   ((2, 3, 16, 8, 8), (3, 1, 1, 1)), ((4, 6, 32, 48), (4, 6, 32, 48)),
-                                   ((4, 6, 32, 48), (1,))])
-def test_chain_rows_form_for_operands_constant_or_contiguous_along_rows(ext, d, xs, bs):
-    """[N, C, S...] with per-channel, per-position, full and scalar second operands: the rows
-    form (row bases and per-row constants once a thread), 16-byte vectors, every dtype."""
-    dt = TORCH_DT[d]
-    x, b = rnd(*xs, dtype=dt), rnd(*bs, dtype=dt)
-    f = getattr(ext, f"t_chain_{d}")
-    check(poisoned(f, x, b), _chain_ref(x, b).to(dt))
-    check(poisoned(f, b.expand(xs).contiguous(), x), _chain_ref(x, b).to(dt))  # the full one first
-    if d == "float32":
-        assert any("t_chain_float32_rows" in k for k in _kernels_run(f, x, b))
-
-
-@pytest.mark.parametrize("d", list(TORCH_DT))
 @pytest.mark.parametrize("shape", [(128, 128, 64, 64), (3, 40, 7, 9), (1, 33, 5, 70), (2, 16, 3, 4, 5),
                                    (4, 7, 33, 35), (2, 31, 3, 50), (3, 16, 5, 6, 7)])
 def test_chain_reads_channels_last_into_contiguous_output(ext, d, shape):

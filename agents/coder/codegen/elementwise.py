@@ -66,13 +66,9 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
     )
 
     nhwc_kernel, nhwc_launch = _channels_last_kernel(name, spec, params, kernel_args, out_t, nhwc_sig)
-    rows_sig = (f"void {name}_launch_rows(const void* const* ins, const KsOperand* descs, void* const* outs, "
-                f"int64_t rows, int64_t cols, cudaStream_t stream)")
-    rows_kernel = _rows_kernel(name, spec, params, kernel_args, out_t, vec)
     cuda = render(
         "elementwise/kernel.cu", name=name, device_fn=fn.source, threads=THREADS, params=", ".join(params),
-        step_vec=step("VEC", "i"), step_tail=step("1", "i"), nhwc_kernel=nhwc_kernel + rows_kernel,
-        launcher_sig=launcher_sig,
+        step_vec=step("VEC", "i"), step_tail=step("1", "i"), nhwc_kernel=nhwc_kernel, launcher_sig=launcher_sig,
         vec=vec, kernel_args=", ".join(kernel_args), nhwc_launch=nhwc_launch,
     )
 
@@ -99,7 +95,7 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         function=name,
         cuda=cuda,
         binding=binding,
-        launcher_decl=launcher_sig + ";\n" + nhwc_sig + ";\n" + rows_sig + ";",
+        launcher_decl=launcher_sig + ";\n" + nhwc_sig + ";",
         python_args=tuple(t.name for t in spec.inputs),
         notes=(
             f"elementwise: {vec}-wide 16-byte vector path + scalar path chosen at run time by alignment",
@@ -238,24 +234,3 @@ def _narrow_channels_kernel(name: str, spec: ElementwiseSpec, params: list[str],
         results=" ".join(f"tile[{k}][sl][c] = r{k}[0];" for k in range(nout)),
         stores=" ".join(f"out{k}[o] = ks_from_float<{out_t}>(tile[{k}][sl][c]);" for k in range(nout)),
     )
-
-
-def _rows_kernel(name: str, spec: ElementwiseSpec, params: list[str], kernel_args: list[str], out_t: str,
-                 vec: int) -> str:
-    """The rows form (cuda/elementwise/rows.cu): the output as [N * C, S] with every operand
-    read along a row or constant along it; the binding takes it for 16-byte-aligned rows."""
-    nin, nout = len(spec.inputs), len(spec.outputs)
-    bases = _JOIN_ROW.join(f"const int64_t b{k} = ks_row_base_any(d{k}, r, cols);" for k in range(nin))
-    hoists = _JOIN_ROW.join(
-        f"const bool h{k} = d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
-        f"const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;" for k in range(nin))
-    loads = _JOIN.join(
-        f"float a{k}[VEC]; if (h{k}) {{ for (int j = 0; j < VEC; ++j) a{k}[j] = v{k}; }} "
-        f"else ks_ld_vec<VEC>(in{k} + b{k} + col, a{k});" for k in range(nin))
-    call_args = [f"a{k}[j]" for k in range(nin)] + [f"r{k}[j]" for k in range(nout)]
-    return "\n" + render(
-        "elementwise/rows.cu", name=name, threads=THREADS, vec=vec, params=", ".join(params[:-1]),
-        bases=bases, hoists=hoists, loads=loads, outs=" ".join(f"float r{k}[VEC];" for k in range(nout)),
-        call_args=", ".join(call_args),
-        stores=" ".join(f"ks_st_vec<VEC>(out{k} + obase + col, r{k});" for k in range(nout)),
-        kernel_args=", ".join(kernel_args[:-1]))

@@ -29,19 +29,6 @@
   // after describing: an operand of more than KS_MAX_RANK collapsed dims is materialised
   // (ks_describe), and the kernel must read the copy
   const void* ins[{{nin}}] = {{{in_ptrs}}};
-  // [N, C, S...] with every operand read along a row of S or constant along it (a conv
-  // epilogue's per-channel operands): the rows form, row bases and constants once a thread.
-  if (vec == {{vec}} && {{vec}} > 1 && shape.size() >= 3) {
-    int64_t cols = 1;
-    for (size_t k = 2; k < shape.size(); ++k) cols *= shape[k];
-    bool affine = cols % {{vec}} == 0 && cols >= 1024;
-    for (int k = 0; affine && k < {{nin}}; ++k) affine = ks_row_affine(descs[k], cols);
-    if (affine) {
-      {{name}}_launch_rows(ins, descs, outs, n / cols, cols, stream);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      return {{ret}};
-    }
-  }
   {{name}}_launch(ins, descs, outs, n, vec, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {{ret}};
