@@ -1,5 +1,6 @@
-"""The generated candidate's compile cache (CPU only, load_inline faked): the cache folder, the
-stamp fast path, the cross-process build lock, the header options, and the bench's ninja split."""
+"""The generated candidate's compile cache (CPU only, load_inline / load faked): the cache folder,
+the stamp fast path, the cross-process build lock, the header options, the CUDA source split into
+units compiled at once, and the bench's ninja split."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ def module(candidate_path, tmp_path, monkeypatch):
     mod = _import(candidate_path, tmp_path.name)
     monkeypatch.setattr(mod, "_gencode", lambda: "-gencode=arch=compute_90a,code=sm_90a")
     monkeypatch.setattr(mod, "load_inline", FakeBuild())
+    monkeypatch.setattr(mod, "load", FakeBuild())
     monkeypatch.setattr(mod, "_import_built", lambda name, directory: ("imported", name))
     return mod
 
@@ -155,3 +157,77 @@ def test_ninja_steps_reads_the_last_build_of_each_target(tmp_path):
         "9000\t9400\t1\tks_x.so\t123\n10\t7010\t2\tmain.o\tabd\n")
     assert ninja_steps(tmp_path) == {"main.o": 7.0, "cuda.cuda.o": 3.5, "ks_x.so": 0.4}
     assert ninja_steps(tmp_path / "missing") == {}
+
+
+def _kernel_texts(module, sizes: list[int]) -> str:
+    """A CUDA source of kernels as the built-in coder assembles it: each text opens with the
+    guarded prelude; `sizes` pads each to about that many characters."""
+    opening = module._CUDA_SOURCE[:module._CUDA_SOURCE.index("#define KS_CUDA_PRELUDE_H")]
+    assert opening.strip() == "#ifndef KS_CUDA_PRELUDE_H"
+    return "".join(f"#ifndef KS_CUDA_PRELUDE_H\n// kernel {k}\n" + "x" * n + "\n#endif\n"
+                   for k, n in enumerate(sizes))
+
+
+def test_cuda_source_splits_into_balanced_self_contained_units(module):
+    big = 70_000  # above the unit floor: each kernel is worth its own nvcc process
+    source = _kernel_texts(module, [big, big // 2, big // 2, big, big // 4, big // 4])
+    units = module._cuda_units(source, 3)
+    assert len(units) == 3
+    assert all(u.startswith("#ifndef KS_CUDA_PRELUDE_H\n") for u in units)
+    # every kernel text in exactly one unit, none cut
+    pieces = sorted(p.rstrip("\n") for u in units for p in module._KERNEL_START.split(u) if p)
+    assert pieces == sorted(p.rstrip("\n") for p in module._KERNEL_START.split(source) if p)
+    assert max(map(len, units)) <= 1.2 * len(source) / 3  # longest first, to the lightest unit
+    # as the coder joins the texts: the last one ends without a newline, and wherever it lands in
+    # a unit the next text's prelude guard must still open a line
+    joined = "\n".join(t.rstrip("\n") for t in module._KERNEL_START.split(source) if t)
+    for unit in module._cuda_units(joined, 3):
+        assert unit.count("#ifndef KS_CUDA_PRELUDE_H") == len(module._KERNEL_START.split(unit)) - 1
+    # many jobs: as many units as the source is worth (about the floor each), at most one a kernel
+    assert len(module._cuda_units(source, 64)) == -(-len(source) // module._UNIT_MIN_CHARS) == 4
+    assert len(module._cuda_units(_kernel_texts(module, [200_000] * 3), 64)) == 3
+
+
+def test_cuda_source_stays_one_unit_when_small_single_job_or_not_self_contained(module):
+    source = _kernel_texts(module, [70_000] * 4)
+    assert module._cuda_units(source, 1) == [source]
+    assert module._cuda_units(_kernel_texts(module, [1000] * 8), 8) == [_kernel_texts(module, [1000] * 8)]
+    # code before the first kernel (an edited candidate's helper) may be used by any of them
+    edited = "__device__ float helper(float x) { return x; }\n" + source
+    assert module._cuda_units(edited, 4) == [edited]
+    # the example's own source: one small program, one unit
+    assert module._cuda_units(module._CUDA_SOURCE, 16) == [module._CUDA_SOURCE]
+
+
+def test_split_build_writes_main_cpp_and_units_for_one_load(module, monkeypatch):
+    source = _kernel_texts(module, [70_000] * 3)
+    monkeypatch.setattr(module, "_CUDA_SOURCE", source)
+    monkeypatch.setenv("MAX_JOBS", "2")
+    assert module._build_extension() == "built"
+    assert module.load_inline.calls == []
+    (call,) = module.load.calls
+    folder = Path(call["build_directory"])
+    names = [Path(p).name for p in call["sources"]]
+    assert names == ["main.cpp", "cuda_0.cu", "cuda_1.cu"]
+    main = (folder / "main.cpp").read_text()
+    assert main.startswith(module._CPP_SOURCE)  # no implicit <torch/extension.h>: the prelude's own
+    for function in module._FUNCTIONS:
+        assert f'm.def("{function}", torch::wrap_pybind_function({function}), "{function}");' in main
+    assert "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {" in main
+    units = [(folder / n).read_text() for n in names[1:]]
+    assert sorted(units) == sorted(module._cuda_units(source, 2))
+    assert (folder / "ks_built").read_text().strip() == call["name"]
+
+
+def test_split_build_that_fails_is_built_again_as_one_unit(module, monkeypatch):
+    source = _kernel_texts(module, [70_000] * 3)
+    monkeypatch.setattr(module, "_CUDA_SOURCE", source)
+    monkeypatch.setenv("MAX_JOBS", "4")
+
+    def failing(**kwargs):
+        raise RuntimeError("Error building extension")
+
+    monkeypatch.setattr(module, "load", failing)
+    assert module._build_extension() == "built"
+    (call,) = module.load_inline.calls
+    assert call["cuda_sources"] == [source]

@@ -93,7 +93,7 @@ import sys
 
 import torch
 import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
+from torch.utils.cpp_extension import load, load_inline
 
 # PyTorch ops this file still calls (profiler names -> why).
 KERNELSTITCH_TORCH_OPS = {torch_ops}
@@ -170,6 +170,65 @@ def _import_built(name, directory):
     return module
 
 
+# Where a kernel's text opens: its guarded CUDA prelude (every built-in kernel's text does).
+_KERNEL_START = re.compile(r"(?m)^(?=#ifndef KS_CUDA_PRELUDE_H$)")
+_UNIT_MIN_CHARS = 65536  # a smaller unit costs more in its own nvcc start than it saves
+
+
+def _cuda_units(source, jobs):
+    """The CUDA source as up to `jobs` translation units of about equal size: nvcc compiles one
+    unit in one process on one core, so a CNN's 40 kernels as one unit took minutes.  Split only
+    where every kernel opens with the guarded prelude, i.e. is self-contained; else one unit."""
+    chunks = _KERNEL_START.split(source)
+    count = min(jobs, len(chunks) - 1, -(-len(source) // _UNIT_MIN_CHARS))
+    if count < 2 or chunks[0].strip():
+        return [source]
+    units, sizes = [[] for _ in range(count)], [0] * count
+    for chunk in sorted(chunks[1:], key=len, reverse=True):  # each to the lightest unit so far
+        lightest = sizes.index(min(sizes))
+        units[lightest].append(chunk)
+        sizes[lightest] += len(chunk)
+    return ["\\n".join(unit) for unit in units]  # the source's last text has no final newline
+
+
+def _build_jobs():
+    """Compiler processes this build may run at once (MAX_JOBS, as torch's ninja build reads it)."""
+    try:
+        return max(1, int(os.environ.get("MAX_JOBS") or 0) or os.cpu_count() or 1)
+    except ValueError:
+        return os.cpu_count() or 1
+
+
+def _write_if_changed(path, text):
+    """As load_inline writes its sources: an unchanged file keeps its mtime (ninja skips it)."""
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                return
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _build_units(name, directory, flags, units):
+    """load_inline's build with the CUDA source as several units compiled at once (ninja runs
+    MAX_JOBS compilers): main.cpp as load_inline writes it (the bindings, then the module's
+    PYBIND11_MODULE block), then cuda_<k>.cu per unit."""
+    cpp, options = _header_options()
+    implicit = not options.get("no_implicit_headers")
+    module_def = ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{"] + [
+        f'm.def("{{f}}", torch::wrap_pybind_function({{f}}), "{{f}}");' for f in _FUNCTIONS] + ["}}"]
+    sources = [os.path.join(directory, "main.cpp")]
+    _write_if_changed(sources[0], "\\n".join(
+        (["#include <torch/extension.h>"] if implicit else []) + [cpp] + module_def))
+    head = ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"] if implicit else []
+    for k, unit in enumerate(units):
+        sources.append(os.path.join(directory, f"cuda_{{k}}.cu"))
+        _write_if_changed(sources[-1], "\\n".join(head + [unit]))
+    return load(name=name, sources=sources, extra_cflags=list(_EXTRA_CFLAGS),
+                extra_cuda_cflags=flags, extra_ldflags=list(_EXTRA_LDFLAGS),
+                build_directory=directory, verbose=False)
+
+
 def _build_extension():
     flags = list(_EXTRA_CUDA_CFLAGS) + [_gencode()]
     digest = hashlib.sha256("\\0".join([_CPP_SOURCE, _CUDA_SOURCE] + flags).encode()).hexdigest()
@@ -182,19 +241,27 @@ def _build_extension():
             return _import_built(name, directory)
         with contextlib.suppress(FileNotFoundError):  # torch's lock of a killed build
             os.remove(os.path.join(directory, "lock"))
-        cpp, options = _header_options()
-        module = load_inline(
-            name=name,
-            cpp_sources=[cpp],
-            cuda_sources=[_CUDA_SOURCE],
-            functions=list(_FUNCTIONS),
-            extra_cflags=list(_EXTRA_CFLAGS),
-            extra_cuda_cflags=flags,
-            extra_ldflags=list(_EXTRA_LDFLAGS),
-            build_directory=directory,
-            verbose=False,
-            **options,
-        )
+        module = None
+        units = _cuda_units(_CUDA_SOURCE, _build_jobs())
+        if len(units) > 1:
+            try:
+                module = _build_units(name, directory, flags, units)
+            except Exception:  # noqa: BLE001 - an edited source whose kernels share code: one unit
+                module = None
+        if module is None:
+            cpp, options = _header_options()
+            module = load_inline(
+                name=name,
+                cpp_sources=[cpp],
+                cuda_sources=[_CUDA_SOURCE],
+                functions=list(_FUNCTIONS),
+                extra_cflags=list(_EXTRA_CFLAGS),
+                extra_cuda_cflags=flags,
+                extra_ldflags=list(_EXTRA_LDFLAGS),
+                build_directory=directory,
+                verbose=False,
+                **options,
+            )
         with open(stamp, "w") as handle:
             handle.write(name + "\\n")
         return module

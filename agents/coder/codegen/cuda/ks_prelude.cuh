@@ -241,7 +241,7 @@ __device__ __forceinline__ int64_t ks_row_base_any(const KsOperand& d, int64_t r
 // the same register counts.  The switch repeats ks_offset's on purpose: ks_offset as a template
 // whose general case is inline or a call (one switch) raised those kernels' registers by 6-34
 // (ptxas -v, same texts), itself included in kernels that never took the call.
-__device__ __noinline__ int64_t ks_offset_general(const KsOperand& d, int64_t i) { return ks_offset(d, i); }
+static __device__ __noinline__ int64_t ks_offset_general(const KsOperand& d, int64_t i) { return ks_offset(d, i); }
 __device__ __forceinline__ int64_t ks_row_any_offset(const KsOperand& d, int64_t i) {
   switch (d.mode) {
     case KS_FULL: return i;
