@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
+
 from kernelstitch.bench.tasks import ninja_steps
 
 problem, work = Path(sys.argv[1]), Path(sys.argv[2])
