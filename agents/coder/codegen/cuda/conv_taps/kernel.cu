@@ -4,9 +4,10 @@
 // For one (n, c) plane of x [N, C, H, W]: each kernel tap (i, j)'s input summed over the positions
 // the tap carries into the [Ho, Wo] output, times 1 / (Ho * Wo); out [C, N, KH * KW].  Along a dim
 // the tap's positions are lo, lo + S, ..., hi (S the conv's stride for a convolution, 1 for a
-// transposed one), so a warp walks a row of the plane (lanes along W, four loads in flight), sums
-// it per column tap, and adds the row to the taps whose row range holds it: one read of x, KW
-// adds a value.  A block per plane, its 8 warps on rows r, r + 8, ...
+// transposed one), so a warp walks a row of the plane (lanes along W: 16-byte loads where the rows
+// allow, else four scalar loads in flight), sums it per column tap, and adds the row to the taps
+// whose row range holds it: one read of x, KW adds a value.  A block per plane, its 8 warps on
+// rows r, r + 8, ...
 namespace {
 constexpr int {{name}}_KH = {{kh}}, {{name}}_KW = {{kw}}, {{name}}_SH = {{step_h}}, {{name}}_SW = {{step_w}};
 
@@ -38,6 +39,20 @@ __host__ __device__ __forceinline__ bool {{name}}_holds(int64_t i, int64_t lo, i
 }
 }  // namespace
 
+// Adds values v[u] at input columns first + STEP * u to the column taps that hold them.
+template <int COUNT, int STEP>
+__device__ __forceinline__ void {{name}}_add(float (&row)[{{name}}_KW], const float (&v)[COUNT], const int64_t first,
+                                             const int64_t (&lo)[{{name}}_KW], const int64_t (&hi)[{{name}}_KW]) {
+#pragma unroll
+  for (int u = 0; u < COUNT; ++u)
+#pragma unroll
+    for (int b = 0; b < {{name}}_KW; ++b)
+      if ({{name}}_holds<{{name}}_SW>(first + STEP * u, lo[b], hi[b])) row[b] += v[u];
+}
+
+// VEC4: rows of 16-byte aligned float4s (W % 4 == 0, unit stride along W): a lane loads four
+// consecutive values, two loads in flight; else four scalar loads 32 apart.
+template <bool VEC4>
 __global__ void __launch_bounds__(256) {{name}}_kernel(const float* __restrict__ x, const int64_t sN, const int64_t sC,
     const int64_t sH, const int64_t sW, const int64_t N, const int64_t C, const int64_t H, const int64_t W,
     const int64_t Ho, const int64_t Wo, const float scale, float* __restrict__ out) {
@@ -60,22 +75,32 @@ __global__ void __launch_bounds__(256) {{name}}_kernel(const float* __restrict__
 #pragma unroll
     for (int b = 0; b < KW; ++b) row[b] = 0.f;
     const float* __restrict__ xr = xp + ih * sH;
-    int64_t iw = lane;
-    for (; iw + 96 < W; iw += 128) {
-      float v[4];
+    if constexpr (VEC4) {
+      int64_t iw = 4 * lane;
+      for (; iw + 128 < W; iw += 256) {
+        float a[4], b[4];
+        ks_ld_vec<4>(xr + iw, a);
+        ks_ld_vec<4>(xr + iw + 128, b);
+        {{name}}_add<4, 1>(row, a, iw, lo_w, hi_w);
+        {{name}}_add<4, 1>(row, b, iw + 128, lo_w, hi_w);
+      }
+      for (; iw < W; iw += 128) {
+        float a[4];
+        ks_ld_vec<4>(xr + iw, a);
+        {{name}}_add<4, 1>(row, a, iw, lo_w, hi_w);
+      }
+    } else {
+      int64_t iw = lane;
+      for (; iw + 96 < W; iw += 128) {
+        float v[4];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) v[u] = ks_ld(xr + (iw + 32 * u) * sW);
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-#pragma unroll
-        for (int b = 0; b < KW; ++b)
-          if ({{name}}_holds<{{name}}_SW>(iw + 32 * u, lo_w[b], hi_w[b])) row[b] += v[u];
-    }
-    for (; iw < W; iw += 32) {
-      const float v = ks_ld(xr + iw * sW);
-#pragma unroll
-      for (int b = 0; b < KW; ++b)
-        if ({{name}}_holds<{{name}}_SW>(iw, lo_w[b], hi_w[b])) row[b] += v;
+        for (int u = 0; u < 4; ++u) v[u] = ks_ld(xr + (iw + 32 * u) * sW);
+        {{name}}_add<4, 32>(row, v, iw, lo_w, hi_w);
+      }
+      for (; iw < W; iw += 32) {
+        const float v[1] = {ks_ld(xr + iw * sW)};
+        {{name}}_add<1, 32>(row, v, iw, lo_w, hi_w);
+      }
     }
 #pragma unroll
     for (int a = 0; a < KH; ++a)
@@ -104,6 +129,10 @@ __global__ void __launch_bounds__(256) {{name}}_kernel(const float* __restrict__
 
 {{launcher_sig}} {
   if (N * C == 0) return;
-  {{name}}_kernel<<<(unsigned)(N * C), 256, 0, stream>>>(static_cast<const float*>(x), sN, sC, sH, sW, N, C, H, W,
-                                                         Ho, Wo, scale, static_cast<float*>(out));
+  const bool vec4 = sW == 1 && W % 4 == 0 && sH % 4 == 0 && sC % 4 == 0 && sN % 4 == 0 &&
+                    reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  const float* xf = static_cast<const float*>(x);
+  float* of = static_cast<float*>(out);
+  if (vec4) {{name}}_kernel<true><<<(unsigned)(N * C), 256, 0, stream>>>(xf, sN, sC, sH, sW, N, C, H, W, Ho, Wo, scale, of);
+  else {{name}}_kernel<false><<<(unsigned)(N * C), 256, 0, stream>>>(xf, sN, sC, sH, sW, N, C, H, W, Ho, Wo, scale, of);
 }
