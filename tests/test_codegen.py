@@ -20,6 +20,7 @@ from kernelstitch.agents.coder.codegen import (
     BatchStatsSpec,
     CatSegment,
     CatSpec,
+    ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -227,6 +228,20 @@ def nll_specs() -> list[NllLossSpec]:
         NllLossSpec("nll_mean", f32, t, TensorArg("lse", "float32"), "mean", -100, "float32"),
         NllLossSpec("nll_sum", f32, t, TensorArg("lse", "float32"), "sum", 3, "float32"),
         NllLossSpec("nll_none_bf16", bf16, t, TensorArg("lse", "bfloat16"), "none", -100, "bfloat16"),
+    ]
+
+
+def conv_taps_specs() -> list[ConvTapMeansSpec]:
+    """Conv tap means: transposed (level2/44's 3x3 stride 2 with output padding; 7x7, the most
+    taps a kernel takes; a 4x2 with dilation), and convolutions (3x3 padded; 5x3 strided and
+    dilated, where a tap's positions step by the stride)."""
+    x = TensorArg("x", "float32")
+    return [
+        ConvTapMeansSpec("taps_t3s2", x, (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), True),
+        ConvTapMeansSpec("taps_t7", x, (7, 7), (1, 1), (0, 0), (1, 1), (0, 0), True),
+        ConvTapMeansSpec("taps_t4x2", x, (4, 2), (3, 2), (2, 0), (2, 1), (1, 1), True),
+        ConvTapMeansSpec("taps_c3p1", x, (3, 3), (1, 1), (1, 1), (1, 1), (0, 0), False),
+        ConvTapMeansSpec("taps_c5x3", x, (5, 3), (3, 2), (2, 1), (1, 2), (0, 0), False),
     ]
 
 
@@ -666,7 +681,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -707,7 +722,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + attention_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -850,7 +865,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + attention_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

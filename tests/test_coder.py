@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conv_taps_reference import tap_means_reference
 from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.plan import Plan
@@ -474,6 +475,9 @@ def interpret(spec: dict):
             loss = torch.where(counts, lse - picked, 0.0)
             total = {"none": loss, "sum": loss.sum(), "mean": loss.sum() / counts.sum()}[spec["reduction"]]
             return total.to(_DT[spec["out_dtype"]])
+        if spec["type"] == "conv_taps":
+            return tap_means_reference(tensors[0].float(), spec["kernel"], spec["stride"], spec["padding"],
+                                       spec["dilation"], spec["output_padding"], spec["transposed"])
         if spec["type"] == "attention":  # what the flash kernel computes, in fp32 through the math path
             q, k, v = (t.float() for t in tensors[:3])
             return attention_reference(q, k, v, spec["scale"], spec["causal"], tensors[3] if spec["mask"] else None,

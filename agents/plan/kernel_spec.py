@@ -184,6 +184,23 @@ class NllLossSpec:
 
 
 @dataclass(frozen=True)
+class ConvTapMeansSpec:
+    """For a 2-D convolution of `input` [N, C, H, W] (`transposed`: conv_transpose2d), each kernel
+    tap's input summed over the positions that tap carries into the output (0 where it falls on
+    padding), divided by the output's spatial size: [C, N, kh * kw] (rewrites._conv_spatial_mean
+    then contracts it with the weights).  Every geometry field is an (h, w) pair of constants."""
+
+    name: str
+    input: TensorArg
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    output_padding: tuple[int, int]
+    transposed: bool
+
+
+@dataclass(frozen=True)
 class ScanSpec:
     """A cumulative sum or product (torch.cumsum / torch.cumprod) along `dim` of a tensor seen as
     [outer, R, inner], of the value `prologue` computes from `inputs` (all broadcast to one
@@ -396,7 +413,7 @@ def attention_kernel_problem(head_dim: int, dtypes: tuple[str, ...], mask_dtype:
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
 Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
-        | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec)
+        | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec | ConvTapMeansSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -440,6 +457,10 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "inputs": [_arg(t) for t in spec.inputs], "diagonal": spec.diagonal,
                 "out_dtype": spec.out_dtype, "prologue": [_op(o) for o in spec.prologue],
                 "prologue_out": spec.prologue_out}
+    if isinstance(spec, ConvTapMeansSpec):
+        return {"type": "conv_taps", "name": spec.name, "input": _arg(spec.input), "kernel": list(spec.kernel),
+                "stride": list(spec.stride), "padding": list(spec.padding), "dilation": list(spec.dilation),
+                "output_padding": list(spec.output_padding), "transposed": spec.transposed}
     if isinstance(spec, NllLossSpec):
         return {"type": "nll", "name": spec.name, "logits": _arg(spec.logits), "target": _arg(spec.target),
                 "lse": _arg(spec.lse), "reduction": spec.reduction, "ignore_index": spec.ignore_index,
@@ -520,6 +541,12 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             diagonal=int(data["diagonal"]), out_dtype=data["out_dtype"],
             prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
             prologue_out=data.get("prologue_out", ""))
+    if kind == "conv_taps":
+        pair = lambda key: (int(data[key][0]), int(data[key][1]))  # noqa: E731
+        return ConvTapMeansSpec(
+            name=data["name"], input=_arg_from(data["input"]), kernel=pair("kernel"), stride=pair("stride"),
+            padding=pair("padding"), dilation=pair("dilation"), output_padding=pair("output_padding"),
+            transposed=bool(data["transposed"]))
     if kind == "nll":
         return NllLossSpec(
             name=data["name"], logits=_arg_from(data["logits"]), target=_arg_from(data["target"]),

@@ -20,6 +20,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     BatchStatsSpec,
     CatSegment,
     CatSpec,
+    ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -189,7 +190,7 @@ class _StepBuilder:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
                  "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "arg_reduce": self.arg_reduce,
-                 "triangle": self.triangle, "nll": self.nll, "cat": self.cat,
+                 "triangle": self.triangle, "nll": self.nll, "conv_taps": self.conv_taps, "cat": self.cat,
                  "gemm": self.gemm, "attention": self.attention}.get(g.kind, self.torch_call)
         return build(g, sid)
 
@@ -371,6 +372,22 @@ class _StepBuilder:
             "from the rows' logsumexp and the logit at each target",
             _nbytes(self.node(t).meta) + _nbytes(self.node(lse).meta) + rows * ELEMENT_SIZE[self.node(x).meta.dtype]
             + _nbytes(anchor.meta), 2 * rows, [x, t, lse])
+
+    def conv_taps(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        x = anchor.args[0].node
+        pair = lambda key: tuple(int(v) for v in anchor.kwargs[key])  # noqa: E731
+        spec = ConvTapMeansSpec(
+            name=f"ks_{sid}_conv_taps", input=self.tensor_arg(x), kernel=pair("kernel"), stride=pair("stride"),
+            padding=pair("padding"), dilation=pair("dilation"), output_padding=pair("output_padding"),
+            transposed=bool(anchor.kwargs["transposed"]))
+        taps = spec.kernel[0] * spec.kernel[1]
+        values = self.node(x).meta.numel
+        what = "transposed convolution" if spec.transposed else "convolution"
+        return self.fused_step(
+            g, sid, spec, f"each {spec.kernel[0]}x{spec.kernel[1]} tap's mean input over the {what}'s "
+            "output (one read of its input; the conv output is never computed)",
+            _nbytes(self.node(x).meta) + _nbytes(anchor.meta), values * spec.kernel[1] + values // max(1, taps), [x])
 
     def attention(self, g: Group, sid: str) -> PlanStep:
         node = self.node(g.anchor)
