@@ -156,16 +156,19 @@ class RewriteResult:
 
 
 def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
-                   attention: bool = True, relu_attention: bool = True) -> RewriteResult:
+                   attention: bool = True, relu_attention: bool = True,
+                   batch_norm: bool = True) -> RewriteResult:
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call;
     `attention`: written-out attention read as scaled_dot_product_attention (attention.py);
-    `relu_attention`: its ReLU form read as one node for our attention kernel."""
+    `relu_attention`: its ReLU form read as one node for our attention kernel; `batch_norm`:
+    batch_norm as statistics + elementwise (else PyTorch's own op, a measured variant)."""
     result = RewriteResult(graph)
     sdpa = (partial(_attention, relu=relu_attention),) if attention else ()
+    norms = (_batch_norm,) if batch_norm else ()
     # _global_avg_pool before _conv_spatial_mean (a global pooling of a conv is its mean), which
     # precedes _conv_bias (it takes the conv with its bias)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum, _pool_before_pointwise_conv,
-                 _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), _batch_norm,
+                 _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
                  _max_values,
                  _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
                  _reverse_scan, _exclusive_scan, _recompute_prologue):
