@@ -191,11 +191,13 @@ def test_a_channels_last_conv_output_reduced_over_channels_spatial_dims_or_all_s
     """Reductions over dim 1 alone, over every spatial dim (global pooling) or over all but the
     batch read the NHWC memory with its channels last (the binding's re-view); global pooling is
     then planned with its column kernels (not `trailing`), and only in the channels-last
-    variant.  A reduction over one spatial dim of several does not, and gets the copy back."""
+    variant.  A reduction over one spatial dim of several does not, and gets the copy back.
+    (The global pooling reads a ReLU of the conv: of the conv itself, its taps' means replace it,
+    rewrites._conv_spatial_mean.)"""
     from kernelstitch.agents.planner.variants import propose_variants
 
     sources, plans = {}, {}
-    for label, reduce in (("channels", "torch.amin(y, dim=1, keepdim=True)"), ("spatial", "y.mean(dim=[2, 3])"),
+    for label, reduce in (("channels", "torch.amin(y, dim=1, keepdim=True)"), ("spatial", "torch.relu(y).mean(dim=[2, 3])"),
                           ("all", "y.sum(dim=[1, 2, 3])"), ("height", "y.sum(dim=2)")):
         path = tmp_path / f"{label}.py"
         path.write_text(textwrap.dedent(f"""
