@@ -231,3 +231,17 @@ def test_split_build_that_fails_is_built_again_as_one_unit(module, monkeypatch):
     assert module._build_extension() == "built"
     (call,) = module.load_inline.calls
     assert call["cuda_sources"] == [source]
+
+
+def test_build_jobs_follow_max_jobs_else_the_cpus_up_to_eight(module, monkeypatch):
+    monkeypatch.setenv("MAX_JOBS", "3")
+    assert module._build_jobs() == 3
+    monkeypatch.setenv("MAX_JOBS", "32")  # asked for: taken
+    assert module._build_jobs() == 32
+    monkeypatch.delenv("MAX_JOBS")
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 64)
+    assert module._build_jobs() == 8
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 2)
+    assert module._build_jobs() == 2
+    monkeypatch.setenv("MAX_JOBS", "many")
+    assert module._build_jobs() == 2

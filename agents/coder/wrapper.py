@@ -191,12 +191,16 @@ def _cuda_units(source, jobs):
     return ["\\n".join(unit) for unit in units]  # the source's last text has no final newline
 
 
+_DEFAULT_MAX_UNITS = 8  # nvcc takes up to ~1 GB a unit: a laptop's 16 threads must not take 16 GB
+
+
 def _build_jobs():
-    """Compiler processes this build may run at once (MAX_JOBS, as torch's ninja build reads it)."""
+    """Compiler processes this build may run at once: MAX_JOBS (as torch's ninja build reads it),
+    else the CPU count up to 8."""
     try:
-        return max(1, int(os.environ.get("MAX_JOBS") or 0) or os.cpu_count() or 1)
+        return max(1, int(os.environ.get("MAX_JOBS") or 0) or min(os.cpu_count() or 1, _DEFAULT_MAX_UNITS))
     except ValueError:
-        return os.cpu_count() or 1
+        return min(os.cpu_count() or 1, _DEFAULT_MAX_UNITS)
 
 
 def _write_if_changed(path, text):
