@@ -197,10 +197,11 @@ _DEFAULT_MAX_UNITS = 8  # nvcc takes up to ~1 GB a unit: a laptop's 16 threads m
 def _build_jobs():
     """Compiler processes this build may run at once: MAX_JOBS (as torch's ninja build reads it),
     else the CPU count up to 8."""
+    default = min(os.cpu_count() or 1, _DEFAULT_MAX_UNITS)
     try:
-        return max(1, int(os.environ.get("MAX_JOBS") or 0) or min(os.cpu_count() or 1, _DEFAULT_MAX_UNITS))
+        return max(1, int(os.environ.get("MAX_JOBS") or 0) or default)
     except ValueError:
-        return min(os.cpu_count() or 1, _DEFAULT_MAX_UNITS)
+        return default
 
 
 def _write_if_changed(path, text):
@@ -245,13 +246,12 @@ def _build_extension():
             return _import_built(name, directory)
         with contextlib.suppress(FileNotFoundError):  # torch's lock of a killed build
             os.remove(os.path.join(directory, "lock"))
-        module = None
         units = _cuda_units(_CUDA_SOURCE, _build_jobs())
+        module = None
         if len(units) > 1:
-            try:
+            # a failed split build (an edited source whose kernels share code) builds as one unit
+            with contextlib.suppress(Exception):
                 module = _build_units(name, directory, flags, units)
-            except Exception:  # noqa: BLE001 - an edited source whose kernels share code: one unit
-                module = None
         if module is None:
             cpp, options = _header_options()
             module = load_inline(
