@@ -28,6 +28,8 @@ from kernelstitch.agents.planner.precision import with_precision
 from kernelstitch.agents.planner.variants import (
     PlanVariant,
     autotune_variant,
+    batch_norm_in_pytorch,
+    has_batch_statistics,
     knob_variants,
     propose_variants,
     takes_reduction_knobs,
@@ -316,12 +318,25 @@ def library_share(kernel_ms: dict[str, float]) -> float:
     return sum(ms for kernel, ms in kernel_ms.items() if "ks_" not in kernel) / total if total > 0 else 0.0
 
 
+def batch_statistics_share(plan: Plan, kernel_ms: dict[str, float]) -> float:
+    """The share of the profiled GPU time in the plan's batch-statistics kernels and the
+    elementwise kernels that apply the normalisation (kernels are named after their spec)."""
+    total = sum(kernel_ms.values())
+    names = [(s.spec or {}).get("name") for s in plan.steps
+             if (s.spec or {}).get("type") == "batch_stats"
+             or (s.technique == "fused_elementwise" and any("batch_norm" in n for n in s.nodes))]
+    names = [n for n in names if n]
+    mine = sum(ms for kernel, ms in kernel_ms.items() if any(n in kernel for n in names))
+    return mine / total if total > 0 else 0.0
+
+
 def _next_round(ctx, built: BuiltVariants, profile: dict[str, Any] | None,
                 out_dir: Path) -> list[str]:
     """The profile of round 1's fastest variant picks what round 2 varies: the reduction
     kernels that dominate its GPU time get the alternative designs of the kernel families that
     ran (knob_variants); library kernels that do, in a plan with cuDNN convolutions, get cuDNN's
-    autotuned algorithms (autotune_variant).  Returns the names of the variants added to `built`."""
+    autotuned algorithms (autotune_variant); batch norms that do, PyTorch's own
+    (batch_norm_in_pytorch).  Returns the names of the variants added to `built`."""
     if not profile or profile.get("variant") not in built.paths:
         return []
     best = profile["variant"]
@@ -335,6 +350,12 @@ def _next_round(ctx, built: BuiltVariants, profile: dict[str, Any] | None,
     autotuned = autotune_variant(fastest) if library >= HOT_SHARE else None
     if autotuned is not None:
         proposed.append(autotuned)
+    norms = batch_statistics_share(fastest.plan, kernel_ms) if has_batch_statistics(fastest.plan) else 0.0
+    if norms >= HOT_SHARE:
+        shares += f", batch norms {norms:.0%}"
+        in_pytorch = batch_norm_in_pytorch(fastest, built.graph)
+        if in_pytorch is not None:
+            proposed.append(in_pytorch)
     added = []
     for k, v in enumerate(proposed, start=1):
         if v.name in built.plans:

@@ -90,16 +90,15 @@ def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
     module_matches_reference(*CASES[name], tmp_path)
 
 
-@pytest.mark.parametrize("cuda_graph", [False, True], ids=["launched", "graph-replayed"])
-def test_generated_module_updates_the_running_statistics_as_the_original(tmp_path, cuda_graph):
-    """Replayed from a CUDA graph too: the warm-up run before the capture must not count."""
+def _matches_and_updates_running_statistics(path, program, cuda_graph: bool) -> None:
+    """`program` (generated from CONV_BATCH_NORM at `path`) against the original over three
+    training-mode calls, launched or replayed from a CUDA graph: outputs and running statistics."""
     from kernelstitch.core.problem import load_problem
 
-    path = write(tmp_path, CONV_BATCH_NORM)
     problem = load_problem(path, None)
     torch.manual_seed(0)
     reference = problem.module_class(*problem.get_init_inputs()).cuda()
-    candidate = import_candidate(generate((path, None), tmp_path, None))
+    candidate = import_candidate(program)
     new = candidate.ModelNew(*problem.get_init_inputs()).cuda()
     new._cuda_graphs = candidate._CudaGraphs() if cuda_graph else None
     new.load_state_dict(reference.state_dict())
@@ -109,6 +108,13 @@ def test_generated_module_updates_the_running_statistics_as_the_original(tmp_pat
             torch.testing.assert_close(new(x), reference(x), rtol=1e-4, atol=1e-4)
     for key in ("bn.running_mean", "bn.running_var"):
         torch.testing.assert_close(new.state_dict()[key], reference.state_dict()[key], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cuda_graph", [False, True], ids=["launched", "graph-replayed"])
+def test_generated_module_updates_the_running_statistics_as_the_original(tmp_path, cuda_graph):
+    """Replayed from a CUDA graph too: the warm-up run before the capture must not count."""
+    path = write(tmp_path, CONV_BATCH_NORM)
+    _matches_and_updates_running_statistics(path, generate((path, None), tmp_path, None), cuda_graph)
 
 
 @pytest.mark.parametrize("problem", [
@@ -144,3 +150,21 @@ def test_a_graph_captured_with_tf32_off_never_serves_a_caller_with_it_on(tmp_pat
     finally:
         torch.backends.cudnn.allow_tf32 = before
     assert seen[0] == seen[2] != seen[1] == seen[3]
+
+
+@pytest.mark.parametrize("cuda_graph", [False, True], ids=["launched", "graph-replayed"])
+def test_pytorch_batch_norm_variant_matches_and_updates_the_running_statistics(tmp_path, cuda_graph):
+    """The search's round-2 variant with PyTorch's batch_norm (cuDNN) in place of our kernels
+    (variants.batch_norm_in_pytorch), launched and replayed from a CUDA graph: outputs and
+    running statistics as the original's after three calls."""
+    from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
+    from kernelstitch.agents.planner.capture import capture
+    from kernelstitch.agents.planner.variants import batch_norm_in_pytorch, propose_variants
+
+    path = write(tmp_path, CONV_BATCH_NORM)
+    graph = capture(path)
+    variant = batch_norm_in_pytorch(propose_variants(graph, limit=1)[0], graph)
+    assert variant is not None and any(s.technique == "pytorch_fallback" for s in variant.plan.steps)
+    program = write_candidate(code_builtin(variant.plan, path, tmp_path / "bn_pt" / "model_new.py"),
+                              tmp_path / "bn_pt")
+    _matches_and_updates_running_statistics(path, program, cuda_graph)

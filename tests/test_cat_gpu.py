@@ -37,6 +37,24 @@ def test_fused_segments_match_torch(ext, n, cx, cy, cz, hw):
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("n, cx, cy, cz, hw", [(2, 3, 5, 1, (7, 9)), (1, 64, 64, 32, (28, 28))])
+def test_a_cat_kept_channels_last_returns_channels_last(ext, n, cx, cy, cz, hw):
+    """keep_channels_last: channels-last inputs (a per-channel bias aside) concatenate along their
+    last memory dim into a channels-last result; a contiguous input among them gives the
+    contiguous result, as before."""
+    cl = torch.channels_last
+    x, y = (torch.randn(n, c, *hw, device="cuda").contiguous(memory_format=cl) for c in (cx, cy))
+    z = torch.randn(n, cz, *hw, device="cuda").contiguous(memory_format=cl)
+    b = torch.randn(cx, 1, 1, device="cuda")
+    want = torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1)
+    got = ext.cat_fused_cl(x, b, y, z)
+    assert got.shape == want.shape and got.is_contiguous(memory_format=cl) and not got.is_contiguous()
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    got = ext.cat_fused_cl(x, b, y.contiguous(), z)
+    assert got.is_contiguous()
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_last_dim_half_and_size_mismatch(ext):
     a, c = torch.randn(5, 3, 7, device="cuda").half(), torch.randn(5, 3, 1, device="cuda").half()
     assert torch.equal(ext.cat_last_f16(a, c), torch.cat([a, c], -1))

@@ -20,6 +20,7 @@ from kernelstitch.agents.coder.codegen import (
     BatchStatsSpec,
     CatSegment,
     CatSpec,
+    ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -93,6 +94,11 @@ def reduction_specs() -> list[ReductionSpec]:
                 trailing=True,  # as the planner marks a last-dim reduction: no column kernels
             )
         )
+    # global pooling built with its column kernels: the channels-last [N, S, C] view's binding
+    specs.append(ReductionSpec(
+        "red_mean_spatial", "mean", (TensorArg("x", "float32"), TensorArg("b", "float32"), TensorArg("e", "float32")),
+        dim=2, dim_count=2, keepdim=True, out_dtype="float32", prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+        epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
     for kind in ("softmax", "log_softmax"):
         specs.append(
             ReductionSpec(
@@ -146,6 +152,9 @@ def elementwise_specs() -> list[ElementwiseSpec]:
             (E("mul", ("x", "h"), "m"), E("silu", ("m",), "s")), ("m", "s"), "float16",
         )
     )
+    # kept channels-last (agents/coder/layout.py): the binding's permuted path (before the last,
+    # which test_binding_contract reads)
+    specs.insert(-1, replace(specs[0], name="ew_keep_cl", keep_channels_last=True))
     return specs
 
 
@@ -166,6 +175,10 @@ def pool_specs() -> list[PoolSpec]:
                  stride=(3,), padding=(2,), dilation=(1,), divisor=3),
         PoolSpec("pool_adaptive_bf16", "adaptive_avg", (TensorArg("x", "bfloat16"),), 2, "bfloat16",
                  output_size=(5, 7)),
+        # kept channels-last: the output stored in a channels-last input's memory order
+        PoolSpec("pool_max2d_cl", "max", (x, b), 2, "float32", kernel=(3, 3), stride=(2, 2), padding=(1, 1),
+                 dilation=(1, 1), prologue=(E("add", ("x", "b"), "t1"), E("relu", ("t1",), "t2")),
+                 prologue_out="t2", plane_inputs=("b",), keep_channels_last=True),
     ]
 
 
@@ -215,6 +228,20 @@ def nll_specs() -> list[NllLossSpec]:
         NllLossSpec("nll_mean", f32, t, TensorArg("lse", "float32"), "mean", -100, "float32"),
         NllLossSpec("nll_sum", f32, t, TensorArg("lse", "float32"), "sum", 3, "float32"),
         NllLossSpec("nll_none_bf16", bf16, t, TensorArg("lse", "bfloat16"), "none", -100, "bfloat16"),
+    ]
+
+
+def conv_taps_specs() -> list[ConvTapMeansSpec]:
+    """Conv tap means: transposed (level2/44's 3x3 stride 2 with output padding; 7x7, the most
+    taps a kernel takes; a 4x2 with dilation), and convolutions (3x3 padded; 5x3 strided and
+    dilated, where a tap's positions step by the stride)."""
+    x = TensorArg("x", "float32")
+    return [
+        ConvTapMeansSpec("taps_t3s2", x, (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), True),
+        ConvTapMeansSpec("taps_t7", x, (7, 7), (1, 1), (0, 0), (1, 1), (0, 0), True),
+        ConvTapMeansSpec("taps_t4x2", x, (4, 2), (3, 2), (2, 0), (2, 1), (1, 1), True),
+        ConvTapMeansSpec("taps_c3p1", x, (3, 3), (1, 1), (1, 1), (1, 1), (0, 0), False),
+        ConvTapMeansSpec("taps_c5x3", x, (5, 3), (3, 2), (2, 1), (1, 2), (0, 0), False),
     ]
 
 
@@ -273,6 +300,11 @@ def cat_specs() -> list[CatSpec]:
             CatSegment((3,), (E("sigmoid", ("z",), "s"),), "s")), 1, "float32"),
         CatSpec("cat_last_f16", (TensorArg("a", "float16"), TensorArg("c", "float16")),
                 (CatSegment((0,), (), "a"), CatSegment((1,), (), "c")), -1, "float16"),
+        # kept channels-last (agents/coder/layout.py): the binding's permuted path
+        CatSpec("cat_fused_cl", (x, b, y, z), (
+            CatSegment((0, 1), (E("add", ("x", "b"), "t"), E("relu", ("t",), "u")), "u"),
+            CatSegment((2,), (), "y"),
+            CatSegment((3,), (E("sigmoid", ("z",), "s"),), "s")), 1, "float32", keep_channels_last=True),
     ]
 
 
@@ -429,6 +461,130 @@ def test_elementwise_tiled_path_is_instantiated_for_the_named_inputs_only():
     assert "ew_tiled_nhwc<" not in none.cuda.split("_launch_nhwc")[-1] and "if (false)" in none.binding
 
 
+def test_channels_last_narrow_kernel_only_where_its_shared_memory_fits():
+    """Fewer than 32 channels take the narrow kernel (a contiguous run of positions x channels a
+    block); with eleven outputs and many inputs its staged row values would pass 48 KB of static
+    shared memory, and the wide kernel serves every channel count."""
+    spec = chain_spec("ew_narrow", "float32")
+    small = emit_elementwise(spec)
+    assert "ew_narrow_nhwc_narrow<0>" in small.cuda and "const bool narrow = C < 32;" in small.cuda
+    outs = tuple(f"o{k}" for k in range(11))
+    wide = ElementwiseSpec(
+        "ew_wide", tuple(TensorArg(f"x{k}", "float32") for k in range(8)),
+        tuple(E("add", (f"x{k % 8}", f"x{(k + 1) % 8}"), f"o{k}") for k in range(11)), outs, "float32")
+    big = emit_elementwise(wide)
+    assert "_nhwc_narrow" not in big.cuda and "const bool narrow = false;" in big.cuda
+    assert "ew_wide_nhwc<0>" in big.cuda
+
+
+def test_reductions_view_a_channels_last_input_as_rows_but_normalisations_do_not():
+    """The binding's channels-last re-view (reduction over dim 1 alone: rows of [N * S, C]) is in
+    every reduce kind's binding, with the input-shaped operands permuted and the epilogue's not;
+    a softmax's output has the input's shape, so it keeps the column kernels."""
+    args = (TensorArg("x", "float32"), TensorArg("b", "float32"), TensorArg("e", "float32"))
+    red = emit(ReductionSpec("r_c", "sum", args, dim=1, keepdim=False, out_dtype="float32",
+                             prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+                             epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
+    assert "ks_channels_last_operand({&in_0}, in_0.sizes()) == 0" in red.binding
+    assert "in_0 = ks_channels_to_last(in_0, nd);" in red.binding and "in_1 = ks_channels_to_last(in_1, nd);" in red.binding
+    assert "in_2 = ks_channels_to_last" not in red.binding  # the epilogue's operand: the output's shape
+    soft = emit(ReductionSpec("s_c", "softmax", args[:1], dim=1, keepdim=False, out_dtype="float32"))
+    assert "ks_channels_to_last" not in soft.binding
+
+
+def test_global_pooling_views_a_channels_last_input_as_columns_only_with_column_kernels():
+    """Every spatial dim reduced: the channels-last re-view covers it only in a build with column
+    kernels (a `trailing` build has none and reads such an input through its strides); all but
+    the batch dim is rows in either layout, so the trailing build views it too."""
+    x = (TensorArg("x", "float32"),)
+    columns = emit(ReductionSpec("g_c", "mean", x, dim=2, dim_count=2, keepdim=True, out_dtype="float32"))
+    trailing = emit(ReductionSpec("g_t", "mean", x, dim=2, dim_count=2, keepdim=True, out_dtype="float32",
+                                  trailing=True))
+    assert "|| (dim == 2 && count == nd - 2)" in columns.binding
+    assert "ks_channels_to_last(in_0, nd)" in trailing.binding
+    assert "|| (dim == 2 && count == nd - 2)" not in trailing.binding
+    assert "count == nd - 1" in trailing.binding
+
+
+def test_split_extension_kernels_keeps_name_only_copies_together_and_balances_the_text():
+    """The GPU tests' parallel extensions: every kernel in exactly one part, at most `parts`
+    parts, copies but for the name with their first (one compile, an alias binding), and no part
+    heavier than the lightest by more than the heaviest family's text."""
+    from kernelstitch.agents.coder.codegen import split_extension_kernels
+    from kernelstitch.agents.coder.codegen.common import renamed_kernel
+
+    specs = elementwise_specs() + reduction_specs()[:4]
+    specs += [replace(specs[0], name="ew_copy"), replace(reduction_specs()[0], name="red_copy")]
+    kernels = [emit(s) for s in specs]
+    for parts in (1, 3, 8, 100):
+        groups = split_extension_kernels(kernels, parts)
+        assert 1 <= len(groups) <= parts
+        assert sorted(k.function for g in groups for k in g) == sorted(k.function for k in kernels)
+        where = {k.function: i for i, g in enumerate(groups) for k in g}
+        assert where["ew_copy"] == where[specs[0].name] and where["red_copy"] == where[reduction_specs()[0].name]
+        families = {renamed_kernel(k.cuda, k.function) for k in kernels}
+        weights = [sum(len(t) for t in {renamed_kernel(k.cuda, k.function) for k in g}) for g in groups]
+        assert max(weights) - min(weights) <= max(len(t) for t in families)
+        cpp, _, names = build_extension_sources(groups[0])  # each part assembles on its own
+        assert names == [k.function for k in groups[0]] and cpp
+
+
+def test_group_norm_reads_a_channels_last_input_with_its_nhwc_kernels_only_where_operands_allow():
+    """group_norm's binding takes the NHWC kernels for a channels-last input whose other operands
+    are all constant along the spatial dims (checked operand by operand), else copies the input
+    to NCHW; the launcher tries them before the channel-span kernels (which also set a span)."""
+    args = (TensorArg("x", "float32"), TensorArg("cb", "float32"), TensorArg("w", "float32"),
+            TensorArg("bb", "float32"), TensorArg("e", "float32"))
+    gn = emit(ReductionSpec("gn_cl", "group_norm", args, dim=1, keepdim=False, out_dtype="float32", groups=4,
+                            weight="w", bias="bb", prologue=(E("add", ("x", "cb"), "p"),), prologue_out="p",
+                            epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",),
+                            trailing=True))
+    assert all(f"ks_spatially_constant(in_{k}, nd)" in gn.binding for k in range(1, 5))
+    assert "if (!gn_nhwc) in_0 = in_0.contiguous();" in gn.binding
+    assert "gn_cl_gn_nhwc_stats" in gn.cuda and "gn_cl_gn_nhwc_apply<4><<<" in gn.cuda
+    assert gn.cuda.index("plan.nhwc_channels > 0") < gn.cuda.index("plan.span > 0")
+    # every operand but the input is loaded once a thread (the per-channel hoists)
+    for k, prefix in ((1, "a"), (2, "w"), (3, "w"), (4, "e")):
+        assert f"float {prefix}{k}[1] = {{ks_ld(p{k} + ks_row_base_any(d{k}, row, S))}};" in gn.cuda
+
+
+def test_softmax_over_channels_takes_its_nhwc_kernel_only_in_builds_with_column_kernels():
+    """A softmax kind over dim 1 gets the channels-last check (operands constant along the
+    spatial dims, else a copy to NCHW) and the NHWC kernel launched before the column kernels;
+    a softmax over the last dim (built `trailing`) has neither."""
+    args = (TensorArg("x", "float32"), TensorArg("b", "float32"), TensorArg("e", "float32"))
+    sm = emit(ReductionSpec("sm_c", "softmax", args, dim=1, keepdim=False, out_dtype="float32",
+                            prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+                            epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
+    assert "ks_spatially_constant(in_1, nd) && ks_spatially_constant(in_2, nd)" in sm.binding
+    assert "if (sm_channels_last && !sm_nhwc) in_0 = in_0.contiguous();" in sm.binding
+    assert "sm_c_softmax_nhwc<<<" in sm.cuda
+    assert sm.cuda.index("sm_c_softmax_nhwc<<<") < sm.cuda.index("sm_c_colreg<KS_COLREG_MAX_R><<<")
+    assert "float a1[1] = {ks_ld(p1 + ks_row_base_any(d1, row, S))};" in sm.cuda  # once a thread
+    assert "epis[0 * Ci + t] = ks_ld(p2 + ks_row_base_any(d2, row, S));" in sm.cuda  # once a block
+    last = emit(ReductionSpec("sm_l", "softmax", args[:1], dim=-1, keepdim=False, out_dtype="float32",
+                              trailing=True))
+    assert "sm_nhwc" not in last.binding and "sm_l_softmax_nhwc" not in last.cuda
+
+
+def test_an_elementwise_step_kept_channels_last_runs_on_the_permuted_views():
+    """keep_channels_last (the coder's layout decision) adds the binding's channels-last path: the
+    kernel on the views with the channels last, the result moved back (a channels-last tensor);
+    without it, or with several outputs, there is none; the flag survives the plan's JSON."""
+    from kernelstitch.agents.plan.kernel_spec import spec_from_json, spec_to_json
+
+    base = chain_spec("ew_k", "float32")
+    kept = replace(base, keep_channels_last=True)
+    text = emit(kept).binding
+    assert "ks_full_channels_last({&in_0, &in_1}, c10::IntArrayRef(shape))" in text
+    assert "return ew_k(ks_channels_to_last(in_0, nd), ks_channels_to_last(in_1, nd)).movedim(-1, 1);" in text
+    assert "ks_full_channels_last" not in emit(base).binding
+    two = ElementwiseSpec("ew_k2", (TensorArg("x", "float32"),), (E("relu", ("x",), "a"), E("neg", ("a",), "b")),
+                          ("a", "b"), "float32", keep_channels_last=True)
+    assert "ks_full_channels_last" not in emit(two).binding
+    assert spec_from_json(spec_to_json(kept)) == kept and "keep_channels_last" not in spec_to_json(base)
+
+
 def test_binding_contract():
     ew = emit_elementwise(elementwise_specs()[-1])
     assert ew.python_args == ("x", "h")
@@ -525,7 +681,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -566,7 +722,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + attention_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -709,7 +865,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + attention_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

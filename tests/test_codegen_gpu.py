@@ -1,9 +1,16 @@
-"""Emitted kernels against PyTorch on the GPU: every test spec built with ONE load_inline, fresh
-random inputs per check, outputs allocated on NaN-poisoned memory (unwritten elements show)."""
+"""Emitted kernels against PyTorch on the GPU: the test specs built with load_inline (one
+extension, or several built at once on a many-core machine: load_kernels), fresh random inputs
+per check, outputs allocated on NaN-poisoned memory (unwritten elements show)."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -26,6 +33,7 @@ from kernelstitch.agents.coder.codegen import (
     TensorArg,
     build_extension_sources,
     emit,
+    split_extension_kernels,
 )
 from kernelstitch.agents.plan.kernel_spec import UNARY_OPS
 
@@ -110,6 +118,36 @@ def _specs():
             f"t_{kind}", kind, (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=-1, keepdim=False,
             out_dtype="float32", prologue=(E("add", ("x", "b"), "p"), E("mul", ("p", 0.5), "q")), prologue_out="q"))
         specs.append(ReductionSpec(f"t_{kind}_d1", kind, (TensorArg("x", "float32"),), dim=1, keepdim=False, out_dtype="float32"))
+    # an elementwise step the coder keeps channels-last (a batch_norm apply + ReLU between convs)
+    specs.append(ElementwiseSpec(
+        "t_keep_cl", (TensorArg("x", "float32"), TensorArg("m", "float32"), TensorArg("r", "float32")),
+        (E("mul", ("x", "m"), "t"), E("add", ("t", "r"), "u"), E("relu", ("u",), "y")), ("y",), "float32",
+        keep_channels_last=True))
+    # a bf16 log_softmax over the channels with two per-channel epilogue operands (the NHWC
+    # kernel stages them in shared memory)
+    specs.append(ReductionSpec(
+        "t_log_softmax_epi_bf16", "log_softmax", (TensorArg("x", "bfloat16"), TensorArg("e1", "float32"),
+                                                  TensorArg("e2", "float32")),
+        dim=1, keepdim=False, out_dtype="bfloat16", epilogue=(E("mul", ("acc", "e1"), "m"), E("add", ("m", "e2"), "o")),
+        epilogue_out="o", epilogue_inputs=("e1", "e2")))
+    # group_norm as after a conv: bias and GELU in the prologue, affine, a per-channel epilogue
+    # operand; a channels-last input takes the NHWC kernels (gn_nhwc.cu)
+    specs.append(ReductionSpec(
+        "t_gn_conv", "group_norm", (TensorArg("x", "float32"), TensorArg("cb", "float32"), TensorArg("w", "float32"),
+                                    TensorArg("bb", "float32"), TensorArg("e", "float32")),
+        dim=1, keepdim=False, out_dtype="float32", groups=8, weight="w", bias="bb",
+        prologue=(E("add", ("x", "cb"), "p"), E("gelu", ("p",), "g")), prologue_out="g",
+        epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",), trailing=True))
+    # global pooling (every spatial dim; column kernels built, so a channels-last input is read as
+    # [N, S, C] columns) and a reduction over all but the batch dim (rows in either layout)
+    specs.append(ReductionSpec(
+        "t_mean_spatial_chan", "mean", (TensorArg("x", "float32"), TensorArg("b", "float32"), TensorArg("e", "float32")),
+        dim=2, dim_count=2, keepdim=True, out_dtype="float32", prologue=(E("add", ("x", "b"), "p"),), prologue_out="p",
+        epilogue=(E("add", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",)))
+    specs.append(ReductionSpec("t_amax_spatial3", "amax", (TensorArg("x", "float32"),), dim=2, dim_count=3,
+                               keepdim=False, out_dtype="float32"))
+    specs.append(ReductionSpec("t_sum_but_batch", "sum", (TensorArg("x", "float32"),), dim=1, dim_count=3,
+                               keepdim=False, out_dtype="float32", trailing=True))
     # strided dims with a per-channel operand (a conv bias) in the prologue and one in the epilogue
     specs.append(ReductionSpec(
         "t_softmax_d1_chan", "softmax", (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=1,
@@ -140,16 +178,68 @@ def _specs():
     return specs
 
 
-def load_kernels(name: str, specs: list):
-    """Every spec's kernel in ONE load_inline extension called `name`."""
+# Builds one part in a child process (torch's JIT build, then nothing): the parent then loads
+# every part from torch's extension folder, where the sources' hash finds them built.
+_BUILD_PART = """
+import json, sys
+from torch.utils.cpp_extension import load_inline
+a = json.loads(sys.stdin.read())
+load_inline(name=a["name"], cpp_sources=[a["cpp"]], cuda_sources=[a["cuda"]], functions=a["functions"],
+            extra_cflags=a["cflags"], extra_cuda_cflags=a["cuda_cflags"], extra_ldflags=a["ldflags"], verbose=False)
+"""
+
+
+def extension_parts() -> int:
+    """How many extensions load_kernels builds at once: $KS_TEST_EXTENSION_PARTS, else one per
+    two cores (at most 8; a load_inline build runs two compilers, the binding and the kernels)."""
+    env = os.environ.get("KS_TEST_EXTENSION_PARTS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+class Kernels:
+    """The functions of several extensions under one namespace (`ext.t_chain_float32`)."""
+
+    def __init__(self, modules: list) -> None:
+        self._modules = modules
+
+    def __getattr__(self, attr: str):
+        for module in self._modules:
+            if hasattr(module, attr):
+                return getattr(module, attr)
+        raise AttributeError(attr)
+
+
+def load_kernels(name: str, specs: list, parts: int | None = None):
+    """Every spec's kernel in load_inline extensions called `name` (one part) or `name`_p0.. built
+    at once in child processes (split_extension_kernels: nvcc compiles one translation unit on one
+    core, and one unit of the codegen specs took 170-240 s on the 16-core GPU machine)."""
     from torch.utils.cpp_extension import load_inline
 
-    cpp, cuda, names = build_extension_sources([emit(s) for s in specs])
-    return load_inline(
-        name=name, cpp_sources=[cpp], cuda_sources=[cuda], functions=names,
-        extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False,
-    )
+    groups = split_extension_kernels([emit(s) for s in specs], extension_parts() if parts is None else parts)
+    sources = [build_extension_sources(group) for group in groups]
+    names = [name] if len(groups) == 1 else [f"{name}_p{k}" for k in range(len(groups))]
+    flags = {"cflags": list(EXTRA_CFLAGS), "cuda_cflags": list(EXTRA_CUDA_CFLAGS), "ldflags": list(EXTRA_LDFLAGS)}
+    if len(groups) > 1:
+        def build(k: int) -> subprocess.CompletedProcess:
+            cpp, cuda, functions = sources[k]
+            payload = json.dumps({"name": names[k], "cpp": cpp, "cuda": cuda, "functions": functions, **flags})
+            return subprocess.run([sys.executable, "-c", _BUILD_PART], input=payload, text=True,
+                                  capture_output=True, check=False)
+
+        with ThreadPoolExecutor(len(groups)) as pool:
+            failed = [done for done in pool.map(build, range(len(groups))) if done.returncode != 0]
+        if failed:  # the loads below then build (and fail) in this process, one at a time
+            warnings.warn(f"{name}: a parallel build failed; building in-process: {failed[0].stderr[-2000:]}",
+                          stacklevel=2)
+    modules = [
+        load_inline(name=n, cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
+                    extra_cflags=flags["cflags"], extra_cuda_cflags=flags["cuda_cflags"],
+                    extra_ldflags=flags["ldflags"], verbose=False)
+        for n, (cpp, cuda, functions) in zip(names, sources)
+    ]
+    return modules[0] if len(modules) == 1 else Kernels(modules)
 
 
 @pytest.fixture(scope="module")
@@ -194,11 +284,13 @@ def test_chain_broadcasts_and_tails(ext, d, xs, bs):
 
 
 @pytest.mark.parametrize("d", list(TORCH_DT))
-@pytest.mark.parametrize("shape", [(128, 128, 64, 64), (3, 40, 7, 9), (1, 33, 5, 70), (2, 16, 3, 4, 5)])
+@pytest.mark.parametrize("shape", [(128, 128, 64, 64), (3, 40, 7, 9), (1, 33, 5, 70), (2, 16, 3, 4, 5),
+                                   (4, 7, 33, 35), (2, 31, 3, 50), (3, 16, 5, 6, 7)])
 def test_chain_reads_channels_last_into_contiguous_output(ext, d, shape):
     """A channels-last operand (a cuDNN NHWC conv output) takes the tiled transpose kernel; the
     output is the contiguous tensor the reference returns.  Per-channel bias from a [C, 1, 1]
-    view, either operand tiled, tails in both tile dims."""
+    view, either operand tiled, tails in both tile dims; fewer than 32 channels (the narrow
+    kernel) in 4-D and 5-D."""
     dt = TORCH_DT[d]
     fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
     x = rnd(*shape, dtype=dt).contiguous(memory_format=fmt)
@@ -271,7 +363,7 @@ def test_binary_and_attr_ops(ext):
         torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("shape", [(3, 40, 7, 9), (2, 70, 33, 5)])
+@pytest.mark.parametrize("shape", [(3, 40, 7, 9), (2, 70, 33, 5), (3, 12, 9, 41)])
 def test_channels_last_kernel_with_eleven_outputs_and_mixed_operands(ext, shape):
     """Eleven outputs (the most the channels-last kernel's shared tiles take: one tile a block);
     the second operand per channel (hoisted), full-size contiguous (per element) and channels-last
@@ -400,6 +492,119 @@ def test_strided_dim_with_channel_operands(ext, shape):
     e = rnd(shape[0], shape[2])
     check(poisoned(ext.t_softmax_d1_chan, x, b), torch.sigmoid(torch.softmax(x + b, 1)), rtol=1e-4, atol=1e-5)
     check(poisoned(ext.t_logsumexp_d1_chan, x, b, e), torch.logsumexp(x + b, 1) + e, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 33, 35), (3, 7, 9, 10), (2, 40, 3, 4, 5), (128, 128, 16, 16)])
+def test_reduction_over_the_channels_of_a_channels_last_input(ext, shape):
+    """A channels-last input reduced over dim 1 alone is read as rows of [N * S, C] (the
+    binding's re-view); the output is the contiguous [N, S...] result; a per-channel prologue
+    operand and an epilogue operand over the output keep their meaning."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    x = rnd(*shape).contiguous(memory_format=fmt)
+    for kind in REF:
+        got = poisoned(getattr(ext, f"t_{kind}_d1"), x)
+        assert got.is_contiguous()
+        check(got, REF[kind](x, 1, True), rtol=1e-4, atol=1e-3)
+    b = rnd(shape[1]).view(-1, *([1] * (len(shape) - 2)))
+    e = rnd(shape[0], *shape[2:])
+    check(poisoned(ext.t_logsumexp_d1_chan, x, b, e), torch.logsumexp(x + b, 1) + e, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(16, 128, 64, 64), (3, 40, 7, 9), (2, 33, 1, 70), (8, 16, 128, 128)])
+def test_global_pooling_and_all_but_batch_of_a_channels_last_input(ext, shape):
+    """Reductions over every spatial dim of a channels-last input read it as [N, S, C] columns
+    (the binding's re-view, column kernels built), over all but the batch as rows of S * C; the
+    results are the contiguous [N, C] / [N] ones, with a per-channel prologue operand (a conv
+    bias) and an epilogue operand over the output keeping their meaning."""
+    x = rnd(*shape).contiguous(memory_format=torch.channels_last)
+    b, e = rnd(shape[1]).view(-1, 1, 1), rnd(shape[1]).view(-1, 1, 1)
+    got = poisoned(ext.t_mean_spatial_chan, x, b, e)
+    assert got.shape == (shape[0], shape[1], 1, 1) and got.is_contiguous()
+    check(got, (x + b).mean((2, 3), keepdim=True) + e, rtol=1e-4, atol=1e-4)
+    check(poisoned(ext.t_sum_but_batch, x), x.sum((1, 2, 3)), rtol=1e-4, atol=1e-2)
+    x5 = rnd(shape[0], shape[1], 3, *shape[2:]).contiguous(memory_format=torch.channels_last_3d)
+    got5 = poisoned(ext.t_amax_spatial3, x5)
+    assert got5.is_contiguous()
+    check(got5, x5.amax((2, 3, 4)), rtol=0, atol=0)
+    # the same kernels on contiguous inputs (no re-view)
+    check(poisoned(ext.t_mean_spatial_chan, x.contiguous(), b, e), (x + b).mean((2, 3), keepdim=True) + e,
+          rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 33, 35), (3, 16, 7, 9), (2, 128, 5, 70), (2, 256, 3, 40),
+                                   (2, 24, 6, 7, 9), (2, 300, 4, 5), (1, 8, 1, 3)])
+def test_softmax_over_the_channels_of_a_channels_last_input(ext, shape):
+    """Softmax kinds over dim 1 of a channels-last input: the NHWC kernel (a block stages
+    positions x channels, per-channel prologue and epilogue operands) up to 256 channels, a copy
+    to NCHW and the column kernels beyond; the output is the contiguous result."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    x = (rnd(*shape) * 4).contiguous(memory_format=fmt)
+    b = rnd(shape[1]).view(-1, *([1] * (len(shape) - 2)))
+    got = poisoned(ext.t_softmax_d1_chan, x, b)
+    assert got.is_contiguous()
+    check(got, torch.sigmoid(torch.softmax(x + b, 1)), rtol=1e-4, atol=1e-5)
+    ran = _kernels_run(ext.t_softmax_d1_chan, x, b)
+    assert any("t_softmax_d1_chan_softmax_nhwc" in k for k in ran) == (shape[1] <= 256), ran
+    e = rnd(shape[1]).view(-1, *([1] * (len(shape) - 2)))  # per-channel epilogue operands, staged once a block
+    y = (rnd(*shape) * 4).contiguous(memory_format=fmt).to(torch.bfloat16)
+    check(poisoned(ext.t_log_softmax_epi_bf16, y, e, e), (torch.log_softmax(y.float(), 1) * e + e).to(torch.bfloat16),
+          rtol=2e-2, atol=2e-2)
+    check(poisoned(ext.t_softmax_d1, x), torch.softmax(x, 1), rtol=1e-4, atol=1e-6)
+    check(poisoned(ext.t_log_softmax_d1, x), torch.log_softmax(x, 1), rtol=1e-4, atol=1e-4)
+    x[0, :, 0] = float("-inf")  # a position whose values are all -inf: NaN, as PyTorch gives
+    x[-1, 0, -1] = float("nan")  # a NaN poisons its position
+    for kind in ("softmax", "log_softmax"):
+        torch.testing.assert_close(poisoned(getattr(ext, f"t_{kind}_d1"), x), getattr(torch, kind)(x, 1),
+                                   rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 33, 35), (3, 7, 9, 10), (2, 40, 3, 4, 5), (8, 256, 14, 14)])
+def test_an_elementwise_step_kept_channels_last_returns_channels_last(ext, shape):
+    """keep_channels_last: with every full-size operand channels-last the result is channels-last
+    (no transpose), with a per-channel operand in its meaning; contiguous operands give the
+    contiguous result, and a mix of layouts the contiguous one (the tiled path)."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    c, tail = shape[1], [1] * (len(shape) - 2)
+    x = rnd(*shape).contiguous(memory_format=fmt)
+    r = rnd(*shape).contiguous(memory_format=fmt)
+    m = rnd(c).view(c, *tail)
+    want = torch.relu(x * m + r)
+    got = poisoned(ext.t_keep_cl, x, m, r)
+    assert got.is_contiguous(memory_format=fmt) and not got.is_contiguous()
+    check(got, want)
+    got = poisoned(ext.t_keep_cl, x.contiguous(), m, r.contiguous())
+    assert got.is_contiguous()
+    check(got, want)
+    got = poisoned(ext.t_keep_cl, x, m, r.contiguous())
+    assert got.is_contiguous()
+    check(got, want)
+
+
+def _gn_conv_ref(x, cb, w, bb, e, groups=8):
+    g = torch.nn.functional.gelu(x + cb)
+    return torch.nn.functional.group_norm(g, groups, w, bb, eps=1e-5) * e
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 62, 62), (3, 32, 7, 9), (2, 256, 5, 33), (4, 16, 40, 40),
+                                   (2, 96, 1, 70), (2, 64, 6, 7, 9), (2, 264, 4, 4)])
+def test_group_norm_of_a_channels_last_input(ext, shape):
+    """group_norm (8 groups) of a channels-last input: the NHWC statistics and apply kernels where
+    every other operand is constant along the spatial dims and C <= 256, the output the
+    contiguous tensor; with a full-size epilogue operand, or 264 channels, the binding copies the
+    input to NCHW and the channel-span / row kernels run."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    c, tail = shape[1], [1] * (len(shape) - 2)
+    x = (rnd(*shape) * 3 + 1).contiguous(memory_format=fmt)
+    cb, e = rnd(c).view(c, *tail), rnd(c).view(c, *tail)
+    w, bb = rnd(c), rnd(c)
+    got = poisoned(ext.t_gn_conv, x, cb, w, bb, e)
+    assert got.is_contiguous()
+    check(got, _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)
+    ran = _kernels_run(ext.t_gn_conv, x, cb, w, bb, e)
+    assert any("t_gn_conv_gn_nhwc_apply" in k for k in ran) == (c <= 256), ran
+    full = rnd(*shape)  # a full-size epilogue operand: the copy
+    check(poisoned(ext.t_gn_conv, x, cb, w, bb, full), _gn_conv_ref(x, cb, w, bb, full), rtol=1e-4, atol=1e-4)
+    check(poisoned(ext.t_gn_conv, x.contiguous(), cb, w, bb, e), _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax", "logsumexp", "amax"])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conv_taps_reference import tap_means_reference
 from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.plan import Plan
@@ -186,6 +187,176 @@ def test_channels_last_conv_output_stays_nhwc_only_for_fused_elementwise_readers
     assert "v_conv2d = _KS.ks_layout_swap(v_conv2d, False)" in src  # an output and a view read it
 
 
+def test_a_channels_last_conv_output_reduced_over_channels_spatial_dims_or_all_stays_nhwc(tmp_path):
+    """Reductions over dim 1 alone, over every spatial dim (global pooling) or over all but the
+    batch read the NHWC memory with its channels last (the binding's re-view); global pooling is
+    then planned with its column kernels (not `trailing`), and only in the channels-last
+    variant.  A reduction over one spatial dim of several does not, and gets the copy back.
+    (The global pooling reads a ReLU of the conv: of the conv itself, its taps' means replace it,
+    rewrites._conv_spatial_mean.)"""
+    from kernelstitch.agents.planner.variants import propose_variants
+
+    sources, plans = {}, {}
+    for label, reduce in (("channels", "torch.amin(y, dim=1, keepdim=True)"), ("spatial", "torch.relu(y).mean(dim=[2, 3])"),
+                          ("all", "y.sum(dim=[1, 2, 3])"), ("height", "y.sum(dim=2)")):
+        path = tmp_path / f"{label}.py"
+        path.write_text(textwrap.dedent(f"""
+            import torch
+            import torch.nn as nn
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 8, 3)
+                def forward(self, x):
+                    y = self.conv(x)
+                    return torch.tanh({reduce})
+            def get_inputs():
+                return [torch.randn(2, 3, 16, 16)]
+        """))
+        result = generate_builtin(path, None, tmp_path / label / "model_new.py")
+        assert result.plan.host.channels_last
+        sources[label], plans[label] = result.source, result.plan
+    for label in ("channels", "spatial", "all"):
+        assert "_KS.ks_layout_swap(v_x, True)" in sources[label], label
+        assert "ks_layout_swap(v_conv2d_nobias, False)" not in sources[label], label
+    assert "ks_layout_swap(v_conv2d_nobias, False)" in sources["height"]
+
+    def reduction(plan):
+        return next(s.spec for s in plan.steps if (s.spec or {}).get("type") == "reduction")
+
+    assert reduction(plans["spatial"])["trailing"] is False  # column kernels for the [N, S, C] view
+    assert reduction(plans["all"])["trailing"] is True  # rows of S * C in either layout
+    nchw = next(v for v in propose_variants(plans["spatial"].graph, None, plans["spatial"]) if v.name == "nchw")
+    assert not nchw.plan.host.channels_last and reduction(nchw.plan)["trailing"] is True
+
+
+def test_channels_last_readers_need_spatially_constant_operands(tmp_path):
+    """A conv output stays NHWC for a group_norm and a softmax over the channels (their NHWC
+    kernels) and a channel reduction whose other operands are constant along the spatial dims
+    (conv bias, affine weights); a channel
+    reduction that also reads a full NCHW tensor gets the copy back (the re-view would read that
+    tensor through general strides)."""
+    sources = {}
+    for label, body, inputs in (
+            ("group_norm", "torch.tanh(self.norm(y))", "torch.randn(2, 3, 16, 16)"),
+            ("full_operand", "torch.sum(y * z, dim=1)", "torch.randn(2, 3, 16, 16), torch.randn(2, 8, 14, 14)"),
+            ("softmax", "torch.sigmoid(torch.softmax(y, dim=1) * 2.0)", "torch.randn(2, 3, 16, 16)")):
+        path = tmp_path / f"{label}.py"
+        args = "x, z" if label == "full_operand" else "x"
+        path.write_text(textwrap.dedent(f"""
+            import torch
+            import torch.nn as nn
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 8, 3)
+                    self.norm = nn.GroupNorm(4, 8)
+                def forward(self, {args}):
+                    y = self.conv(x)
+                    return {body}
+            def get_inputs():
+                return [{inputs}]
+        """))
+        result = generate_builtin(path, None, tmp_path / label / "model_new.py")
+        assert result.plan.host.channels_last
+        sources[label] = result.source
+    assert "_KS.ks_layout_swap(v_x, True)" in sources["group_norm"]
+    assert ", False)" not in sources["group_norm"].split("_KS.ks_layout_swap(v_x, True)")[1]
+    assert "ks_layout_swap(v_conv2d_nobias, False)" in sources["full_operand"]
+    assert "_KS.ks_layout_swap(v_x, True)" in sources["softmax"]
+    assert ", False)" not in sources["softmax"].split("_KS.ks_layout_swap(v_x, True)")[1]
+
+
+def test_an_elementwise_step_between_channels_last_convolutions_keeps_nhwc(tmp_path):
+    """conv -> batch_norm -> ReLU -> conv -> ReLU: the batch_norm apply + ReLU step reads only NHWC
+    tensors and feeds only a channels-last convolution, so its kernel keeps the output NHWC (no
+    transpose out, the next conv's NHWC copy a no-op); the last step's output is the program's,
+    contiguous; a step that also reads the NCHW input stays as it was."""
+    path = tmp_path / "block.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.Conv2d(8, 8, 3, padding=1)
+                self.bn = nn.BatchNorm2d(8)
+                self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+            def forward(self, x):
+                y = torch.relu(self.bn(self.conv1(x)))
+                return torch.relu(self.conv2(y) + x)
+        def get_inputs():
+            return [torch.randn(2, 8, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    kept = {k.function for k in candidate.kernels if "ks_full_channels_last({" in k.binding}
+    elementwise = [s for s in candidate.plan.steps if s.technique == "fused_elementwise"]
+    assert len(elementwise) == 2
+    first, last = (candidate.kernel_for_step(s.id).function for s in elementwise)
+    assert kept == {first}  # the last reads x (NCHW) and is the output
+    assert "_KS.ks_layout_swap(v_relu, True)" in candidate.source  # a no-op on the NHWC output
+    assert ", False)" not in candidate.source  # no copy back to NCHW anywhere
+
+
+def test_a_dense_block_keeps_its_pooling_and_concatenation_channels_last(tmp_path):
+    """stem conv -> ReLU -> max pool -> [batch_norm -> ReLU -> conv] -> cat with the pooled input
+    -> batch_norm -> ReLU -> conv: the pooling and the concatenation take and give NHWC (every
+    input of the cat stays NHWC), so only the last convolution's output, the program's, is
+    copied back."""
+    path = tmp_path / "dense.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stem = nn.Conv2d(3, 16, 3, padding=1)
+                self.pool = nn.MaxPool2d(2)
+                self.bn1 = nn.BatchNorm2d(16)
+                self.conv1 = nn.Conv2d(16, 8, 3, padding=1)
+                self.bn2 = nn.BatchNorm2d(24)
+                self.conv2 = nn.Conv2d(24, 8, 1)
+            def forward(self, x):
+                p = self.pool(torch.relu(self.stem(x)))
+                y = torch.cat([p, self.conv1(torch.relu(self.bn1(p)))], 1)
+                return self.conv2(torch.relu(self.bn2(y)))
+        def get_inputs():
+            return [torch.randn(2, 3, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    assert any("g.keep_cl = cl && true;" in k.binding for k in candidate.kernels)  # the pooling's
+    assert any("ks_inputs_channels_last(" in k.binding for k in candidate.kernels)  # the cat's
+    backs = [line for line in candidate.source.splitlines() if ", False)" in line and "ks_layout_swap" in line]
+    assert len(backs) == 1 and "v_conv2d_2" in backs[0]  # the output's, only
+
+
+def test_one_nhwc_copy_serves_every_convolution_of_a_tensor(tmp_path):
+    """Three channels-last convolutions of the NCHW input (an Inception module's branches) share
+    one NHWC copy of it instead of making three."""
+    path = tmp_path / "branches.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Conv2d(4, 8, 1)
+                self.b = nn.Conv2d(4, 8, 3, padding=1)
+                self.c = nn.Conv2d(4, 8, 5, padding=2)
+            def forward(self, x):
+                return torch.cat([self.a(x), self.b(x), self.c(x)], 1)
+        def get_inputs():
+            return [torch.randn(2, 4, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    swaps = [line for line in candidate.source.splitlines() if "ks_layout_swap(v_x, True)" in line]
+    assert len(swaps) == 1 and swaps[0].strip().startswith("_ks_nhwc_v_x = ")
+    assert candidate.source.count("torch.ops.aten.conv2d.default(_ks_nhwc_v_x, ") == 3
+
+
 # ---- nvcc: every kernel of every example compiles, no spills ----------------------------------
 
 def _normalised(text: str) -> str:
@@ -306,6 +477,9 @@ def interpret(spec: dict):
             loss = torch.where(counts, lse - picked, 0.0)
             total = {"none": loss, "sum": loss.sum(), "mean": loss.sum() / counts.sum()}[spec["reduction"]]
             return total.to(_DT[spec["out_dtype"]])
+        if spec["type"] == "conv_taps":
+            return tap_means_reference(tensors[0].float(), spec["kernel"], spec["stride"], spec["padding"],
+                                       spec["dilation"], spec["output_padding"], spec["transposed"])
         if spec["type"] == "attention":  # what the flash kernel computes, in fp32 through the math path
             q, k, v = (t.float() for t in tensors[:3])
             return attention_reference(q, k, v, spec["scale"], spec["causal"], tensors[3] if spec["mask"] else None,

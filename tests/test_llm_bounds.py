@@ -127,7 +127,9 @@ def test_a_5mb_planner_note_reaches_neither_the_coder_prompt_nor_the_store(stub,
     assert Path(result.candidate_path).read_text() == GOOD
     requests = stub.chat_requests()
     assert len(requests) == 4
-    assert max(len(json.dumps(r.body)) for r in requests) < 100_000  # received request sizes
+    # received request sizes: the 5 MB note in none (the coder's requests carry the built-in
+    # seed program, whose kernels' CUDA text grows with the kernel forms: ~100 KB here)
+    assert max(len(json.dumps(r.body)) for r in requests) < 400_000
     assert "the reply was too long (5,0" in requests[1].last_user  # the planner's retry
     coder_task = requests[2].messages[1]["content"]
     assert "M" * 2_000 + " [truncated: 90,000 chars, kept the first 2,000]" in coder_task

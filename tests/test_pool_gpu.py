@@ -86,9 +86,9 @@ def _layouts(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     return out
 
 
-def _check(got: torch.Tensor, want: torch.Tensor, label: str) -> None:
+def _check(got: torch.Tensor, want: torch.Tensor, label: str, contiguous: bool = True) -> None:
     assert got.shape == want.shape, (label, got.shape, want.shape)
-    assert got.is_contiguous(), label  # whatever the input's layout
+    assert got.is_contiguous() or not contiguous, label  # whatever the input's layout
     rtol, atol = TOL[want.dtype]
     torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol, equal_nan=True,
                                msg=lambda m: f"{label}: {m}")
@@ -124,6 +124,21 @@ def test_prologue_plane_and_epilogue_operands(ext):
     for label, view in _layouts(x)[:2]:
         got = ext.pool_max3d(view, b, y, e)
         _check(got, want + e, label)
+
+
+@pytest.mark.parametrize("shape", [(2, 64, 17, 18), (3, 5, 9, 9), (1, 128, 56, 56)])
+def test_a_pooling_kept_channels_last_stores_channels_last(ext, shape):
+    """keep_channels_last: a channels-last input's pooled output is stored in the same memory
+    order (channels-last), a contiguous input's contiguously; values as torch's."""
+    x = torch.randn(*shape, device="cuda")
+    b = torch.randn(shape[1], 1, 1, device="cuda")
+    want = F.max_pool2d(torch.relu(x + b), 3, 2, 1)
+    got = ext.pool_max2d_cl(x.contiguous(memory_format=torch.channels_last), b)
+    assert got.is_contiguous(memory_format=torch.channels_last) and not got.is_contiguous()
+    _check(got, want, "channels-last kept", contiguous=False)
+    got = ext.pool_max2d_cl(x, b)
+    assert got.is_contiguous()
+    _check(got, want, "contiguous")
 
 
 def test_bad_windows_raise_clear_errors(ext):

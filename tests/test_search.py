@@ -520,3 +520,88 @@ def test_transposed_convolutions_get_a_3xtf32_variant_first_among_the_alternativ
     grouped_graph = capture(grouped)
     assert "conv3xtf32" not in [v.name for v in propose_variants(
         grouped_graph, limit=8, default=with_precision(plan_builtin(grouped_graph), "strict"))]
+
+
+CONV_BN_RELU = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 16, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _bn_search(tmp_path, stats_ms: float):
+    """The search over CONV_BN_RELU (training mode) with round 1's fastest variant `default`
+    spending `stats_ms` of 1 ms in its batch-statistics kernel."""
+    source = tmp_path / "conv_bn_relu.py"
+    source.write_text(CONV_BN_RELU)
+    graph = capture(source)
+    (stats,) = [s.spec["name"] for s in propose_variants(graph, limit=1)[0].plan.steps
+                if (s.spec or {}).get("type") == "batch_stats"]
+    gpu = FakeGpu({"default": 0.8, "nchw": 0.9, "bn-in-pytorch": 0.5},
+                  kernel_ms={f"void {stats}_partial<false, false>(float const*, float*)": stats_ms,
+                             "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw": 1.0 - stats_ms})
+    ctx = context(tmp_path)
+    ctx.source = source
+    found = run_search(ctx, graph, tmp_path / "out", FakeVerify({"*": accepted(2.0)}),
+                       RunStore(tmp_path / "runs.sqlite"), 1, worker=gpu)
+    return gpu, found
+
+
+def test_batch_norms_that_dominate_the_profile_get_pytorchs_batch_norm_in_round_2(tmp_path):
+    """Round 1's fastest program spends half its GPU time in our batch statistics: round 2 times
+    the same program with PyTorch's batch_norm (cuDNN) in their place, same host settings
+    (CUDA graph, layout), and delivers it only as a measured winner."""
+    gpu, found = _bn_search(tmp_path, 0.5)
+    assert len(gpu.rounds) == 2 and "bn-in-pytorch" in gpu.rounds[1] and "bn-in-pytorch" not in gpu.rounds[0]
+    assert found.selection.winner == "bn-in-pytorch"
+    row = next(v for v in found.selection.variants if v.name == "bn-in-pytorch")
+    assert "batch norms 50%" in row.reason and "cuDNN" in row.reason
+    plan = found.plan
+    assert not any((s.spec or {}).get("type") == "batch_stats" for s in plan.steps)
+    assert [s.technique for s in plan.steps if "batch_norm" in s.nodes] == ["pytorch_fallback"]
+    default = next(v for v in propose_variants(capture(tmp_path / "conv_bn_relu.py"), limit=1))
+    assert plan.host.cuda_graph == default.plan.host.cuda_graph  # the fastest variant's decisions
+    assert plan.host.channels_last == default.plan.host.channels_last
+
+
+def test_no_pytorch_batch_norm_variant_when_our_batch_norms_are_cheap(tmp_path):
+    gpu, found = _bn_search(tmp_path, 0.05)
+    assert not any("bn-in-pytorch" in name for names in gpu.rounds for name in names)
+    assert found.selection.winner == "default"
+
+
+def test_pytorch_batch_norm_keeps_a_cuda_graph_and_eval_mode_has_no_variant(tmp_path):
+    from dataclasses import replace
+
+    from kernelstitch.agents.planner.variants import PlanVariant, batch_norm_in_pytorch
+
+    source = tmp_path / "conv_bn_relu.py"
+    source.write_text(CONV_BN_RELU)
+    graph = capture(source)
+    base = propose_variants(graph, limit=1)[0]
+    graphed = PlanVariant("nchw-graph", base.reason, replace(base.plan, host=replace(
+        base.plan.host, cuda_graph=True, channels_last=False)))
+    variant = batch_norm_in_pytorch(graphed, graph)
+    assert variant.name == "nchw-graph-bn-in-pytorch" and variant.plan.host.cuda_graph
+    assert not variant.plan.host.channels_last and not any(s.channels_last for s in variant.plan.steps)
+    # eval mode: batch_norm is elementwise on the running statistics, no statistics kernel
+    evaluated = tmp_path / "eval.py"
+    evaluated.write_text(CONV_BN_RELU.replace("self.bn = nn.BatchNorm2d(8)", "self.bn = nn.BatchNorm2d(8).eval()"))
+    eval_graph = capture(evaluated)
+    assert batch_norm_in_pytorch(propose_variants(eval_graph, limit=1)[0], eval_graph) is None

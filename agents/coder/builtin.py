@@ -10,7 +10,7 @@ Capturing and planning in the same process is `kernelstitch.agents.inprocess.gen
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from kernelstitch.agents.coder.codegen import (
 )
 from kernelstitch.agents.coder.codegen.conv_split import emit_split_cat
 from kernelstitch.agents.coder.codegen.layout_swap import emit_layout_swap
+from kernelstitch.agents.coder.layout import ChannelsLastReaders
 from kernelstitch.agents.coder.program import CoderError, Program
 from kernelstitch.agents.coder.signature import constructor_signature
 from kernelstitch.agents.coder.wrapper import render_candidate
@@ -65,13 +66,18 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
     if full_graph is None:
         raise CoderError("the plan is not bound to its graph (Plan.bind)")
     kernels: dict[str, KernelSource] = {}
+    layout = ChannelsLastReaders(plan, full_graph)
+    kept = layout.kept_steps()  # elementwise / pooling / cat steps whose output stays NHWC
     for step in plan.steps:
         if step.is_kernel:
             try:
-                kernels[step.id] = emit(step.kernel_spec(), step.reduction_knobs)
+                spec = step.kernel_spec()
+                if step.id in kept:
+                    spec = replace(spec, keep_channels_last=True)
+                kernels[step.id] = emit(spec, step.reduction_knobs)
             except (PlanError, ValueError, KeyError) as exc:
                 raise CoderError(f"step {step.id} ({step.description}): {exc}") from exc
-    program = Program(plan, full_graph, kernels)
+    program = Program(plan, full_graph, kernels, layout)
     body = program.build()
     ordered = [kernels[s.id] for s in plan.steps if s.id in kernels]
     if program.splits_convolutions:  # 3xTF32 convolutions: their splitting pass, once

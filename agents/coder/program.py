@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import keyword
 import math
+from collections import Counter
 from typing import Any
 
 from kernelstitch.agents.coder.codegen.conv_split import SPLIT_CAT_FUNCTION
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.layout_swap import LAYOUT_SWAP_FUNCTION
+from kernelstitch.agents.coder.layout import ChannelsLastReaders
 from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import DTypeConst, Graph, Node, NodeRef, OpaqueConst
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
@@ -79,11 +81,18 @@ def constant_buffer(node: Node) -> tuple[str, str]:
 
 
 class Program:
-    def __init__(self, plan: Plan, graph: Graph, kernels: dict[str, KernelSource]):
+    def __init__(self, plan: Plan, graph: Graph, kernels: dict[str, KernelSource],
+                 layout: ChannelsLastReaders | None = None):
         self.plan, self.graph, self.kernels = plan, graph, kernels
         self.lines: list[str] = []
         self.defined: set[str] = set()
         self.produced_by_step = {o: s.id for s in plan.steps for o in s.outputs}
+        self.layout = layout or ChannelsLastReaders(plan, graph)
+        # channels-last convolutions per input tensor: one NHWC copy serves them all (an
+        # Inception module's branches, a ResNet block's conv and downsample)
+        self._cl_readers = Counter(s.inputs[0] for s in plan.steps
+                                   if plan.host.channels_last and s.channels_last and s.inputs)
+        self._nhwc_copies: dict[str, str] = {}
         self.uses_device = False
         self.splits_convolutions = False  # a 3xTF32 convolution calls the splitting pass
         # Programs with a convolution carry the layout copy whether or not they call it: the
@@ -207,11 +216,20 @@ class Program:
         if channels_last:  # cuDNN's NHWC / NDHWC kernels (see the plan's host reasons)
             # our tiled copy: what x.contiguous(memory_format=torch.channels_last[_3d]) gives
             first, _, rest = args.partition(", ")
-            args = f"_KS.{LAYOUT_SWAP_FUNCTION}({first}, True), {rest}"
+            source = step.inputs[0] if step.inputs else None
+            if source is not None and self._cl_readers[source] > 1:
+                copy = self._nhwc_copies.get(source)
+                if copy is None:
+                    copy = self._nhwc_copies[source] = f"_ks_nhwc_{first}"
+                    self.emit(f"{copy} = _KS.{LAYOUT_SWAP_FUNCTION}({first}, True)  # NHWC once for its "
+                              f"{self._cl_readers[source]} convolutions")
+                args = f"{copy}, {rest}"
+            else:
+                args = f"_KS.{LAYOUT_SWAP_FUNCTION}({first}, True), {rest}"
         self.emit(f"{local(op_node.name)} = torch.ops.{op_node.op}({args})", op_node)
         # Fused elementwise kernels read a channels-last operand (NHWC or NDHWC) through
         # (spatial, channel) tiles; pooling kernels slide their windows over it through its strides.
-        if channels_last and not self.reads_any_layout(op_node.name):
+        if channels_last and op_node.name not in self.layout.channels_last_tensors():
             self.emit(f"{local(op_node.name)} = _KS.{LAYOUT_SWAP_FUNCTION}({local(op_node.name)}, False)  "
                       "# NHWC back to NCHW: read by more than fused elementwise kernels")
 
@@ -229,29 +247,6 @@ class Program:
         self.emit("with _CudnnTf32():", node)
         self.emit(f"    {out} = torch.ops.{node.op}({args})", node)
         self.splits_convolutions = True
-
-    def rank(self, name: str) -> int | None:
-        meta = self.graph.node(name).meta if self.graph.has(name) else None
-        return meta.rank if meta is not None else None
-
-    def reads_any_layout(self, name: str) -> bool:
-        """Every reader of `name` is a kernel step that reads a channels-last operand at full
-        speed: a fused elementwise step taking it as a kernel input (its binding reads a 3-5-D
-        channels-last operand through (spatial, channel) tiles: ks_channels_last_operand), or a
-        pooling or batch-statistics step whose inputs[0] it is (read through its strides, any
-        rank); not an output (`<output>` among the users), view or other op.  5-D readers were
-        converted back to NCDHW until 2026-11-27 though the tiled kernel took them: its first
-        form was slow (bench/results/2026-11-27-h100-conv-profiles)."""
-        users = self.graph.users().get(name, [])
-        steps = {n: s for s in self.plan.steps for n in s.nodes}
-
-        def fast(step) -> bool:
-            spec = step.spec or {}
-            if spec.get("type") in ("pool", "batch_stats"):  # windows / statistics over its strides
-                return bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
-            return step.technique == "fused_elementwise" and name in step.inputs
-
-        return bool(users) and all(u in steps and fast(steps[u]) for u in users)
 
     def root(self, name: str) -> str:
         """Follow view ops back to the value whose memory they share."""

@@ -60,7 +60,8 @@ class ElementwiseSpec:
     """out_k = f_k(inputs...) for every element of the broadcast shape of the inputs, in one pass.
 
     `outputs` names the values stored (usually one; several when later steps need intermediates).
-    The binding returns one tensor per output, contiguous, of dtype `out_dtype`.
+    The binding returns one tensor per output, contiguous (channels-last with
+    `keep_channels_last` and channels-last inputs), of dtype `out_dtype`.
     """
 
     name: str
@@ -71,12 +72,17 @@ class ElementwiseSpec:
     # The inputs that may take the channels-last tiled path (one template instantiation each,
     # nvcc's time grows with them): those of the output's own shape; None: every input.
     tiled_inputs: tuple[int, ...] | None = None
+    # The coder keeps the output channels-last when every full-size input is (agents/coder/
+    # layout.py: its readers take NHWC): the binding then returns a channels-last tensor.
+    keep_channels_last: bool = False
 
 
 ReductionKind = Literal[
     "sum", "mean", "amax", "amin", "logsumexp",  # produce the reduced shape
     "softmax", "log_softmax", "layer_norm", "group_norm",  # produce the input's shape
 ]
+# The normalising kinds: their output has the input's shape.
+NORMALIZING_KINDS = frozenset({"softmax", "log_softmax", "layer_norm", "group_norm"})
 
 
 @dataclass(frozen=True)
@@ -178,6 +184,23 @@ class NllLossSpec:
 
 
 @dataclass(frozen=True)
+class ConvTapMeansSpec:
+    """For a 2-D convolution of `input` [N, C, H, W] (`transposed`: conv_transpose2d), each kernel
+    tap's input summed over the positions that tap carries into the output (0 where it falls on
+    padding), divided by the output's spatial size: [C, N, kh * kw] (rewrites._conv_spatial_mean
+    then contracts it with the weights).  Every geometry field is an (h, w) pair of constants."""
+
+    name: str
+    input: TensorArg
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    output_padding: tuple[int, int]
+    transposed: bool
+
+
+@dataclass(frozen=True)
 class ScanSpec:
     """A cumulative sum or product (torch.cumsum / torch.cumprod) along `dim` of a tensor seen as
     [outer, R, inner], of the value `prologue` computes from `inputs` (all broadcast to one
@@ -218,6 +241,9 @@ class CatSpec:
     segments: tuple[CatSegment, ...]
     dim: int
     out_dtype: DType
+    # The coder keeps the result channels-last when every input is (agents/coder/layout.py):
+    # a concatenation along the channels of NHWC inputs is one along their last memory dim.
+    keep_channels_last: bool = False
 
 
 PoolKind = Literal["max", "avg", "adaptive_avg"]
@@ -259,6 +285,8 @@ class PoolSpec:
     epilogue_out: str = "acc"
     epilogue_inputs: tuple[str, ...] = ()
     plane_inputs: tuple[str, ...] = ()
+    # The coder keeps the output channels-last for a channels-last input (agents/coder/layout.py)
+    keep_channels_last: bool = False
 
 
 @dataclass(frozen=True)
@@ -385,7 +413,7 @@ def attention_kernel_problem(head_dim: int, dtypes: tuple[str, ...], mask_dtype:
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
 Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
-        | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec)
+        | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec | ConvTapMeansSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -412,12 +440,14 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "elementwise", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "ops": [_op(o) for o in spec.ops], "outputs": list(spec.outputs),
                 "out_dtype": spec.out_dtype,
-                **({} if spec.tiled_inputs is None else {"tiled_inputs": list(spec.tiled_inputs)})}
+                **({} if spec.tiled_inputs is None else {"tiled_inputs": list(spec.tiled_inputs)}),
+                **({"keep_channels_last": True} if spec.keep_channels_last else {})}
     if isinstance(spec, CatSpec):
         return {"type": "cat", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "segments": [{"inputs": list(g.inputs), "ops": [_op(o) for o in g.ops], "out": g.out}
                              for g in spec.segments],
-                "dim": spec.dim, "out_dtype": spec.out_dtype}
+                "dim": spec.dim, "out_dtype": spec.out_dtype,
+                **({"keep_channels_last": True} if spec.keep_channels_last else {})}
     if isinstance(spec, ArgReduceSpec):
         return {"type": "arg_reduce", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "keepdim": spec.keepdim,
@@ -427,6 +457,10 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "inputs": [_arg(t) for t in spec.inputs], "diagonal": spec.diagonal,
                 "out_dtype": spec.out_dtype, "prologue": [_op(o) for o in spec.prologue],
                 "prologue_out": spec.prologue_out}
+    if isinstance(spec, ConvTapMeansSpec):
+        return {"type": "conv_taps", "name": spec.name, "input": _arg(spec.input), "kernel": list(spec.kernel),
+                "stride": list(spec.stride), "padding": list(spec.padding), "dilation": list(spec.dilation),
+                "output_padding": list(spec.output_padding), "transposed": spec.transposed}
     if isinstance(spec, NllLossSpec):
         return {"type": "nll", "name": spec.name, "logits": _arg(spec.logits), "target": _arg(spec.target),
                 "lse": _arg(spec.lse), "reduction": spec.reduction, "ignore_index": spec.ignore_index,
@@ -462,7 +496,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
                 "epilogue": [_op(o) for o in spec.epilogue], "epilogue_out": spec.epilogue_out,
                 "epilogue_inputs": list(spec.epilogue_inputs),
-                "plane_inputs": list(spec.plane_inputs)}
+                "plane_inputs": list(spec.plane_inputs),
+                **({"keep_channels_last": True} if spec.keep_channels_last else {})}
     if isinstance(spec, BatchStatsSpec):
         return {"type": "batch_stats", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "eps": spec.eps, "momentum": spec.momentum,
@@ -485,13 +520,15 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
             ops=tuple(_op_from(o) for o in data["ops"]), outputs=tuple(data["outputs"]),
             out_dtype=data["out_dtype"],
-            tiled_inputs=None if data.get("tiled_inputs") is None else tuple(int(k) for k in data["tiled_inputs"]))
+            tiled_inputs=None if data.get("tiled_inputs") is None else tuple(int(k) for k in data["tiled_inputs"]),
+            keep_channels_last=data.get("keep_channels_last") is True)
     if kind == "cat":
         return CatSpec(
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
             segments=tuple(CatSegment(tuple(int(k) for k in g["inputs"]), tuple(_op_from(o) for o in g["ops"]),
                                       str(g["out"])) for g in data["segments"]),
-            dim=int(data["dim"]), out_dtype=data["out_dtype"])
+            dim=int(data["dim"]), out_dtype=data["out_dtype"],
+            keep_channels_last=data.get("keep_channels_last") is True)
     if kind == "arg_reduce":
         return ArgReduceSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),
@@ -504,6 +541,12 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             diagonal=int(data["diagonal"]), out_dtype=data["out_dtype"],
             prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
             prologue_out=data.get("prologue_out", ""))
+    if kind == "conv_taps":
+        pair = lambda key: (int(data[key][0]), int(data[key][1]))  # noqa: E731
+        return ConvTapMeansSpec(
+            name=data["name"], input=_arg_from(data["input"]), kernel=pair("kernel"), stride=pair("stride"),
+            padding=pair("padding"), dilation=pair("dilation"), output_padding=pair("output_padding"),
+            transposed=bool(data["transposed"]))
     if kind == "nll":
         return NllLossSpec(
             name=data["name"], logits=_arg_from(data["logits"]), target=_arg_from(data["target"]),
@@ -549,7 +592,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             epilogue=tuple(_op_from(o) for o in data.get("epilogue", [])),
             epilogue_out=data.get("epilogue_out", "acc"),
             epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
-            plane_inputs=tuple(data.get("plane_inputs", [])))
+            plane_inputs=tuple(data.get("plane_inputs", [])),
+            keep_channels_last=data.get("keep_channels_last") is True)
     if kind == "batch_stats":
         return BatchStatsSpec(
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from dataclasses import replace
 
 from kernelstitch.agents.plan import KERNEL_TECHNIQUES, HostSettings, Plan, PlanStep, human_bytes
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.kernel_spec import (
+    NORMALIZING_KINDS,
     ArgReduceSpec,
     AttentionSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
+    ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -92,19 +95,23 @@ def nothing_to_fuse(steps: list[PlanStep]) -> str | None:
 
 
 def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool = True,
-                 cat_kernels: bool = True, attention_kernels: bool = True) -> Plan:
+                 cat_kernels: bool = True, attention_kernels: bool = True,
+                 batch_norm_kernels: bool = True) -> Plan:
     """`attention`: written-out attention as scaled_dot_product_attention (planner/attention.py);
     `cat_kernels`: torch.cat as our concatenation kernel (else PyTorch's, a measured variant);
     `attention_kernels`: scaled_dot_product_attention as our flash-attention kernel where it
-    takes it (else PyTorch's fused attention, a measured variant)."""
+    takes it (else PyTorch's fused attention, a measured variant); `batch_norm_kernels`:
+    batch_norm as our statistics kernel and elementwise apply (else PyTorch's batch_norm, cuDNN's
+    kernels, a measured variant)."""
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
-    rewritten = apply_rewrites(graph, attention=attention, relu_attention=attention_kernels)
+    rewritten = apply_rewrites(graph, attention=attention, relu_attention=attention_kernels,
+                               batch_norm=batch_norm_kernels)
     kernels = {"gemm_kernels": use_gemm, "cat_kernels": cat_kernels, "attention_kernels": attention_kernels}
     sched = schedule(rewritten.graph, **kernels)
     lone = lone_bias_adds(sched)
     if lone:  # nothing absorbs these bias adds: cuDNN adds the bias in its own pass instead
         rewritten = apply_rewrites(graph, keep_conv_bias=frozenset(lone), attention=attention,
-                                   relu_attention=attention_kernels)
+                                   relu_attention=attention_kernels, batch_norm=batch_norm_kernels)
         sched = schedule(rewritten.graph, **kernels)
     builder = _StepBuilder(sched, rewritten.algebraic)
     steps = [builder.step(g, k) for k, g in enumerate(sched.groups, start=1)]
@@ -121,6 +128,7 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool
         notes.append(idle)
     for step in steps:
         step.channels_last = channels_last_conv(step, rewritten.graph)
+    steps = layout_readers(steps, rewritten.graph, any(s.channels_last for s in steps))
     return Plan(
         module=graph.module,
         source_path=graph.source_path,
@@ -186,7 +194,7 @@ class _StepBuilder:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
                  "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "arg_reduce": self.arg_reduce,
-                 "triangle": self.triangle, "nll": self.nll, "cat": self.cat,
+                 "triangle": self.triangle, "nll": self.nll, "conv_taps": self.conv_taps, "cat": self.cat,
                  "gemm": self.gemm, "attention": self.attention}.get(g.kind, self.torch_call)
         return build(g, sid)
 
@@ -368,6 +376,22 @@ class _StepBuilder:
             "from the rows' logsumexp and the logit at each target",
             _nbytes(self.node(t).meta) + _nbytes(self.node(lse).meta) + rows * ELEMENT_SIZE[self.node(x).meta.dtype]
             + _nbytes(anchor.meta), 2 * rows, [x, t, lse])
+
+    def conv_taps(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        x = anchor.args[0].node
+        pair = lambda key: tuple(int(v) for v in anchor.kwargs[key])  # noqa: E731
+        spec = ConvTapMeansSpec(
+            name=f"ks_{sid}_conv_taps", input=self.tensor_arg(x), kernel=pair("kernel"), stride=pair("stride"),
+            padding=pair("padding"), dilation=pair("dilation"), output_padding=pair("output_padding"),
+            transposed=bool(anchor.kwargs["transposed"]))
+        taps = spec.kernel[0] * spec.kernel[1]
+        values = self.node(x).meta.numel
+        what = "transposed convolution" if spec.transposed else "convolution"
+        return self.fused_step(
+            g, sid, spec, f"each {spec.kernel[0]}x{spec.kernel[1]} tap's mean input over the {what}'s "
+            "output (one read of its input; the conv output is never computed)",
+            _nbytes(self.node(x).meta) + _nbytes(anchor.meta), values * spec.kernel[1] + values // max(1, taps), [x])
 
     def attention(self, g: Group, sid: str) -> PlanStep:
         node = self.node(g.anchor)
@@ -599,6 +623,35 @@ def measured_layout_conv(step: PlanStep, graph: Graph) -> bool:
     meta = graph.node(step.inputs[0]).meta
     return meta is not None and meta.rank in (4, 5) and meta.dtype in (
         "float32", "float16", "bfloat16")
+
+
+def layout_readers(steps: list[PlanStep], graph: Graph, channels_last: bool) -> list[PlanStep]:
+    """`steps` with each reduction over every spatial dim of a 3-5-D tensor built for the layout
+    it reads: where a channels-last convolution step (with `channels_last`, the plan's host
+    setting) makes that tensor, or an elementwise, pooling or concatenation step of such a
+    tensor that the coder may keep NHWC, the reduction binding reads it as [N, S, C] columns
+    (cuda/reduction/binding_channels_last.cpp), which needs the column kernels a reduction over
+    the trailing dims is built without (`trailing`: fewer kernels to compile); otherwise the
+    trailing build.  The coder then keeps the convolution's output NHWC for it."""
+    nhwc = {name for s in steps if channels_last and s.channels_last for name in s.outputs}
+    for step in steps:  # outputs that may stay NHWC after them (the coder decides: coder/layout.py)
+        if ((step.spec or {}).get("type") in ("elementwise", "pool", "cat") and len(step.outputs) == 1
+                and any(i in nhwc for i in step.inputs)):
+            nhwc.add(step.outputs[0])
+    out = []
+    for step in steps:
+        spec = step.spec or {}
+        inputs = spec.get("inputs") or []
+        dim, count = spec.get("dim"), spec.get("dim_count", 1)
+        meta = graph.node(inputs[0]["name"]).meta if inputs and graph.has(inputs[0].get("name", "")) else None
+        spatial = (spec.get("type") == "reduction" and spec.get("kind") not in NORMALIZING_KINDS
+                   and isinstance(dim, int) and meta is not None and 3 <= meta.rank <= 5
+                   and dim % meta.rank == 2 and count == meta.rank - 2)
+        trailing = inputs[0]["name"] not in nhwc if spatial else None
+        if spatial and spec.get("trailing") != trailing:
+            step = replace(step, spec={**spec, "trailing": trailing})
+        out.append(step)
+    return out
 
 
 def channels_last_conv(step: PlanStep, graph: Graph) -> bool:

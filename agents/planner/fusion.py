@@ -29,6 +29,7 @@ from kernelstitch.agents.planner.ops import (
     ARG_REDUCE_KINDS,
     BATCH_STATS_OP,
     CAT_OP,
+    CONV_TAP_MEANS_OP,
     FLOAT_DTYPES,
     GEMM_OPS,
     LIBRARY_OPS,
@@ -49,7 +50,7 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "triangle", "nll", "cat", "gemm", "library",
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "triangle", "nll", "conv_taps", "cat", "gemm", "library",
                     "attention", "fallback"]
 Shape = tuple
 
@@ -173,6 +174,8 @@ class _Scheduler:
             return self.compiled_or_fallback(node, "scan", self.scan_problem(node))
         if node.op == NLL_OP:  # made only where the kernel takes it (rewrites._cross_entropy)
             return "nll"
+        if node.op == CONV_TAP_MEANS_OP:  # made only where the kernel takes it (rewrites._conv_spatial_mean)
+            return "conv_taps"
         if node.op in TRIANGLE_KINDS:
             return self.compiled_or_fallback(node, "triangle", self.triangle_problem(node))
         if node.op in ARG_REDUCE_KINDS:

@@ -61,6 +61,11 @@ WHERE_NONZERO_OP = "kernelstitch.where_nonzero"
 # cross_entropy's negative log-likelihood from the rows' logsumexp (rewrites._cross_entropy):
 # (logits [N, C], int64 targets [N], lse [N]), kwargs reduction ("none" | "mean" | "sum"), ignore_index.
 NLL_OP = "kernelstitch.nll_loss"
+# A 2-D convolution's input summed per tap over the input positions that tap carries into the
+# output, divided by the output's spatial size (rewrites._conv_spatial_mean): (x [N, C, H, W],)
+# with kwargs kernel (kh, kw), stride, padding, dilation (pairs), output_padding (pair, transposed
+# only), transposed (bool); the result is [C, N, kh * kw] (codegen/conv_taps.py).
+CONV_TAP_MEANS_OP = "kernelstitch.conv_tap_means"
 # Pooling over 1-3 trailing spatial dims: op -> (PoolSpec kind, spatial dims).
 POOL_OPS: dict[str, tuple[str, int]] = {
     **{f"aten.max_pool{d}d.default": ("max", d) for d in (1, 2, 3)},

@@ -5,6 +5,17 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   Summing the output features first turns an M x N x K GEMM into two reductions over the
   weights (N x K, once per call) and one fused multiply-reduce over x (M x K): exact in real
   arithmetic, only the fp32 summation order changes.
+* `conv_spatial_mean`: ``conv2d(x, W, b).mean((2, 3))`` (a transposed conv too; scalar multiplies or
+  divisions between them, groups 1, kernels up to 7 x 7) == ``sum_c(T[c] @ W'[c]) + b`` times the
+  scalars, where ``T[c, n, (i, j)]`` is the mean over the output positions of the input value that
+  kernel tap (i, j) multiplies there (0 where the tap falls on padding) and ``W'[c] = W[:, c]``'s
+  taps by output channel (a view): the conv is linear, so its spatial mean is the taps' means
+  through the weights. For each tap the input positions it carries into the output form a range
+  per dim (strided for a strided conv), so one pass over x gives every tap's sum
+  (`kernelstitch.conv_tap_means`, codegen/conv_taps.py), then a [C] batch of [N, kh*kw] x
+  [kh*kw, C_out] products and a sum over C: the conv output (for level2/42, 1.07 GB of input into
+  an output four times its size) is never computed. Exact in real arithmetic; only the fp32
+  summation order changes.
 * `conv_bias`: ``conv(x, W, b)`` == ``conv(x, W) + b.view(-1, 1, ...)``: the bias add moves out
   of cuDNN into the elementwise epilogue or reduction prologue kernel that follows the
   convolution anyway (one less pass over the output).  The planner keeps the bias in the library
@@ -116,6 +127,7 @@ from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
     CONV_OPS,
+    CONV_TAP_MEANS_OP,
     EXCLUSIVE_SCAN_OPS,
     FILL_VALUES,
     FLOAT_DTYPES,
@@ -144,14 +156,20 @@ class RewriteResult:
 
 
 def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
-                   attention: bool = True, relu_attention: bool = True) -> RewriteResult:
+                   attention: bool = True, relu_attention: bool = True,
+                   batch_norm: bool = True) -> RewriteResult:
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call;
     `attention`: written-out attention read as scaled_dot_product_attention (attention.py);
-    `relu_attention`: its ReLU form read as one node for our attention kernel."""
+    `relu_attention`: its ReLU form read as one node for our attention kernel; `batch_norm`:
+    batch_norm as statistics + elementwise (else PyTorch's own op, a measured variant)."""
     result = RewriteResult(graph)
     sdpa = (partial(_attention, relu=relu_attention),) if attention else ()
+    norms = (_batch_norm,) if batch_norm else ()
+    # _global_avg_pool before _conv_spatial_mean (a global pooling of a conv is its mean), which
+    # precedes _conv_bias (it takes the conv with its bias)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum, _pool_before_pointwise_conv,
-                 partial(_conv_bias, keep=keep_conv_bias), _batch_norm, _max_values, _global_avg_pool,
+                 _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
+                 _max_values,
                  _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
                  _reverse_scan, _exclusive_scan, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
@@ -436,6 +454,126 @@ def _pool_before_pointwise_conv(graph: Graph):
     notes = [f"{len(edits) // 2} average pool(s) after a 1x1 convolution moved before it (exact: both "
              "linear, the conv per pixel): the conv runs on the pooled pixels"] if edits else []
     return edits, set(), notes
+
+
+_SPATIAL_MEAN_CONVS = {"aten.conv2d.default": False, "aten.conv_transpose2d.input": True}  # op -> transposed
+_SCALAR_OPS = frozenset({"aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar"})
+MAX_TAPS = 49  # kernels up to 7 x 7: a thread keeps one sum a tap in registers
+
+
+def _pair(value: object) -> tuple[int, int] | None:
+    """A conv argument as (h, w): an int, or a list / tuple of one or two ints."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return (value, value)
+    if isinstance(value, (list, tuple)) and len(value) in (1, 2) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return (value[0], value[-1])
+    return None
+
+
+def _is_scalar(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _conv_geometry(conv: Node) -> dict | None:
+    """The 2-D conv's stride, padding, dilation and output padding as pairs (groups 1), or None."""
+    transposed = _SPATIAL_MEAN_CONVS[conv.op]
+    names = (("stride", 3, 1), ("padding", 4, 0), ("output_padding", 5, 0), ("groups", 6, 1),
+             ("dilation", 7, 1)) if transposed else (("stride", 3, 1), ("padding", 4, 0),
+                                                     ("dilation", 5, 1), ("groups", 6, 1))
+    values = {name: conv.arg(index, name, default) for name, index, default in names}
+    if values.pop("groups") != 1:
+        return None
+    pairs = {name: _pair(v) for name, v in values.items()}
+    if any(p is None for p in pairs.values()) or min(pairs["stride"] + pairs["dilation"]) < 1 \
+            or min(pairs["padding"] + pairs.get("output_padding", (0, 0))) < 0:
+        return None
+    return {**pairs, "output_padding": pairs.get("output_padding", (0, 0)), "transposed": transposed}
+
+
+def _conv_spatial_mean(graph: Graph):
+    """``conv2d(x, W, b)`` (or transposed) [then scalar muls / divs] then the mean over both
+    spatial dims, as the taps' means through the weights (module docstring)."""
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    algebraic: set[str] = set()
+    notes: list[str] = []
+    for mean in graph.nodes:
+        if mean.op != "aten.mean.dim" or mean.kwargs.get("dtype") is not None or mean.meta is None \
+                or not isinstance(mean.args[0], NodeRef):
+            continue
+        dims = mean.arg(1, "dim")
+        keepdim = bool(mean.arg(2, "keepdim", False))
+        if not isinstance(dims, (list, tuple)) or sorted(d % 4 for d in dims) != [2, 3]:
+            continue
+        chain: list[Node] = []  # the scalar ops between the conv and the mean, last first
+        node = graph.node(mean.args[0].node)
+        while node.op in _SCALAR_OPS and isinstance(node.args[0], NodeRef) and len(node.args) >= 2 \
+                and _is_scalar(node.args[1]) and not node.kwargs:
+            chain.append(node)
+            node = graph.node(node.args[0].node)
+        conv = node
+        path = [conv] + chain[::-1]
+        if conv.op not in _SPATIAL_MEAN_CONVS or conv.meta is None or conv.meta.rank != 4 \
+                or any(_single_user(graph, users, a.name) != b.name for a, b in zip(path, path[1:] + [mean])):
+            continue
+        x, w, b = conv.args[0], conv.args[1], conv.arg(2, "bias")
+        geometry = _conv_geometry(conv)
+        if not isinstance(x, NodeRef) or not isinstance(w, NodeRef) or geometry is None:
+            continue
+        x_meta, w_meta = graph.node(x.node).meta, graph.node(w.node).meta
+        if x_meta is None or w_meta is None or x_meta.rank != 4 or w_meta.rank != 4 \
+                or {x_meta.dtype, w_meta.dtype, mean.meta.dtype} != {"float32"} \
+                or not all(isinstance(k, int) for k in w_meta.shape):
+            continue
+        kh, kw = int(w_meta.shape[2]), int(w_meta.shape[3])
+        taps = kh * kw
+        c_in, c_out = (w_meta.shape[0], w_meta.shape[1]) if geometry["transposed"] else (w_meta.shape[1], w_meta.shape[0])
+        if taps > MAX_TAPS or x_meta.shape[1] != c_in:
+            continue
+        s = mean.name
+        common = _synthetic_at(mean)
+        n_sym, n_ex = x_meta.shape[0], x_meta.example_shape[0]
+        meta = lambda shape, example: TensorMeta(shape, example, "float32")  # noqa: E731
+        tap_means = Node(f"{s}_tap_means", CONV_TAP_MEANS_OP, (x,),
+                         {"kernel": [kh, kw], **{k: list(v) for k, v in geometry.items() if k != "transposed"},
+                          "transposed": geometry["transposed"]},
+                         (meta((c_in, n_sym, taps), (c_in, n_ex, taps)),), **common)
+        # W as [C_in, kh*kw, C_out] (views): transposed [C_in, C_out, kh, kw], else [C_out, C_in, kh, kw]
+        w_view = Node(f"{s}_w_taps", "aten.view.default",
+                      (w, [w_meta.shape[0], w_meta.shape[1], taps]), {},
+                      (meta((w_meta.shape[0], w_meta.shape[1], taps), (w_meta.shape[0], w_meta.shape[1], taps)),),
+                      **common)
+        w_perm = Node(f"{s}_w_by_tap", "aten.permute.default",
+                      (NodeRef(w_view.name), [0, 2, 1] if geometry["transposed"] else [1, 2, 0]), {},
+                      (meta((c_in, taps, c_out), (c_in, taps, c_out)),), **common)
+        per_channel = Node(f"{s}_per_channel", "aten.bmm.default", (NodeRef(tap_means.name), NodeRef(w_perm.name)),
+                           {}, (meta((c_in, n_sym, c_out), (c_in, n_ex, c_out)),), **common)
+        flat = meta((n_sym, c_out), (n_ex, c_out))
+        value = Node(f"{s}_sum", "aten.sum.dim_IntList", (NodeRef(per_channel.name), [0]), {}, (flat,), **common)
+        new = [tap_means, w_view, w_perm, per_channel, value]
+        if isinstance(b, NodeRef):
+            value = Node(f"{s}_bias", "aten.add.Tensor", (NodeRef(value.name), b), {}, (flat,), **common)
+            new.append(value)
+        for op in path[1:]:  # the scalars, in their order, on the [N, C_out] means
+            value = Node(f"{s}_{op.name}", op.op, (NodeRef(value.name),) + tuple(op.args[1:]), {}, (flat,), **common)
+            new.append(value)
+        if keepdim:
+            inner = Node(f"{s}_unsqueeze", "aten.unsqueeze.default", (NodeRef(value.name), -1), {},
+                         (meta((n_sym, c_out, 1), (n_ex, c_out, 1)),), **common)
+            new.append(inner)
+            final = Node(s, "aten.unsqueeze.default", (NodeRef(inner.name), -1), {}, mean.outputs, **common)
+        else:
+            final = renamed(new.pop(), name=s)
+        edits += [GraphEdit(n, before=s) for n in new] + [GraphEdit(final)]
+        algebraic |= {n.name for n in new} | {s}
+        notes.append(f"line {mean.line}: the spatial mean of a {kh}x{kw} "
+                     f"{'transposed ' if geometry['transposed'] else ''}convolution computed from each "
+                     "kernel tap's mean input through the weights (exact: the conv is linear); the conv "
+                     "output is never computed")
+    return edits, algebraic, notes
 
 
 def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):

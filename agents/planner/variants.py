@@ -21,11 +21,13 @@ from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionKnobs, spec_
 from kernelstitch.agents.planner.attention import has_attention
 from kernelstitch.agents.planner.builtin import (
     channels_last_conv,
+    layout_readers,
     measured_layout_conv,
     plan_builtin,
 )
 from kernelstitch.agents.planner.cost import estimate_ms
 from kernelstitch.agents.planner.ops import CONV_OPS, base_op
+from kernelstitch.agents.planner.precision import with_precision
 
 from kernelstitch.core.precision import precision_mode
 
@@ -146,8 +148,8 @@ def knob_variants(variant: PlanVariant, ran: dict[str, list[str]]) -> list[PlanV
 
 def _with_channels_last(variant: PlanVariant, on: bool) -> PlanVariant:
     plan = variant.plan
-    steps = [replace(s, channels_last=on and channels_last_conv(s, plan.graph))
-             for s in plan.steps]
+    steps = layout_readers([replace(s, channels_last=on and channels_last_conv(s, plan.graph))
+                            for s in plan.steps], plan.graph, on)
     layout = "NHWC" if on else "NCHW"
     host = replace(plan.host, channels_last=on, reasons=[
         *plan.host.reasons, f"variant: 2-D convolutions in {layout} (measured against the "
@@ -159,8 +161,8 @@ def _with_channels_last(variant: PlanVariant, on: bool) -> PlanVariant:
 def _with_channels_last_nd(variant: PlanVariant) -> PlanVariant:
     """3-D and transposed convolutions channels-last (NDHWC / NHWC), measured only."""
     plan = variant.plan
-    steps = [replace(s, channels_last=True) if measured_layout_conv(s, plan.graph) else s
-             for s in plan.steps]
+    steps = layout_readers([replace(s, channels_last=True) if measured_layout_conv(s, plan.graph) else s
+                            for s in plan.steps], plan.graph, True)
     host = replace(plan.host, channels_last=True, reasons=[
         *plan.host.reasons, "variant: 3-D / transposed convolutions channels-last (NDHWC / "
                             "NHWC; measured against the default layout)"])
@@ -262,6 +264,9 @@ GRAPH_CAPTURABLE_OPS = frozenset({
     "triu", "eq", "ne", "lt", "gt", "le", "ge", "masked_fill", "where", "mul", "add", "sub", "div",
     "unfold", "index", "index_select", "gather", "cross_entropy_loss", "copy", "slice_scatter",
     "select_scatter", "repeat", "expand", "permute", "transpose", "contiguous", "clone",
+    # cuDNN's / ATen's batch norm: no synchronisation, no random numbers; in training mode its
+    # running-statistics update is a device op each replay repeats, as each eager call does
+    "batch_norm",
 })
 
 
@@ -306,6 +311,34 @@ def autotune_variant(variant: PlanVariant) -> PlanVariant | None:
     why = "cuDNN's convolution algorithms chosen by timing them (cudnn.benchmark)"
     reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
     return PlanVariant(_join(variant.name, "autotune"), reason, replace(plan, host=host))
+
+
+def has_batch_statistics(plan: Plan) -> bool:
+    """Whether the plan computes a training-mode batch_norm's statistics in a kernel of ours."""
+    return any((s.spec or {}).get("type") == "batch_stats" for s in plan.steps)
+
+
+def batch_norm_in_pytorch(variant: PlanVariant, graph: Graph) -> PlanVariant | None:
+    """`variant` with every batch_norm left to PyTorch (cuDNN's statistics and normalisation
+    kernels) instead of our statistics kernel and fused apply, under the same host decisions
+    (layout, CUDA graph, cuDNN autotuning, precision); None without batch statistics of ours.
+    Measured only: on 4 x H100 the original replayed from a CUDA graph beat every program of
+    ours on ResNet18 (0.64 ms against 0.89), MobileNetV2 and EfficientNetB0
+    (bench/results/2026-11-27-h100x4-nhwc-ab), whose forwards are mostly convolutions (the same
+    cuDNN calls in both) and batch norms."""
+    if not has_batch_statistics(variant.plan):
+        return None
+    host = variant.plan.host
+    plan = with_precision(plan_builtin(graph, batch_norm_kernels=False), host.precision)
+    steps = [replace(s, channels_last=host.channels_last and channels_last_conv(s, plan.graph))
+             for s in plan.steps]
+    if host.cuda_graph and not all(graph_capturable(s, plan.graph) for s in steps
+                                   if s.technique == "pytorch_fallback"):
+        return None
+    why = "batch_norm through PyTorch (cuDNN's kernels) instead of our statistics and apply kernels"
+    new_host = replace(host, precision=plan.host.precision, reasons=[*host.reasons, f"variant: {why}"])
+    reason = f"{variant.reason}; {why}" if variant.name != DEFAULT_VARIANT else why
+    return PlanVariant(_join(variant.name, "bn-in-pytorch"), reason, replace(plan, steps=steps, host=new_host))
 
 
 def _join(name: str, suffix: str) -> str:

@@ -22,7 +22,9 @@ from kernelstitch.agents.coder.codegen.common import (
     EXTRA_CUDA_CFLAGS,
     EXTRA_LDFLAGS,
     build_extension_sources,
+    split_extension_kernels,
 )
+from kernelstitch.agents.coder.codegen.conv_taps import emit_conv_taps
 from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops, op_expression
 from kernelstitch.agents.coder.codegen.gemm import emit_gemm
@@ -38,6 +40,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     BatchStatsSpec,
     CatSegment,
     CatSpec,
+    ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
     GemmSpec,
@@ -80,6 +83,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         return emit_attention(spec)
     if isinstance(spec, NllLossSpec):
         return emit_nll(spec)
+    if isinstance(spec, ConvTapMeansSpec):
+        return emit_conv_taps(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
@@ -99,12 +104,15 @@ __all__ = [
     "GemmSpec",
     "KernelSource",
     "NllLossSpec",
+    "ConvTapMeansSpec",
+    "emit_conv_taps",
     "PoolSpec",
     "ReductionSpec",
     "ScanSpec",
     "TensorArg",
     "TriangleSpec",
     "build_extension_sources",
+    "split_extension_kernels",
     "c_float",
     "compile_ops",
     "emit",

@@ -87,8 +87,15 @@ def emit_cat(spec: CatSpec) -> KernelSource:
     )
     segment_shapes = ", ".join(
         "ks_broadcast_shape({" + ", ".join(f"in_{i}" for i in seg.inputs) + "})" for seg in spec.segments)
+    keep = spec.keep_channels_last
+    keep_layout = render(
+        "cat/keep_channels_last.cpp", in_refs=", ".join(f"&in_{k}" for k in range(nin)),
+        permute="\n".join(f"    in_{k} = ks_channels_to_last(in_{k}, cl_rank);" for k in range(nin)),
+    ) if keep else ""
     binding = render(
         "cat/binding.cpp", name=name, nseg=nseg, nseg_plus_one=nseg + 1, nin=nin, dim=int(spec.dim),
+        keep_layout=keep_layout, keep_dim="\n  if (cat_cl) dim = rank - 1;  // the channels, last in the views" if keep else "",
+        ret="(cat_cl ? out.movedim(-1, 1) : out)" if keep else "out",
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
         checks=input_checks(name, spec.inputs),
         segment_shapes=segment_shapes, out_dtype=TORCH_DTYPE[spec.out_dtype],

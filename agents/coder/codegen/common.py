@@ -173,6 +173,26 @@ def build_extension_sources(kernels: list[KernelSource]) -> tuple[str, str, list
     return cpp, cuda, names
 
 
+def split_extension_kernels(kernels: list[KernelSource], parts: int) -> list[list[KernelSource]]:
+    """`kernels` in at most `parts` groups of about equal cuda text, for that many extensions
+    built at once: nvcc compiles one translation unit on one core (the GPU tests' largest
+    extension took 170-240 s as one unit on a 16-core machine).  Kernels whose cuda texts are
+    equal but for their names stay in one group, where build_extension_sources compiles them
+    once.  Heaviest family first, each into the lightest group so far; input order kept within
+    a group."""
+    families: dict[str, list[int]] = {}
+    for index, k in enumerate(kernels):
+        families.setdefault(renamed_kernel(k.cuda, k.function), []).append(index)
+    count = max(1, min(parts, len(families)))
+    groups: list[list[int]] = [[] for _ in range(count)]
+    weights = [0] * count
+    for text, members in sorted(families.items(), key=lambda item: -len(item[0])):
+        lightest = weights.index(min(weights))
+        groups[lightest] += members
+        weights[lightest] += len(text)
+    return [[kernels[i] for i in sorted(g)] for g in groups if g]
+
+
 _PLACEHOLDER = "\0KS_KERNEL\0"
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _LAUNCHER_NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")

@@ -25,6 +25,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 THREADS = 256
 _JOIN = "\n      "  # one statement per line at the kernels' loop-body indent
 _JOIN_ROW = "\n    "  # ... and at the channels-last kernel's per-thread indent
+_JOIN_DEEP = "\n            "  # ... and inside its tile loops
 
 
 def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
@@ -75,10 +76,15 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         ret_type, ret = "at::Tensor", "out_0"
     else:
         ret_type, ret = "std::vector<at::Tensor>", "{" + ", ".join(f"out_{k}" for k in range(nout)) + "}"
+    operands = binding_operands(name, spec.inputs)
+    keep_layout = render(
+        "elementwise/keep_channels_last.cpp", name=name, in_refs=operands["in_refs"],
+        permuted=", ".join(f"ks_channels_to_last(in_{k}, nd)" for k in range(len(spec.inputs))),
+    ) if spec.keep_channels_last and nout == 1 else ""
     binding = render(
         "elementwise/binding.cpp", name=name, returns="one tensor" if nout == 1 else f"{nout} tensors",
         ret_type=ret_type, ret=ret, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
-        **binding_operands(name, spec.inputs),
+        keep_layout=keep_layout, **operands,
         outs_alloc="\n  ".join(
             f"at::Tensor out_{k} = at::empty(shape, in_0.options().dtype({TORCH_DTYPE[spec.out_dtype]}));"
             for k in range(nout)
@@ -140,34 +146,91 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
     nin, nout = len(spec.inputs), len(spec.outputs)
     tiles = nhwc_tiles(nout)
     # Row (n, c) bases of the operands read through descriptors (KS_STRIDED has none: -1, per element).
-    bases = _JOIN_ROW.join(
-        f"const int64_t b{k} = (TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S);"
-        for k in range(nin)
-    )
+    bases = _JOIN_ROW.join(f"const int64_t b{k} = {_row_base(k)};" for k in range(nin))
     # Constant along the row: one load a thread.
     hoists = _JOIN_ROW.join(
-        f"const bool h{k} = TI != {k} && b{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
-        f"const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;"
+        f"const bool h{k} = {_row_constant(k, f'b{k}')}; const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;"
         for k in range(nin)
     )
-    loads = _JOIN.join(
-        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[0][j][row][tx]; else if (h{k}) a{k}[0] = v{k}; "
+    # j, k: the tile and row of the value; sl = 32 * j + ty + 8 * k its position in the block
+    tile_at = "tile[0][j][ty + 8 * k][tx]"
+    loads = _JOIN_DEEP.join(
+        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = {tile_at}; else if (h{k}) a{k}[0] = v{k}; "
         f"else if (b{k} >= 0) a{k}[0] = ks_ld(in{k} + b{k} + s); else ks_load<1>(in{k}, d{k}, orow * S + s, a{k});"
         for k in range(nin)
     )
-    fills = _JOIN.join(
-        f"if constexpr (TI == {k}) tile[0][j][row][tx] = ks_to_float(in{k}[(nb * S + s) * C + c]);" for k in range(nin)
+    const_loads = _JOIN_DEEP.join(
+        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = {tile_at}; else a{k}[0] = v{k};" for k in range(nin)
+    )
+    all_const = " && ".join(f"(TI == {k} || h{k})" for k in range(nin))
+    fills = _JOIN_DEEP.join(
+        f"if constexpr (TI == {k}) {tile_at} = ks_to_float(in{k}[first + sl * Ci]);" for k in range(nin)
     )
     call_args = [f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]
     kernel = render(
         "elementwise/nhwc.cu", name=name, params=", ".join(params[:-1]) + ", const int64_t C, const int64_t S",
-        tiles=tiles, nout=nout, fills=fills, bases=bases, hoists=hoists, loads=loads,
-        outs=" ".join(f"float r{k}[1];" for k in range(nout)), call_args=", ".join(call_args),
-        results=" ".join(f"tile[{k}][j][row][tx] = r{k}[0];" for k in range(nout)),
-        stores=" ".join(f"out{k}[obase + s] = ks_from_float<{out_t}>(tile[{k}][j][tx][cl]);" for k in range(nout)),
+        tiles=tiles, nout=nout, fills=fills, bases=bases, hoists=hoists, loads=loads, const_loads=const_loads,
+        all_const=all_const, outs=" ".join(f"float r{k}[1];" for k in range(nout)), call_args=", ".join(call_args),
+        results=" ".join(f"tile[{k}][j][ty + 8 * k][tx] = r{k}[0];" for k in range(nout)),
+        stores=" ".join(f"out{k}[obase + sl] = ks_from_float<{out_t}>(tile[{k}][j][tx][cl]);" for k in range(nout)),
     )
+    narrow_kernel = _narrow_channels_kernel(name, spec, params, out_t, tiles)
     args = ", ".join(kernel_args[:-1]) + ", C, S"
     cases = "\n".join(
-        f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;" for k in tiled_inputs(spec)
+        (f"    case {k}: if (narrow) {name}_nhwc_narrow<{k}><<<grid_narrow, 256, 0, stream>>>({args});\n"
+         f"             else {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;")
+        if narrow_kernel else f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;"
+        for k in tiled_inputs(spec)
     )
-    return kernel, render("elementwise/nhwc_launch.cu", launcher_sig=launcher_sig, cases=cases, tiles=tiles)
+    kernel += "\n" + narrow_kernel
+    return kernel, render("elementwise/nhwc_launch.cu", launcher_sig=launcher_sig, cases=cases, tiles=tiles,
+                          narrow="C < 32" if narrow_kernel else "false")
+
+
+def _row_base(k: int) -> str:
+    """Operand k's offset at the start of output row `orow` (n, c) in the channels-last kernels:
+    -1 for the tiled operand and for general strides (KS_STRIDED has none: read per element)."""
+    return f"(TI == {k} || d{k}.mode == KS_STRIDED) ? -1 : ks_row_base_any(d{k}, orow, S)"
+
+
+def _row_constant(k: int, base: str) -> str:
+    """Whether operand k (its row offset `base`) is constant along the row: loaded once a thread."""
+    return f"TI != {k} && {base} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW"
+
+
+# Static shared memory of the narrow kernel: its tiles plus, per operand and channel, the staged
+# value, base and flag (4 + 8 + 1 bytes, padded); past 48 KB the wide kernel serves every C.
+_SMEM_LIMIT = 48 * 1024
+
+
+def _narrow_channels_kernel(name: str, spec: ElementwiseSpec, params: list[str], out_t: str, tiles: int) -> str:
+    """The channels-last kernel for fewer than 32 channels (cuda/elementwise/nhwc_narrow.cu):
+    a block reads one contiguous run of positions x all channels; "" where its shared memory
+    would not fit."""
+    nin, nout = len(spec.inputs), len(spec.outputs)
+    if nout * tiles * 32 * 33 * 4 + nin * 32 * 16 > _SMEM_LIMIT:
+        return ""
+    row_setup = _JOIN_ROW.join(
+        f"{{ const int64_t b = {_row_base(k)}; const bool h = {_row_constant(k, 'b')}; "
+        f"row_base[{k}][t] = b; row_const[{k}][t] = h; row_value[{k}][t] = h ? ks_ld(in{k} + b) : 0.f; }}"
+        for k in range(nin)
+    )
+    fills = _JOIN.join(
+        f"if constexpr (TI == {k}) tile[0][sl][e - sl * Ci] = ks_to_float(in{k}[(nb * S + s0) * C + e]);"
+        for k in range(nin)
+    )
+    loads = _JOIN_ROW.join(
+        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[0][sl][c]; "
+        f"else if (row_const[{k}][c]) a{k}[0] = row_value[{k}][c]; "
+        f"else if (row_base[{k}][c] >= 0) a{k}[0] = ks_ld(in{k} + row_base[{k}][c] + s); "
+        f"else ks_load<1>(in{k}, d{k}, orow * S + s, a{k});"
+        for k in range(nin)
+    )
+    call_args = [f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]
+    return render(
+        "elementwise/nhwc_narrow.cu", name=name, params=", ".join(params[:-1]) + ", const int64_t C, const int64_t S",
+        tiles=tiles, nin=nin, nout=nout, row_setup=row_setup, fills=fills, loads=loads,
+        outs=" ".join(f"float r{k}[1];" for k in range(nout)), call_args=", ".join(call_args),
+        results=" ".join(f"tile[{k}][sl][c] = r{k}[0];" for k in range(nout)),
+        stores=" ".join(f"out{k}[o] = ks_from_float<{out_t}>(tile[{k}][sl][c]);" for k in range(nout)),
+    )

@@ -116,6 +116,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         padding=_ints(spec.padding, spec.nd, 0), dilation=_ints(spec.dilation, spec.nd, 1),
         output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),
         divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
+        keep="true" if spec.keep_channels_last else "false",
         out_dtype=TORCH_DTYPE[spec.out_dtype],
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
         shapes=", ".join("os" if k in epilogue else "xs" for k in range(n)),

@@ -127,6 +127,46 @@ static inline int ks_channels_last_operand(std::vector<at::Tensor*> ts, c10::Int
   }
   return -1;
 }
+// Whether every operand of the full (output) shape is stored channels-last, and one is: an
+// elementwise step the program keeps NHWC (agents/coder/layout.py) then runs on its views.
+static inline bool ks_full_channels_last(std::vector<at::Tensor*> ts, c10::IntArrayRef shape) {
+  bool any = false;
+  for (at::Tensor* t : ts) {
+    if (t->sizes() != shape) continue;
+    if (ks_channels_last_operand({t}, shape) != 0) return false;
+    any = true;
+  }
+  return any;
+}
+// `t` (broadcastable to an nd-dim tensor) as a view with dim 1 moved last: a channels-last
+// tensor reduced over its channels is then read as contiguous rows (ks_reduce_channels_last).
+static inline at::Tensor ks_channels_to_last(at::Tensor t, int64_t nd) {
+  while (t.dim() < nd) t = t.unsqueeze(0);
+  return t.movedim(1, nd - 1);
+}
+// Whether an operand broadcast against an nd-dim [N, C, S...] tensor is constant along S (size 1
+// in every spatial dim): per-channel weights, a conv bias, per-(n, c) values, scalars.
+static inline bool ks_spatially_constant(const at::Tensor& t, int64_t nd) {
+  const int64_t lead = nd - t.dim();
+  for (int64_t k = 0; k < t.dim(); ++k)
+    if (k + lead >= 2 && t.size(k) != 1) return false;
+  return true;
+}
+// Whether a concatenation's inputs are all nd-dim (4-5) tensors stored channels-last, or
+// constant along the spatial dims (a bias, a pooled [N, C, 1, 1] tensor), one at least stored
+// channels-last: a cat the program keeps NHWC then runs on their views (cat/keep_channels_last.cpp).
+static inline bool ks_inputs_channels_last(std::vector<at::Tensor*> ts, int64_t nd) {
+  if (nd < 4 || nd > 5) return false;
+  bool any = false;
+  for (at::Tensor* t : ts) {
+    if (t->dim() > nd) return false;
+    if (t->dim() == nd && ks_channels_last_operand({t}, t->sizes()) == 0) any = true;
+    // One channel is the same memory in both orders: contiguous, it serves as channels-last.
+    else if (t->dim() == nd && t->size(1) == 1 && t->is_contiguous()) continue;
+    else if (!ks_spatially_constant(*t, nd)) return false;
+  }
+  return any;
+}
 // Whether the row kernels can read this operand (offset within a row = base + col, or constant).
 // `any_layout`: group_norm's row kernels, which read every layout but general strides
 // (ks_load_row_any).

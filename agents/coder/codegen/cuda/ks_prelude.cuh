@@ -319,6 +319,22 @@ __device__ __forceinline__ void ks_split_tf32(const float v, float& hi, float& l
   lo = v - hi;
 }
 
+// ---- channels-last tiles ----
+// The read-layout slots of the channels-last kernels (elementwise/nhwc.cu, reduction/gn_nhwc.cu):
+// a block covers 32 channels x TILES * 32 positions; thread (tx: its channel, ty) visits the
+// positions sl = 32 * j + ty + 8 * k below npos, fully unrolled, calling f(j, k, sl).
+template <int TILES, class F>
+__device__ __forceinline__ void ks_tile_slots(int ty, int npos, F&& f) {
+#pragma unroll
+  for (int j = 0; j < TILES; ++j) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int sl = 32 * j + ty + 8 * k;
+      if (sl < npos) f(j, k, sl);
+    }
+  }
+}
+
 // ---- reductions ----
 struct KsOpSum {
   __device__ __forceinline__ static float apply(float a, float b) { return a + b; }

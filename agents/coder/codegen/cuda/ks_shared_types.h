@@ -65,6 +65,7 @@ struct KsRedPlan {
   int row_values;       // row paths: values each thread caches (32, or 16 for normalising rows up to 4096)
   int64_t span;         // group_norm on the tile path: values per channel span (0: the generic tile kernels)
   int col_affine;       // colloop: every operand's offset is base + r * step within a column (ks_col_affine)
+  int64_t nhwc_channels;  // a channels-last input's kernels (group_norm: gn_nhwc.cu, softmax kinds: softmax_nhwc.cu): its C; 0: none
 };
 
 // group_norm's channel-span kernels (reduction/gn_span.cu): a block per (row, share of the row's
@@ -76,14 +77,40 @@ struct KsGnSplit {
   int64_t stats_offset;      // workspace: splits x rows Welford partials (3 floats), then the stats
   int64_t workspace_floats;  // ... 2 floats per row
 };
-[[maybe_unused]] static inline KsGnSplit ks_gn_split(int64_t outer, int64_t cg, int sms) {
+// `rows` rows of `items` each (spans, positions) in blocks of `per_block` items, enough blocks to
+// fill the SMs 8 times over; the workspace holds each block's partial state of the `states`
+// groups it serves (3 floats), then 2 floats of statistics a group.
+[[maybe_unused]] static inline KsGnSplit ks_gn_blocks(int64_t states, int64_t rows, int64_t items, int sms) {
   const int64_t target = (int64_t)sms * 8;
-  int64_t splits = (target + outer - 1) / outer;
-  if (splits > cg) splits = cg;
+  int64_t splits = (target + rows - 1) / rows;
+  if (splits > items) splits = items;
   if (splits < 1) splits = 1;
-  const int64_t per_block = (cg + splits - 1) / splits;
-  splits = (cg + per_block - 1) / per_block;
-  return {splits, per_block, splits * outer * 3, splits * outer * 3 + outer * 2};
+  const int64_t per_block = (items + splits - 1) / splits;
+  splits = (items + per_block - 1) / per_block;
+  return {splits, per_block, splits * states * 3, splits * states * 3 + states * 2};
+}
+[[maybe_unused]] static inline KsGnSplit ks_gn_split(int64_t outer, int64_t cg, int sms) {
+  return ks_gn_blocks(outer, outer, cg, sms);
+}
+
+// group_norm of a channels-last input (reduction/gn_nhwc.cu): the statistics take a block per
+// (sample, share of the S positions), enough blocks to fill the SMs a few times over; the
+// workspace holds the shares' partial states of the `outer` = N * G groups, then their stats.
+#define KS_GN_NHWC_MAX_C 256  /* the statistics kernel's threads take one channel each */
+[[maybe_unused]] static inline KsGnSplit ks_gn_nhwc_split(int64_t outer, int64_t n, int64_t S, int sms) {
+  return ks_gn_blocks(outer, n, S, sms);
+}
+
+// Softmax kinds over the channels of a channels-last input (reduction/softmax_nhwc.cu): P
+// positions a block, 32 or more and 64 / C tiles of 32 for few channels (enough values a
+// block), C <= 256 (the 256 threads stage a position's channels at once); shared memory holds
+// the [P][C | 1] tile and `nepi` epilogue operands' per-channel values.
+#define KS_SOFTMAX_NHWC_MAX_C 256
+[[maybe_unused]] static inline int ks_softmax_nhwc_positions(int64_t C) {
+  return C >= 64 ? 32 : C >= 32 ? 64 : 128;
+}
+[[maybe_unused]] static inline size_t ks_softmax_nhwc_smem(int64_t C, int nepi) {
+  return ((size_t)ks_softmax_nhwc_positions(C) * (size_t)(C | 1) + (size_t)nepi * (size_t)C) * sizeof(float);
 }
 
 // A pooling kernel's geometry (pool/kernel.cu), filled by its binding: 1-D and 2-D pooling are
@@ -95,6 +122,7 @@ struct KsPoolGeom {
   int64_t xs[5];                // strides of the source (inputs[0]): n, c, d, h, w
   int64_t divisor;              // avg: divisor_override (0: none)
   int count_include_pad;        // avg
+  int keep_cl;                  // a channels-last input's output stored channels-last too (coder's layout.py)
 };
 
 // Training-mode batch_norm statistics (batch_stats/kernel.cu): the source seen as [N, C, S], each

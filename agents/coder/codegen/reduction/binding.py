@@ -22,6 +22,8 @@ def binding(r: Reduction) -> str:
         affine = [k for k in (r.roles.weight, r.roles.bias) if k is not None]
         view = render(
             "reduction/binding_view_group_norm.cpp", name=name, groups=spec.groups,
+            constant_checks="".join(f" && ks_spatially_constant(in_{k}, nd)" for k in range(1, n)),
+            small_contiguous=_small_contiguous(n),
             affine_views="\n".join(
                 f'  TORCH_CHECK(in_{k}.numel() == channels, "{name}: group_norm weight/bias of ", '
                 f'ks_str(in_{k}.numel()), " values for ", ks_str(channels), " channels");\n'
@@ -33,8 +35,9 @@ def binding(r: Reduction) -> str:
             out_shape = "out_shape = x_sizes; for (int64_t k = dim; k < dim + count; ++k) out_shape[k] = 1;"
         else:
             out_shape = "out_shape = x_sizes; out_shape.erase(out_shape.begin() + dim, out_shape.begin() + dim + count);"
+        channels_last = _channels_last_view(r, n)
         view = render("reduction/binding_view_dim.cpp", name=name, dim=spec.dim, count=spec.dim_count,
-                      out_shape=out_shape)
+                      out_shape=out_shape, channels_last=channels_last)
     ptrs = ", ".join(f"&in_{k}" for k in range(n))
     shapes = ", ".join("os" if k in r.roles.epilogue else "xs" for k in range(n))
     cols_replan = ""
@@ -54,6 +57,32 @@ def binding(r: Reduction) -> str:
         col_read=", ".join(str(k) for k in r.column_operands()),
         row_any="true" if row_any_layout(spec.kind) else "false",
         span_plan=render("reduction/binding_gn_span.cpp", vec=r.vec, ptrs=ptrs, shapes=shapes)
-        if spec.kind == "group_norm" else "",
+        if spec.kind == "group_norm" else render("reduction/binding_softmax_nhwc_plan.cpp")
+        if spec.kind in COLUMN_TILE_KINDS and not spec.trailing else "",
         in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(n)),
     )
+
+
+def _channels_last_view(r: Reduction, n: int) -> str:
+    """How the binding reads a channels-last input: a reduction (not a normalisation: its output
+    has the input's shape) over the channels, the spatial dims or all but the batch views it with
+    its channels last (binding_channels_last.cpp); softmax kinds over the channels take their
+    NHWC kernel where the other operands allow (binding_softmax_nhwc.cpp); others read it
+    through their descriptors."""
+    constant = "".join(f" && ks_spatially_constant(in_{k}, nd)" for k in range(1, n))
+    if r.spec.kind in COLUMN_TILE_KINDS and not r.spec.trailing:
+        return render("reduction/binding_softmax_nhwc.cpp", constant_checks=constant, nepi=len(r.roles.epilogue),
+                      small_contiguous=_small_contiguous(n))
+    if r.normalizing:
+        return ""
+    return render(
+        "reduction/binding_channels_last.cpp",
+        permute="\n    ".join(f"in_{k} = ks_channels_to_last(in_{k}, nd);"
+                              for k in range(n) if k not in r.roles.epilogue),
+        spatial="" if r.spec.trailing else " || (dim == 2 && count == nd - 2)")
+
+
+def _small_contiguous(n: int) -> str:
+    """Every operand but the input made contiguous: the NHWC kernels load them at
+    ks_row_base_any's per-channel base, which general strides (KS_STRIDED) have none of."""
+    return "\n".join(f"    in_{k} = in_{k}.contiguous();" for k in range(1, n)) or "    (void)0;"

@@ -32,7 +32,7 @@ def kernel(r: Reduction, variant: ReductionVariant) -> str:
     affine weight/bias to apply)."""
     if r.kind not in COLUMN_TILE_KINDS:
         return ""
-    text = _colreg_kernel(r) + render(
+    text = _softmax_nhwc_kernel(r) + _colreg_kernel(r) + render(
         "reduction/cols.cu", name=r.name, params=r.params, out_t=r.out_t,
         loads1=loads(r.roles.prologue, "1", "idx"), pro_x=r.pro_call("xs[u]"),
         stats=cached_stats(r.kind, COLS_CACHE, r.spec.eps), y=cached_normalize(r.kind, COLS_CACHE.val),
@@ -56,6 +56,26 @@ COLREG_CACHE = Cache(
 )
 
 
+def _softmax_nhwc_kernel(r: Reduction) -> str:
+    """Softmax kinds over the channels of a channels-last input (softmax_nhwc.cu): prologue
+    operands loaded once a thread at its channel, epilogue operands staged once a block."""
+    def value(k: int) -> str:
+        return f"ks_ld(p{k} + ks_row_base_any(d{k}, row, S))"
+
+    epilogue = list(r.roles.epilogue)
+    cache = Cache(each=lambda body: f"for (int c = sub; c < Ci; c += tpp) {{ {body} }}", val="v[c]",
+                  allreduce=lambda op, x: f"ks_warp_allreduce<{op}>({x}, tpp)")
+    return render(
+        "reduction/softmax_nhwc.cu", name=r.name, params=r.params, out_t=r.out_t,
+        hoists=" ".join(f"float a{k}[1] = {{{value(k)}}};" for k in r.roles.prologue if k != 0),
+        pro_x=r.pro_call("x"),
+        epi_stage=" ".join(f"epis[{j} * Ci + t] = {value(k)};" for j, k in enumerate(epilogue)),
+        stats=cached_stats(r.kind, cache, r.spec.eps), y=cached_normalize(r.kind, cache.val),
+        epi_loads=" ".join(f"float e{k}[1] = {{epis[{j} * Ci + c]}};" for j, k in enumerate(epilogue)),
+        epi=r.epi_call("y", "q"),
+    )
+
+
 def _colreg_kernel(r: Reduction) -> str:
     return render(
         "reduction/colreg.cu", name=r.name, params=r.params, out_t=r.out_t,
@@ -70,9 +90,10 @@ def launch(r: Reduction, variant: ReductionVariant) -> str:
     kernels)."""
     if r.kind not in COLUMN_TILE_KINDS:
         return ""
+    nhwc = render("reduction/softmax_nhwc_launch.cu", name=r.name, args=r.args, nepi=len(r.roles.epilogue)) + "\n"
     text = (render("reduction/colreg_launch.cu", name=r.name, args=r.args) + "\n"
             + render("reduction/cols_launch.cu", name=r.name, args=r.args))
     if not variant.cluster:
-        return text
+        return nhwc + text
     shape = cluster_shape(r.vec)
-    return cluster_launch(r.name, r.args, shape, len(r.spec.inputs), variant.cluster_full_loads) + "\n" + text
+    return nhwc + cluster_launch(r.name, r.args, shape, len(r.spec.inputs), variant.cluster_full_loads) + "\n" + text

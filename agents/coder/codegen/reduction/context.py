@@ -17,9 +17,9 @@ from kernelstitch.agents.coder.codegen.common import (
 )
 from kernelstitch.agents.coder.codegen.expr import DeviceFunction, c_float, compile_ops
 from kernelstitch.agents.coder.codegen.templates import render
-from kernelstitch.agents.plan.kernel_spec import ReductionSpec
+from kernelstitch.agents.plan.kernel_spec import NORMALIZING_KINDS, ReductionSpec
 
-NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm", "group_norm"})
+NORMALIZING = NORMALIZING_KINDS
 # Kinds with a column-tile kernel (a strided reduced dim).  layer_norm has none: it always reduces
 # trailing dims (inner == 1), and the binding sends any other plan to the tile path.
 COLUMN_TILE_KINDS = frozenset({"softmax", "log_softmax"})

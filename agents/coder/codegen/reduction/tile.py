@@ -31,12 +31,28 @@ def _group_norm_spans(r: Reduction) -> str:
         return " ".join(f"const int64_t b{k} = ks_row_base_any(d{k}, row, R);" for k in ks)
 
     w_loads, w_upd = r.affine("VEC", "col", "y", "q")
-    return render(
+    return _group_norm_nhwc(r) + render(
         "reduction/gn_span.cu", name=r.name, params=r.params, out_t=r.out_t,
         bases_stats=bases(list(r.roles.prologue)), bases=bases(r.row_operands()),
         loads=row_loads(r.roles.prologue, "col", any_layout=True), pro_x=r.pro_call("x"),
         w_loads=w_loads, w_upd=w_upd, e_loads=row_loads(r.roles.epilogue, "col", "e", True),
         epi=r.epi_call("y", "q"))
+
+
+def _group_norm_nhwc(r: Reduction) -> str:
+    """group_norm of a channels-last input (gn_nhwc.cu): every operand but the input is constant
+    along the spatial dims there (the binding checks), so it is loaded once a thread at the
+    base of the thread's (n, c) row."""
+    def hoist(ks: list[int], prefix: str) -> str:
+        return " ".join(f"float {prefix}{k}[1] = {{ks_ld(p{k} + ks_row_base_any(d{k}, row, S))}};" for k in ks)
+
+    affine = [k for k in (r.roles.weight, r.roles.bias) if k is not None]
+    _, w_upd = r.affine("1", "0", "y", "q")
+    return render(
+        "reduction/gn_nhwc.cu", name=r.name, params=r.params, out_t=r.out_t,
+        hoists=hoist([k for k in r.roles.prologue if k != 0], "a"),
+        apply_hoists=hoist(affine, "w") + " " + hoist(list(r.roles.epilogue), "e"),
+        pro_x=r.pro_call("x"), w_upd=w_upd, epi=r.epi_call("y", "q"))
 
 
 def apply_kernel(r: Reduction) -> str:
@@ -54,5 +70,6 @@ def apply_kernel(r: Reduction) -> str:
 def launch(r: Reduction) -> str:
     """The launcher's last part: every plan that no other family took."""
     apply_launch = render("reduction/apply_launch.cu", name=r.name, args=r.args) if r.normalizing else ""
-    spans = render("reduction/gn_span_launch.cu", name=r.name, args=r.args, vec=r.vec) if r.kind == "group_norm" else ""
+    spans = (render("reduction/gn_nhwc_launch.cu", name=r.name, args=r.args)
+             + render("reduction/gn_span_launch.cu", name=r.name, args=r.args, vec=r.vec)) if r.kind == "group_norm" else ""
     return spans + render("reduction/tile_launch.cu", name=r.name, args=r.args, nf=r.nf, apply_launch=apply_launch)

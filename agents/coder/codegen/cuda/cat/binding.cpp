@@ -4,14 +4,14 @@ at::Tensor {{name}}({{cparams}}) {
   TORCH_CHECK(in_0.is_cuda(), "{{name}}: expected CUDA tensors");
   const at::Device device = in_0.device();
   {{checks}}
-  const c10::cuda::CUDAGuard guard(device);
+  const c10::cuda::CUDAGuard guard(device);{{keep_layout}}
   // each segment's own shape: the broadcast shape of the operands it reads
   const std::vector<std::vector<int64_t>> seg = {{{segment_shapes}}};
   const int64_t rank = (int64_t)seg[0].size();
   TORCH_CHECK(rank > 0, "{{name}}: zero-dimensional tensors cannot be concatenated");
   int64_t dim = {{dim}};
   TORCH_CHECK(dim >= -rank && dim < rank, "{{name}}: dim ", ks_str(dim), " out of range for ", ks_str(rank), " dims");
-  if (dim < 0) dim += rank;
+  if (dim < 0) dim += rank;{{keep_dim}}
   std::vector<int64_t> shape = seg[0];
   int64_t offsets[{{nseg_plus_one}}] = {0};
   for (size_t k = 0; k < seg.size(); ++k) {
@@ -25,7 +25,7 @@ at::Tensor {{name}}({{cparams}}) {
   }
   shape[dim] = offsets[seg.size()];
   at::Tensor out = at::empty(shape, in_0.options().dtype({{out_dtype}}));
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return {{ret}};
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < dim; ++k) outer *= shape[k];
   for (int64_t k = dim + 1; k < rank; ++k) inner *= shape[k];
@@ -35,5 +35,5 @@ at::Tensor {{name}}({{cparams}}) {
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
   {{name}}_launch(ins, descs, out.data_ptr(), outer, shape[dim], inner, offsets, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return out;
+  return {{ret}};
 }

@@ -5,7 +5,7 @@
   const at::Device device = in_0.device();
   {{checks}}
   const c10::cuda::CUDAGuard guard(device);
-  const std::vector<int64_t> shape = ks_broadcast_shape({{{ins_list}}});
+  const std::vector<int64_t> shape = ks_broadcast_shape({{{ins_list}}});{{keep_layout}}
   {{outs_alloc}}
   const int64_t n = out_0.numel();
   if (n == 0) return {{ret}};

@@ -9,6 +9,10 @@
 // 6-operand epilogue (H100), against 0.64 ms for the NCHW kernel on the same bytes.  Tiles
 // stacked along C instead (whole 512-byte rows read, 4 channels a thread) ran at 0.62 TB/s
 // against 0.99 on [64, 128, 126, 126] (scripts of bench/results/2026-11-27-h100x4-l2-nhwc-kernels).
+// Index math is 32-bit within the block (pointers based once), and when every other operand is
+// constant along the row (the usual conv epilogue) a loop without the per-element fallbacks
+// runs: ncu counted 98 instructions a value against the NCHW kernel's 50 on level2/93's chain
+// (H100), issue-bound, with instruction-fetch stalls from the fallbacks' code.
 template <int TI>
 __global__ void __launch_bounds__(256) {{name}}_nhwc({{params}}) {
   constexpr int TILES = {{tiles}};
@@ -16,34 +20,40 @@ __global__ void __launch_bounds__(256) {{name}}_nhwc({{params}}) {
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   const int64_t s0 = (int64_t)blockIdx.x * (32 * TILES), c0 = (int64_t)blockIdx.y * 32, nb = blockIdx.z;
   const int64_t c = c0 + tx;
+  // positions of this block inside S (< 32 * TILES), and in 32 bits from here on
+  const int npos = (int)(S - s0 < 32 * TILES ? S - s0 : 32 * TILES);
+  const int Ci = (int)C;  // <= 32 * 65535 (the binding checks ks_cdiv(C, 32) <= 65535): sl * Ci fits
   if (c < C) {
     // Every load first (16 in flight a thread); each thread later reads back only its own slots.
-#pragma unroll
-    for (int j = 0; j < TILES; ++j) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int row = ty + 8 * k;
-        const int64_t s = s0 + 32 * j + row;
-        if (s < S) {
-          {{fills}}
-        }
-      }
-    }
+    const int64_t first = (nb * S + s0) * C + c;  // (s0, c) in the NHWC operand
+    ks_tile_slots<TILES>(ty, npos, [&](int j, int k, int sl) {
+      {{fills}}
+    });
     const int64_t orow = nb * C + c;
     {{bases}}
     {{hoists}}
-    // Not unrolled over tiles: an operand's general-offset fallback (ks_load) is then four copies.
+    if ({{all_const}}) {  // every other operand constant along the row: no per-element fallbacks
+      ks_tile_slots<TILES>(ty, npos, [&](int j, int k, int sl) {
+        (void)sl;
+        {{const_loads}}
+        {{outs}}
+        {{name}}_f({{call_args}});
+        {{results}}
+      });
+    } else {
+      // Not unrolled over tiles: an operand's general-offset fallback (ks_load) is then four copies.
 #pragma unroll 1
-    for (int j = 0; j < TILES; ++j) {
+      for (int j = 0; j < TILES; ++j) {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int row = ty + 8 * k;
-        const int64_t s = s0 + 32 * j + row;
-        if (s < S) {
-          {{loads}}
-          {{outs}}
-          {{name}}_f({{call_args}});
-          {{results}}
+        for (int k = 0; k < 4; ++k) {
+          const int sl = 32 * j + ty + 8 * k;
+          if (sl < npos) {
+            const int64_t s = s0 + sl;
+            {{loads}}
+            {{outs}}
+            {{name}}_f({{call_args}});
+            {{results}}
+          }
         }
       }
     }
@@ -52,13 +62,12 @@ __global__ void __launch_bounds__(256) {{name}}_nhwc({{params}}) {
 #pragma unroll
   for (int k = 0; k < 4; ++k) {  // write along S, one output row (n, c) per warp and k
     const int cl = ty + 8 * k;
-    const int64_t cw = c0 + cl;
-    if (cw >= C) continue;
-    const int64_t obase = (nb * C + cw) * S;
+    if (c0 + cl >= C) continue;
+    const int64_t obase = (nb * C + c0 + cl) * S + s0;
 #pragma unroll
     for (int j = 0; j < TILES; ++j) {
-      const int64_t s = s0 + 32 * j + tx;
-      if (s < S) {
+      const int sl = 32 * j + tx;
+      if (sl < npos) {
         {{stores}}
       }
     }

@@ -36,12 +36,15 @@ at::Tensor {{name}}({{cparams}}) {
   g.divisor = {{divisor}};
   g.count_include_pad = {{count_include_pad}};
   // A channels-last input (a cuDNN NHWC conv's output) is walked in its memory order, so a warp
-  // reads one position's consecutive channels; the output is contiguous either way.
+  // reads one position's consecutive channels; the output is contiguous, or channels-last too
+  // where the coder keeps it so (its readers take NHWC: agents/coder/layout.py).
   const auto cl_format = rank == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
   const bool cl = batched && (rank == 4 || rank == 5) && g.C > 1 && !in_0.is_contiguous() &&
                   in_0.is_contiguous(cl_format);
   const c10::cuda::CUDAGuard guard(device);
-  at::Tensor out = at::empty(out_shape, in_0.options().dtype({{out_dtype}}));
+  g.keep_cl = cl && {{keep}};
+  at::Tensor out = at::empty(out_shape, g.keep_cl ? in_0.options().dtype({{out_dtype}}).memory_format(cl_format)
+                                                  : in_0.options().dtype({{out_dtype}}));
   if (out.numel() == 0) return out;
   const int64_t per_sample = out.numel() / g.N;
   TORCH_CHECK(per_sample < (1LL << 31) - (int64_t)ks_sm_count() * 2048 * 2, "{{name}}: ", ks_str(per_sample),

@@ -51,7 +51,8 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out
     const int64_t o = ((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow;  // contiguous
     {{epi_loads}}
     {{name}}_epi({{epi_args}});
-    out[o] = ks_from_float<{{out_t}}>(acc);
+    // kept channels-last: the output in the input's memory order, the thread's own index
+    out[(CL && g.keep_cl) ? r * per_sample + (int64_t)q0 : o] = ks_from_float<{{out_t}}>(acc);
   }
 }
 

@@ -4,7 +4,7 @@ at::Tensor {{name}}({{cparams}}) {
   TORCH_CHECK(in_0.is_cuda(), "{{name}}: expected CUDA tensors");
   const at::Device device = in_0.device();
   {{checks}}
-  const std::vector<int64_t> x_sizes(in_0.sizes().begin(), in_0.sizes().end());
+  std::vector<int64_t> x_sizes(in_0.sizes().begin(), in_0.sizes().end());  // a view may permute it
   const int64_t nd = (int64_t)x_sizes.size();
   int64_t outer = 1, R = 1, inner = 1;
   std::vector<int64_t> out_shape;

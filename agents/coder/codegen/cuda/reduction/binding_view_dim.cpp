@@ -12,3 +12,4 @@
     for (int64_t k = dim + count; k < nd; ++k) inner *= x_sizes[k];
     {{out_shape}}
   }
+{{channels_last}}
