@@ -1,7 +1,12 @@
 """Where the GPU time goes: per-kernel CUDA time of the original, torch.compile and the built-in
 plan (default variant), for a few KernelBench problems, on a GPU machine.
 
-    python bench/kernel_breakdown.py PROBLEM.py [...] --out breakdown.json [--top 6]
+    python bench/kernel_breakdown.py PROBLEM.py[=model_new.py] [...] --out breakdown.json [--top 6]
+
+With `=model_new.py` it profiles that program (a search variant written by `kernelstitch
+generate`) instead of generating the default variant.  Each column also sums its kernels by
+family (`kernel_family`: our kernels by kind, cuDNN / cuBLAS, PyTorch's batch norm and
+elementwise kernels), so two programs compare family by family.
 
 It trusts the problem files (it runs them in this process): use it on KernelBench, not on
 untrusted code.  Timings are torch.profiler kernel times averaged over the profiled calls; the
@@ -38,6 +43,37 @@ def _kernel_table(fn, inputs, calls: int) -> dict[str, float]:
     return dict(sorted(table.items(), key=lambda kv: -kv[1]))
 
 
+# (family, substrings of a kernel name), first match wins; ours are named ks_s<step>_<kind>
+_FAMILIES = (
+    ("ours: batch statistics", ("batch_stats",)), ("ours: elementwise", ("elementwise",)),
+    ("ours: reduction", ("reduction", "_reduce", "softmax", "group_norm", "gn_")),
+    ("ours: pooling", ("pool",)), ("ours: other", ("ks_",)),
+    ("batch norm (PyTorch, cuDNN)", ("batch_norm", "bn_fw", "bn_")),
+    ("triton (torch.compile)", ("triton",)),
+    ("convolution (cuDNN)", ("conv", "fprop", "dgrad", "implicit_gemm", "xmma", "cudnn", "winograd")),
+    ("GEMM (cuBLAS)", ("gemm", "cublas", "cutlass", "sm90_")),
+    ("layout copies", ("nchwToNhwc", "nhwcToNchw", "transpose", "copy")),
+    ("pooling (PyTorch)", ("pool",)), ("elementwise (PyTorch)", ("elementwise", "vectorized")),
+)
+
+
+def kernel_family(name: str) -> str:
+    ours = name.startswith("ks_") or "void ks_" in name
+    for family, needles in _FAMILIES:
+        if family.startswith("ours") != ours:
+            continue
+        if any(n.lower() in name.lower() for n in needles):
+            return family
+    return "ours: other" if ours else "other"
+
+
+def _families(kernels: dict[str, float]) -> dict[str, float]:
+    sums: dict[str, float] = defaultdict(float)
+    for name, ms in kernels.items():
+        sums[kernel_family(name)] += ms
+    return {k: round(v, 4) for k, v in sorted(sums.items(), key=lambda kv: -kv[1])}
+
+
 def _total_ms(fn, inputs, calls: int) -> float:
     import torch
 
@@ -48,7 +84,7 @@ def _total_ms(fn, inputs, calls: int) -> float:
         return CudaTimer().span(fn, *inputs, repeat=calls).gpu_ms
 
 
-def breakdown(path: Path, calls: int, top: int) -> dict:
+def breakdown(path: Path, calls: int, top: int, program: Path | None = None) -> dict:
     import torch
     from kernelstitch.agents.coder.builtin import write_candidate
     from kernelstitch.agents.inprocess import generate_builtin
@@ -59,35 +95,52 @@ def breakdown(path: Path, calls: int, top: int) -> dict:
     torch.manual_seed(0)
     model = problem.build().cuda()
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.inputs()]
-    out_dir = Path(tempfile.mkdtemp(prefix="ks_breakdown_"))
-    candidate = generate_builtin(path, output_path=out_dir / "model_new.py")
-    write_candidate(candidate, out_dir)
+    if program is None:
+        out_dir = Path(tempfile.mkdtemp(prefix="ks_breakdown_"))
+        candidate = generate_builtin(path, output_path=out_dir / "model_new.py")
+        write_candidate(candidate, out_dir)
+        program = out_dir / "model_new.py"
+        plan = [s.technique + ":" + s.description[:70] for s in candidate.plan.steps]
+    else:
+        plan = str(program)
     torch.manual_seed(0)
-    ours = import_file(out_dir / "model_new.py", "ks_breakdown").ModelNew(*problem.get_init_inputs()).cuda()
+    ours = import_file(program, "ks_breakdown").ModelNew(*problem.get_init_inputs()).cuda()
+    ours.load_state_dict(model.state_dict())
     compiled = torch.compile(model)
-    result = {"problem": path.stem, "plan": [s.technique + ":" + s.description[:70]
-                                             for s in candidate.plan.steps]}
+    result = {"problem": path.stem, "plan": plan}
     for label, fn in (("eager", model), ("compile", compiled), ("ours", ours)):
+        # a program replayed from a CUDA graph is profiled launched, kernel by kernel (the same
+        # kernels); its total below is timed replayed, as delivered
+        graphs = getattr(fn, "_cuda_graphs", None)
+        if graphs is not None:
+            fn._cuda_graphs = None
         kernels = _kernel_table(fn, inputs, calls)
+        if graphs is not None:
+            fn._cuda_graphs = graphs
         result[label] = {"total_ms": _total_ms(fn, inputs, calls),
+                         "kernel_ms": round(sum(kernels.values()), 4),
+                         "families": _families(kernels),
                          "kernels": dict(list(kernels.items())[:top]),
                          "kernel_count": len(kernels)}
+    from kernelstitch.agents.verifier.graph_replay import GraphedModule
+    result["eager"]["graph_total_ms"] = _total_ms(GraphedModule(model), inputs, calls)
     return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("problems", nargs="+", type=Path)
+    parser.add_argument("problems", nargs="+", help="PROBLEM.py or PROBLEM.py=model_new.py")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--top", type=int, default=6)
     args = parser.parse_args()
     results = []
-    for path in args.problems:
+    for spec in args.problems:
+        path, _, program = spec.partition("=")
         try:
-            row = breakdown(path, args.calls, args.top)
+            row = breakdown(Path(path), args.calls, args.top, Path(program) if program else None)
         except Exception:  # noqa: BLE001 - one problem's failure is reported, the rest run
-            row = {"problem": path.stem, "error": traceback.format_exc()[-1500:]}
+            row = {"problem": Path(path).stem, "error": traceback.format_exc()[-1500:]}
         results.append(row)
         args.out.write_text(json.dumps(results, indent=1))
         print(json.dumps(row, indent=1), flush=True)

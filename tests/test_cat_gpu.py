@@ -55,6 +55,28 @@ def test_a_cat_kept_channels_last_returns_channels_last(ext, n, cx, cy, cz, hw):
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("cx, cy, cz, hw", [(5, 3, 2, (6, 6)), (4, 8, 12, (5, 3)), (6, 4, 4, (3, 3))])
+def test_four_outputs_a_thread_match_torch(ext, cx, cy, cz, hw):
+    """The 4-outputs-a-thread kernel: contiguous inputs with H * W a multiple of 4, channels-last
+    inputs whose channel counts are (4, 8, 12) or not (6, 4, 4), and a misaligned view (one
+    output a thread again), all against torch.cat."""
+    n, cl = 2, torch.channels_last
+    x, y, z = (torch.randn(n, c, *hw, device="cuda") for c in (cx, cy, cz))
+    b = torch.randn(cx, 1, 1, device="cuda")
+
+    def want(x, y, z):
+        return torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1)
+
+    torch.testing.assert_close(ext.cat_fused(x, b, y, z), want(x, y, z), rtol=1e-6, atol=1e-6)
+    storage = torch.empty(y.numel() + 1, device="cuda")
+    shifted = storage[1:].view(y.shape).copy_(y)  # a 4-byte offset: not 16-byte aligned
+    torch.testing.assert_close(ext.cat_fused(x, b, shifted, z), want(x, y, z), rtol=1e-6, atol=1e-6)
+    xc, yc, zc = (t.contiguous(memory_format=cl) for t in (x, y, z))
+    got = ext.cat_fused_cl(xc, b, yc, zc)
+    assert got.is_contiguous(memory_format=cl)
+    torch.testing.assert_close(got, want(x, y, z), rtol=1e-6, atol=1e-6)
+
+
 def test_last_dim_half_and_size_mismatch(ext):
     a, c = torch.randn(5, 3, 7, device="cuda").half(), torch.randn(5, 3, 1, device="cuda").half()
     assert torch.equal(ext.cat_last_f16(a, c), torch.cat([a, c], -1))

@@ -114,6 +114,35 @@ def test_adaptive_pooling_matches_torch(ext, k):
         _check(getattr(ext, f"pool_adaptive{k}")(view), fn(view, size), f"{ADAPTIVE[k]} {label}")
 
 
+@pytest.mark.parametrize("k", [k for k, case in enumerate(GRID) if case[-1] == "float32" and case[1] >= 2]
+                         + [len(GRID) + k for k, case in enumerate(ADAPTIVE) if case[-1] == "float32" and case[0] >= 2])
+def test_the_four_channel_path_matches_torch(ext, k):
+    """Channels-last float32 inputs with C % 4 == 0 run the 4-channel kernel (16-byte loads, the
+    window's taps unrolled and masked): every window option of GRID and adaptive windows, and a
+    misaligned view (the one-channel kernel), against torch."""
+    grid = k < len(GRID)
+    case = GRID[k] if grid else ADAPTIVE[k - len(GRID)]
+    nd = case[1] if grid else case[0]
+    shape = {2: (3, 8, 17, 23), 3: (2, 12, 9, 11, 13)}[nd]
+    torch.manual_seed(k)
+    x = torch.randn(*shape, device="cuda")
+    if grid and case[0] == "max":
+        x.view(-1)[::97] = float("nan")
+    fmt = torch.channels_last if nd == 2 else torch.channels_last_3d
+    fn = getattr(ext, f"pool_grid{k}" if grid else f"pool_adaptive{k - len(GRID)}")
+    adaptive = (F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[nd - 2]
+
+    def want(v):
+        return _reference(case, v) if grid else adaptive(v, case[1])
+
+    cl = x.contiguous(memory_format=fmt)
+    _check(fn(cl), want(cl), f"{case} channels-last, 4 channels a thread")
+    storage = torch.empty(x.numel() + 1, device="cuda")
+    shifted = storage[1:].as_strided(cl.shape, cl.stride())  # 4-byte offset: not 16-byte aligned
+    shifted.copy_(cl)
+    _check(fn(shifted), want(cl), f"{case} channels-last, misaligned")
+
+
 def test_prologue_plane_and_epilogue_operands(ext):
     """pool_specs()[0]: relu((x + b) * y) max-pooled (ceil mode, padded, dilated in h), + e."""
     x = torch.randn(2, 3, 7, 10, 9, device="cuda")

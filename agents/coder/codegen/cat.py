@@ -55,13 +55,13 @@ def emit_cat(spec: CatSpec) -> KernelSource:
         names = tuple(spec.inputs[i].name for i in seg.inputs)
         fn = compile_ops(f"{name}_s{k}", names, seg.ops, (seg.out,))
         fns.append(fn.source)
-        loads = " ".join(f"float a{i}[1]; ks_load<1>(p{i}, d{i}, j, a{i});" for i in seg.inputs)
-        args = ", ".join([f"a{i}[0]" for i in seg.inputs] + ["r"])
+        loads = " ".join(f"float a{i}[VEC]; ks_load<VEC>(p{i}, d{i}, j, a{i});" for i in seg.inputs)
+        args = ", ".join([f"a{i}[v]" for i in seg.inputs] + ["r[v]"])
         cases.append("\n".join([
             f"{_INDENT}  case {k}: {{",
             f"{_INDENT}    const int64_t j = (o * (g.off[{k + 1}] - g.off[{k}]) + (d - g.off[{k}])) * g.inner + c;",
             f"{_INDENT}    {loads}",
-            f"{_INDENT}    {name}_s{k}({args});",
+            f"{_INDENT}    for (int v = 0; v < VEC; ++v) {name}_s{k}({args});",
             f"{_INDENT}    break;",
             f"{_INDENT}  }}"]))
     # the segment holding d: the last k with off[k] <= d (an empty segment is never chosen: the
@@ -79,11 +79,13 @@ def emit_cat(spec: CatSpec) -> KernelSource:
     params = operand_params(spec.inputs)
     launch_args = operand_args(spec.inputs)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, int64_t outer, "
-                    "int64_t D, int64_t inner, const int64_t* offsets, cudaStream_t stream)")
+                    "int64_t D, int64_t inner, const int64_t* offsets, int vec, cudaStream_t stream)")
+    # 4 outputs a thread (16-byte loads and stores) only in float32: ks_ld_vec packs 16 bytes
+    vec4 = int(spec.out_dtype == "float32" and all(t.dtype in ("float32", "bool") for t in spec.inputs))
     cuda = render(
         "cat/kernel.cu", name=name, nseg=nseg, nseg_plus_one=nseg + 1, segment_fns="\n".join(fns),
         params=params, out_t=out_t, segments=segments, launcher_sig=launcher_sig,
-        launch_args=launch_args,
+        launch_args=launch_args, vec4=vec4,
     )
     segment_shapes = ", ".join(
         "ks_broadcast_shape({" + ", ".join(f"in_{i}" for i in seg.inputs) + "})" for seg in spec.segments)
@@ -97,7 +99,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
         keep_layout=keep_layout, keep_dim="\n  if (cat_cl) dim = rank - 1;  // the channels, last in the views" if keep else "",
         ret="(cat_cl ? out.movedim(-1, 1) : out)" if keep else "out",
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks=input_checks(name, spec.inputs),
+        checks=input_checks(name, spec.inputs), vec4=vec4,
         segment_shapes=segment_shapes, out_dtype=TORCH_DTYPE[spec.out_dtype],
         in_refs=", ".join(f"&in_{k}" for k in range(nin)),
         in_shapes=", ".join(f"c10::IntArrayRef(seg[{owner[k]}])" for k in range(nin)),

@@ -99,6 +99,13 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
     plane_loads = " ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, plane * in_plane));"
                            for k in plane)
     epi_loads = " ".join(f"const float e{k} = ks_ld(p{k} + ks_offset(d{k}, o));" for k in epilogue)
+    # The channels-last 4-channel kernel (cuda/pool/kernel.cu): float32 in and out, and no
+    # full-size operand read per tap but the input (plane operands are loaded once a channel).
+    vec4 = int(taps == [0] and spec.inputs[0].dtype == "float32" and spec.out_dtype == "float32")
+    window = (0, 0, 0) if spec.kind == "adaptive_avg" else (1,) * (3 - spec.nd) + tuple(spec.kernel)
+    plane_loads_cl4 = " ".join(f"plane_vals[j][{i}] = ks_ld(p{k} + ks_offset(d{k}, plane * in_plane));"
+                               for i, k in enumerate(plane))
+    plane_args_cl4 = " ".join(f"const float a{k} = plane_vals[j][{i}];" for i, k in enumerate(plane))
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     f"const KsPoolGeom& g, int cl, int64_t per_sample, cudaStream_t stream)")
     cuda = render(
@@ -106,7 +113,9 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
         pro_args=", ".join(f"a{k}" for k in pro_inputs),
         epi_loads=epi_loads, epi_args=", ".join(["acc"] + [f"e{k}" for k in epilogue] + ["acc"]),
-        launcher_sig=launcher_sig, kernel_args=kernel_args, kind_id=KIND_ID[spec.kind])
+        launcher_sig=launcher_sig, kernel_args=kernel_args, kind_id=KIND_ID[spec.kind],
+        vec4=vec4, kd=window[0], kh=window[1], kw=window[2], nplane=len(plane),
+        plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4)
     n = len(spec.inputs)
     binding = render(
         "pool/binding.cpp", name=name, kind=spec.kind, nd=spec.nd, n=n,
@@ -116,7 +125,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         padding=_ints(spec.padding, spec.nd, 0), dilation=_ints(spec.dilation, spec.nd, 1),
         output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),
         divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
-        keep="true" if spec.keep_channels_last else "false",
+        keep="true" if spec.keep_channels_last else "false", vec4=vec4,
         out_dtype=TORCH_DTYPE[spec.out_dtype],
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
         shapes=", ".join("os" if k in epilogue else "xs" for k in range(n)),

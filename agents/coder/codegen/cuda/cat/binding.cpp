@@ -29,11 +29,15 @@ at::Tensor {{name}}({{cparams}}) {
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < dim; ++k) outer *= shape[k];
   for (int64_t k = dim + 1; k < rank; ++k) inner *= shape[k];
+  // 4 outputs a thread when every run of 4 lies in one segment at consecutive operand indices
+  // (inner a multiple of 4, or inner 1 and every segment 4k wide) and the operands allow it
+  bool runs4 = {{vec4}} && (inner % 4 == 0 || inner == 1) && ks_aligned16(out.data_ptr());
+  for (size_t k = 0; runs4 && inner == 1 && k < seg.size(); ++k) runs4 = seg[k][dim] % 4 == 0;
   KsOperand descs[{{nin}}];
-  ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, 1, descs);
+  const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, runs4 ? 4 : 1, descs);
   const void* ins[{{nin}}] = {{{in_ptrs}}};
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
-  {{name}}_launch(ins, descs, out.data_ptr(), outer, shape[dim], inner, offsets, stream);
+  {{name}}_launch(ins, descs, out.data_ptr(), outer, shape[dim], inner, offsets, vec, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {{ret}};
 }

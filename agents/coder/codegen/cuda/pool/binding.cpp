@@ -54,7 +54,11 @@ at::Tensor {{name}}({{cparams}}) {
   (void)xs; (void)os;
   ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
   const void* ins[{{n}}] = {{{in_ptrs}}};
-  {{name}}_launch(ins, descs, out.data_ptr(), g, cl ? 1 : 0, per_sample,
+  // the 4-channel fast path (kernel.cu's cl4 kernel): float32 NHWC, 16-byte aligned positions
+  const auto aligned = [](int64_t v) { return v % 4 == 0; };
+  const bool cl4 = {{vec4}} && cl && g.C % 4 == 0 && g.xs[1] == 1 && aligned(g.xs[0]) && aligned(g.xs[2]) &&
+                   aligned(g.xs[3]) && aligned(g.xs[4]) && reinterpret_cast<uintptr_t>(in_0.data_ptr()) % 16 == 0;
+  {{name}}_launch(ins, descs, out.data_ptr(), g, cl4 ? 2 : cl ? 1 : 0, per_sample,
       c10::cuda::getCurrentCUDAStream(device.index()).stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
