@@ -346,8 +346,9 @@ def _adopt(target, source):
 
 {cudnn_autotune}# Bumped whenever any module registers a parameter, buffer or submodule (torch's global
 # registration hooks: attribute assignment, register_*, load_state_dict(assign=True)), so a
-# graph's list of the module's tensors is walked again only then.  The hooks go in with the first
-# _CudaGraphs; without them (torch before 2.0) the list is walked on every call.
+# graph's list of the module's tensors, and ModelNew's table of them by name, are walked again
+# only then.  The hooks go in with the first ModelNew; without them (torch before 2.0) the walk
+# happens on every call.  Not seen: assigning into a module's `_parameters` dict directly.
 _STRUCTURE_VERSION = [0]
 _STRUCTURE_HOOKED = [False]
 
@@ -447,7 +448,19 @@ class ModelNew(nn.Module):
         super().__init__()
         {reference_call}
         _adopt(self, reference)  # same parameter/buffer names; the reference is not kept
-{constants}        self._cuda_graphs = {cuda_graphs}
+{constants}        self._ks_table, self._ks_table_version = None, -1
+        _hook_structure_changes()
+        self._cuda_graphs = {cuda_graphs}
+
+    def _ks_tensors(self):
+        # every parameter and buffer by dotted name, walked again only after some module
+        # registered one (_STRUCTURE_VERSION): the forward's lookups are then dict reads
+        if (self._ks_table is None or self._ks_table_version != _STRUCTURE_VERSION[0]
+                or not _STRUCTURE_HOOKED[0]):
+            table = dict(self.named_parameters(remove_duplicate=False))
+            table.update(self.named_buffers(remove_duplicate=False))
+            self._ks_table, self._ks_table_version = table, _STRUCTURE_VERSION[0]
+        return self._ks_table
 
     def forward(self{forward_params}):
 {forward_body}
