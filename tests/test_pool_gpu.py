@@ -41,6 +41,9 @@ GRID = [
     ("avg", 2, 2, 2, 0, 1, False, True, 3, "float32"),
     ("avg", 3, 2, 2, 0, 1, False, True, 0, "bfloat16"),
     ("avg", 3, 3, 2, 1, 1, True, False, 0, "float32"),
+    # level1/41's and 45's windows: a row of 8 dilated taps, and 11 x 11 (rows of 11 unrolled)
+    ("max", 1, 8, 1, 4, 3, False, True, 0, "float32"),
+    ("avg", 2, 11, 11, 0, 1, False, True, 0, "float32"),
 ]
 ADAPTIVE = [(1, (7,), "float32"), (2, (5, 3), "float32"), (2, (4, 4), "float16"), (3, (2, 3, 4), "float32")]
 SHAPES = {1: (3, 6, 29), 2: (2, 5, 17, 23), 3: (2, 4, 9, 11, 13)}

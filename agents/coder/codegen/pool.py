@@ -103,6 +103,10 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
     # full-size operand read per tap but the input (plane operands are loaded once a channel).
     vec4 = int(taps == [0] and spec.inputs[0].dtype == "float32" and spec.out_dtype == "float32")
     window = (0, 0, 0) if spec.kind == "adaptive_avg" else (1,) * (3 - spec.nd) + tuple(spec.kernel)
+    # the one-value kernel's unrolled window rows: no full-size operand but the input per tap
+    kw_row = window[2] if taps == [0] and 1 <= window[2] <= 16 else 0
+    # (that branch is compiled either way: other tap operands, which it never reads, as 0)
+    row_pro_args = ", ".join(f"a{k}" if k == 0 or k in plane else "0.f" for k in pro_inputs)
     plane_loads_cl4 = " ".join(f"plane_vals[j][{i}] = ks_ld(p{k} + ks_offset(d{k}, plane * in_plane));"
                                for i, k in enumerate(plane))
     plane_args_cl4 = " ".join(f"const float a{k} = plane_vals[j][{i}];" for i, k in enumerate(plane))
@@ -114,7 +118,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         pro_args=", ".join(f"a{k}" for k in pro_inputs),
         epi_loads=epi_loads, epi_args=", ".join(["acc"] + [f"e{k}" for k in epilogue] + ["acc"]),
         launcher_sig=launcher_sig, kernel_args=kernel_args, kind_id=KIND_ID[spec.kind],
-        vec4=vec4, kd=window[0], kh=window[1], kw=window[2], nplane=len(plane),
+        vec4=vec4, kd=window[0], kh=window[1], kw=window[2], nplane=len(plane), kw_row=kw_row, row_pro_args=row_pro_args,
         plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4)
     n = len(spec.inputs)
     binding = render(
