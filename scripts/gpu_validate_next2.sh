@@ -30,14 +30,20 @@ if [ "$PHASE" = 1 ]; then
   L=level1
   LIST="$L/41_Max_Pooling_1D,$L/42_Max_Pooling_2D,$L/43_Max_Pooling_3D,$L/44_Average_Pooling_1D,$L/45_Average_Pooling_2D,$L/46_Average_Pooling_3D"
 else
-  (PYTHONPATH=/tmp/site_here CUDA_VISIBLE_DEVICES=0 timeout -s INT 500 $T tests/test_pool_gpu.py \
+  # GPU 0: the end-to-end tests, then (time allowing) nchw-graph against channels-last graph
+  # variants family by family (scripts/gpu_variant_families.sh, one JSON a problem)
+  (PYTHONPATH=/tmp/site_here CUDA_VISIBLE_DEVICES=0 timeout -s INT 300 $T tests/test_pool_gpu.py \
      tests/test_cat_gpu.py -k kernelbench >"$OUT/tests.log" 2>&1
-   echo "tests exit $? at $((SECONDS - start)) s"; grep -E "passed|failed|FAILED|Error" "$OUT/tests.log" | tail -12) &
+   echo "tests exit $? at $((SECONDS - start)) s"; grep -E "passed|failed|FAILED|Error" "$OUT/tests.log" | tail -12
+   mkdir -p "$OUT/families"
+   CUDA_VISIBLE_DEVICES=0 OUT="$OUT/families" timeout $((530 - (SECONDS - start))) \
+     bash scripts/gpu_variant_families.sh 9_ResNet18 20_MobileNetV2 >"$OUT/families/console.txt" 2>&1
+   echo "families exit $? at $((SECONDS - start)) s") &
   L=level3
   LIST="$L/18_SqueezeNet,$L/20_MobileNetV2,$L/22_EfficientNetB0,$L/9_ResNet18"
 fi
 OUT="$OUT/ab" LIMIT=540 LIST="$LIST" SIDES="main=mainsrc.tar:1 cand=.:2 cand_again=.:3" bash scripts/gpu_ab.sh
 wait
 # at most 8 files come back from a call: the sides' results in one archive
-(cd "$OUT" && tar czf ab.tgz ab && rm -rf ab)
+(cd "$OUT" && tar czf ab.tgz ab $( [ -d families ] && echo families ) && rm -rf ab families)
 echo "script used $((SECONDS - start)) s"
