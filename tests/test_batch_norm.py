@@ -244,11 +244,12 @@ def test_momentum_torch_accepts_but_the_kernel_does_not_stays_in_pytorch(tmp_pat
     assert "pytorch_fallback" in [s.technique for s in plan.steps]
 
 
-def test_the_graph_key_reads_the_module_tensors_walked_once_until_a_registration(tmp_path):
+def test_the_graph_key_reads_every_tensor_slot_each_call_and_walks_again_after_a_registration(tmp_path):
     """A replay's key holds every parameter's and buffer's pointer.  Walking the module for them
     cost ~1.3 us a tensor of Python per call (417 us on MobileNetV2, ahead of each replay), so the
-    walk is kept until torch's registration hooks see a structural change; pointers are read on
-    every call (`.data` swaps, as `.to()` makes, register nothing)."""
+    tensors' slots (their modules' dicts) are kept until torch's registration hooks see a
+    structural change, and read on every call: Module._apply (.double(), .to()) writes converted
+    buffers straight into `_buffers`, and `.data` swaps change pointers, neither registering."""
     import importlib.util
 
     import torch
@@ -268,20 +269,27 @@ def test_the_graph_key_reads_the_module_tensors_walked_once_until_a_registration
 
     first = graphs.signature(new, (x,))
     assert first[1] == walked_pointers()
-    tensors = graphs._module_tensors(new)
-    assert graphs._module_tensors(new) is tensors  # no walk while nothing registers
+    tensors = new._ks_slots.tensors(new)
+    assert new._ks_slots.tensors(new) is tensors  # nothing changed: the same list
     assert graphs.signature(new, (x,)) == first
 
-    new.conv.weight.data = new.conv.weight.data.clone()  # what .to() / .cuda() do: no registration
-    assert graphs._module_tensors(new) is tensors
+    new.conv.weight.data = new.conv.weight.data.clone()  # a .data swap: no registration
+    assert new._ks_slots.tensors(new) is tensors
     moved = graphs.signature(new, (x,))
     assert moved != first and moved[1] == walked_pointers()
 
     new.conv.weight = torch.nn.Parameter(torch.randn_like(new.conv.weight))  # a new parameter
-    assert graphs._module_tensors(new) is not tensors
-    assert new.conv.weight in [t for t in graphs._module_tensors(new) if t.shape == new.conv.weight.shape]
+    assert new._ks_slots.tensors(new) is not tensors
+    assert any(t is new.conv.weight for t in new._ks_slots.tensors(new))
     assert graphs.signature(new, (x,))[1] == walked_pointers() != moved[1]
 
     new.bn.register_buffer("extra", torch.zeros(3))  # a new buffer is walked too
     assert len(graphs.signature(new, (x,))[1]) == len(walked_pointers()) == len(first[1]) + 1
     assert graphs.signature(new, (x.transpose(2, 3),)) != graphs.signature(new, (x,))
+
+    before = graphs.signature(new, (x,))
+    new.double()  # Module._apply: converted buffers written into `_buffers`, unregistered
+    assert all(t.dtype == torch.float64 for t in new._ks_slots.tensors(new) if t.is_floating_point())
+    assert graphs.signature(new, (x,))[1] == walked_pointers() != before[1]
+    own = candidate._CudaGraphs()  # a module without slots of its own: the graphs' own
+    assert own.signature(torch.nn.Linear(2, 3), (x,))[1] != ()

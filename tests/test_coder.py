@@ -661,7 +661,7 @@ def test_the_forward_reads_tensors_from_a_table_walked_again_after_a_registratio
     source.write_text(SEQUENTIAL_CONVS)
     candidate = generate_builtin(source, None, tmp_path / "model_new.py")
     path = write_candidate(candidate, tmp_path)
-    assert "_t['features.0.weight']" in path.read_text() and "get_parameter" not in path.read_text()
+    assert "_t['features.0.weight']" in path.read_text() and "self.get_parameter(" not in path.read_text()
     spec = importlib.util.spec_from_file_location("ks_table_candidate", path)
     namespace = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(namespace)
@@ -685,3 +685,14 @@ def test_the_forward_reads_tensors_from_a_table_walked_again_after_a_registratio
         reference.features[0].weight = torch.nn.Parameter(conv.weight.detach().clone())
         assert new._ks_tensors() is not table
         torch.testing.assert_close(new._compute(x), reference(x))
+        # a swap straight into the module's dict (torch.func.functional_call does this, and
+        # Module._apply for buffers): no registration, still read
+        swapped = torch.nn.Parameter(torch.randn_like(conv.weight))
+        conv._parameters["weight"] = swapped
+        reference.features[0]._parameters["weight"] = torch.nn.Parameter(swapped.detach().clone())
+        assert new._ks_tensors()["features.0.weight"] is swapped
+        torch.testing.assert_close(new._compute(x), reference(x))
+        weights = {"features.0.weight": torch.randn_like(conv.weight)}
+        torch.testing.assert_close(torch.func.functional_call(new, weights, (x,)),
+                                   torch.func.functional_call(reference, weights, (x,)))
+        torch.testing.assert_close(new._compute(x), reference(x))  # its own weights again after

@@ -87,6 +87,7 @@ import contextlib
 import hashlib
 import importlib.util
 import inspect
+import operator
 import os
 import re
 import sys
@@ -345,10 +346,9 @@ def _adopt(target, source):
 
 
 {cudnn_autotune}# Bumped whenever any module registers a parameter, buffer or submodule (torch's global
-# registration hooks: attribute assignment, register_*, load_state_dict(assign=True)), so a
-# graph's list of the module's tensors, and ModelNew's table of them by name, are walked again
-# only then.  The hooks go in with the first ModelNew; without them (torch before 2.0) the walk
-# happens on every call.  Not seen: assigning into a module's `_parameters` dict directly.
+# registration hooks: attribute assignment, register_*, load_state_dict(assign=True)), so the
+# slots of a module tree's tensors (_TensorSlots) are walked again only then.  The hooks go in
+# with the first ModelNew; without them (torch before 2.0) the walk happens on every call.
 _STRUCTURE_VERSION = [0]
 _STRUCTURE_HOOKED = [False]
 
@@ -366,6 +366,53 @@ def _hook_structure_changes():
         _STRUCTURE_HOOKED[0] = True
 
 
+class _TensorSlots:
+    """A module tree's parameters and buffers by dotted name, for the forward's lookups and the
+    CUDA graphs' keys.  Walking the tree (named_parameters, get_parameter) cost ~1.3-4 us of
+    Python a tensor per call: 417 us for MobileNetV2's 314 ahead of each replay, 6.2 ms for
+    DenseNet201's 516 lookups.  So the walk keeps each tensor's slot (its module's
+    `_parameters` / `_buffers` dict and key) until a registration changes the tree, and every
+    call reads the slots again (~0.05 us each): Module._apply (.to(), .cuda(), .half()) writes
+    converted buffers straight into `_buffers`, torch.func.functional_call swaps tensors in the
+    same way, and neither registers anything."""
+
+    def __init__(self):
+        self._version = -1
+        self._slots = self._names = self._tensors = self._table = None
+
+    def _walk(self, module):
+        slots, names = [], []
+        for prefix, owner in module.named_modules(remove_duplicate=False):
+            dot = prefix + "." if prefix else ""
+            for store in (owner._parameters, owner._buffers):
+                for key, value in store.items():
+                    if value is not None:
+                        slots.append((store, key))
+                        names.append(dot + key)
+        self._slots, self._names, self._version = slots, names, _STRUCTURE_VERSION[0]
+        self._tensors = self._table = None
+
+    def tensors(self, module):
+        """The tensors as they are now, one list object for as long as none changed."""
+        if (self._slots is None or self._version != _STRUCTURE_VERSION[0]
+                or not _STRUCTURE_HOOKED[0]):
+            self._walk(module)
+        try:
+            now = [store[key] for store, key in self._slots]
+        except KeyError:  # a tensor deleted from its module without a registration
+            self._walk(module)
+            now = [store[key] for store, key in self._slots]
+        if self._tensors is None or not all(map(operator.is_, now, self._tensors)):
+            self._tensors, self._table = now, None
+        return self._tensors
+
+    def table(self, module):
+        tensors = self.tensors(module)
+        if self._table is None:
+            self._table = dict(zip(self._names, tensors))
+        return self._table
+
+
 class _CudaGraphs:
     """One CUDA graph per (input shapes/dtypes/strides/device, parameter pointers): launch-bound
     forwards replay instead of launching kernel by kernel.  A replay repeats the kernels
@@ -375,25 +422,15 @@ class _CudaGraphs:
 
     def __init__(self):
         self._graphs = {{}}
-        self._tensors = None
-        self._version = -1
-        _hook_structure_changes()
-
-    def _module_tensors(self, module):
-        # Walking module.parameters() and .buffers() on every call cost ~1.3 us a tensor of
-        # Python (417 us for MobileNetV2's 314) ahead of each replay; the list is kept until a
-        # registration changes some module's structure.  Pointers are still read every call:
-        # .to() / .cuda() swap a parameter's data in place, with no registration.
-        if (self._tensors is None or self._version != _STRUCTURE_VERSION[0]
-                or not _STRUCTURE_HOOKED[0]):
-            self._version = _STRUCTURE_VERSION[0]
-            self._tensors = list(module.parameters()) + list(module.buffers())
-        return self._tensors
+        self._own_slots = _TensorSlots()
 
     def signature(self, module, inputs):
+        # ModelNew's slots (shared with its forward's table: one walk serves both), else this
+        # object's own; pointers read every call too: .to() / .cuda() swap a parameter's data
+        slots = getattr(module, "_ks_slots", None) or self._own_slots
         return (tuple((tuple(t.shape), t.dtype, t.stride(), t.device) if isinstance(t, torch.Tensor)
                       else t for t in inputs),
-                tuple(map(torch.Tensor.data_ptr, self._module_tensors(module))))
+                tuple(map(torch.Tensor.data_ptr, slots.tensors(module))))
 
     @staticmethod
     def _precision_settings():
@@ -448,19 +485,14 @@ class ModelNew(nn.Module):
         super().__init__()
         {reference_call}
         _adopt(self, reference)  # same parameter/buffer names; the reference is not kept
-{constants}        self._ks_table, self._ks_table_version = None, -1
-        _hook_structure_changes()
+{constants}        _hook_structure_changes()
+        self._ks_slots = _TensorSlots()
         self._cuda_graphs = {cuda_graphs}
 
     def _ks_tensors(self):
-        # every parameter and buffer by dotted name, walked again only after some module
-        # registered one (_STRUCTURE_VERSION): the forward's lookups are then dict reads
-        if (self._ks_table is None or self._ks_table_version != _STRUCTURE_VERSION[0]
-                or not _STRUCTURE_HOOKED[0]):
-            table = dict(self.named_parameters(remove_duplicate=False))
-            table.update(self.named_buffers(remove_duplicate=False))
-            self._ks_table, self._ks_table_version = table, _STRUCTURE_VERSION[0]
-        return self._ks_table
+        # every parameter and buffer by dotted name (_TensorSlots): the forward's lookups are
+        # dict reads
+        return self._ks_slots.table(self)
 
     def forward(self{forward_params}):
 {forward_body}

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
     const int64_t blocks = ks_grid(per_sm, ks_cdiv(g.n / (V), 256)); \
     {{name}}_kernel<V><<<(unsigned)blocks, 256, 0, stream>>>({{launch_args}}, static_cast<{{out_t}}*>(out), g); } while (0)
 #if {{vec4}}
-  if (vec == 4) { KS_CAT_LAUNCH(4); return; }
+  if (vec == 4 && g.n % 4 == 0) { KS_CAT_LAUNCH(4); return; }  // (the binding's runs of 4 imply n % 4 == 0)
 #endif
   (void)vec;
   KS_CAT_LAUNCH(1);

@@ -26,6 +26,8 @@ at::Tensor {{name}}({{cparams}}) {
       continue;
     }
     const int64_t in = in_0.size(batched + 1 + j);
+    TORCH_CHECK(in >= 1, "{{name}}: expected non-empty spatial dims (as torch's pooling), got sizes ",
+                ks_str(in_0.sizes()));  // the kernels clamp taps to in - 1
     g.in[k] = in;
     g.xs[2 + k] = in_0.stride(batched + 1 + j);
 {{geometry}}
