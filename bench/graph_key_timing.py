@@ -3,8 +3,8 @@
     python bench/graph_key_timing.py PROBLEM.py=VARIANT/model_new.py [...]
 
 For each problem: the original replayed from a CUDA graph (the Verifier's `original-graph`
-baseline), the generated program as it is (its graph key reads a cached list of the module's
-tensors), and the same program with the key walking `module.parameters()` / `.buffers()` on every
+baseline), the generated program as it is (its graph key reads the module's kept tensor
+slots), and the same program with the key walking `module.parameters()` / `.buffers()` on every
 call (before the cache).  Timed as the Verifier times variants (agents/verifier/timing.py: L2
 flushed, device idle, events around one call), in interleaved rounds; plus the key's host time
 alone.  Prints one JSON line per problem.
@@ -18,10 +18,12 @@ import time
 from pathlib import Path
 
 import torch
-from kernelstitch.agents.verifier import timing
 from kernelstitch.agents.verifier.graph_replay import GraphedModule
 
 from kernelstitch.core.problem import import_file, load_problem
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from program_ab import interleaved_samples  # noqa: E402
 
 ROUNDS = 5
 ROUND_BUDGET_S = 0.4
@@ -60,13 +62,7 @@ def measure(problem_path: Path, program_path: Path) -> dict:
             for _ in range(3):
                 model(*inputs[0])
         torch.cuda.synchronize()
-        flush = timing.L2Flusher(torch.device("cuda"))
-        samples = {name: [] for name in programs}
-        for _ in range(ROUNDS):
-            for name, model in programs.items():
-                result = timing.time_function(lambda xs, model=model: model(*xs), inputs, flush,
-                                              min_runs=20, budget_s=ROUND_BUDGET_S)
-                samples[name] += result.samples_ms
+    samples = interleaved_samples(programs, inputs, ROUNDS, ROUND_BUDGET_S, min_runs=20)
     x = tuple(inputs[0])
     return {"problem": problem_path.stem, "device": torch.cuda.get_device_name(),
             "median_ms": {n: round(statistics.median(s), 4) for n, s in samples.items()},

@@ -74,6 +74,19 @@ def _families(kernels: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 4) for k, v in sorted(sums.items(), key=lambda kv: -kv[1])}
 
 
+def launched_kernel_table(fn, inputs, calls: int) -> dict[str, float]:
+    """_kernel_table, with a program that replays a CUDA graph launched kernel by kernel (the
+    same kernels) so the profiler names each one."""
+    graphs = getattr(fn, "_cuda_graphs", None)
+    if graphs is not None:
+        fn._cuda_graphs = None
+    try:
+        return _kernel_table(fn, inputs, calls)
+    finally:
+        if graphs is not None:
+            fn._cuda_graphs = graphs
+
+
 def _total_ms(fn, inputs, calls: int) -> float:
     import torch
 
@@ -109,14 +122,8 @@ def breakdown(path: Path, calls: int, top: int, program: Path | None = None) -> 
     compiled = torch.compile(model)
     result = {"problem": path.stem, "plan": plan}
     for label, fn in (("eager", model), ("compile", compiled), ("ours", ours)):
-        # a program replayed from a CUDA graph is profiled launched, kernel by kernel (the same
-        # kernels); its total below is timed replayed, as delivered
-        graphs = getattr(fn, "_cuda_graphs", None)
-        if graphs is not None:
-            fn._cuda_graphs = None
-        kernels = _kernel_table(fn, inputs, calls)
-        if graphs is not None:
-            fn._cuda_graphs = graphs
+        # profiled launched; the total below is timed replayed, as delivered
+        kernels = launched_kernel_table(fn, inputs, calls)
         result[label] = {"total_ms": _total_ms(fn, inputs, calls),
                          "kernel_ms": round(sum(kernels.values()), 4),
                          "families": _families(kernels),

@@ -22,10 +22,25 @@ from kernelstitch.agents.verifier import timing
 from kernelstitch.core.problem import import_file, load_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_breakdown import _families, _kernel_table  # noqa: E402
+from kernel_breakdown import _families, launched_kernel_table  # noqa: E402
 
 ROUNDS = 5
 ROUND_BUDGET_S = 0.5
+
+
+def interleaved_samples(programs: dict, inputs: list, rounds: int = ROUNDS, budget_s: float = ROUND_BUDGET_S,
+                        min_runs: int = 10) -> dict[str, list[float]]:
+    """Each program's per-call ms (the Verifier's timer: L2 flushed, device idle, events around
+    one call), `rounds` rounds taking the programs in turn; the programs already warmed up."""
+    flush = timing.L2Flusher(torch.device("cuda"))
+    samples: dict[str, list[float]] = {name: [] for name in programs}
+    with torch.no_grad():
+        for _ in range(rounds):
+            for name, model in programs.items():
+                timed = timing.time_function(lambda xs, model=model: model(*xs), inputs, flush,
+                                             min_runs=min_runs, budget_s=budget_s)
+                samples[name] += timed.samples_ms
+    return samples
 
 
 def main(argv: list[str]) -> None:
@@ -53,21 +68,12 @@ def main(argv: list[str]) -> None:
             first = out if first is None else first
             result.setdefault("max_abs_diff_vs_first", {})[name] = float((out - first).abs().max())
         torch.cuda.synchronize()
-        flush = timing.L2Flusher(torch.device("cuda"))
-        samples: dict[str, list[float]] = {name: [] for name in programs}
-        for _ in range(ROUNDS):
-            for name, model in programs.items():
-                timed = timing.time_function(lambda xs, model=model: model(*xs), inputs, flush,
-                                             min_runs=10, budget_s=ROUND_BUDGET_S)
-                samples[name] += timed.samples_ms
+    samples = interleaved_samples(programs, inputs)
     result["median_ms"] = {n: round(statistics.median(s), 4) for n, s in samples.items()}
     result["runs"] = {n: len(s) for n, s in samples.items()}
     result["families_ms"] = {}
     for name, model in programs.items():
-        graphs = getattr(model, "_cuda_graphs", None)
-        model._cuda_graphs = None
-        kernels = _kernel_table(model, inputs[0], 5)
-        model._cuda_graphs = graphs
+        kernels = launched_kernel_table(model, inputs[0], 5)
         result["families_ms"][name] = _families(kernels)
         result.setdefault("top_kernels_ms", {})[name] = {k: round(v, 4) for k, v in list(kernels.items())[:8]}
     text = json.dumps(result, indent=1)

@@ -216,7 +216,7 @@ def test_emitter_rejects_inconsistent_specs(change, message):
 def test_emitted_kernel_reads_plane_operands_once_per_window_and_taps_through_descriptors():
     spec = pool_specs()[0]  # inputs x (taps), b (plane), y (taps), e (epilogue)
     cuda = emit(spec).cuda
-    loop = cuda[cuda.index("for (int64_t id"):cuda.index("if constexpr (KIND != 0)")]
+    loop = cuda[cuda.index("for (int64_t id"):cuda.index("acc = ks_pool_finish<KIND>(")]
     before = cuda[cuda.index("const int64_t plane ="):cuda.index("for (int64_t id")]
     assert "ks_offset(d1, plane * in_plane)" in before and "d1" not in loop  # bias: once per window
     assert "ks_offset(d2, ((plane * g.in[0] + id)" in loop  # full-size y: every tap

@@ -425,8 +425,8 @@ class _CudaGraphs:
         self._own_slots = _TensorSlots()
 
     def signature(self, module, inputs):
-        # the module's own slots where it has them (ModelNew: read once a call for both uses);
-        # pointers every call too: .to() / .cuda() swap a parameter's data in place
+        # ModelNew's slots (shared with its forward's table: one walk serves both), else this
+        # object's own; pointers read every call too: .to() / .cuda() swap a parameter's data
         slots = getattr(module, "_ks_slots", None) or self._own_slots
         return (tuple((tuple(t.shape), t.dtype, t.stride(), t.device) if isinstance(t, torch.Tensor)
                       else t for t in inputs),

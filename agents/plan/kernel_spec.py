@@ -183,6 +183,11 @@ class NllLossSpec:
     out_dtype: DType
 
 
+# Kernels up to 7 x 7: the tap-means kernel keeps one sum a tap (and a row's per column tap) in
+# registers; the planner's rewrite and the emitter both hold to it.
+CONV_TAP_MEANS_MAX_TAPS = 49
+
+
 @dataclass(frozen=True)
 class ConvTapMeansSpec:
     """For a 2-D convolution of `input` [N, C, H, W] (`transposed`: conv_transpose2d), each kernel

@@ -158,8 +158,9 @@ def reduced_dims(dims: Any, rank: int) -> tuple[int, int] | None:
     return norm[0], len(norm)
 
 
-def _per_dim(value: Any, nd: int, default: list[int]) -> list[int] | None:
-    """A pooling argument (an int, or a list of 1 or nd ints; empty: `default`) as nd ints."""
+def per_dim(value: Any, nd: int, default: list[int]) -> list[int] | None:
+    """A pooling or convolution argument (an int, or a list of 1 or nd ints; empty: `default`)
+    as nd ints, or None."""
     if value is None or value == []:
         value = default
     if isinstance(value, int) and not isinstance(value, bool):
@@ -178,17 +179,17 @@ def pool_params(node: Node, rank: int) -> dict[str, Any] | str:
     if rank not in (nd + 1, nd + 2):
         return f"{base_op(node.op)} of a {rank}-d tensor"
     if kind == "adaptive_avg":
-        size = _per_dim(node.arg(1, "output_size"), nd, [])
+        size = per_dim(node.arg(1, "output_size"), nd, [])
         if size is None or min(size) < 1:
             return "adaptive pooling to a size that is not a static list of ints"
         return {"kind": kind, "nd": nd, "output_size": tuple(size)}
-    kernel = _per_dim(node.arg(1, "kernel_size"), nd, [])
+    kernel = per_dim(node.arg(1, "kernel_size"), nd, [])
     if kernel is None:
         return "pooling window that is not a static list of ints"
-    stride = _per_dim(node.arg(2, "stride"), nd, kernel)
-    padding = _per_dim(node.arg(3, "padding", 0), nd, [0])
+    stride = per_dim(node.arg(2, "stride"), nd, kernel)
+    padding = per_dim(node.arg(3, "padding", 0), nd, [0])
     if kind == "max":
-        dilation = _per_dim(node.arg(4, "dilation", 1), nd, [1])
+        dilation = per_dim(node.arg(4, "dilation", 1), nd, [1])
         ceil_mode = node.arg(5, "ceil_mode", False)
         count_include_pad, divisor = True, 0
     else:

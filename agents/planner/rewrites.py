@@ -123,6 +123,7 @@ from kernelstitch.agents.plan.graph import (
     scalar_constant,
 )
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
+from kernelstitch.agents.plan.kernel_spec import CONV_TAP_MEANS_MAX_TAPS
 from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
@@ -139,6 +140,7 @@ from kernelstitch.agents.planner.ops import (
     SCAN_KINDS,
     WHERE_NONZERO_OP,
     float_tensors,
+    per_dim,
     pool_params,
     translate_elementwise,
 )
@@ -458,19 +460,6 @@ def _pool_before_pointwise_conv(graph: Graph):
 
 _SPATIAL_MEAN_CONVS = {"aten.conv2d.default": False, "aten.conv_transpose2d.input": True}  # op -> transposed
 _SCALAR_OPS = frozenset({"aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar"})
-MAX_TAPS = 49  # kernels up to 7 x 7: a thread keeps one sum a tap in registers
-
-
-def _pair(value: object) -> tuple[int, int] | None:
-    """A conv argument as (h, w): an int, or a list / tuple of one or two ints."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return (value, value)
-    if isinstance(value, (list, tuple)) and len(value) in (1, 2) and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return (value[0], value[-1])
-    return None
 
 
 def _is_scalar(value: object) -> bool:
@@ -486,8 +475,11 @@ def _conv_geometry(conv: Node) -> dict | None:
     values = {name: conv.arg(index, name, default) for name, index, default in names}
     if values.pop("groups") != 1:
         return None
-    pairs = {name: _pair(v) for name, v in values.items()}
-    if any(p is None for p in pairs.values()) or min(pairs["stride"] + pairs["dilation"]) < 1 \
+    pairs = {name: per_dim(v, 2, []) for name, v in values.items()}  # (h, w) as lists
+    if any(p is None for p in pairs.values()):
+        return None
+    pairs = {name: tuple(p) for name, p in pairs.items()}
+    if min(pairs["stride"] + pairs["dilation"]) < 1 \
             or min(pairs["padding"] + pairs.get("output_padding", (0, 0))) < 0:
         return None
     return {**pairs, "output_padding": pairs.get("output_padding", (0, 0)), "transposed": transposed}
@@ -531,7 +523,7 @@ def _conv_spatial_mean(graph: Graph):
         kh, kw = int(w_meta.shape[2]), int(w_meta.shape[3])
         taps = kh * kw
         c_in, c_out = (w_meta.shape[0], w_meta.shape[1]) if geometry["transposed"] else (w_meta.shape[1], w_meta.shape[0])
-        if taps > MAX_TAPS or x_meta.shape[1] != c_in:
+        if taps > CONV_TAP_MEANS_MAX_TAPS or x_meta.shape[1] != c_in:
             continue
         s = mean.name
         common = _synthetic_at(mean)

@@ -8,9 +8,7 @@ from __future__ import annotations
 from kernelstitch.agents.coder.codegen.common import check_identifier
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
-from kernelstitch.agents.plan.kernel_spec import ConvTapMeansSpec
-
-MAX_TAPS = 49  # a thread keeps one sum a tap (and a row's per column tap) in registers
+from kernelstitch.agents.plan.kernel_spec import CONV_TAP_MEANS_MAX_TAPS, ConvTapMeansSpec
 
 
 def _output_size(size: str, k: int, s: int, p: int, d: int, op: int, transposed: bool) -> str:
@@ -26,8 +24,8 @@ def emit_conv_taps(spec: ConvTapMeansSpec) -> KernelSource:
     kh, kw = spec.kernel
     if spec.input.dtype != "float32":
         raise ValueError(f"{name}: the tap means read float32 input, got {spec.input.dtype}")
-    if kh < 1 or kw < 1 or kh * kw > MAX_TAPS:
-        raise ValueError(f"{name}: kernel {kh} x {kw} outside 1..{MAX_TAPS} taps")
+    if kh < 1 or kw < 1 or kh * kw > CONV_TAP_MEANS_MAX_TAPS:
+        raise ValueError(f"{name}: kernel {kh} x {kw} outside 1..{CONV_TAP_MEANS_MAX_TAPS} taps")
     if min(spec.stride + spec.dilation) < 1 or min(spec.padding + spec.output_padding) < 0:
         raise ValueError(f"{name}: invalid geometry {spec}")
     (sh, sw), (ph, pw), (dh, dw), (oh, ow) = spec.stride, spec.padding, spec.dilation, spec.output_padding

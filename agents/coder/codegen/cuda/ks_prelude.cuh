@@ -557,6 +557,21 @@ __device__ __forceinline__ KsPoolWin ks_pool_window(int64_t o, int64_t in, int64
   }
 }
 
+// The pooled value of a window's accumulated taps: max as it is; avg and adaptive divided as
+// torch divides (divisor_override, else the taps in the padded window or in the input).
+template <int KIND>
+__device__ __forceinline__ float ks_pool_finish(float acc, const KsPoolWin& wd, const KsPoolWin& wh,
+                                                const KsPoolWin& ww, const KsPoolGeom& g) {
+  if constexpr (KIND == 0) {
+    return acc;
+  } else {
+    const int64_t taps = (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo);
+    const int64_t divide = g.divisor ? g.divisor
+        : (KIND == 1 && g.count_include_pad) ? wd.padded * wh.padded * ww.padded : taps;
+    return taps > 0 ? acc / (float)divide : 0.f;  // IEEE division, as torch's
+  }
+}
+
 // Resident blocks per SM for a kernel (launchers cache it in a static): grids are sized to fill
 // every SM exactly once with grid-stride loops, never more than the work needs.
 template <typename K>
@@ -569,5 +584,15 @@ static inline int64_t ks_grid(int per_sm, int64_t work_blocks) {
   const int64_t full = (int64_t)per_sm * ks_sm_count();
   if (work_blocks < 1) work_blocks = 1;
   return work_blocks < full ? work_blocks : full;
+}
+// A pooling launch: `work` items of a sample along x (grid-stride loops), samples along y so
+// the grid fills every SM once.
+static inline dim3 ks_pool_grid(int per_sm, int64_t work, int threads, int64_t N) {
+  const int64_t full = (int64_t)per_sm * ks_sm_count();
+  const int64_t bx = ks_grid(per_sm, ks_cdiv(work, threads));
+  int64_t by = full / bx > 1 ? full / bx : 1;
+  if (by > N) by = N;
+  if (by > 65535) by = 65535;
+  return dim3((unsigned)bx, (unsigned)by);
 }
 #endif  // KS_CUDA_PRELUDE_H

@@ -71,12 +71,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out
         }
       }
     }
-    if constexpr (KIND != 0) {
-      const int64_t taps = (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo);
-      const int64_t divide = g.divisor ? g.divisor
-          : (KIND == 1 && g.count_include_pad) ? wd.padded * wh.padded * ww.padded : taps;
-      acc = taps > 0 ? acc / (float)divide : 0.f;  // IEEE division, as torch's
-    }
+    acc = ks_pool_finish<KIND>(acc, wd, wh, ww, g);
     const int64_t o = ((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow;  // contiguous
     {{epi_loads}}
     {{name}}_epi({{epi_args}});
@@ -88,8 +83,8 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out
 // The channels-last fast path (launched when the binding finds a float32 NHWC input with C % 4 == 0
 // and 16-byte aligned positions, and the window reads no full-size operand but the input): a
 // thread pools 4 consecutive channels of one output position with 16-byte loads, and windows of
-// up to 27 taps (KD * KH * KW, 0 for adaptive windows) are unrolled with predicated taps, so all
-// of a window's loads are in flight at once.  ncu on SqueezeNet's 3x3 / stride-2 max pools (the
+// up to 27 taps (KD * KH * KW, 0 for adaptive windows) are unrolled, every tap's load issued
+// before any arithmetic, so all of a window's loads are in flight at once.  ncu on SqueezeNet's 3x3 / stride-2 max pools (the
 // one-value-a-tap kernel above): 514-585 GB/s, one load in flight a thread, 4.3 ms for one pool.
 template <int KIND, int KD, int KH, int KW>
 __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {{out_t}}* __restrict__ out,
@@ -133,7 +128,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
       return reinterpret_cast<const float4*>(base + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
     };
     if constexpr (KD > 0 && KD * KH * KW <= 27) {
-      // every tap's load first (predicated, no branches between them), then the arithmetic
+      // every tap's load first, then the arithmetic
       constexpr int T = KD * KH * KW;
       // (a tap past the window's end loads the input's last position along that dim instead
       // (taps start inside: lo >= 0) and is masked out: loads under per-tap predicates made
@@ -159,16 +154,9 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
     float res[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      float acc_j = accv[j];
-      if constexpr (KIND != 0) {
-        const int64_t taps = (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo);
-        const int64_t divide = g.divisor ? g.divisor
-            : (KIND == 1 && g.count_include_pad) ? wd.padded * wh.padded * ww.padded : taps;
-        acc_j = taps > 0 ? acc_j / (float)divide : 0.f;  // IEEE division, as torch's
-      }
+      float acc = ks_pool_finish<KIND>(accv[j], wd, wh, ww, g);
       const int64_t plane = r * g.C + c0 + j;
       const int64_t o = ((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow;  // contiguous
-      float acc = acc_j;
       {{epi_loads}}
       {{name}}_epi({{epi_args}});
       res[j] = acc;
@@ -188,23 +176,13 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
   if (g.N <= 0 || per_sample <= 0) return;
 #define KS_POOL_LAUNCH(K, L) do { \
     static const int per_sm = ks_blocks_per_sm({{name}}_kernel<K, L>, {{threads}}); \
-    const int64_t full = (int64_t)per_sm * ks_sm_count(); \
-    const int64_t bx = ks_grid(per_sm, ks_cdiv(per_sample, {{threads}})); \
-    int64_t by = full / bx > 1 ? full / bx : 1; \
-    if (by > g.N) by = g.N; \
-    if (by > 65535) by = 65535; \
-    {{name}}_kernel<K, L><<<dim3((unsigned)bx, (unsigned)by), {{threads}}, 0, stream>>>({{kernel_args}}, \
-        static_cast<{{out_t}}*>(out), g, per_sample); } while (0)
+    {{name}}_kernel<K, L><<<ks_pool_grid(per_sm, per_sample, {{threads}}, g.N), {{threads}}, 0, stream>>>( \
+        {{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample); } while (0)
 #if {{vec4}}
   if (cl == 2) {  // the channels-last fast path: a thread pools 4 channels
     static const int per_sm = ks_blocks_per_sm({{name}}_cl4_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}>, {{threads}});
-    const int64_t full = (int64_t)per_sm * ks_sm_count();
-    const int64_t bx = ks_grid(per_sm, ks_cdiv(per_sample / 4, {{threads}}));
-    int64_t by = full / bx > 1 ? full / bx : 1;
-    if (by > g.N) by = g.N;
-    if (by > 65535) by = 65535;
-    {{name}}_cl4_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}><<<dim3((unsigned)bx, (unsigned)by), {{threads}}, 0, stream>>>(
-        {{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
+    {{name}}_cl4_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}><<<ks_pool_grid(per_sm, per_sample / 4, {{threads}}, g.N),
+        {{threads}}, 0, stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
     return;
   }
 #endif
