@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One lent multi-GPU call (carry .kb/kernelbench, and .kb/runs.sqlite to resume): whole KernelBench
+# levels with `kernelstitch bench --jobs <GPUs>` (issues 22 and 28), optionally with GPU tests on
+# GPU 0 first.  Every call of one measurement must run the same commit (the run store reuses a
+# problem only for the same compiler sources): give SRC=tarball (`git archive TAG agents
+# kernelstitch profiler server pyproject.toml scripts`) to run a tagged commit from any checkout.
+#   OUT=$OUT LEVELS="2" [TESTS="tests/... -k expr"] [SRC=levelsrc.tar] [LIMIT=585] \
+#     bash scripts/gpu_tests_and_levels.sh
+# With TESTS, GPU 0 runs those GPU tests and the bench gets the other GPUs.  Everything comes
+# back as one archive, calls.tgz (at most 8 files come back from a call); copy its runs.sqlite
+# to .kb/runs.sqlite here before the next call.
+set -u
+OUT=${OUT:-/tmp/ks_out}; mkdir -p "$OUT/c"
+LIMIT=${LIMIT:-585}
+start=$SECONDS
+here=$PWD
+export MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
+if [ -n "${SRC:-}" ]; then  # the measured commit's sources, with this tree's problems and store
+  mkdir -p /tmp/lv && tar -xf "$SRC" -C /tmp/lv && ln -sfn "$here/.kb" /tmp/lv/.kb && cd /tmp/lv || exit 2
+fi
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+jobs=$gpus
+if [ -n "${TESTS:-}" ]; then
+  source scripts/ks_site.sh
+  ks_site /tmp/site_here "$PWD"
+  # shellcheck disable=SC2086  # TESTS is pytest's argument list
+  (PYTHONPATH=/tmp/site_here CUDA_VISIBLE_DEVICES=0 timeout -s INT $((LIMIT - 60)) \
+     python -P -m pytest -q -rfE -p no:cacheprovider -m gpu --durations=8 $TESTS >"$OUT/c/tests.log" 2>&1
+   echo "tests exit $? at $((SECONDS - start)) s"; grep -E "passed|failed|FAILED|Error" "$OUT/c/tests.log" | tail -12) &
+  export CUDA_VISIBLE_DEVICES
+  CUDA_VISIBLE_DEVICES=$(seq -s, 1 $((gpus - 1)))
+  jobs=$((gpus - 1))
+fi
+# shellcheck disable=SC2086  # LEVELS is a list
+KS_TIME_LIMIT=${KS_TIME_LIMIT:-240} OUT="$OUT/c" bash scripts/device_bench.sh $((LIMIT - (SECONDS - start))) \
+  .kb/kernelbench --levels $LEVELS --jobs "$jobs" --timing-budget 1
+wait
+rm -f "$OUT"/c/bench/*.png
+git -C "$here" rev-parse HEAD >"$OUT/c/tree_head.txt" 2>/dev/null
+(cd "$OUT" && tar czf calls.tgz c && rm -rf c)
+echo "script used $((SECONDS - start)) s"
