@@ -97,6 +97,28 @@ def test_where_the_defaults_change_nothing_a_program_may_not_lower_its_precision
     assert _failures(judge, x, x * 2.0 * (1 + 1e-3)) == ["wrong_output"]  # TF32-like: beyond fp32
 
 
+def test_an_original_calling_convolutions_allows_tf32_error_even_where_its_own_run_is_fp32():
+    """cuDNN picks its kernel by layout and shape: an NCDHW conv3d of 3 channels ran in fp32
+    where the same conv channels-last ran in TF32 (level2/6 on an H100), both under the
+    defaults.  The original's op list decides, not whether its own bits moved."""
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(0))
+    judge = _Judge(problem=None, model=_Doubling(), dev=torch.device("cpu"), cases=[],
+                   tf32_ops=True)
+    assert _failures(judge, x, x * 2.0 * (1 + 1e-3)) == []  # TF32's error: allowed
+    assert _failures(judge, x, x * 2.0 * 1.05) == ["wrong_output"]  # beyond TF32's bound
+    assert _failures(judge, x, torch.zeros_like(x)) == ["wrong_output"]  # skipped work
+
+
+def test_which_profiled_ops_the_defaults_may_run_in_tf32():
+    from kernelstitch.agents.verifier.op_names import defaults_allow_tf32
+
+    assert defaults_allow_tf32(["aten::relu", "aten::conv3d"])
+    assert defaults_allow_tf32(["aten::cudnn_convolution_transpose"])
+    assert defaults_allow_tf32(["aten::lstm"])
+    assert not defaults_allow_tf32(["aten::addmm", "aten::matmul", "aten::relu_"])  # cuBLAS: fp32
+    assert not defaults_allow_tf32([])
+
+
 def test_cancellation_under_the_timing_settings_gets_the_second_opinion():
     class MeanOfCentred(torch.nn.Module):  # true value 0: the output is rounding noise
         def forward(self, x):

@@ -128,6 +128,26 @@ OP_FAMILIES: tuple[frozenset[str], ...] = (
 )
 
 
+# Ops whose cuDNN kernels PyTorch's defaults let run in TF32 (torch.backends.cudnn.allow_tf32):
+# whether a given call does depends on cuDNN's algorithm for its layout and shapes (an NCDHW
+# conv3d of 3 channels may take an fp32 kernel where the same conv channels-last takes a TF32
+# one), so a program computing them may show TF32's error under those defaults even where the
+# original happened not to.
+TF32_UNDER_DEFAULTS_OPS = frozenset(
+    {
+        "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+        "conv_transpose2d", "conv_transpose3d", "cudnn_convolution",
+        "cudnn_convolution_transpose", "convolution_overrideable", "lstm", "gru", "rnn_tanh",
+        "rnn_relu", "_cudnn_rnn",
+    }
+)
+
+
+def defaults_allow_tf32(ops) -> bool:
+    """Whether any of these profiled op names may run in TF32 under PyTorch's defaults."""
+    return any(base_name(op) in TF32_UNDER_DEFAULTS_OPS for op in ops)
+
+
 def canonical_op(name: str) -> str:
     """One name per op: `aten::relu_` -> relu, `_softmax` -> softmax, `clip` -> clamp,
     `__rmatmul__` -> matmul (for comparing a candidate's call with the reference's)."""

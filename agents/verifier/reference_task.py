@@ -49,7 +49,7 @@ from kernelstitch.agents.verifier.inputs import (
 )
 from kernelstitch.agents.verifier.judge import JudgeServer, UnreadableLeaf, decode_leaf
 from kernelstitch.agents.verifier.memory_plan import MemoryPlan, fits_scaled, plan_memory
-from kernelstitch.agents.verifier.op_names import canonical_op
+from kernelstitch.agents.verifier.op_names import canonical_op, defaults_allow_tf32
 from kernelstitch.agents.verifier.precision_scope import baseline_precision, pytorch_defaults
 from kernelstitch.agents.verifier.stopwatch import Stopwatch
 from kernelstitch.agents.verifier.stress_cases import StressPlan, plan_stress
@@ -153,7 +153,8 @@ def reference_task(path: str, module: str | None, seeds: list[int], work_dir: st
     gc.collect()
     torch.cuda.empty_cache()  # the memory plan gives the rest of the device to the candidate
     judge = _Judge(problem, model, dev, result["cases"], precision,
-                   float64=bool(result.get("float64_reference")))
+                   float64=bool(result.get("float64_reference")),
+                   tf32_ops=defaults_allow_tf32(result.get("reference_ops", [])))
     server = JudgeServer(work_dir, judge.handle)
     _JUDGES.append(server)
     _LEDGERS.append(judge.ledger)
@@ -400,8 +401,10 @@ class _Judge:
     check it ran but not what the inputs or the expected outputs are."""
 
     def __init__(self, problem, model, dev: torch.device, cases: list[dict[str, Any]],
-                 precision: str = "fp32", float64: bool = True) -> None:
+                 precision: str = "fp32", float64: bool = True, tf32_ops: bool = False) -> None:
         self.problem, self.model, self.dev = problem, model, dev
+        # the original calls ops that PyTorch's defaults let cuDNN run in TF32 (op_names.py)
+        self.tf32_ops = tf32_ops
         self.cases = {c["id"]: c for c in cases}
         self.precision = precision
         # the float64 copy, made once under a reduced precision (False: it could not run, or
@@ -545,17 +548,19 @@ class _Judge:
 
     def _compare_timing_settings(self, inputs, reference, cand, metas, info, expected,
                                  rng: tuple[Any, Any] | None = None) -> list[Failure]:
-        """The candidate ran under PyTorch's defaults, as while timed.  Where those change the
-        original's own result (cuDNN convolutions and RNNs in TF32) the candidate gets TF32's
-        bound against the strict reference, and outputs near zero by cancellation the second
-        opinion against the original under the same defaults; where they change nothing, fp32's
-        bound and second opinion, as every other check: a program may not lower its own
-        precision while timed."""
+        """The candidate ran under PyTorch's defaults, as while timed.  Where those may change
+        the original's result (it calls cuDNN convolutions or RNNs, which they allow in TF32:
+        whether cuDNN takes a TF32 kernel depends on the layout and shapes, so the same conv
+        channels-last may where the original's did not) or do change it, the candidate gets
+        TF32's bound against the strict reference, and outputs near zero by cancellation the
+        second opinion against the original under the same defaults; where they can change
+        nothing, fp32's bound and second opinion, as every other check: a program may not lower
+        its own precision while timed."""
         if rng is not None:
             _set_rng_state(self.dev, rng)
         with torch.no_grad(), pytorch_defaults():
             baseline = flatten_outputs(self.model(*inputs))
-        changed = not all(_same(a, b) for a, b in zip(baseline, reference))
+        changed = self.tf32_ops or not all(_same(a, b) for a, b in zip(baseline, reference))
         failures = compare_outputs(reference, cand, metas, info, expected,
                                    "tf32" if changed else "fp32")
         # its own reply fields stay out of the ledger (this check's comparison is its own)
