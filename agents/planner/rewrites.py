@@ -97,6 +97,15 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
   bmm).
+* `views_through_elementwise`: ``reduce(view(f(a, b)))`` == ``reduce(f(view(a), view'(b)))`` and
+  ``g(view(reduce(..)), c)`` == ``view(g(reduce(..), view'(c)))`` for elementwise f, g and a
+  reshape (view / reshape / flatten / unflatten of a contiguous value): an elementwise op maps
+  each element alone, so it commutes with any renumbering of the elements, and a broadcast
+  operand b (sizes 1 or equal to the full value's in each group of merged or split dims) is the
+  same broadcast in the other shape (``view'``: its sizes regrouped, 1 where the group is 1).
+  KernelBench's ``x.view(b, c, -1).softmax(-1).view(b, c, d, h, w) * scale`` (level2/38): the
+  clamp before the view becomes the softmax's prologue and the scale its epilogue, one kernel
+  where there were three.
 * `attention` (agents/planner/attention.py): ``softmax(q @ k.transpose(-2, -1) * c [masked]) @ v``
   == ``scaled_dot_product_attention(q, k, v, attn_mask, scale=c)``, SDPA's definition; off in
   the planner's `attention-written-out` variant.
@@ -135,6 +144,7 @@ from kernelstitch.agents.planner.ops import (
     NLL_OP,
     POOL_OPS,
     PROLOGUE_ANCHORS,
+    REDUCTION_KINDS,
     REVERSE_SCAN_OPS,
     SCAN_IDENTITY,
     SCAN_KINDS,
@@ -173,7 +183,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
                  _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
                  _max_values,
                  _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
-                 _reverse_scan, _exclusive_scan, _recompute_prologue):
+                 _reverse_scan, _exclusive_scan, _views_through_elementwise, _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -1184,4 +1194,222 @@ def _recompute_prologue(graph: Graph):
         edits.append(GraphEdit(reader))
         notes.append(f"line {node.line}: the reduction recomputes "
                      f"{', '.join(c.name for c in chain)} in its prologue (also read elsewhere)")
+    return edits, set(), notes
+
+
+# ---- views through elementwise ops (module docstring: `views_through_elementwise`) ----------
+
+_RESHAPES = frozenset({"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+                       "aten.flatten.using_ints", "aten.unflatten.int"})
+_MAX_MOVED = 8  # elementwise nodes moved across one view
+
+
+def _dim_groups(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[range, range]] | None:
+    """How a reshape from `old` to `new` (example sizes) regroups dims: consecutive runs with
+    equal products, e.g. (32, 64, 32, 64, 64) -> (32, 64, 131072) is ([0], [0]), ([1], [1]),
+    ([2, 3, 4], [2]).  None where a size is 1 (its group would be ambiguous) or the products
+    differ."""
+    if 1 in old or 1 in new or math.prod(old) != math.prod(new) or not old:
+        return None
+    groups: list[tuple[range, range]] = []
+    i = k = 0
+    while i < len(old):
+        i0, k0, po, pn = i, k, old[i], new[k]
+        i, k = i + 1, k + 1
+        while po != pn:
+            if po < pn:
+                if i == len(old):
+                    return None
+                po, i = po * old[i], i + 1
+            else:
+                if k == len(new):
+                    return None
+                pn, k = pn * new[k], k + 1
+        groups.append((range(i0, i), range(k0, k)))
+    return groups if k == len(new) else None
+
+
+def _regrouped_operand(meta: TensorMeta, full: TensorMeta, groups: list[tuple[range, range]],
+                       new_full: TensorMeta) -> tuple[int, ...] | None:
+    """The shape a broadcast operand (`meta`, against the `full` value) takes against the
+    reshaped value: per group, 1s where the operand is 1 across it, its own size where the group
+    is one dim to one dim; None otherwise (or where that size is symbolic)."""
+    lead = full.rank - meta.rank
+    if lead < 0:
+        return None
+    sizes = (1,) * lead + tuple(meta.shape)
+    examples = (1,) * lead + tuple(meta.example_shape)
+    shape: list[int] = []
+    for olds, news in groups:
+        if all(examples[d] == 1 for d in olds):
+            shape += [1] * len(news)
+        elif len(olds) == 1 and len(news) == 1 and isinstance(sizes[olds[0]], int) \
+                and examples[olds[0]] == full.example_shape[olds[0]] \
+                and isinstance(new_full.shape[news[0]], int):
+            shape.append(sizes[olds[0]])
+        else:
+            return None
+    return tuple(shape)
+
+
+class _ViewMover:
+    """Builds the nodes of one move: elementwise nodes re-made on the reshaped value, their
+    broadcast operands viewed to match."""
+
+    def __init__(self, graph: Graph, users: dict[str, list[str]], at: Node) -> None:
+        self.graph, self.users, self.common = graph, users, _synthetic_at(at)
+        self.new: list[Node] = []
+
+    def operand(self, value: object, full: TensorMeta, groups, new_full: TensorMeta,
+                label: str) -> object | None:
+        """A non-full operand against the reshaped value (None: cannot be)."""
+        if not isinstance(value, NodeRef):
+            return None if isinstance(value, (list, tuple, dict)) else value
+        meta = self.graph.node(value.node).meta
+        if meta is None or meta.dtype not in FLOAT_DTYPES:
+            return None
+        shape = _regrouped_operand(meta, full, groups, new_full)
+        if shape is None:
+            return None
+        if shape == tuple(meta.shape):
+            return value
+        self.new.append(Node(label, "aten.view.default", (value, list(shape)), {},
+                             (TensorMeta(shape, shape, meta.dtype),), **self.common))
+        return NodeRef(label)
+
+    def remade(self, node: Node, args: tuple, meta: TensorMeta, name: str) -> NodeRef:
+        self.new.append(Node(name, node.op, args, dict(node.kwargs),
+                             (TensorMeta(meta.shape, meta.example_shape, node.meta.dtype),),
+                             line=node.line, module_path=node.module_path,
+                             module_type=node.module_type, synthetic=True))
+        return NodeRef(name)
+
+
+def _movable(graph: Graph, node: Node, full: TensorMeta) -> bool:
+    """An elementwise node of the full value's shape whose arguments are plain (no lists)."""
+    return (_is_elementwise(graph, node) and node.meta is not None
+            and tuple(node.meta.shape) == tuple(full.shape) and not node.kwargs
+            and not any(isinstance(a, (list, tuple, dict)) for a in node.args))
+
+
+def _hoist(graph: Graph, users, view: Node) -> list[Node] | None:
+    """``view(f(..))`` feeding a reduction: the elementwise producers re-made after the view
+    (the last one named as the view, so the reduction reads it unchanged); None if nothing moves."""
+    src = view.args[0]
+    if not isinstance(src, NodeRef) or view.meta is None:
+        return None
+    top = graph.node(src.node)
+    full = top.meta
+    if full is None or not _movable(graph, top, full) or users.get(top.name) != [view.name]:
+        return None
+    groups = _dim_groups(tuple(full.example_shape), tuple(view.meta.example_shape))
+    if groups is None:
+        return None
+    mover = _ViewMover(graph, users, view)
+    made: dict[str, NodeRef] = {}
+
+    def is_full(a: object) -> bool:
+        meta = graph.node(a.node).meta if isinstance(a, NodeRef) else None
+        return meta is not None and tuple(meta.shape) == tuple(full.shape)
+
+    def remade(name: str, last: bool) -> NodeRef | None:
+        """`name` re-made on the reshaped value (None: an operand cannot be reshaped)."""
+        node, mark = graph.node(name), len(mover.new)
+        args = []
+        for k, a in enumerate(node.args):
+            ref = viewed(a.node) if is_full(a) else \
+                mover.operand(a, full, groups, view.meta, f"{name}_a{k}_as_{view.name}")
+            if ref is None and a is not None:
+                del mover.new[mark:]
+                return None
+            args.append(ref)
+        return mover.remade(node, tuple(args), view.meta, view.name if last else f"{name}_as_{view.name}")
+
+    def viewed(name: str) -> NodeRef:
+        """`name`'s value reshaped: its elementwise node re-made after the view where it moves
+        (one reader, within the limit), else the view applied to it."""
+        if name not in made:
+            node = graph.node(name)
+            ref = None
+            if len(made) < _MAX_MOVED and _movable(graph, node, full) and len(users.get(name, [])) == 1:
+                ref = remade(name, False)
+            if ref is None:
+                label = f"{name}_as_{view.name}"
+                mover.new.append(Node(label, view.op, (NodeRef(name),) + tuple(view.args[1:]),
+                                      dict(view.kwargs), (TensorMeta(view.meta.shape,
+                                                                     view.meta.example_shape,
+                                                                     node.meta.dtype),),
+                                      **mover.common))
+                ref = NodeRef(label)
+            made[name] = ref
+        return made[name]
+
+    return mover.new if remade(top.name, True) is not None else None
+
+
+def _sink(graph: Graph, users, view: Node, reduced: Node) -> list[Node] | None:
+    """``g(view(reduce(..)), ..)``: the elementwise consumers re-made before the view (the view
+    then named as the last of them, whose readers read it unchanged); None if nothing moves."""
+    inner = reduced.meta
+    if view.meta is None or inner is None:
+        return None
+    groups = _dim_groups(tuple(view.meta.example_shape), tuple(inner.example_shape))
+    if groups is None:
+        return None
+    mover = _ViewMover(graph, users, view)
+    last: Node | None = None
+    current, ref = view.name, NodeRef(reduced.name)
+    for _ in range(_MAX_MOVED):
+        if len(users.get(current, [])) != 1 or users[current][0] == "<output>":
+            break
+        node = graph.node(users[current][0])
+        if not _movable(graph, node, view.meta) or \
+                sum(isinstance(a, NodeRef) and a.node == current for a in node.args) != 1:
+            break
+        mark, args = len(mover.new), []
+        for k, a in enumerate(node.args):
+            mapped = ref if isinstance(a, NodeRef) and a.node == current else \
+                mover.operand(a, view.meta, groups, inner, f"{node.name}_a{k}_as_{reduced.name}")
+            if mapped is None and a is not None:
+                del mover.new[mark:]
+                args = None
+                break
+            args.append(mapped)
+        if args is None:
+            break
+        ref = mover.remade(node, tuple(args), inner, f"{node.name}_before_{view.name}")
+        last, current = node, node.name
+    if last is None:
+        return None
+    return mover.new + [Node(last.name, view.op, (ref,) + tuple(view.args[1:]), dict(view.kwargs),
+                             last.outputs, line=last.line, module_path=last.module_path,
+                             module_type=last.module_type, synthetic=True)]
+
+
+def _views_through_elementwise(graph: Graph):
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    notes: list[str] = []
+    touched: set[str] = set()
+    for node in graph.nodes:
+        if node.op not in REDUCTION_KINDS or not isinstance(node.args[0], NodeRef):
+            continue
+        before = graph.node(node.args[0].node)
+        if before.op in _RESHAPES and users.get(before.name) == [node.name] \
+                and before.name not in touched:
+            hoisted = _hoist(graph, users, before)
+            if hoisted:
+                edits += _replacing(hoisted, before.name)
+                touched.add(before.name)
+                notes.append(f"line {node.line}: the elementwise ops before the reshape feeding "
+                             f"{node.name} move after it (its prologue)")
+        after = users.get(node.name, [])
+        if len(after) == 1 and after[0] != "<output>" and graph.node(after[0]).op in _RESHAPES:
+            view = graph.node(after[0])
+            sunk = _sink(graph, users, view, node)
+            if sunk:
+                last = sunk[-1].name
+                edits += [GraphEdit(n, before=last) for n in sunk[:-1]] + [GraphEdit(sunk[-1])]
+                notes.append(f"line {node.line}: the elementwise ops after the reshape of "
+                             f"{node.name} move before it (its epilogue)")
     return edits, set(), notes

@@ -1,0 +1,134 @@
+"""Issue 22: elementwise ops move across the reshape between them and a reduction (the
+`views_through_elementwise` rewrite), so they fuse as its prologue / epilogue; planned and checked
+on the CPU with the kernels interpreted in torch."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from kernelstitch.agents.coder.builtin import write_candidate
+from kernelstitch.agents.inprocess import generate_builtin
+from kernelstitch.agents.planner.rewrites import _dim_groups
+from kernelstitch.core.problem import load_problem
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_coder import interpreted_pair  # noqa: E402
+
+HEADER = "import torch\nimport torch.nn as nn\n\n"
+
+# level2/38's shape of code (KernelBench), small: a spatial softmax written with views
+SPATIAL_SOFTMAX = HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ConvTranspose3d(3, 8, 3, stride=2, padding=1, output_padding=1)
+        self.scale = nn.Parameter(torch.randn(1, 8, 1, 1, 1))
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = torch.clamp(x, 0.0, 1.0)
+        b, c, d, h, w = x.shape
+        x = x.view(b, c, -1)
+        x = torch.softmax(x, dim=2)
+        x = x.view(b, c, d, h, w)
+        return x * self.scale
+
+def get_inputs():
+    return [torch.randn(2, 3, 3, 5, 6)]
+
+def get_init_inputs():
+    return []
+'''
+
+# an operand varying along merged dims cannot follow the reshape: that op stays before it
+MIXED = HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.depth = nn.Parameter(torch.randn(1, 1, 3, 1))
+        self.gain = nn.Parameter(torch.randn(4, 1))
+
+    def forward(self, x):
+        y = torch.tanh(x) * self.depth
+        y = y.reshape(x.shape[0], 4, -1)
+        s = y.sum(dim=-1, keepdim=True)
+        return s.view(x.shape[0], 4, 1, 1).squeeze(-1) * self.gain
+
+def get_inputs():
+    return [torch.randn(5, 4, 3, 7)]
+
+def get_init_inputs():
+    return []
+'''
+
+# a split: a row reshaped into groups, reduced per group, and the groups' results scaled
+SPLIT = HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        g = (x * 2.0).view(x.shape[0], 6, 5)
+        m = torch.amax(g, dim=2)
+        return torch.sigmoid(m) + 1.0
+
+def get_inputs():
+    return [torch.randn(7, 30)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _generate(tmp_path: Path, text: str):
+    path = tmp_path / "problem.py"
+    path.write_text(textwrap.dedent(text))
+    candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
+    program = Path(write_candidate(candidate, tmp_path))
+    problem = load_problem(path, "Model")
+    reference, new = interpreted_pair(candidate, program, problem)
+    x = problem.inputs()
+    with torch.no_grad():
+        torch.testing.assert_close(new(*x), reference(*x), atol=1e-5, rtol=1e-5)
+    return candidate
+
+
+def test_the_spatial_softmax_takes_the_clamp_and_the_scale_into_one_kernel(tmp_path):
+    candidate = _generate(tmp_path, SPATIAL_SOFTMAX)
+    kernels = [s for s in candidate.plan.steps if s.technique != "library_call"]
+    assert [s.technique for s in kernels] == ["fused_reduction"]
+    spec = kernels[0].spec
+    assert spec["kind"] == "softmax"
+    assert [op["op"] for op in spec["prologue"]] == ["add", "clamp"]  # the conv's bias, clamp
+    assert [op["op"] for op in spec["epilogue"]] == ["mul"]
+    assert any("move after it (its prologue)" in n for n in candidate.plan.notes)
+    assert any("move before it (its epilogue)" in n for n in candidate.plan.notes)
+
+
+def test_an_operand_that_varies_across_merged_dims_keeps_its_op_before_the_reshape(tmp_path):
+    candidate = _generate(tmp_path, MIXED)
+    reduction = next(s for s in candidate.plan.steps if s.technique == "fused_reduction")
+    assert [op["op"] for op in reduction.spec["prologue"]] == []  # tanh * depth stayed before
+    assert not any("(its prologue)" in n for n in candidate.plan.notes)
+
+
+def test_a_split_reshape_moves_both_ways(tmp_path):
+    candidate = _generate(tmp_path, SPLIT)
+    reduction = next(s for s in candidate.plan.steps if s.technique == "fused_reduction")
+    assert [op["op"] for op in reduction.spec["prologue"]] == ["mul"]
+    assert len([s for s in candidate.plan.steps if s.technique != "pytorch_fallback"]) == 1
+
+
+@pytest.mark.parametrize("old,new,groups", [
+    ((32, 64, 32, 64, 64), (32, 64, 131072), [([0], [0]), ([1], [1]), ([2, 3, 4], [2])]),
+    ((7, 30), (7, 6, 5), [([0], [0]), ([1], [1, 2])]),
+    ((4, 6), (6, 4), [([0, 1], [0, 1])]),  # no shorter runs of equal products: one group
+])
+def test_dim_groups(old, new, groups):
+    assert [(list(a), list(b)) for a, b in _dim_groups(old, new)] == groups
+
+
+def test_dim_groups_refuse_ambiguous_or_mismatched_shapes():
+    assert _dim_groups((3, 1, 4), (3, 4)) is None  # a size-1 dim
+    assert _dim_groups((3, 4), (5, 2)) is None
