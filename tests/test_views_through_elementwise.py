@@ -13,6 +13,7 @@ import torch
 from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.planner.rewrites import _dim_groups
+
 from kernelstitch.core.problem import load_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
