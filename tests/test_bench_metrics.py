@@ -271,6 +271,8 @@ def test_a_kept_original_whose_record_verification_stopped_early_still_counts_at
     kept = _kept("level1/16_T", verdict, 2.6, "3xtf32", 1.6)
     assert kept.status == "kept" and kept.speedup_vs_eager == 1.0 and kept.candidate_ms == 2.6
     assert kept.speedup_vs_compiled is None
+    # the search timed it under the verification's settings (not a run from before them)
+    assert kept.timed_under == timing_settings_label("fp32")
     fast = ProblemOutcome(problem="level1/2_S", status="accepted", message="", speedup_vs_eager=4.0,
                           speedup_vs_compiled=4.0)
     summary = summarise([kept, fast])

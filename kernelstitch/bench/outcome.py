@@ -219,6 +219,10 @@ class ProblemOutcome:
         self.speedup_vs_eager = (self.eager_ms / self.candidate_ms
                                  if self.eager_ms and self.candidate_ms else None)
         self.time_kept_original_from_search()
+        if self.timed_under is None and self.eager_ms is not None:
+            # the search timed the original under the same settings as a verification would
+            # (a report would otherwise count it among the runs from before those settings)
+            self.timed_under = timing_settings_label(self.precision)
         self.speedup_vs_compiled = (self.compiled_ms / self.candidate_ms
                                     if self.compiled_ms and self.candidate_ms else None)
         self.significant_vs_eager = self.significant_vs_compiled = False
