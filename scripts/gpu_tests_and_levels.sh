@@ -5,7 +5,7 @@
 # problem only for the same compiler sources): give SRC=tarball (`git archive TAG agents
 # kernelstitch profiler server pyproject.toml scripts`) to run a tagged commit from any checkout.
 #   OUT=$OUT LEVELS="2" [TESTS="tests/... -k expr"] [SRC=levelsrc.tar] [LIMIT=585] \
-#     bash scripts/gpu_tests_and_levels.sh
+#     [KS_TIME_LIMIT=240] [BENCH_ARGS="--only a,b"] bash scripts/gpu_tests_and_levels.sh
 # With TESTS, GPU 0 runs those GPU tests and the bench gets the other GPUs.  Everything comes
 # back as one archive, calls.tgz (at most 8 files come back from a call); copy its runs.sqlite
 # to .kb/runs.sqlite here before the next call.
@@ -31,9 +31,9 @@ if [ -n "${TESTS:-}" ]; then
   CUDA_VISIBLE_DEVICES=$(seq -s, 1 $((gpus - 1)))
   jobs=$((gpus - 1))
 fi
-# shellcheck disable=SC2086  # LEVELS is a list
+# shellcheck disable=SC2086  # LEVELS and BENCH_ARGS are lists
 KS_TIME_LIMIT=${KS_TIME_LIMIT:-240} OUT="$OUT/c" bash scripts/device_bench.sh $((LIMIT - (SECONDS - start))) \
-  .kb/kernelbench --levels $LEVELS --jobs "$jobs" --timing-budget 1
+  .kb/kernelbench --levels $LEVELS --jobs "$jobs" --timing-budget 1 ${BENCH_ARGS:-}
 wait
 rm -f "$OUT"/c/bench/*.png
 git -C "$here" rev-parse HEAD >"$OUT/c/tree_head.txt" 2>/dev/null

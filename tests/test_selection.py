@@ -51,6 +51,11 @@ def test_a_verified_contender_must_still_beat_eager_significantly():
     assert not ok and "wrong_output" in why
     ok, why = delivers(Verdict(status="accepted"))
     assert not ok and "no timings" in why
+    # a summary reason first, the failure with its numbers second: both are said
+    ok, why = delivers(Verdict(status="rejected", reasons=[
+        Reason("behaviour_changes_when_timed", "fails under the timing settings"),
+        Reason("wrong_output", "output 0: 12 of 4096 elements differ, max abs error 3e-3")]))
+    assert not ok and "timing settings; output 0: 12 of 4096" in why
 
 
 def test_keep_the_original_when_nothing_beats_it():

@@ -133,3 +133,50 @@ def test_dim_groups(old, new, groups):
 def test_dim_groups_refuse_ambiguous_or_mismatched_shapes():
     assert _dim_groups((3, 1, 4), (3, 4)) is None  # a size-1 dim
     assert _dim_groups((3, 4), (5, 2)) is None
+
+
+# the view's sizes read from the value it reshapes: export records them as that value's sym_size
+SIZES_FROM_THE_VALUE = HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        y = torch.relu(x) * 3.0
+        z = y.view(y.size(0), y.size(1), -1)
+        return torch.softmax(z, dim=-1)
+
+def get_inputs():
+    return [torch.randn(4, 6, 5, 7)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_view_whose_sizes_come_from_the_value_is_correct_either_way(tmp_path):
+    candidate = _generate(tmp_path, SIZES_FROM_THE_VALUE)
+    # whatever moved, no kernel computes a value only for its sizes: one kernel in all
+    assert [s.technique for s in candidate.plan.steps if s.technique != "pytorch_fallback"] \
+        == ["fused_reduction"]
+
+
+def _graph(size_of: str):
+    """x -> relu -> view(sym_size(<size_of>, 0), 6, -1) -> softmax, built by hand (export writes
+    sizes of the input; another capture could write them of the reshaped value)."""
+    from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, Placeholder, TensorMeta
+
+    full = TensorMeta((4, 6, 5, 7), (4, 6, 5, 7), "float32")
+    flat = TensorMeta((4, 6, 35), (4, 6, 35), "float32")
+    nodes = [Node("x", "placeholder", outputs=(full,), placeholder=Placeholder("input", index=0)),
+             Node("y", "aten.relu.default", (NodeRef("x"),), outputs=(full,)),
+             Node("n", "aten.sym_size.int", (NodeRef(size_of), 0), outputs=(None,)),
+             Node("v", "aten.view.default", (NodeRef("y"), [NodeRef("n"), 6, -1]), outputs=(flat,)),
+             Node("s", "aten.softmax.int", (NodeRef("v"), 2), outputs=(flat,))]
+    return Graph("Model", "p.py", nodes, [NodeRef("s")])
+
+
+def test_a_value_the_view_reads_its_sizes_from_stays_before_the_view():
+    from kernelstitch.agents.planner.rewrites import _views_through_elementwise
+
+    moved, _, _ = _views_through_elementwise(_graph("x"))
+    assert {e.node.name for e in moved} == {"x_as_v", "v"}  # relu re-made after the view
+    kept, _, _ = _views_through_elementwise(_graph("y"))
+    assert kept == []  # y has two readers (the view, its sym_size): it stays, nothing moves

@@ -1331,6 +1331,7 @@ def _hoist(graph: Graph, users, view: Node) -> list[Node] | None:
         if name not in made:
             node = graph.node(name)
             ref = None
+            # one reader: a value the view's sizes are read from (sym_size) has two, and stays
             if len(made) < _MAX_MOVED and _movable(graph, node, full) and len(users.get(name, [])) == 1:
                 ref = remade(name, False)
             if ref is None:

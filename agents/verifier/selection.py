@@ -142,7 +142,10 @@ def delivers(verdict: Verdict) -> tuple[bool, str]:
     """Whether a fully verified contender may replace the original, and why not."""
     if verdict.status != "accepted":
         codes = ", ".join(r.code for r in verdict.reasons) or verdict.status
-        first = f": {verdict.reasons[0].message[:200]}" if verdict.reasons else ""
+        # the first two reasons: a summary reason (behaviour_changes_when_timed) comes before
+        # the failure that has the numbers
+        first = "".join(f"{'; ' if k else ': '}{r.message[:200]}"
+                        for k, r in enumerate(verdict.reasons[:2]))
         return False, f"verification: {verdict.status} ({codes}{first})"
     t = verdict.timings
     if t is None:
