@@ -501,6 +501,43 @@ def test_bandwidth_fraction_only_for_accepted_memory_bound_plans():
     assert all(o.bandwidth_fraction is None for o in outcomes)
 
 
+def test_each_gpu_bandwidth_is_measured_and_each_problem_is_against_its_own_card():
+    """Issue 28: with --jobs every card is measured (at once, each copy on its own card) and a
+    problem's bandwidth fraction uses the card it ran on; a card that could not be measured
+    falls back to the first card's value."""
+    import threading
+
+    from kernelstitch.bench.metrics import set_bandwidth_fractions, summarise
+    from kernelstitch.bench.report import render_markdown
+    from kernelstitch.bench.run import measure_dram_bandwidths
+
+    seen, barrier = [], threading.Barrier(3, timeout=10)
+
+    def measure(device, notes):
+        seen.append(device)
+        barrier.wait()  # all three measure at the same time, or this times out
+        if device == 2:
+            notes.append("GPU 2 failed")
+            return None
+        return {0: 3.0e12, 1: 2.0e12}[device]
+
+    notes: list[str] = []
+    by_gpu = measure_dram_bandwidths([0, 1, 2], notes, measure=measure)
+    assert sorted(seen) == [0, 1, 2] and notes == ["GPU 2 failed"]
+    assert by_gpu == {"0": 3.0e12, "1": 2.0e12}
+
+    def outcome(gpu):
+        return ProblemOutcome(problem=f"p{gpu}", status="accepted", message="", candidate_ms=1.0,
+                              plan_bytes=1e9, gpu=gpu)
+
+    outcomes = [outcome(0), outcome(1), outcome(2)]
+    set_bandwidth_fractions(outcomes, 3.0e12, by_gpu)
+    assert [round(o.bandwidth_fraction, 3) for o in outcomes] == [0.333, 0.5, 0.333]
+    markdown = render_markdown(outcomes, summarise(outcomes), {**ENV, "dram_bytes_per_s": 3.0e12,
+                                              "dram_bytes_per_s_by_gpu": by_gpu}, "cmd")
+    assert "measured on each GPU at the start: GPU 0 3000, GPU 1 2000 GB/s" in markdown
+
+
 # ---------------------------------------------------------------------------------------------
 # KernelBench trees: published baselines, resume from another machine's copy
 

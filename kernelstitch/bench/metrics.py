@@ -52,13 +52,15 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def set_bandwidth_fractions(outcomes: list[ProblemOutcome],
-                            dram_bytes_per_s: float | None) -> None:
+def set_bandwidth_fractions(outcomes: list[ProblemOutcome], dram_bytes_per_s: float | None,
+                            by_gpu: dict[str, float] | None = None) -> None:
     """Recomputed for every outcome, reused ones included: the measured bandwidth is this
-    run's (the resume key already pins the device)."""
+    run's (the resume key already pins the device model), of the card the problem ran on where
+    each card was measured (`by_gpu`, keyed by str(outcome.gpu)), else `dram_bytes_per_s`."""
     for o in outcomes:
-        usable = dram_bytes_per_s and o.correct and o.plan_bytes and o.candidate_ms
-        o.bandwidth_fraction = (o.plan_bytes / (o.candidate_ms * 1e-3) / dram_bytes_per_s
+        peak = (by_gpu or {}).get(str(o.gpu)) or dram_bytes_per_s
+        usable = peak and o.correct and o.plan_bytes and o.candidate_ms
+        o.bandwidth_fraction = (o.plan_bytes / (o.candidate_ms * 1e-3) / peak
                                 if usable else None)
 
 

@@ -104,9 +104,7 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
         (f"- device: {env.get('device', 'no GPU')}; torch {env.get('torch')}, "
          f"CUDA {env.get('cuda')}; host {env.get('host', '?')}"),
         f"- command: `{command}`",
-        *([f"- DRAM bandwidth measured on this GPU at the start: "
-           f"{env['dram_bytes_per_s'] / 1e9:.0f} GB/s (best of 10 device-to-device copies of "
-           "1 GiB, read + write bytes)"] if env.get("dram_bytes_per_s") else []),
+        *_bandwidth_lines(env),
         "",
         ("Times are medians in ms (p10–p90); times and speedups are shown for accepted "
          "candidates only."),
@@ -265,6 +263,20 @@ def _published_agreement(published: dict[str, Any]) -> str:
         return "near 1: this machine times like theirs"
     return ("far from 1: this machine or its settings time eager differently from theirs, so "
             "speed-ups here and theirs do not compare")
+
+
+def _bandwidth_lines(env: dict[str, Any]) -> list[str]:
+    """The DRAM bandwidth the fractions are against: each card's where several were measured."""
+    how = "(best of 10 device-to-device copies of 1 GiB, read + write bytes)"
+    by_gpu = env.get("dram_bytes_per_s_by_gpu") or {}
+    if len(by_gpu) > 1:
+        cards = ", ".join(f"GPU {g} {bw / 1e9:.0f}" for g, bw in sorted(by_gpu.items()))
+        return [f"- DRAM bandwidth measured on each GPU at the start: {cards} GB/s {how}; a "
+                "problem's fraction is against its own GPU's"]
+    if env.get("dram_bytes_per_s"):
+        return [f"- DRAM bandwidth measured on this GPU at the start: "
+                f"{env['dram_bytes_per_s'] / 1e9:.0f} GB/s {how}"]
+    return []
 
 
 def _timed_under_lines(outcomes: list[ProblemOutcome]) -> list[str]:

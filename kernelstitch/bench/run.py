@@ -65,16 +65,29 @@ def probe_gpus(notes: list[str]) -> dict[str, Any]:
 
 def measure_dram_bandwidth(device: int | None, notes: list[str]) -> float | None:
     """Bytes/s of the best of 10 device-to-device copies of 1 GiB (read + write), measured in a
-    worker on the first measuring GPU while nothing else runs on it."""
+    worker on `device` while nothing else runs on it."""
     from kernelstitch.core.worker.client import WorkerClient
 
     with WorkerClient(cuda_device=device) as worker:
         response = worker.call(PEAKS_TASK, timeout_s=PROBE_TIMEOUT_S)
     if response.ok and isinstance(response.result, dict):
         return response.result.get("dram_bytes_per_s")
-    notes.append(f"could not measure the DRAM bandwidth (no bandwidth fractions): "
-                 f"{response.error}")
+    notes.append(f"could not measure the DRAM bandwidth of GPU {device} (no bandwidth fractions "
+                 f"there): {response.error}")
     return None
+
+
+def measure_dram_bandwidths(devices: list[int | None], notes: list[str],
+                            measure=measure_dram_bandwidth) -> dict[str, float]:
+    """Each measuring GPU's own DRAM bandwidth (issue 28: cards of one model differ by a few
+    percent, and a problem's bandwidth fraction is against the card it ran on), all at once: each
+    copy stays on its own card.  Keyed by the device as the outcomes' `gpu` names it ("None": the
+    default device); a card whose measurement failed is left out."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, len(devices))) as pool:
+        measured = list(pool.map(lambda d: measure(d, notes), devices))
+    return {str(d): bw for d, bw in zip(devices, measured, strict=True) if bw}
 
 
 def run_bench(
@@ -113,7 +126,9 @@ def run_bench(
     if settings.ray_address:
         env = {**env, "ray_address": settings.ray_address}
     elif runner is None and gpus.get("names") and devices:
-        env = {**env, "dram_bytes_per_s": measure_dram_bandwidth(devices[0], notes)}
+        by_gpu = measure_dram_bandwidths(devices, notes)
+        env = {**env, "dram_bytes_per_s": by_gpu.get(str(devices[0])) or min(by_gpu.values(), default=None),
+               "dram_bytes_per_s_by_gpu": by_gpu}
     workspace = Workspace(workspace_root or find_workspace_root(Path(directory).resolve()))
     store = workspace.runstore()
     if settings.ray_address:
@@ -165,7 +180,7 @@ def run_bench(
     outcomes = [results[s.name] for s in specs]
     for spec, outcome in zip(specs, outcomes):
         outcome.resume_key = keys[spec.name]
-    set_bandwidth_fractions(outcomes, env.get("dram_bytes_per_s"))
+    set_bandwidth_fractions(outcomes, env.get("dram_bytes_per_s"), env.get("dram_bytes_per_s_by_gpu"))
     env = {**env, **set_published_baselines(outcomes, published_baselines(specs))}
     summary = summarise(outcomes)
     command = portable_command(command or f"kernelstitch bench {directory}")
