@@ -3,6 +3,7 @@
 import dataclasses
 import math
 
+import pytest
 from kernelstitch.agents.job_protocol import JobResult
 
 from kernelstitch.bench import ProblemOutcome, fast_p, geomean, render_markdown, summarise
@@ -305,3 +306,48 @@ def test_faster_variants_not_delivered_are_named_with_why():
     text = render_markdown([outcome], summarise([outcome]), {}, "kernelstitch bench")
     assert "## Faster variants not delivered" in text
     assert "ndhwc (2.000 ms): verification: rejected (wrong_output: seed 3 differs)" in text
+
+
+def test_memory_bound_kernels_bandwidth_from_plan_bytes_and_profiled_kernel_time():
+    """Issue 22's >= 80% target: a delivered plan's memory-bound steps' bytes over their kernels'
+    GPU time (the library calls around them left out), kernels deduplicated under an earlier
+    step's name counted, small working sets (L2-resident) not counted."""
+    from kernelstitch.bench.metrics import (
+        MIN_KERNEL_BYTES,
+        kernel_bandwidth_fraction,
+        set_bandwidth_fractions,
+        summarise,
+    )
+    from kernelstitch.bench.outcome import memory_bound_step_bytes
+
+    plan = {"steps": [
+        {"technique": "library_call", "estimated_bytes": 9 << 30, "spec": {"type": "torch_op"}},
+        {"technique": "fused_reduction", "estimated_bytes": 600 << 20, "spec": {"name": "ks_s2_softmax"}},
+        {"technique": "fused_elementwise", "estimated_bytes": 400 << 20, "spec": {"name": "ks_s3_elementwise"}},
+        {"technique": "fused_elementwise", "estimated_bytes": 1 << 20, "spec": {"name": "ks_s31_elementwise"}}]}
+    nbytes = memory_bound_step_bytes(plan)
+    assert nbytes == {"ks_s2_softmax": 600 << 20, "ks_s3_elementwise": 400 << 20,
+                      "ks_s31_elementwise": 1 << 20}
+    peak = float((1001 << 20) * 1000)  # bytes/s: the three steps' bytes in 1 ms
+    kernels = {"void ks_s2_softmax_row<4>(float const*, float*)": 600.0,
+               "ks_s3_elementwise_kernel<4>": 300.0,  # also runs step 31's launches (deduplicated)
+               "sm90_xmma_gemm_f32f32": 5000.0,  # a library kernel: not counted
+               "ks_s30_other": 7000.0}  # a step that is not memory-bound: not counted
+    assert kernel_bandwidth_fraction(nbytes, kernels, peak) == pytest.approx(1 / 0.9)  # the bytes of 1 ms in 0.9 ms
+    assert kernel_bandwidth_fraction({"ks_s31_elementwise": MIN_KERNEL_BYTES - 1},
+                                     kernels, peak) is None  # runs from L2: says nothing of DRAM
+    assert kernel_bandwidth_fraction(nbytes, {}, peak) is None
+    assert kernel_bandwidth_fraction(nbytes, kernels, None) is None
+
+    def outcome(name, status, delivered, us):
+        return ProblemOutcome(problem=name, status=status, message="", candidate_ms=2.0,
+                              kernel_bytes=nbytes, kernel_us={"ks_s2_softmax_row": us},
+                              delivered=delivered)
+
+    outcomes = [outcome("fast", "accepted", "ours:default", 700.0),
+                outcome("slow", "accepted", "ours:nchw", 2000.0),
+                outcome("kept", "kept", "original", 700.0)]
+    set_bandwidth_fractions(outcomes, peak)
+    assert [o.kernel_bandwidth_fraction is not None for o in outcomes] == [True, True, False]
+    summary = summarise(outcomes)
+    assert summary["kernel_bandwidth_problems"] == 2 and summary["kernel_bandwidth_at_target"] == 1

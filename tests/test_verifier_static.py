@@ -310,6 +310,24 @@ def test_trace_summary_finds_own_kernels_per_call():
     assert calls[1].ops == [("aten::relu", ()), ("aten::clamp_min", ("aten::relu",))]
 
 
+def test_trace_summary_sums_each_kernels_gpu_time_per_call():
+    own = "void ks_s3_softmax_row<4>(float const*, float*, long)"
+    trace = _trace([[(own, 7), (own, 7), ("void at::native::fill_kernel", 7)], [(own, 7)]],
+                   [[], []])
+    calls = summarize_trace(trace)
+    assert calls[0].kernel_us == {own: 10.0, "void at::native::fill_kernel": 5.0}  # 5 us each
+    assert calls[1].kernel_us == {own: 5.0}
+
+
+def test_the_verdict_carries_each_own_kernels_median_time_over_the_strict_calls():
+    from kernelstitch.agents.verifier.assemble import _own_kernel_us
+
+    calls = [{"own_kernel_us": {"ks_a": 10.0, "ks_b": 2.0}}, {"own_kernel_us": {"ks_a": 14.0}},
+             {"own_kernel_us": {"ks_a": 99.0}}]  # the third: under the timing settings
+    assert _own_kernel_us({"profile": {"calls": calls}}) == {"ks_a": 12.0, "ks_b": 1.0}
+    assert _own_kernel_us(None) == {} and _own_kernel_us({}) == {}
+
+
 def test_library_kernels_count_only_when_the_candidate_launched_them_itself():
     gemm = "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_cublas"
     trace = _trace(

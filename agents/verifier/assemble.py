@@ -7,6 +7,7 @@ is "could not verify", never "accepted".
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,7 +305,17 @@ def assemble(inputs: Inputs) -> Verdict:
         declared_torch_ops=dict(inputs.static.declared_torch_ops), notes=_unique(b.notes),
         memory_plan=(ref or {}).get("memory_plan"),
         torch_op_allowance=allowance.to_json() if allowance is not None else None,
+        own_kernel_us=_own_kernel_us(main_result) if status == "accepted" else {},
     )
+
+
+def _own_kernel_us(result: dict[str, Any] | None) -> dict[str, float]:
+    """Each own kernel's GPU time a forward, the median over the strict-fp32 profiled calls (the
+    ones under the timing settings follow them): what the bench divides its bytes by."""
+    calls = ((result or {}).get("profile") or {}).get("calls", [])[:PROFILED_CALLS]
+    names = sorted({name for c in calls for name in c.get("own_kernel_us", {})})
+    return {name: statistics.median(c.get("own_kernel_us", {}).get(name, 0.0) for c in calls)
+            for name in names}
 
 
 def _unique(items: list[str]) -> list[str]:

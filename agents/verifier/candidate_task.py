@@ -363,6 +363,7 @@ def _profile_candidate(state: _State, inputs: list[Any]) -> dict[str, Any]:
     return {"calls": [{"index": c.index, "kernels": sorted(set(c.kernels)),
                        "own_kernels": sorted(set(c.own_kernels)),
                        "library_calls": sorted(set(c.library_calls)),
+                       "own_kernel_us": {k: c.kernel_us[k] for k in set(c.own_kernels)},
                        "streams": sorted(set(c.streams)),
                        "ops": sorted({(op, ancestors) for op, ancestors in c.ops})}
                       for c in calls]}

@@ -43,6 +43,8 @@ class CallProfile:
     ops: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (op, ancestors)
     # Library kernels launched directly by the candidate's code (outside every aten op).
     library_calls: list[str] = field(default_factory=list)
+    # GPU microseconds of each kernel name in this call (launches summed)
+    kernel_us: dict[str, float] = field(default_factory=dict)
 
     @property
     def own_kernels(self) -> list[str]:
@@ -76,6 +78,7 @@ def summarize_trace(trace: dict[str, Any]) -> list[CallProfile]:
             if launch is not None and _inside(launch, rng):
                 name = str(k.get("name", ""))
                 call.kernels.append(name)
+                call.kernel_us[name] = call.kernel_us.get(name, 0.0) + float(k.get("dur", 0.0))
                 call.streams.append(int(k.get("args", {}).get("stream", -1)))
                 if (is_vendor_library_kernel(name) and GRAPH_LAUNCH not in str(launch.get("name", ""))
                         and not any(_inside(launch, op) for op in enclosing)):

@@ -146,6 +146,9 @@ class Verdict:
     verifier_sha256: str | None = None
     write_guard: str | None = None
     precision: PrecisionReport | None = None  # a reduced precision's measured error
+    # GPU microseconds a forward spends in each of the candidate's own kernels: the median over
+    # the profiled strict-fp32 calls (a kernel launched several times a call: summed)
+    own_kernel_us: dict[str, float] = field(default_factory=dict)
 
     def exit_code(self) -> int:
         return EXIT_CODES[self.status]
@@ -181,6 +184,7 @@ class Verdict:
             verifier_sha256=data.get("verifier_sha256"),
             write_guard=data.get("write_guard"),
             precision=PrecisionReport(**data["precision"]) if data.get("precision") else None,
+            own_kernel_us=dict(data.get("own_kernel_us", {})),
         )
 
 

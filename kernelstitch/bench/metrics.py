@@ -52,6 +52,40 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+# A problem's memory-bound kernels count toward the kernel bandwidth only when they move at
+# least this much a forward: twice the H100's 50 MB L2, so the bytes cross DRAM (smaller
+# working sets run from L2 or are latency-bound, and their fraction says nothing of DRAM).
+MIN_KERNEL_BYTES = 100 << 20
+
+
+def kernel_bandwidth_fraction(kernel_bytes: dict[str, int], kernel_us: dict[str, float],
+                              peak: float | None) -> float | None:
+    """The memory-bound steps' bytes over the GPU time of their kernels, over `peak`: every
+    kernel named as one of the steps (`ks_s3_softmax` or `ks_s3_softmax_row`: the base name of
+    the profiler's demangled `void ks_s3_softmax_row<4>(...)`).  Summed over the problem's
+    steps, not per step: the coder compiles identical kernels once, so a step's launches can
+    carry another step's name (an earlier step with the same kernel, itself memory-bound)."""
+    total = sum(kernel_bytes.values())
+    if not peak or total < MIN_KERNEL_BYTES:
+        return None
+    names = tuple(kernel_bytes)
+    seconds = sum(us for kernel, us in kernel_us.items()
+                  if _kernel_base(kernel) in kernel_bytes
+                  or _kernel_base(kernel).startswith(tuple(n + "_" for n in names))) * 1e-6
+    return total / seconds / peak if seconds > 0 else None
+
+
+def _kernel_base(name: str) -> str:
+    """`void ks_s3_softmax_row<4>(float const*, ...)` -> `ks_s3_softmax_row`."""
+    head = name.removeprefix("void ").strip()
+    end = len(head)
+    for stop in "<( ":
+        at = head.find(stop)
+        if at != -1:
+            end = min(end, at)
+    return head[:end]
+
+
 def set_bandwidth_fractions(outcomes: list[ProblemOutcome], dram_bytes_per_s: float | None,
                             by_gpu: dict[str, float] | None = None) -> None:
     """Recomputed for every outcome, reused ones included: the measured bandwidth is this
@@ -62,6 +96,20 @@ def set_bandwidth_fractions(outcomes: list[ProblemOutcome], dram_bytes_per_s: fl
         usable = peak and o.correct and o.plan_bytes and o.candidate_ms
         o.bandwidth_fraction = (o.plan_bytes / (o.candidate_ms * 1e-3) / peak
                                 if usable else None)
+        o.kernel_bandwidth_fraction = (
+            kernel_bandwidth_fraction(o.kernel_bytes, o.kernel_us, peak)
+            if o.status == "accepted" and o.delivered != "original" else None)
+
+
+KERNEL_BANDWIDTH_TARGET = 0.8  # issue 22: memory-bound kernels at >= 80% of the measured DRAM bandwidth
+
+
+def _kernel_bandwidth_summary(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
+    fractions = sorted(o.kernel_bandwidth_fraction for o in outcomes
+                       if o.kernel_bandwidth_fraction is not None)
+    return {"kernel_bandwidth_problems": len(fractions),
+            "median_kernel_bandwidth_fraction": statistics.median(fractions) if fractions else None,
+            "kernel_bandwidth_at_target": sum(f >= KERNEL_BANDWIDTH_TARGET for f in fractions)}
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -159,6 +207,7 @@ def summarise(outcomes: list[ProblemOutcome]) -> dict[str, Any]:
         "bandwidth_problems": len(fractions),
         "mean_bandwidth_fraction": _mean(fractions),
         "min_bandwidth_fraction": min(fractions) if fractions else None,
+        **_kernel_bandwidth_summary(outcomes),
         "stage_times": stage_times(outcomes),
         "published_baselines": published_summary(outcomes),
     }

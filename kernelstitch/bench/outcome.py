@@ -19,11 +19,23 @@ MEASUREMENTS = ("eager_ms", "compiled_ms", "candidate_ms", "speedup_vs_eager",
                 "speedup_vs_compiled", "significant_vs_eager", "significant_vs_compiled",
                 "eager_spread_ms", "compiled_spread_ms", "candidate_spread_ms",
                 "roofline_fraction", "roofline_fraction_eager", "bandwidth_fraction",
+                "kernel_bandwidth_fraction",
                 "eager_fp32_ms", "speedup_vs_eager_fp32", "max_rel_error", "fp32_max_rel_error")
 # Plan steps whose kernels are memory-bound by design: a plan made only of these moves
 # `plan_bytes` through DRAM, so bytes / time / measured bandwidth says how close to the memory
 # roofline our kernels run.
 MEMORY_BOUND_TECHNIQUES = frozenset({"fused_elementwise", "fused_reduction"})
+
+
+def memory_bound_step_bytes(plan: dict[str, Any] | None) -> dict[str, int]:
+    """Each memory-bound step's estimated DRAM bytes by its kernel name (`ks_s3_softmax`: the
+    step's kernels are that name or start with it and `_`), whatever else the plan holds."""
+    found: dict[str, int] = {}
+    for s in (plan or {}).get("steps") or []:
+        name = (s.get("spec") or {}).get("name")
+        if s.get("technique") in MEMORY_BOUND_TECHNIQUES and s.get("estimated_bytes") and name:
+            found[str(name)] = int(s["estimated_bytes"])
+    return found
 
 
 def memory_bound_bytes(plan: dict[str, Any] | None) -> int | None:
@@ -64,6 +76,14 @@ class ProblemOutcome:
     # this GPU at the start of the run (a device-to-device copy).
     plan_bytes: int | None = None
     bandwidth_fraction: float | None = None
+    # Any delivered plan: its memory-bound steps' estimated bytes (memory_bound_step_bytes), the
+    # GPU microseconds of each of our kernels in a forward (the Verifier's profile, verdict
+    # own_kernel_us), and from both the memory-bound kernels' achieved fraction of the DRAM
+    # bandwidth (metrics.set_bandwidth_fractions): issue 22's ">= 80%" target, whatever the
+    # library calls around them take.
+    kernel_bytes: dict[str, int] = field(default_factory=dict)
+    kernel_us: dict[str, float] = field(default_factory=dict)
+    kernel_bandwidth_fraction: float | None = None
     device: str | None = None  # GPU name the Verifier reported
     gpu: int | None = None  # GPU index it was measured on (None: the default device)
     cuda_visible_devices: str | None = None  # as the measuring processes saw it
@@ -140,7 +160,9 @@ class ProblemOutcome:
         if steps:
             self.plan_steps = steps
             self.plan_bytes = memory_bound_bytes(result.plan)
+            self.kernel_bytes = memory_bound_step_bytes(result.plan)
         verdict = result.verdict or {}
+        self.kernel_us = dict(verdict.get("own_kernel_us") or {})
         self.status = verdict.get(
             "status", "failed" if result.status != "succeeded" else "could_not_verify")
         self.reasons = [r.get("code", "?") for r in verdict.get("reasons", [])]
@@ -200,6 +222,7 @@ class ProblemOutcome:
         # The original is delivered: ours is the eager time, the baselines those the record
         # verification measured (whatever its verdict on the variant it checked).
         self.delivered, self.status, self.reasons = "original", "kept", []
+        self.kernel_bytes, self.kernel_us = {}, {}  # they were the recorded variant's
         self.reason_details = []  # they were about the variant verified for the record
         eager, compiled = timings.get("eager_ms") or {}, timings.get("compiled_ms") or {}
         fp32 = timings.get("eager_fp32_ms") or {}

@@ -131,7 +131,7 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
             f"{_ms(o.candidate_ms, o.candidate_spread_ms)} | {_fmt(o.speedup_vs_eager, '.2f')} | "
             f"{_fmt(o.speedup_vs_compiled, '.2f')} | "
             + (f"{_fmt(o.speedup_vs_eager_fp32, '.2f')} | {_error(o)} | " if precision else "")
-            + f"{_fmt(o.bandwidth_fraction, '.0%')} | "
+            + f"{_fmt(o.bandwidth_fraction if o.bandwidth_fraction is not None else o.kernel_bandwidth_fraction, '.0%')} | "
             f"{_fmt(o.roofline_fraction, '.0%')} | "
             f"{_cell(' + '.join(o.plan_steps))} | {_fmt(o.prepare_s, '.1f')} | "
             f"{_fmt(o.measure_s, '.1f')} |"
@@ -172,6 +172,13 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
             f"accepted): mean {_fmt(summary['mean_bandwidth_fraction'], '.0%')}, lowest "
             f"{_fmt(summary['min_bandwidth_fraction'], '.0%')} of the measured bandwidth "
             "(the plan's estimated bytes / our median time)")
+    if summary.get("kernel_bandwidth_problems"):
+        lines.append(
+            f"- DRAM bandwidth of our memory-bound kernels (delivered programs moving >= 100 MiB "
+            f"through them, {summary['kernel_bandwidth_problems']} problems): median "
+            f"{_fmt(summary['median_kernel_bandwidth_fraction'], '.0%')}; at >= 80%: "
+            f"{summary['kernel_bandwidth_at_target']} (their steps' estimated bytes / their "
+            "kernels' GPU time in the Verifier's profile)")
     if published:
         lines.append(
             f"- KernelBench's published H100 times ({published['problems']} problems; "
