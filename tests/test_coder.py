@@ -332,6 +332,35 @@ def test_a_dense_block_keeps_its_pooling_and_concatenation_channels_last(tmp_pat
     assert len(backs) == 1 and "v_conv2d_2" in backs[0]  # the output's, only
 
 
+def test_a_concatenation_into_the_output_reads_nchw_copies_of_channels_last_convolutions(tmp_path):
+    """A fire module (level3/17): two channels-last convolutions concatenated into the program's
+    output, which stays NCHW.  The cat kernel walks its output's order, so reading NHWC inputs
+    it would gather each at a stride of C values (its channels-last program ran 5x slower than
+    the NCHW one); the conv outputs are copied back to NCHW first, once each."""
+    path = tmp_path / "fire.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.squeeze = nn.Conv2d(3, 8, 1)
+                self.e1 = nn.Conv2d(8, 16, 1)
+                self.e3 = nn.Conv2d(8, 16, 3, padding=1)
+            def forward(self, x):
+                s = torch.relu(self.squeeze(x))
+                return torch.cat([torch.relu(self.e1(s)), torch.relu(self.e3(s))], 1)
+        def get_inputs():
+            return [torch.randn(2, 3, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    backs = [line for line in candidate.source.splitlines() if ", False)" in line and "ks_layout_swap" in line]
+    assert len(backs) == 2 and all("conv2d_1" in b or "conv2d_2" in b for b in backs)
+    # the squeeze's ReLU still stays NHWC for the two expand convolutions
+    assert "NHWC once for its 2 convolutions" in candidate.source
+
+
 def test_one_nhwc_copy_serves_every_convolution_of_a_tensor(tmp_path):
     """Three channels-last convolutions of the NCHW input (an Inception module's branches) share
     one NHWC copy of it instead of making three."""
