@@ -37,6 +37,22 @@ def test_fused_segments_match_torch(ext, n, cx, cy, cz, hw):
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("n, cx, cy, cz, hw", [(2, 3, 40, 33, (7, 9)), (1, 64, 64, 32, (28, 28)),
+                                               (2, 70, 1, 5, (1, 65)), (2, 5, 6, 7, (3, 4, 5))])
+def test_channels_last_inputs_into_a_contiguous_output_take_the_transposing_kernel(ext, n, cx, cy, cz, hw):
+    """A fire / inception module's last cat: NHWC (NDHWC) inputs, a per-channel bias, the output
+    contiguous.  The tiled kernel reads along the channels and writes along the positions; odd
+    channel counts (tiles of 32 cut inside a segment), positions not a multiple of its 64, a
+    one-channel segment and 5-D tensors against torch.cat."""
+    fmt = torch.channels_last if len(hw) == 2 else torch.channels_last_3d
+    x, y, z = (torch.randn(n, c, *hw, device="cuda").contiguous(memory_format=fmt) for c in (cx, cy, cz))
+    b = torch.randn(cx, *([1] * len(hw)), device="cuda")
+    want = torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1)
+    got = ext.cat_fused(x, b, y, z)
+    assert got.is_contiguous() and got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("n, cx, cy, cz, hw", [(2, 3, 5, 1, (7, 9)), (1, 64, 64, 32, (28, 28))])
 def test_a_cat_kept_channels_last_returns_channels_last(ext, n, cx, cy, cz, hw):
     """keep_channels_last: channels-last inputs (a per-channel bias aside) concatenate along their

@@ -86,12 +86,9 @@ class ChannelsLastReaders:
             if step.technique == "library_call" and step.channels_last and self.plan.host.channels_last:
                 return bool(step.inputs) and step.inputs[0] == name  # its NHWC input as it is
             if spec.get("type") == "cat":  # rows of channels, when every input stays NHWC
-                # and so does the output: the kernel walks the output's order, so into an NCHW
-                # output it gathers each NHWC input at a stride of C values (level3/17's final
-                # cat: its channels-last program took 33.7 ms against 6.8 NCHW); the inputs are
-                # then copied to NCHW once, a coalesced pass
-                return (nhwc is not None and self.cat_inputs_channels_last(step, nhwc)
-                        and bool(step.outputs) and step.outputs[0] in nhwc)
+                # (into an NCHW output, a fire or inception module's last cat, through its tiled
+                # transposing kernel: the output-order walk gathered the inputs at a stride of C)
+                return nhwc is not None and self.cat_inputs_channels_last(step, nhwc)
             return step.technique == "fused_elementwise" and name in step.inputs
 
         # users the program never computes (a node a step's rewrite absorbed, as level2/25's

@@ -5,6 +5,9 @@ One grid-stride pass over the output seen as [outer, D, inner]: each element fin
 along D (bisection over the run-time offsets), computes the segment's
 value from that segment's operands at the segment's own index (read through run-time
 descriptors, so broadcast operands such as a per-channel bias cost no copy), and stores it.
+Channels-last inputs concatenated along the channels into a contiguous output take a tiled
+kernel instead, read along the channels and written along the positions (kernel.cu's
+`_tr_kernel`): the output-order walk would read them at a stride of C values.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
     owner = _check(spec)
     nin, nseg = len(spec.inputs), len(spec.segments)
     out_t = CUDA_TYPE[spec.out_dtype]
-    fns, cases = [], []
+    fns, cases, tr_cases = [], [], []
     for k, seg in enumerate(spec.segments):
         names = tuple(spec.inputs[i].name for i in seg.inputs)
         fn = compile_ops(f"{name}_s{k}", names, seg.ops, (seg.out,))
@@ -62,6 +65,15 @@ def emit_cat(spec: CatSpec) -> KernelSource:
             f"{_INDENT}    const int64_t j = (o * (g.off[{k + 1}] - g.off[{k}]) + (d - g.off[{k}])) * g.inner + c;",
             f"{_INDENT}    {loads}",
             f"{_INDENT}    for (int v = 0; v < VEC; ++v) {name}_s{k}({args});",
+            f"{_INDENT}    break;",
+            f"{_INDENT}  }}"]))
+        # the transposing kernel: one value a thread, the same index of the segment's operands
+        one = " ".join(f"float a{i}[1]; ks_load<1>(p{i}, d{i}, j, a{i});" for i in seg.inputs)
+        tr_cases.append("\n".join([
+            f"{_INDENT}  case {k}: {{",
+            f"{_INDENT}    const int64_t j = (o * (g.off[{k + 1}] - g.off[{k}]) + (d - g.off[{k}])) * g.inner + c;",
+            f"{_INDENT}    {one}",
+            f"{_INDENT}    {name}_s{k}({', '.join([f'a{i}[0]' for i in seg.inputs] + ['r'])});",
             f"{_INDENT}    break;",
             f"{_INDENT}  }}"]))
     # the segment holding d: the last k with off[k] <= d (an empty segment is never chosen: the
@@ -76,15 +88,18 @@ def emit_cat(spec: CatSpec) -> KernelSource:
         *cases,
         f"{_INDENT}  default: break;",
         f"{_INDENT}}}"])
+    tr_segments = "\n".join([f"{_INDENT}switch (lo) {{", *tr_cases, f"{_INDENT}  default: break;",
+                              f"{_INDENT}}}"])
     params = operand_params(spec.inputs)
     launch_args = operand_args(spec.inputs)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, int64_t outer, "
-                    "int64_t D, int64_t inner, const int64_t* offsets, int vec, cudaStream_t stream)")
+                    "int64_t D, int64_t inner, const int64_t* offsets, int vec, bool transpose, "
+                    "cudaStream_t stream)")
     # 4 outputs a thread (16-byte loads and stores) only in float32: ks_ld_vec packs 16 bytes
     vec4 = int(spec.out_dtype == "float32" and all(t.dtype in ("float32", "bool") for t in spec.inputs))
     cuda = render(
         "cat/kernel.cu", name=name, nseg=nseg, nseg_plus_one=nseg + 1, segment_fns="\n".join(fns),
-        params=params, out_t=out_t, segments=segments, launcher_sig=launcher_sig,
+        params=params, out_t=out_t, segments=segments, tr_segments=tr_segments, launcher_sig=launcher_sig,
         launch_args=launch_args, vec4=vec4,
     )
     segment_shapes = ", ".join(
@@ -99,7 +114,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
         keep_layout=keep_layout, keep_dim="\n  if (cat_cl) dim = rank - 1;  // the channels, last in the views" if keep else "",
         ret="(cat_cl ? out.movedim(-1, 1) : out)" if keep else "out",
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks=input_checks(name, spec.inputs), vec4=vec4,
+        checks=input_checks(name, spec.inputs), vec4=vec4, kept=int(keep),
         segment_shapes=segment_shapes, out_dtype=TORCH_DTYPE[spec.out_dtype],
         in_refs=", ".join(f"&in_{k}" for k in range(nin)),
         in_shapes=", ".join(f"c10::IntArrayRef(seg[{owner[k]}])" for k in range(nin)),

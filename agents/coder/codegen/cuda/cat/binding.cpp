@@ -33,11 +33,15 @@ at::Tensor {{name}}({{cparams}}) {
   // (inner a multiple of 4, or inner 1 and every segment 4k wide) and the operands allow it
   bool runs4 = {{vec4}} && (inner % 4 == 0 || inner == 1) && ks_aligned16(out.data_ptr());
   for (size_t k = 0; runs4 && inner == 1 && k < seg.size(); ++k) runs4 = seg[k][dim] % 4 == 0;
+  // channels-last inputs (or constant along the spatial dims) into this contiguous output along
+  // the channels: the tiled transposing kernel (a kept channels-last cat runs on permuted views
+  // instead, above)
+  const bool transpose = !{{kept}} && dim == 1 && inner > 1 && ks_inputs_channels_last({{{in_refs}}}, rank);
   KsOperand descs[{{nin}}];
-  const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, runs4 ? 4 : 1, descs);
+  const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, runs4 && !transpose ? 4 : 1, descs);
   const void* ins[{{nin}}] = {{{in_ptrs}}};
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
-  {{name}}_launch(ins, descs, out.data_ptr(), outer, shape[dim], inner, offsets, vec, stream);
+  {{name}}_launch(ins, descs, out.data_ptr(), outer, shape[dim], inner, offsets, vec, transpose, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {{ret}};
 }
