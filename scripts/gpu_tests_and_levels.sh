@@ -5,7 +5,9 @@
 # problem only for the same compiler sources): give SRC=tarball (`git archive TAG agents
 # kernelstitch profiler server pyproject.toml scripts`) to run a tagged commit from any checkout.
 #   OUT=$OUT LEVELS="2" [TESTS="tests/... -k expr"] [SRC=levelsrc.tar] [LIMIT=585] \
-#     [KS_TIME_LIMIT=240] [BENCH_ARGS="--only a,b"] bash scripts/gpu_tests_and_levels.sh
+#     [KS_TIME_LIMIT=240] [BENCH_ARGS="--rerun"] [ONLY_FILE=bench/lists/x.txt] \
+#     bash scripts/gpu_tests_and_levels.sh
+# ONLY_FILE: one problem a line (level2/6_Conv3d_..., as --only takes them), the bench's --only.
 # With TESTS, GPU 0 runs those GPU tests and the bench gets the other GPUs.  Everything comes
 # back as one archive, calls.tgz (at most 8 files come back from a call); copy its runs.sqlite
 # to .kb/runs.sqlite here before the next call.
@@ -15,6 +17,8 @@ LIMIT=${LIMIT:-585}
 start=$SECONDS
 here=$PWD
 export MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
+only=()  # read here: SRC changes the folder
+if [ -n "${ONLY_FILE:-}" ]; then only=(--only "$(paste -sd, "$ONLY_FILE")"); fi
 if [ -n "${SRC:-}" ]; then  # the measured commit's sources, with this tree's problems and store
   mkdir -p /tmp/lv && tar -xf "$SRC" -C /tmp/lv && ln -sfn "$here/.kb" /tmp/lv/.kb && cd /tmp/lv || exit 2
 fi
@@ -33,7 +37,7 @@ if [ -n "${TESTS:-}" ]; then
 fi
 # shellcheck disable=SC2086  # LEVELS and BENCH_ARGS are lists
 KS_TIME_LIMIT=${KS_TIME_LIMIT:-240} OUT="$OUT/c" bash scripts/device_bench.sh $((LIMIT - (SECONDS - start))) \
-  .kb/kernelbench --levels $LEVELS --jobs "$jobs" --timing-budget 1 ${BENCH_ARGS:-}
+  .kb/kernelbench --levels $LEVELS --jobs "$jobs" --timing-budget 1 "${only[@]}" ${BENCH_ARGS:-}
 wait
 rm -f "$OUT"/c/bench/*.png
 git -C "$here" rev-parse HEAD >"$OUT/c/tree_head.txt" 2>/dev/null
