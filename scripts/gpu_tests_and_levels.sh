@@ -37,7 +37,7 @@ if [ -n "${TESTS:-}" ]; then
 fi
 # shellcheck disable=SC2086  # LEVELS and BENCH_ARGS are lists
 KS_TIME_LIMIT=${KS_TIME_LIMIT:-240} OUT="$OUT/c" bash scripts/device_bench.sh $((LIMIT - (SECONDS - start))) \
-  .kb/kernelbench --levels $LEVELS --jobs "$jobs" --timing-budget 1 "${only[@]}" ${BENCH_ARGS:-}
+  .kb/kernelbench --levels $LEVELS --jobs "$jobs" --timing-budget 1 ${only[@]+"${only[@]}"} ${BENCH_ARGS:-}
 wait
 rm -f "$OUT"/c/bench/*.png
 git -C "$here" rev-parse HEAD >"$OUT/c/tree_head.txt" 2>/dev/null

@@ -473,6 +473,31 @@ def test_the_check_under_the_timing_settings_is_required_when_timed_but_not_unde
     assert verdict.status == "accepted", verdict.reasons  # timed in strict fp32: nothing to add
 
 
+def test_own_kernels_that_change_under_the_timing_settings_are_rejected():
+    """Under PyTorch's defaults an original with convolutions gives the check TF32's bound; a
+    program switching its own kernels only then (an fp32 GEMM to a TF32 one) is rejected, while
+    the same kernels in both profiles pass (cuDNN kernels, in neither list, may differ)."""
+    def call(i, own, library=()):
+        return {"index": i, "kernels": [*own, *library, "sm90_xmma_fprop_cudnn"],
+                "own_kernels": list(own), "library_calls": list(library), "streams": [7],
+                "ops": [["aten::empty_like", []]]}
+
+    same = [call(0, ["gemm_fp32"]), call(1, ["gemm_fp32"]), call(2, ["gemm_fp32"]), call(3, ["gemm_fp32"])]
+    main = _main_result()
+    main.result["profile"] = {"calls": same}
+    verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
+    assert verdict.status == "accepted", verdict.reasons
+    switched = same[:2] + [call(2, ["gemm_tf32"]), call(3, ["gemm_tf32"])]
+    main.result["profile"] = {"calls": switched}
+    verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
+    assert verdict.codes() == ["behaviour_changes_when_timed"]
+    assert "gemm_tf32" in verdict.reasons[0].message
+    library = same[:2] + [call(2, ["gemm_fp32"], ["cublasLt_tf32_gemm"]), call(3, ["gemm_fp32"])]
+    main.result["profile"] = {"calls": library}
+    verdict = _assemble(reference=_ref_result(), main=main, variants=_variants_result())
+    assert verdict.codes() == ["behaviour_changes_when_timed"]
+
+
 def test_missing_profile_is_never_accepted():
     verdict = _assemble(reference=_ref_result(), main=_main_result(profile=False),
                         variants=_variants_result())

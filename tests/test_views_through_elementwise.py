@@ -180,3 +180,78 @@ def test_a_value_the_view_reads_its_sizes_from_stays_before_the_view():
     assert {e.node.name for e in moved} == {"x_as_v", "v"}  # relu re-made after the view
     kept, _, _ = _views_through_elementwise(_graph("y"))
     assert kept == []  # y has two readers (the view, its sym_size): it stays, nothing moves
+
+
+# A review's cases (2026-11-28): each made the first form of the rewrite crash or compute wrong.
+STALE_CACHE = HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.depth = nn.Parameter(torch.randn(1, 1, 3, 1))
+
+    def forward(self, x):
+        a = x * self.depth  # varies inside the merged dims: cannot follow the reshape
+        y = a + x
+        return y.reshape(x.shape[0], 4, -1).sum(-1)
+
+def get_inputs():
+    return [torch.randn(5, 4, 3, 7)]
+
+def get_init_inputs():
+    return []
+'''
+
+SLICE = HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        y = x[..., :7]  # a non-contiguous view: the original views z, a fresh contiguous value
+        z = torch.relu(y) * 2.0 + y
+        return torch.softmax(z.view(x.shape[0], 6, -1), dim=-1)
+
+def get_inputs():
+    return [torch.randn(3, 6, 5, 9)]
+
+def get_init_inputs():
+    return []
+'''
+
+LITERAL_BATCH = HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(1, 6, 1))
+
+    def forward(self, x):
+        return (x * self.w).view(4, 6, -1).sum(-1)  # 4: the example batch, not the batch
+
+def get_inputs():
+    return [torch.randn(4, 6, 4)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("text", [STALE_CACHE, SLICE], ids=["stale-cache", "slice"])
+def test_operands_that_cannot_follow_and_non_contiguous_values_stay_correct(tmp_path, text):
+    _generate(tmp_path, text)  # plans, codes and matches the reference (interpreted kernels)
+
+
+def test_a_literal_size_equal_to_the_example_batch_pins_the_batch_or_is_not_grouped(tmp_path):
+    """`view(4, 6, -1)` of a batch whose example is 4: export pins the batch to 4 (the candidate
+    takes only that batch, and there the rewrite is exact); where sizes stay symbolic, a group is
+    kept only if its sizes multiply alike for any symbol values."""
+    from kernelstitch.agents.plan.graph import TensorMeta
+    from kernelstitch.agents.planner.rewrites import _symbolic_groups
+
+    candidate = _generate(tmp_path, LITERAL_BATCH)
+    assert any("export fixed the batch size" in n for n in candidate.plan.notes)
+    swapped = _symbolic_groups(TensorMeta(("s77", 6, 4), (4, 6, 4), "float32"),
+                               TensorMeta((4, 6, "s77"), (4, 6, 4), "float32"))
+    assert swapped is None  # the examples group [0]-[0], the symbols do not
+    merged = _symbolic_groups(
+        TensorMeta(("s77", 64, "2*((s53//2))", "2*((s0//2))", "2*((s92//2))"), (32, 64, 32, 64, 64), "float32"),
+        TensorMeta(("s77", 64, "8*((s0//2))*((s53//2))*((s92//2))"), (32, 64, 131072), "float32"))
+    assert [(list(a), list(b)) for a, b in merged] == [([0], [0]), ([1], [1]), ([2, 3, 4], [2])]
+    assert _symbolic_groups(TensorMeta(("Max(1, s0)", 6), (3, 6), "float32"),
+                            TensorMeta(("Max(1, s0)", 6), (3, 6), "float32")) is None  # not plain arithmetic

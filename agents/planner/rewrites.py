@@ -118,6 +118,7 @@ replacing or preceding captured ones); the plan records them so the coder sees t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -1202,6 +1203,9 @@ def _recompute_prologue(graph: Graph):
 _RESHAPES = frozenset({"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
                        "aten.flatten.using_ints", "aten.unflatten.int"})
 _MAX_MOVED = 8  # elementwise nodes moved across one view
+# the reshaping form of each view op (flatten and unflatten already copy where they must)
+_AS_RESHAPE = {"aten.view.default": "aten.reshape.default",
+               "aten._unsafe_view.default": "aten.reshape.default"}
 
 
 def _dim_groups(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[range, range]] | None:
@@ -1227,6 +1231,42 @@ def _dim_groups(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[range,
                 pn, k = pn * new[k], k + 1
         groups.append((range(i0, i), range(k0, k)))
     return groups if k == len(new) else None
+
+
+def _symbolic_groups(old: TensorMeta, new: TensorMeta) -> list[tuple[range, range]] | None:
+    """`_dim_groups` of the example sizes, kept only where every group's sizes multiply to the
+    same value for any input sizes: the symbolic sizes (``s77``, ``2*((s53//2))``) evaluated at
+    several assignments of their symbols.  A literal size that equals an example size (``view(4,
+    6, -1)`` of a batch whose example is 4) groups the example but not another batch."""
+    groups = _dim_groups(tuple(old.example_shape), tuple(new.example_shape))
+    if groups is None:
+        return None
+    sizes = [*old.shape, *new.shape]
+    symbols = sorted({m for v in sizes if isinstance(v, str) for m in re.findall(r"\b[a-z]\d+\b", v)})
+    for seed in range(4):
+        values = {name: 2 + (7 * k + 3 * seed + seed * seed) % 29 for k, name in enumerate(symbols)}
+        for olds, news in groups:
+            a = _product([old.shape[d] for d in olds], values)
+            b = _product([new.shape[d] for d in news], values)
+            if a is None or a != b:
+                return None
+    return groups
+
+
+def _product(sizes: list[int | str], values: dict[str, int]) -> int | None:
+    """The product of `sizes` with the symbols at `values` (None: a size it cannot evaluate)."""
+    total = 1
+    for size in sizes:
+        if isinstance(size, int):
+            total *= size
+            continue
+        if not re.fullmatch(r"[a-z0-9_*+\-/() ]+", size):
+            return None
+        try:
+            total *= int(eval(size, {"__builtins__": {}}, dict(values)))  # noqa: S307 - arithmetic over sizes
+        except Exception:  # noqa: BLE001 - not arithmetic over the symbols
+            return None
+    return total
 
 
 def _regrouped_operand(meta: TensorMeta, full: TensorMeta, groups: list[tuple[range, range]],
@@ -1302,7 +1342,7 @@ def _hoist(graph: Graph, users, view: Node) -> list[Node] | None:
     full = top.meta
     if full is None or not _movable(graph, top, full) or users.get(top.name) != [view.name]:
         return None
-    groups = _dim_groups(tuple(full.example_shape), tuple(view.meta.example_shape))
+    groups = _symbolic_groups(full, view.meta)
     if groups is None:
         return None
     mover = _ViewMover(graph, users, view)
@@ -1314,13 +1354,15 @@ def _hoist(graph: Graph, users, view: Node) -> list[Node] | None:
 
     def remade(name: str, last: bool) -> NodeRef | None:
         """`name` re-made on the reshaped value (None: an operand cannot be reshaped)."""
-        node, mark = graph.node(name), len(mover.new)
+        node, mark, known = graph.node(name), len(mover.new), set(made)
         args = []
         for k, a in enumerate(node.args):
             ref = viewed(a.node) if is_full(a) else \
                 mover.operand(a, full, groups, view.meta, f"{name}_a{k}_as_{view.name}")
             if ref is None and a is not None:
-                del mover.new[mark:]
+                del mover.new[mark:]  # and what the cache says of the nodes just dropped
+                for stale in set(made) - known:
+                    del made[stale]
                 return None
             args.append(ref)
         return mover.remade(node, tuple(args), view.meta, view.name if last else f"{name}_as_{view.name}")
@@ -1335,8 +1377,11 @@ def _hoist(graph: Graph, users, view: Node) -> list[Node] | None:
             if len(made) < _MAX_MOVED and _movable(graph, node, full) and len(users.get(name, [])) == 1:
                 ref = remade(name, False)
             if ref is None:
+                # a reshape: the value may be a non-contiguous view (a slice) where the original
+                # viewed the contiguous result of an op (a view of it could not be taken)
                 label = f"{name}_as_{view.name}"
-                mover.new.append(Node(label, view.op, (NodeRef(name),) + tuple(view.args[1:]),
+                op = _AS_RESHAPE.get(view.op, view.op)
+                mover.new.append(Node(label, op, (NodeRef(name),) + tuple(view.args[1:]),
                                       dict(view.kwargs), (TensorMeta(view.meta.shape,
                                                                      view.meta.example_shape,
                                                                      node.meta.dtype),),
@@ -1354,7 +1399,7 @@ def _sink(graph: Graph, users, view: Node, reduced: Node) -> list[Node] | None:
     inner = reduced.meta
     if view.meta is None or inner is None:
         return None
-    groups = _dim_groups(tuple(view.meta.example_shape), tuple(inner.example_shape))
+    groups = _symbolic_groups(view.meta, inner)
     if groups is None:
         return None
     mover = _ViewMover(graph, users, view)

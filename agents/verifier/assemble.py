@@ -127,6 +127,7 @@ def _profile_checks(b: _Builder, result: dict[str, Any], reference_ops: list[str
             b.reject("no_custom_kernel", f"profiled call {call['index']} ran none of the "
                      "candidate's own GPU kernels and called no library itself (outside "
                      f"PyTorch's ops) (kernels seen: {seen})")
+    _same_kernels_when_timed(b, calls)
     profiles = [CallProfile(c["index"], c.get("kernels", []), c.get("streams", []),
                             [(op, tuple(anc)) for op, anc in c.get("ops", [])]) for c in calls]
     # Only a declaration the static report honoured (the built-in coder's own, bound to this
@@ -141,6 +142,27 @@ def _profile_checks(b: _Builder, result: dict[str, Any], reference_ops: list[str
                  f"uses, or ops computing the same: {', '.join(reused)} (only the built-in "
                  "coder's own bound KERNELSTITCH_TORCH_OPS, or the ops its caller allows, "
                  f"excuse a PyTorch call{allowed})", ops=reused)
+
+
+def _same_kernels_when_timed(b: _Builder, calls: list[dict[str, Any]]) -> None:
+    """The calls profiled under the timing settings (after the strict ones) must run the same
+    kernels of the candidate's own and the same libraries it launches itself: the check under
+    those settings allows TF32's error wherever the original has convolutions (cuDNN's kernel,
+    TF32 or not, is the layout's and shape's choice), and a program must not use that room to
+    switch its own work (an fp32 GEMM to a TF32 one) only while timed.  cuDNN kernels PyTorch's
+    ops launch may differ (they are in neither list)."""
+    strict, timed = calls[:PROFILED_CALLS], calls[PROFILED_CALLS:]
+    if not strict or not timed:
+        return
+    for key, what in (("own_kernels", "kernels of its own"),
+                      ("library_calls", "library kernels it launches itself")):
+        before = set().union(*(set(c.get(key, [])) for c in strict))
+        after = set().union(*(set(c.get(key, [])) for c in timed))
+        if before != after:
+            changed = sorted(after - before) + sorted(before - after)
+            b.reject("behaviour_changes_when_timed", f"under the timing settings (PyTorch's "
+                     f"defaults) the candidate runs other {what} than in strict fp32: "
+                     f"{', '.join(k[:80] for k in changed[:4])}")
 
 
 def _unaccounted_work(b: _Builder, main_timing: dict[str, Any] | None) -> bool:
