@@ -351,3 +351,6 @@ def test_memory_bound_kernels_bandwidth_from_plan_bytes_and_profiled_kernel_time
     assert [o.kernel_bandwidth_fraction is not None for o in outcomes] == [True, True, False]
     summary = summarise(outcomes)
     assert summary["kernel_bandwidth_problems"] == 2 and summary["kernel_bandwidth_at_target"] == 1
+    markdown = render_markdown(outcomes, summary, {}, "cmd")
+    assert "| k 143% |" in markdown  # the kernels' fraction, marked as such
+    assert "DRAM bandwidth of our memory-bound kernels" in markdown and "at >= 80%: 1" in markdown

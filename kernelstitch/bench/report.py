@@ -131,7 +131,7 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
             f"{_ms(o.candidate_ms, o.candidate_spread_ms)} | {_fmt(o.speedup_vs_eager, '.2f')} | "
             f"{_fmt(o.speedup_vs_compiled, '.2f')} | "
             + (f"{_fmt(o.speedup_vs_eager_fp32, '.2f')} | {_error(o)} | " if precision else "")
-            + f"{_fmt(o.bandwidth_fraction if o.bandwidth_fraction is not None else o.kernel_bandwidth_fraction, '.0%')} | "
+            + f"{_bandwidth_cell(o)} | "
             f"{_fmt(o.roofline_fraction, '.0%')} | "
             f"{_cell(' + '.join(o.plan_steps))} | {_fmt(o.prepare_s, '.1f')} | "
             f"{_fmt(o.measure_s, '.1f')} |"
@@ -270,6 +270,16 @@ def _published_agreement(published: dict[str, Any]) -> str:
         return "near 1: this machine times like theirs"
     return ("far from 1: this machine or its settings time eager differently from theirs, so "
             "speed-ups here and theirs do not compare")
+
+
+def _bandwidth_cell(o: ProblemOutcome) -> str:
+    """The plan's bandwidth fraction (all of it memory-bound), else its memory-bound kernels'
+    marked `k` (library calls around them left out)."""
+    if o.bandwidth_fraction is not None:
+        return _fmt(o.bandwidth_fraction, ".0%")
+    if o.kernel_bandwidth_fraction is not None:
+        return f"k {_fmt(o.kernel_bandwidth_fraction, '.0%')}"
+    return "-"
 
 
 def _bandwidth_lines(env: dict[str, Any]) -> list[str]:
