@@ -53,6 +53,9 @@ def test_honest_candidate_is_accepted_with_timings():
     assert t is not None and t.candidate_ms.n >= 15 and t.eager_ms.n >= 30
     assert t.candidate_ms.median > 0 and t.speedup_vs_eager > 0
     assert any(c.name.startswith("profile:") and c.passed for c in verdict.checks)
+    # the candidate's own kernel and its GPU time a forward (the bench's bandwidth fractions)
+    assert verdict.own_kernel_us and all(us > 0 for us in verdict.own_kernel_us.values())
+    assert any("scale_relu" in name for name in verdict.own_kernel_us), verdict.own_kernel_us
 
 
 def test_honest_joined_side_stream_is_accepted():
