@@ -48,9 +48,11 @@ def test_channels_last_inputs_into_a_contiguous_output_take_the_transposing_kern
     x, y, z = (torch.randn(n, c, *hw, device="cuda").contiguous(memory_format=fmt) for c in (cx, cy, cz))
     b = torch.randn(cx, *([1] * len(hw)), device="cuda")
     want = torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1)
-    got = ext.cat_fused(x, b, y, z)
+    got = ext.cat_fused_tr(x, b, y, z)
     assert got.is_contiguous() and got.shape == want.shape
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    # a contiguous input among them: the output-order kernel, the same result
+    torch.testing.assert_close(ext.cat_fused_tr(x.contiguous(), b, y, z), want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("n, cx, cy, cz, hw", [(2, 3, 5, 1, (7, 9)), (1, 64, 64, 32, (28, 28))])

@@ -305,6 +305,12 @@ def cat_specs() -> list[CatSpec]:
             CatSegment((0, 1), (E("add", ("x", "b"), "t"), E("relu", ("t",), "u")), "u"),
             CatSegment((2,), (), "y"),
             CatSegment((3,), (E("sigmoid", ("z",), "s"),), "s")), 1, "float32", keep_channels_last=True),
+        # NHWC inputs into a contiguous result (agents/coder/layout.py's transposing_cats): the
+        # tiled transposing kernel
+        CatSpec("cat_fused_tr", (x, b, y, z), (
+            CatSegment((0, 1), (E("add", ("x", "b"), "t"), E("relu", ("t",), "u")), "u"),
+            CatSegment((2,), (), "y"),
+            CatSegment((3,), (E("sigmoid", ("z",), "s"),), "s")), 1, "float32", channels_last_inputs=True),
     ]
 
 

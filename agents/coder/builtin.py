@@ -68,12 +68,15 @@ def code_builtin(plan: Plan, reference_path: str | Path, output_path: str | Path
     kernels: dict[str, KernelSource] = {}
     layout = ChannelsLastReaders(plan, full_graph)
     kept = layout.kept_steps()  # elementwise / pooling / cat steps whose output stays NHWC
+    transposing = layout.transposing_cats()  # cats of NHWC inputs into an NCHW output
     for step in plan.steps:
         if step.is_kernel:
             try:
                 spec = step.kernel_spec()
                 if step.id in kept:
                     spec = replace(spec, keep_channels_last=True)
+                elif step.id in transposing:
+                    spec = replace(spec, channels_last_inputs=True)
                 kernels[step.id] = emit(spec, step.reduction_knobs)
             except (PlanError, ValueError, KeyError) as exc:
                 raise CoderError(f"step {step.id} ({step.description}): {exc}") from exc

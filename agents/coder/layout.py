@@ -158,6 +158,14 @@ class ChannelsLastReaders:
         nhwc = self.channels_last_tensors()
         return {s.id for s in self.plan.steps if not self.is_conv(s) and s.outputs and s.outputs[0] in nhwc}
 
+    def transposing_cats(self) -> set[str]:
+        """Ids of the concatenation steps whose inputs stay NHWC but whose output does not (the
+        coder asks for their tiled transposing kernel: kernel.cu's `_tr_kernel`)."""
+        nhwc = self.channels_last_tensors()
+        return {s.id for s in self.plan.steps
+                if (s.spec or {}).get("type") == "cat" and s.outputs and s.outputs[0] not in nhwc
+                and self.cat_inputs_channels_last(s, nhwc)}
+
     def is_conv(self, step) -> bool:
         return bool(self.plan.host.channels_last and step.channels_last)
 

@@ -249,6 +249,10 @@ class CatSpec:
     # The coder keeps the result channels-last when every input is (agents/coder/layout.py):
     # a concatenation along the channels of NHWC inputs is one along their last memory dim.
     keep_channels_last: bool = False
+    # Inputs NHWC but the result not kept so (a fire module's last cat into the program's NCHW
+    # output): the coder asks for the tiled transposing kernel (cuda/cat/kernel.cu), compiled
+    # only then (a DenseNet's cats have up to 48 segments each).
+    channels_last_inputs: bool = False
 
 
 PoolKind = Literal["max", "avg", "adaptive_avg"]
@@ -452,7 +456,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "segments": [{"inputs": list(g.inputs), "ops": [_op(o) for o in g.ops], "out": g.out}
                              for g in spec.segments],
                 "dim": spec.dim, "out_dtype": spec.out_dtype,
-                **({"keep_channels_last": True} if spec.keep_channels_last else {})}
+                **({"keep_channels_last": True} if spec.keep_channels_last else {}),
+                **({"channels_last_inputs": True} if spec.channels_last_inputs else {})}
     if isinstance(spec, ArgReduceSpec):
         return {"type": "arg_reduce", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "dim": spec.dim, "keepdim": spec.keepdim,
@@ -533,7 +538,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             segments=tuple(CatSegment(tuple(int(k) for k in g["inputs"]), tuple(_op_from(o) for o in g["ops"]),
                                       str(g["out"])) for g in data["segments"]),
             dim=int(data["dim"]), out_dtype=data["out_dtype"],
-            keep_channels_last=data.get("keep_channels_last") is True)
+            keep_channels_last=data.get("keep_channels_last") is True,
+            channels_last_inputs=data.get("channels_last_inputs") is True)
     if kind == "arg_reduce":
         return ArgReduceSpec(
             name=data["name"], kind=data["kind"], inputs=tuple(_arg_from(t) for t in data["inputs"]),

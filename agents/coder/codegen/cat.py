@@ -67,13 +67,27 @@ def emit_cat(spec: CatSpec) -> KernelSource:
             f"{_INDENT}    for (int v = 0; v < VEC; ++v) {name}_s{k}({args});",
             f"{_INDENT}    break;",
             f"{_INDENT}  }}"]))
-        # the transposing kernel: one value a thread, the same index of the segment's operands
-        one = " ".join(f"float a{i}[1]; ks_load<1>(p{i}, d{i}, j, a{i});" for i in seg.inputs)
+        # the transposing kernel: a thread's PER positions of its channel, every load issued
+        # first (a position past the block's end loads the last one and is not stored: clamped,
+        # not predicated), then the segment's chain into the tile
+        loads = " ".join(f"float a{i}[PER];" for i in seg.inputs)
+        one = " ".join(f"{{ float t[1]; ks_load<1>(p{i}, d{i}, j, t); a{i}[q] = t[0]; }}" for i in seg.inputs)
         tr_cases.append("\n".join([
             f"{_INDENT}  case {k}: {{",
-            f"{_INDENT}    const int64_t j = (o * (g.off[{k + 1}] - g.off[{k}]) + (d - g.off[{k}])) * g.inner + c;",
-            f"{_INDENT}    {one}",
-            f"{_INDENT}    {name}_s{k}({', '.join([f'a{i}[0]' for i in seg.inputs] + ['r'])});",
+            f"{_INDENT}    const int64_t first = (o * (g.off[{k + 1}] - g.off[{k}]) + (d - g.off[{k}])) * g.inner + s0;",
+            f"{_INDENT}    {loads}",
+            f"{_INDENT}#pragma unroll",
+            f"{_INDENT}    for (int q = 0; q < PER; ++q) {{",
+            f"{_INDENT}      const int sl = ty + 8 * q;",
+            f"{_INDENT}      const int64_t j = first + (sl < npos ? sl : npos - 1);",
+            f"{_INDENT}      {one}",
+            f"{_INDENT}    }}",
+            f"{_INDENT}#pragma unroll",
+            f"{_INDENT}    for (int q = 0; q < PER; ++q) {{",
+            f"{_INDENT}      const int sl = ty + 8 * q;",
+            f"{_INDENT}      if (sl < npos) {{ float r = 0.0f; "
+            f"{name}_s{k}({', '.join([f'a{i}[q]' for i in seg.inputs] + ['r'])}); tile[tx][sl] = r; }}",
+            f"{_INDENT}    }}",
             f"{_INDENT}    break;",
             f"{_INDENT}  }}"]))
     # the segment holding d: the last k with off[k] <= d (an empty segment is never chosen: the
@@ -100,6 +114,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
     cuda = render(
         "cat/kernel.cu", name=name, nseg=nseg, nseg_plus_one=nseg + 1, segment_fns="\n".join(fns),
         params=params, out_t=out_t, segments=segments, tr_segments=tr_segments, launcher_sig=launcher_sig,
+        transposing=int(spec.channels_last_inputs),
         launch_args=launch_args, vec4=vec4,
     )
     segment_shapes = ", ".join(
@@ -114,7 +129,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
         keep_layout=keep_layout, keep_dim="\n  if (cat_cl) dim = rank - 1;  // the channels, last in the views" if keep else "",
         ret="(cat_cl ? out.movedim(-1, 1) : out)" if keep else "out",
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(nin)),
-        checks=input_checks(name, spec.inputs), vec4=vec4, kept=int(keep),
+        checks=input_checks(name, spec.inputs), vec4=vec4, transposing=int(spec.channels_last_inputs),
         segment_shapes=segment_shapes, out_dtype=TORCH_DTYPE[spec.out_dtype],
         in_refs=", ".join(f"&in_{k}" for k in range(nin)),
         in_shapes=", ".join(f"c10::IntArrayRef(seg[{owner[k]}])" for k in range(nin)),

@@ -36,9 +36,10 @@ at::Tensor {{name}}({{cparams}}) {
   // channels-last inputs (or constant along the spatial dims) into this contiguous output along
   // the channels: the tiled transposing kernel (a kept channels-last cat runs on permuted views
   // instead, above)
+  // (a spec the coder marks channels_last_inputs: agents/coder/layout.py's transposing_cats)
   int64_t channel_tiles = 0;  // the transposing kernel's grid: y channel tiles, z the outer dim
   for (size_t k = 0; k < seg.size(); ++k) channel_tiles += ks_cdiv(seg[k][dim], 32);
-  const bool transpose = !{{kept}} && dim == 1 && inner > 1 && outer <= 65535 && channel_tiles <= 65535 &&
+  const bool transpose = {{transposing}} && dim == 1 && inner > 1 && outer <= 65535 && channel_tiles <= 65535 &&
                          ks_inputs_channels_last({{{in_refs}}}, rank);
   KsOperand descs[{{nin}}];
   const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, runs4 && !transpose ? 4 : 1, descs);

@@ -40,6 +40,7 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
 // positions of one sample: the values are read along the channels (one lane a channel:
 // coalesced in the NHWC inputs), computed (the segment's producer chain) into a shared tile, and
 // written along the positions (coalesced in the output) through the transposed tile.
+#if {{transposing}}
 template <int TILES>
 __global__ void __launch_bounds__(256) {{name}}_tr_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                            const __grid_constant__ {{name}}_geom g) {
@@ -53,14 +54,10 @@ __global__ void __launch_bounds__(256) {{name}}_tr_kernel({{params}}, {{out_t}}*
   }
   const int64_t dk0 = (t - g.toff[lo]) * 32, width = g.off[lo + 1] - g.off[lo];
   const int npos = (int)(g.inner - s0 < 32 * TILES ? g.inner - s0 : 32 * TILES);
+  constexpr int PER = 4 * TILES;  // positions a thread: 32 * TILES over the block's 8 rows
   if (dk0 + tx < width) {
     const int64_t d = g.off[lo] + dk0 + tx;  // the output channel, as the segment cases read it
-    for (int sl = ty; sl < npos; sl += 8) {
-      const int64_t c = s0 + sl;
-      float r = 0.0f;
 {{tr_segments}}
-      tile[tx][sl] = r;
-    }
   }
   __syncthreads();
   for (int cl = ty; cl < 32 && dk0 + cl < width; cl += 8) {
@@ -68,6 +65,7 @@ __global__ void __launch_bounds__(256) {{name}}_tr_kernel({{params}}, {{out_t}}*
     for (int sl = tx; sl < npos; sl += 32) row[sl] = ks_from_float<{{out_t}}>(tile[cl][sl]);
   }
 }
+#endif
 
 {{launcher_sig}} {
   if (outer <= 0 || D <= 0 || inner <= 0) return;
@@ -78,6 +76,7 @@ __global__ void __launch_bounds__(256) {{name}}_tr_kernel({{params}}, {{out_t}}*
   g.frow = ks_fastdiv_make(g.row);
   g.finner = ks_fastdiv_make(inner);
   for (int k = 0; k <= {{nseg}}; ++k) g.off[k] = offsets[k];
+#if {{transposing}}
   if (transpose) {  // channels-last inputs into the contiguous output (the binding checks dim 1)
     g.toff[0] = 0;
     for (int k = 0; k < {{nseg}}; ++k) g.toff[k + 1] = g.toff[k] + ks_cdiv(offsets[k + 1] - offsets[k], 32);
@@ -85,6 +84,8 @@ __global__ void __launch_bounds__(256) {{name}}_tr_kernel({{params}}, {{out_t}}*
     {{name}}_tr_kernel<2><<<grid, 256, 0, stream>>>({{launch_args}}, static_cast<{{out_t}}*>(out), g);
     return;
   }
+#endif
+  (void)transpose;
 #define KS_CAT_LAUNCH(V) do { \
     static const int per_sm = ks_blocks_per_sm({{name}}_kernel<V>, 256); \
     const int64_t blocks = ks_grid(per_sm, ks_cdiv(g.n / (V), 256)); \
