@@ -150,7 +150,9 @@ def _same_kernels_when_timed(b: _Builder, calls: list[dict[str, Any]]) -> None:
     those settings allows TF32's error wherever the original has convolutions (cuDNN's kernel,
     TF32 or not, is the layout's and shape's choice), and a program must not use that room to
     switch its own work (an fp32 GEMM to a TF32 one) only while timed.  cuDNN kernels PyTorch's
-    ops launch may differ (they are in neither list)."""
+    ops launch may differ (they are in neither list).  A CUDA-graph program captures again when
+    the settings change, its warm-up launching its cuBLASLt GEMMs directly; that happens in each
+    profile's throwaway first call (gpu_common.profile_calls), so both profiles see replays."""
     strict, timed = calls[:PROFILED_CALLS], calls[PROFILED_CALLS:]
     if not strict or not timed:
         return
