@@ -530,9 +530,10 @@ def test_each_gpu_bandwidth_is_measured_and_each_problem_is_against_its_own_card
         return ProblemOutcome(problem=f"p{gpu}", status="accepted", message="", candidate_ms=1.0,
                               plan_bytes=1e9, gpu=gpu)
 
-    outcomes = [outcome(0), outcome(1), outcome(2)]
+    outcomes = [outcome(0), outcome(1), outcome(2), outcome(1)]
+    outcomes[3].reused = True  # from another run: its card number is that run's
     set_bandwidth_fractions(outcomes, 3.0e12, by_gpu)
-    assert [round(o.bandwidth_fraction, 3) for o in outcomes] == [0.333, 0.5, 0.333]
+    assert [round(o.bandwidth_fraction, 3) for o in outcomes] == [0.333, 0.5, 0.333, 0.333]
     markdown = render_markdown(outcomes, summarise(outcomes), {**ENV, "dram_bytes_per_s": 3.0e12,
                                               "dram_bytes_per_s_by_gpu": by_gpu}, "cmd")
     assert "measured on each GPU at the start: GPU 0 3000, GPU 1 2000 GB/s" in markdown

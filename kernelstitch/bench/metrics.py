@@ -92,7 +92,8 @@ def set_bandwidth_fractions(outcomes: list[ProblemOutcome], dram_bytes_per_s: fl
     run's (the resume key already pins the device model), of the card the problem ran on where
     each card was measured (`by_gpu`, keyed by str(outcome.gpu)), else `dram_bytes_per_s`."""
     for o in outcomes:
-        peak = (by_gpu or {}).get(str(o.gpu)) or dram_bytes_per_s
+        # a reused outcome's `gpu` numbers another run's cards: this run's first card stands
+        peak = (None if o.reused else (by_gpu or {}).get(str(o.gpu))) or dram_bytes_per_s
         usable = peak and o.correct and o.plan_bytes and o.candidate_ms
         o.bandwidth_fraction = (o.plan_bytes / (o.candidate_ms * 1e-3) / peak
                                 if usable else None)
