@@ -1,0 +1,78 @@
+"""The transposing concatenation kernel against the output-order walk and PyTorch, on a GPU.
+
+    python bench/cat_transpose_timing.py [--out cat_transpose.json]
+
+At the sizes of the final cats of level3/17 (128 output channels, 128 x 256 x 256) and level3/6
+(512 output channels, 10 x 224 x 224), as the three segments of tests/test_codegen.py's cat spec
+(bias + ReLU, a copy, a sigmoid; 64 + 32 + 32 and 192 + 256 + 64 channels), built as the
+transposing spec and the plain one, channels-last inputs into a contiguous output, timed with
+the Verifier's CUDA-event timer (median of 30):
+
+- `transposing`: `cat_fused_tr`, the tiled kernel (read along C, write along the positions);
+- `output_order`: `cat_fused`, whose kernel walks the output and gathers each NHWC input at a
+  stride of C (what level3/17's channels-last program ran before 2026-11-28);
+- `nchw_inputs`: `cat_fused` on contiguous (NCHW) inputs: the same bytes read in order;
+- `torch`: relu(x + b) per segment, then torch.cat, on the channels-last inputs.
+
+Each result is compared with torch's (the script fails on a mismatch); effective TB/s counts the
+inputs read and the output written once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+
+    import torch
+    from test_codegen import cat_specs
+    from test_codegen_gpu import load_kernels
+
+    from kernelstitch.core.cuda_timing import CudaTimer
+
+    ext = load_kernels("ks_cat_transpose_timing", [s for s in cat_specs() if s.name in ("cat_fused", "cat_fused_tr")])
+    timer = CudaTimer()
+    cl = torch.channels_last
+    results = []
+    # (name, batch, channels of x, y, z, H, W): x gets the bias + ReLU, y is copied, z sigmoid
+    shapes = [("fire (level3/17)", 128, 64, 32, 32, 256, 256),
+              ("inception (level3/6)", 10, 192, 256, 64, 224, 224)]
+    for label, n, cx, cy, cz, h, w in shapes:
+        x, y, z = (torch.randn(n, c, h, w, device="cuda").contiguous(memory_format=cl) for c in (cx, cy, cz))
+        b = torch.randn(cx, 1, 1, device="cuda")
+        want = torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1)
+        nbytes = 2 * want.numel() * 4 + b.numel() * 4
+        xc, yc, zc = (t.contiguous() for t in (x, y, z))
+        cases = {
+            "transposing": lambda: ext.cat_fused_tr(x, b, y, z),
+            "output_order": lambda: ext.cat_fused(x, b, y, z),
+            "nchw_inputs": lambda: ext.cat_fused(xc, b, yc, zc),
+            "torch": lambda: torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1),
+        }
+        row = {"shape": label, "output": list(want.shape)}
+        for name, fn in cases.items():
+            torch.testing.assert_close(fn(), want, rtol=1e-6, atol=1e-6)
+            ms = statistics.median(timer.samples_ms(fn, runs=args.runs))
+            row[name] = {"ms": round(ms, 4), "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+        results.append(row)
+        print(json.dumps(row))
+        del x, y, z, xc, yc, zc, want
+        torch.cuda.empty_cache()
+    if args.out:
+        args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
