@@ -29,6 +29,28 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
+def _measure(torch, ext, timer, runs: int, label: str, n: int, cx: int, cy: int, cz: int,
+             h: int, w: int) -> dict:
+    cl = torch.channels_last
+    x, y, z = (torch.randn(n, c, h, w, device="cuda").contiguous(memory_format=cl) for c in (cx, cy, cz))
+    b = torch.randn(cx, 1, 1, device="cuda")
+    want = torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1)
+    nbytes = 2 * want.numel() * 4 + b.numel() * 4
+    xc, yc, zc = (t.contiguous() for t in (x, y, z))
+    cases = {
+        "transposing": lambda: ext.cat_fused_tr(x, b, y, z),
+        "output_order": lambda: ext.cat_fused(x, b, y, z),
+        "nchw_inputs": lambda: ext.cat_fused(xc, b, yc, zc),
+        "torch": lambda: torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1),
+    }
+    row = {"shape": label, "output": list(want.shape)}
+    for name, fn in cases.items():
+        torch.testing.assert_close(fn(), want, rtol=1e-6, atol=1e-6)
+        ms = statistics.median(timer.samples_ms(fn, runs=runs))
+        row[name] = {"ms": round(ms, 4), "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+    return row
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None)
@@ -43,31 +65,13 @@ def main() -> int:
 
     ext = load_kernels("ks_cat_transpose_timing", [s for s in cat_specs() if s.name in ("cat_fused", "cat_fused_tr")])
     timer = CudaTimer()
-    cl = torch.channels_last
-    results = []
     # (name, batch, channels of x, y, z, H, W): x gets the bias + ReLU, y is copied, z sigmoid
     shapes = [("fire (level3/17)", 128, 64, 32, 32, 256, 256),
               ("inception (level3/6)", 10, 192, 256, 64, 224, 224)]
-    for label, n, cx, cy, cz, h, w in shapes:
-        x, y, z = (torch.randn(n, c, h, w, device="cuda").contiguous(memory_format=cl) for c in (cx, cy, cz))
-        b = torch.randn(cx, 1, 1, device="cuda")
-        want = torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1)
-        nbytes = 2 * want.numel() * 4 + b.numel() * 4
-        xc, yc, zc = (t.contiguous() for t in (x, y, z))
-        cases = {
-            "transposing": lambda: ext.cat_fused_tr(x, b, y, z),
-            "output_order": lambda: ext.cat_fused(x, b, y, z),
-            "nchw_inputs": lambda: ext.cat_fused(xc, b, yc, zc),
-            "torch": lambda: torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1),
-        }
-        row = {"shape": label, "output": list(want.shape)}
-        for name, fn in cases.items():
-            torch.testing.assert_close(fn(), want, rtol=1e-6, atol=1e-6)
-            ms = statistics.median(timer.samples_ms(fn, runs=args.runs))
-            row[name] = {"ms": round(ms, 4), "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
-        results.append(row)
-        print(json.dumps(row))
-        del x, y, z, xc, yc, zc, want
+    results = []
+    for shape in shapes:
+        results.append(_measure(torch, ext, timer, args.runs, *shape))
+        print(json.dumps(results[-1]))
         torch.cuda.empty_cache()
     if args.out:
         args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "results": results}, indent=1))
