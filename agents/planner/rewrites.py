@@ -1296,8 +1296,8 @@ class _ViewMover:
     """Builds the nodes of one move: elementwise nodes re-made on the reshaped value, their
     broadcast operands viewed to match."""
 
-    def __init__(self, graph: Graph, users: dict[str, list[str]], at: Node) -> None:
-        self.graph, self.users, self.common = graph, users, _synthetic_at(at)
+    def __init__(self, graph: Graph, at: Node) -> None:
+        self.graph, self.common = graph, _synthetic_at(at)
         self.new: list[Node] = []
 
     def operand(self, value: object, full: TensorMeta, groups, new_full: TensorMeta,
@@ -1345,7 +1345,7 @@ def _hoist(graph: Graph, users, view: Node) -> list[Node] | None:
     groups = _symbolic_groups(full, view.meta)
     if groups is None:
         return None
-    mover = _ViewMover(graph, users, view)
+    mover = _ViewMover(graph, view)
     made: dict[str, NodeRef] = {}
 
     def is_full(a: object) -> bool:
@@ -1402,7 +1402,7 @@ def _sink(graph: Graph, users, view: Node, reduced: Node) -> list[Node] | None:
     groups = _symbolic_groups(view.meta, inner)
     if groups is None:
         return None
-    mover = _ViewMover(graph, users, view)
+    mover = _ViewMover(graph, view)
     last: Node | None = None
     current, ref = view.name, NodeRef(reduced.name)
     for _ in range(_MAX_MOVED):
@@ -1436,17 +1436,14 @@ def _views_through_elementwise(graph: Graph):
     users = graph.users()
     edits: list[GraphEdit] = []
     notes: list[str] = []
-    touched: set[str] = set()
     for node in graph.nodes:
         if node.op not in REDUCTION_KINDS or not isinstance(node.args[0], NodeRef):
             continue
         before = graph.node(node.args[0].node)
-        if before.op in _RESHAPES and users.get(before.name) == [node.name] \
-                and before.name not in touched:
+        if before.op in _RESHAPES and users.get(before.name) == [node.name]:  # this reduction's alone
             hoisted = _hoist(graph, users, before)
             if hoisted:
                 edits += _replacing(hoisted, before.name)
-                touched.add(before.name)
                 notes.append(f"line {node.line}: the elementwise ops before the reshape feeding "
                              f"{node.name} move after it (its prologue)")
         after = users.get(node.name, [])
@@ -1454,8 +1451,7 @@ def _views_through_elementwise(graph: Graph):
             view = graph.node(after[0])
             sunk = _sink(graph, users, view, node)
             if sunk:
-                last = sunk[-1].name
-                edits += [GraphEdit(n, before=last) for n in sunk[:-1]] + [GraphEdit(sunk[-1])]
+                edits += _replacing(sunk, sunk[-1].name)
                 notes.append(f"line {node.line}: the elementwise ops after the reshape of "
                              f"{node.name} move before it (its epilogue)")
     return edits, set(), notes
