@@ -22,6 +22,7 @@ from collections import Counter
 from typing import Any
 
 from kernelstitch.bench.outcome import ProblemOutcome
+from kernelstitch.profiler.rules import short_name
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 
@@ -68,22 +69,13 @@ def kernel_bandwidth_fraction(kernel_bytes: dict[str, int], kernel_us: dict[str,
     total = sum(kernel_bytes.values())
     if not peak or total < MIN_KERNEL_BYTES:
         return None
-    names = tuple(kernel_bytes)
-    seconds = sum(us for kernel, us in kernel_us.items()
-                  if _kernel_base(kernel) in kernel_bytes
-                  or _kernel_base(kernel).startswith(tuple(n + "_" for n in names))) * 1e-6
+    prefixes = tuple(n + "_" for n in kernel_bytes)
+    seconds = 0.0
+    for kernel, us in kernel_us.items():
+        base = short_name(kernel, width=len(kernel))  # `void ks_s3_softmax_row<4>(...)`: ks_s3_softmax_row
+        if base in kernel_bytes or base.startswith(prefixes):
+            seconds += us * 1e-6
     return total / seconds / peak if seconds > 0 else None
-
-
-def _kernel_base(name: str) -> str:
-    """`void ks_s3_softmax_row<4>(float const*, ...)` -> `ks_s3_softmax_row`."""
-    head = name.removeprefix("void ").strip()
-    end = len(head)
-    for stop in "<( ":
-        at = head.find(stop)
-        if at != -1:
-            end = min(end, at)
-    return head[:end]
 
 
 def set_bandwidth_fractions(outcomes: list[ProblemOutcome], dram_bytes_per_s: float | None,
