@@ -378,6 +378,13 @@ def test_transpose_views_are_not_the_reference_s_work():
     ("nvjet_tst_128x64_64x8_1x2_h_bz_TNT", False),
     ("triton_poi_fused_add_mul_relu_0", False),
     ("ampere_sgemm_128x64_nn", False),
+    # cuDNN's convolution kernels without a library prefix (level2/69's and level3/5's channels-last
+    # programs were rejected as "changing their own kernels when timed" over these)
+    ("void convolve_common_engine_float_NHWC<float, float, 1024, 5, 5, 3, 3, 3, true, false>", False),
+    ("void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>", False),
+    ("void fft2d_r2c_16x16<float>(float2*, float const*, int, int, int, int, int, int)", False),
+    ("void flip_filter<float, float>(float*, float const*, int, int, int, int)", False),
+    ("void my_flip_filter_kernel(float*)", True),
 ])
 def test_kernel_ownership(name, own):
     assert is_own_kernel(name) is own
