@@ -8,9 +8,9 @@
 #     [KS_TIME_LIMIT=240] [BENCH_ARGS="--rerun"] [ONLY_FILE=bench/lists/x.txt] \
 #     bash scripts/gpu_tests_and_levels.sh
 # ONLY_FILE: one problem a line (level2/6_Conv3d_..., as --only takes them), the bench's --only.
-# GPU0_AFTER (with TESTS): a command run on GPU 0 after the tests, e.g.
-#   GPU0_AFTER="python bench/cat_transpose_timing.py --out $OUT/c/cat_transpose.json"
-# With TESTS, GPU 0 runs those GPU tests and the bench gets the other GPUs.  Everything comes
+# GPU0_AFTER: a command run on GPU 0 (after the tests, with TESTS; $OUT/c is what comes back), e.g.
+#   GPU0_AFTER="python bench/kernel_breakdown.py .kb/kernelbench/level2/25_....py --out $OUT/c/bd.json"
+# With TESTS or GPU0_AFTER, GPU 0 runs them and the bench gets the other GPUs.  Everything comes
 # back as one archive, calls.tgz (at most 8 files come back from a call); copy its runs.sqlite
 # to .kb/runs.sqlite here before the next call.
 set -u
@@ -26,16 +26,18 @@ if [ -n "${SRC:-}" ]; then  # the measured commit's sources, with this tree's pr
 fi
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 jobs=$gpus
-if [ -n "${TESTS:-}" ]; then
+if [ -n "${TESTS:-}${GPU0_AFTER:-}" ]; then  # GPU 0 for tests and/or a measurement, the bench on the rest
   source scripts/ks_site.sh
   ks_site /tmp/site_here "$PWD"
-  # shellcheck disable=SC2086  # TESTS is pytest's argument list
-  (PYTHONPATH=/tmp/site_here CUDA_VISIBLE_DEVICES=0 timeout -s INT $((LIMIT - 60)) \
-     python -P -m pytest -q -rfE -p no:cacheprovider -m gpu --durations=8 $TESTS >"$OUT/c/tests.log" 2>&1
-   echo "tests exit $? at $((SECONDS - start)) s"; grep -E "passed|failed|FAILED|Error" "$OUT/c/tests.log" | tail -12
-   if [ -n "${GPU0_AFTER:-}" ]; then  # then a measurement script on GPU 0 (its output: gpu0_after.log)
+  (if [ -n "${TESTS:-}" ]; then
+     # shellcheck disable=SC2086  # TESTS is pytest's argument list
+     PYTHONPATH=/tmp/site_here CUDA_VISIBLE_DEVICES=0 timeout -s INT $((LIMIT - 60)) \
+       python -P -m pytest -q -rfE -p no:cacheprovider -m gpu --durations=8 $TESTS >"$OUT/c/tests.log" 2>&1
+     echo "tests exit $? at $((SECONDS - start)) s"; grep -E "passed|failed|FAILED|Error" "$OUT/c/tests.log" | tail -12
+   fi
+   if [ -n "${GPU0_AFTER:-}" ]; then  # then a measurement on GPU 0 (its output: gpu0_after.log)
      # shellcheck disable=SC2086  # GPU0_AFTER is a command line
-     PYTHONPATH=/tmp/site_here CUDA_VISIBLE_DEVICES=0 timeout $((LIMIT - 30 - (SECONDS - start))) \
+     PYTHONPATH=/tmp/site_here CUDA_VISIBLE_DEVICES=0 OUT="$OUT" timeout $((LIMIT - 30 - (SECONDS - start))) \
        $GPU0_AFTER >"$OUT/c/gpu0_after.log" 2>&1
      echo "GPU0_AFTER exit $? at $((SECONDS - start)) s"; tail -4 "$OUT/c/gpu0_after.log"
    fi) &

@@ -179,6 +179,12 @@ def pool_specs() -> list[PoolSpec]:
         PoolSpec("pool_max2d_cl", "max", (x, b), 2, "float32", kernel=(3, 3), stride=(2, 2), padding=(1, 1),
                  dilation=(1, 1), prologue=(E("add", ("x", "b"), "t1"), E("relu", ("t1",), "t2")),
                  prologue_out="t2", plane_inputs=("b",), keep_channels_last=True),
+        # a channels-last input pooled into a contiguous output (the tiled 4-channel kernel) with a
+        # plane operand in the prologue and an epilogue operand
+        PoolSpec("pool_avg2d_to_nchw", "avg", (x, b, e), 2, "float32", kernel=(2, 2), stride=(2, 2),
+                 padding=(0, 0), dilation=(1, 1), prologue=(E("add", ("x", "b"), "t1"), E("tanh", ("t1",), "t2")),
+                 prologue_out="t2", epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o",
+                 epilogue_inputs=("e",), plane_inputs=("b",)),
     ]
 
 

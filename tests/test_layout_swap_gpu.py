@@ -62,7 +62,12 @@ def _format(t):
 
 SHAPES = [(2, 3, 5, 7), (1, 64, 126, 126), (3, 1, 9, 9), (4, 33, 1, 1), (2, 130, 17, 3),
           (70000, 2, 2, 2), (2, 16, 3, 4, 5), (1, 5, 31, 63, 63),
-          (1, 2, 4096, 2049)]  # S over 65535 x 128: the long side's tiles must be grid.x
+          (1, 2, 4096, 2049),  # S over 65535 x 128: the long side's tiles must be grid.x
+          # the vector kernels (C and S multiples of 4): 16-, 32- and 64-wide tiles, partial ones,
+          # and the register transposes of 3, 4 and 8 channels; 8 channels over S = 25 (not a
+          # multiple of 4) take the one-value kernel
+          (2, 16, 20, 20), (3, 64, 12, 12), (2, 20, 9, 4), (2, 128, 7, 4), (2, 3, 16, 16),
+          (2, 4, 6, 6), (2, 8, 10, 10), (2, 8, 5, 5), (2, 24, 3, 4, 5)]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -75,6 +80,23 @@ def test_both_directions_equal_pytorchs_copy(program, shape, dtype):
     want = x.contiguous(memory_format=fmt)
     assert nhwc.stride() == want.stride() and torch.equal(nhwc, want)
     back = ks.ks_layout_swap(want, False)
+    assert back.is_contiguous() and torch.equal(back, x)
+
+
+@pytest.mark.parametrize("shape", [(2, 64, 12, 12), (2, 8, 10, 10)])
+def test_a_misaligned_tensor_takes_the_one_value_kernels(program, shape):
+    """A storage offset of one element: no 16-byte vectors, the same result."""
+    ks = program[1]._KS
+    x = torch.randn(*shape, device="cuda")
+    storage = torch.empty(x.numel() + 1, device="cuda")
+    shifted = storage[1:].view(shape)
+    shifted.copy_(x)
+    nhwc = ks.ks_layout_swap(shifted, True)
+    assert torch.equal(nhwc, x.contiguous(memory_format=torch.channels_last))
+    cl_storage = torch.empty(x.numel() + 1, device="cuda")
+    cl = cl_storage[1:].as_strided(nhwc.shape, nhwc.stride())
+    cl.copy_(nhwc)
+    back = ks.ks_layout_swap(cl, False)
     assert back.is_contiguous() and torch.equal(back, x)
 
 

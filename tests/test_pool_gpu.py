@@ -173,6 +173,26 @@ def test_a_pooling_kept_channels_last_stores_channels_last(ext, shape):
     _check(got, want, "contiguous")
 
 
+@pytest.mark.parametrize("shape", [(2, 8, 37, 41), (3, 132, 19, 18), (1, 64, 130, 66), (2, 12, 3, 5)])
+def test_channels_last_input_pooled_into_a_contiguous_output(ext, shape):
+    """The tiled 4-channel kernel: 32-position x 128-channel tiles staged in shared memory, so
+    partial position tiles (S not a multiple of 32), a partial channel tile (132 channels: a
+    second tile of one group), a plane operand in the prologue and an epilogue operand read at
+    the contiguous output index; the misaligned view takes the one-channel kernel."""
+    torch.manual_seed(shape[1])
+    x = torch.randn(*shape, device="cuda")
+    b = torch.randn(shape[1], 1, 1, device="cuda")
+    want = F.avg_pool2d(torch.tanh(x + b), 2, 2)
+    e = torch.randn(want.shape[1:], device="cuda")
+    want = want * e
+    cl = x.contiguous(memory_format=torch.channels_last)
+    _check(ext.pool_avg2d_to_nchw(cl, b, e), want, "channels-last in, contiguous out")
+    storage = torch.empty(x.numel() + 1, device="cuda")
+    shifted = storage[1:].as_strided(cl.shape, cl.stride())
+    shifted.copy_(cl)
+    _check(ext.pool_avg2d_to_nchw(shifted, b, e), want, "misaligned")
+
+
 def test_bad_windows_raise_clear_errors(ext):
     with pytest.raises(RuntimeError, match="output size"):
         ext.pool_grid4(torch.randn(1, 1, 1, 1, 1, device="cuda"))  # 2x2x2 window over 1x1x1

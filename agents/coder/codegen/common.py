@@ -78,6 +78,13 @@ def operand_params(inputs: tuple[TensorArg, ...] | list[TensorArg], indices: lis
                      for k in ks)
 
 
+def device_operand_params(inputs: tuple[TensorArg, ...] | list[TensorArg]) -> str:
+    """`operand_params` for a __device__ function the kernel passes its operands to (descriptors by
+    reference: __grid_constant__ is for kernel parameters only)."""
+    return ", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
+                     for k, t in enumerate(inputs))
+
+
 def operand_args(inputs: tuple[TensorArg, ...] | list[TensorArg], indices: list[int] | None = None) -> str:
     """The launcher's arguments for `operand_params`: `ins[k]` cast to its storage type, `descs[k]`."""
     ks = range(len(inputs)) if indices is None else indices
@@ -97,8 +104,7 @@ def one_pass_operands(name: str, inputs: tuple[TensorArg, ...], prologue: tuple[
     nin = len(inputs)
     value_fn = templates.render(
         "one_pass/value.cu", name=name, pro=pro.source, what=what,
-        value_params=", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{k}, const KsOperand& d{k}"
-                               for k, t in enumerate(inputs)),
+        value_params=device_operand_params(inputs),
         loads="\n  ".join(f"float a{k}[1]; ks_load<1>(p{k}, d{k}, i, a{k});" for k in range(nin)),
         pro_args=", ".join(f"a{k}[0]" for k in range(nin)))
     return {"params": operand_params(inputs), "launch_args": operand_args(inputs), "value_fn": value_fn,

@@ -16,6 +16,7 @@ from kernelstitch.agents.coder.codegen.common import (
     TORCH_DTYPE,
     check_identifier,
     check_inputs,
+    device_operand_params,
     input_checks,
     operand_args,
     operand_params,
@@ -119,7 +120,9 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         epi_loads=epi_loads, epi_args=", ".join(["acc"] + [f"e{k}" for k in epilogue] + ["acc"]),
         launcher_sig=launcher_sig, kernel_args=kernel_args, kind_id=KIND_ID[spec.kind],
         vec4=vec4, kd=window[0], kh=window[1], kw=window[2], nplane=len(plane), kw_row=kw_row, row_pro_args=row_pro_args,
-        plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4)
+        plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4,
+        device_params=device_operand_params(spec.inputs),
+        device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))))
     n = len(spec.inputs)
     binding = render(
         "pool/binding.cpp", name=name, kind=spec.kind, nd=spec.nd, n=n,

@@ -55,6 +55,7 @@ def binding(r: Reduction) -> str:
         shapes=shapes,
         row_read=", ".join(str(k) for k in r.row_operands()),
         col_read=", ".join(str(k) for k in r.column_operands()),
+        tile_read=", ".join(str(k) for k in r.roles.prologue),
         row_any="true" if row_any_layout(spec.kind) else "false",
         span_plan=render("reduction/binding_gn_span.cpp", vec=r.vec, ptrs=ptrs, shapes=shapes)
         if spec.kind == "group_norm" else render("reduction/binding_softmax_nhwc_plan.cpp")

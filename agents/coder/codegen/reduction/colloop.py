@@ -9,6 +9,8 @@ from __future__ import annotations
 from kernelstitch.agents.coder.codegen.reduction.context import (
     AFFINE_KINDS,
     Reduction,
+    column_bases,
+    column_loads,
     finalize_stats,
 )
 from kernelstitch.agents.coder.codegen.templates import render
@@ -23,18 +25,6 @@ _NORMALIZE = {
 _POISON = " const float poison = st.m == KS_INF ? __int_as_float(0x7fffffff) : 0.f;"
 
 
-def _bases(ks: list[int]) -> str:
-    """Per column: each operand's offset at r = 0 and its step per r (used when AFFINE)."""
-    return " ".join(f"const int64_t cb{k} = AFFINE ? ks_offset(d{k}, base) : 0, cs{k} = AFFINE ? ks_col_step(d{k}, inner) : 0; "
-                    f"(void)cb{k}; (void)cs{k};" for k in ks)
-
-
-def _loads(ks: tuple[int, ...], prefix: str) -> str:
-    """One value of each operand at r = rr (flat index idx): column base + rr * step when AFFINE."""
-    return " ".join(f"float {prefix}{k}[1]; if constexpr (AFFINE) {prefix}{k}[0] = ks_ld(p{k} + (cb{k} + rr * cs{k})); "
-                    f"else ks_load<1>(p{k}, d{k}, idx, {prefix}{k});" for k in ks)
-
-
 def has_colloop(kind: str) -> bool:
     return kind not in AFFINE_KINDS
 
@@ -42,17 +32,17 @@ def has_colloop(kind: str) -> bool:
 def kernel(r: Reduction) -> str:
     if not has_colloop(r.kind):
         return ""
-    pro_loads, pro_x = _loads(r.roles.prologue, "a"), r.pro_call("x[u]")
+    pro_loads, pro_x = column_loads(r.roles.prologue, "a"), r.pro_call("x[u]")
     if r.normalizing:
         inv = " const float inv = 1.f / s1 + poison; (void)inv;" if r.kind == "softmax" else ""
         finish = render(
             "reduction/colloop_normalize.cu", stats=finalize_stats(r.kind, r.spec.eps) + _POISON + inv,
             loads1=pro_loads, pro_x=pro_x, y=_NORMALIZE[r.kind],
-            e_loads=_loads(r.roles.epilogue, "e"), epi=r.epi_call("y", "0"), out_t=r.out_t)
+            e_loads=column_loads(r.roles.epilogue, "e"), epi=r.epi_call("y", "0"), out_t=r.out_t)
     else:
         finish = "    " + r.final_block("c")
     return render("reduction/colloop.cu", name=r.name, params=r.params, out_t=r.out_t, state=r.state,
-                  bases=_bases(r.column_operands()), loads1=pro_loads, pro_x=pro_x, finish=finish)
+                  bases=column_bases(r.column_operands()), loads1=pro_loads, pro_x=pro_x, finish=finish)
 
 
 def launch(r: Reduction) -> str:

@@ -130,6 +130,21 @@ def loads(ks: tuple[int, ...], width: str, index: str, prefix: str = "a") -> str
     return " ".join(f"float {prefix}{k}[{width}]; ks_load<{width}>(p{k}, d{k}, {index}, {prefix}{k});" for k in ks)
 
 
+def column_bases(ks: list[int] | tuple[int, ...]) -> str:
+    """Column kernels (colloop, tile): each operand's offset at r = 0 of the thread's column
+    (flat index `base`) and its step per r, used when the kernel's AFFINE flag is set (the host's
+    ks_col_affine held for every operand)."""
+    return " ".join(f"const int64_t cb{k} = AFFINE ? ks_offset(d{k}, base) : 0, cs{k} = AFFINE ? ks_col_step(d{k}, inner) : 0; "
+                    f"(void)cb{k}; (void)cs{k};" for k in ks)
+
+
+def column_loads(ks: tuple[int, ...], prefix: str) -> str:
+    """One value of each operand at r = rr (flat index idx): column base + rr * step when AFFINE,
+    else through the descriptor."""
+    return " ".join(f"float {prefix}{k}[1]; if constexpr (AFFINE) {prefix}{k}[0] = ks_ld(p{k} + (cb{k} + rr * cs{k})); "
+                    f"else ks_load<1>(p{k}, d{k}, idx, {prefix}{k});" for k in ks)
+
+
 def full_or_described_loads(ks: tuple[int, ...], prefix: str) -> str:
     """VEC-wide loads at `idx`: plain 16-byte loads when the kernel's FULL flag says every operand
     is a contiguous full-size tensor, else through the descriptors."""

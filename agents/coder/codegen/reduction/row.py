@@ -62,8 +62,11 @@ def launches(r: Reduction) -> str:
     # (path, vec, values each thread caches, min blocks per SM and block-size bound for
     # __launch_bounds__, plan test)
     # Sub-warp rows: 16 values a lane under a 128-register cap (ptxas spilled softmax and
-    # multi-operand layer_norm rows under 64).
-    variants = [("KS_PATH_ROW_SUB", v, 16, 2, 256, "") for v in sorted({1, r.vec})]
+    # multi-operand layer_norm rows under 64); reduce kinds keep no row for a second pass and fit
+    # 64 (level2/25's amin with a bias prologue and two tanh: 56 registers, no spill, against 100
+    # under 128), which doubles the rows in flight per SM: short rows are latency-bound.
+    sub_minb = 4 if r.kind in ROW_OP else 2
+    variants = [("KS_PATH_ROW_SUB", v, 16, sub_minb, 256, "") for v in sorted({1, r.vec})]
     variants += [("KS_PATH_ROW_WARP", v, 32, 1, 256, "") for v in sorted({1, r.vec})]
     variants.append(("KS_PATH_ROW_BLOCK", 1, BLOCK_SCALAR_VALUES, 1, 512, ""))
     if r.vec > 1:

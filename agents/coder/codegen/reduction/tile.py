@@ -9,6 +9,8 @@ from __future__ import annotations
 from kernelstitch.agents.coder.codegen.reduction.context import (
     NORMALIZE,
     Reduction,
+    column_bases,
+    column_loads,
     loads,
     row_loads,
 )
@@ -20,7 +22,8 @@ def kernels(r: Reduction) -> str:
     channel-span kernels)."""
     tile = render(
         "reduction/tile.cu", name=r.name, params=r.params, out_t=r.out_t, state=r.state,
-        loads1=loads(r.roles.prologue, "1", "idx"), pro_x=r.pro_call("x[u]"), final=r.final_block("col"),
+        bases=column_bases(r.roles.prologue), loads1=column_loads(r.roles.prologue, "a"),
+        pro_x=r.pro_call("x[u]"), final=r.final_block("col"),
     )
     return tile + (_group_norm_spans(r) if r.kind == "group_norm" else "")
 

@@ -71,8 +71,161 @@ __global__ void __launch_bounds__(256) {{name}}_short_kernel(const T* __restrict
   }
 }
 
+// 4-element vectors (16 bytes of fp32, 8 of fp16) on both sides, where R and K are multiples of 4
+// and both base addresses aligned: an [TR, TK] tile (TR * TK = 4096) is read as rows of vectors
+// along K, staged in shared memory, and written as rows of vectors along R.  H200 profiles
+// (bench/results/2026-11-28-h200x4-levels-s21): the 32 x 33 kernel above moved level2/54's
+// [64, 64, 256, 256] input to NHWC at 2.9 TB/s and level2/25's 16-channel one at 1.9 TB/s,
+// where Inductor's Triton transpose ran both at 4.2 TB/s; a scalar 4-byte access a thread per
+// step keeps too few bytes in flight.  The short side's tile is 16, 32 or 64 (the smallest that
+// holds it), so 16 channels waste no threads; tiles are walked by one 1-D grid-stride loop.
+template <typename T> struct KsVec4;
+template <> struct KsVec4<uint32_t> { using type = uint4; };
+template <> struct KsVec4<uint16_t> { using type = ushort4; };
+
+template <typename T, int TR, int TK>
+__global__ void __launch_bounds__(256) {{name}}_vec_kernel(const T* __restrict__ src, T* __restrict__ dst,
+                                                           const int64_t N, const int64_t R, const int64_t K) {
+  static_assert(TR * TK == 4096, "a tile is 4096 elements: 4 vectors a thread each way");
+  using V = typename KsVec4<T>::type;
+  // odd row stride: the column reads of the write phase spread over the banks (2-way at most)
+  __shared__ T tile[TR][TK + 1];
+  const int64_t r_tiles = (R + TR - 1) / TR, k_tiles = (K + TK - 1) / TK, tiles = N * r_tiles * k_tiles;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t kt = t % k_tiles, rest = t / k_tiles;
+    const int64_t r0 = (rest % r_tiles) * TR, k0 = kt * TK, n = rest / r_tiles;
+    const T* __restrict__ s = src + n * R * K;
+    T* __restrict__ d = dst + n * R * K;
+    V v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // read along k: every load first
+      const int e = threadIdx.x + 256 * i, r = e / (TK / 4), k = (e % (TK / 4)) * 4;
+      if (r0 + r < R && k0 + k < K) v[i] = *reinterpret_cast<const V*>(s + (r0 + r) * K + k0 + k);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int e = threadIdx.x + 256 * i, r = e / (TK / 4), k = (e % (TK / 4)) * 4;
+      if (r0 + r < R && k0 + k < K) {
+        tile[r][k] = v[i].x; tile[r][k + 1] = v[i].y; tile[r][k + 2] = v[i].z; tile[r][k + 3] = v[i].w;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // write along r
+      const int e = threadIdx.x + 256 * i, k = e / (TR / 4), r = (e % (TR / 4)) * 4;
+      if (k0 + k < K && r0 + r < R) {
+        V w;
+        w.x = tile[r][k]; w.y = tile[r + 1][k]; w.z = tile[r + 2][k]; w.w = tile[r + 3][k];
+        *reinterpret_cast<V*>(d + (k0 + k) * R + r0 + r) = w;
+      }
+    }
+    __syncthreads();  // the tile is refilled by the next iteration
+  }
+}
+
+// The short side (S = 3, 4 or 8: an RGB input to NHWC, 8 channels back and forth) with 4-byte
+// elements and the long side a multiple of 4: a thread moves 4 positions, S vectors in along the
+// long side and S vectors out along the interleaved one, transposed in registers (the one-value
+// kernel above stores S values S elements apart a warp instruction: level2/67's [128, 8, 256,
+// 256] input went to NHWC at 1.25 TB/s on the H200, Triton's kernel at 4.3).  SHORT_R: src
+// [S, L] -> dst [L, S]; else src [L, S] -> dst [S, L].
+template <int S, bool SHORT_R>
+__global__ void __launch_bounds__(256, 4) {{name}}_short4_kernel(const uint32_t* __restrict__ src,
+                                                              uint32_t* __restrict__ dst, const int64_t N,
+                                                              const int64_t L) {
+  const int64_t quads = L / 4, total = N * quads;
+  // (min 4 blocks an SM stated: left free, ptxas spilled a few bytes at 40-48 registers)
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t n = i / quads, q = i - n * quads;
+    const uint32_t* __restrict__ s = src + n * S * L;
+    uint32_t* __restrict__ d = dst + n * S * L;
+    {
+      uint32_t x[S][4];  // x[j][p]: channel j of position 4q + p
+      if constexpr (SHORT_R) {
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+          const uint4 a = *reinterpret_cast<const uint4*>(s + j * L + 4 * q);
+          x[j][0] = a.x; x[j][1] = a.y; x[j][2] = a.z; x[j][3] = a.w;
+        }
+      } else {
+#pragma unroll
+        for (int m = 0; m < S; ++m) {  // the 4 positions' 4S values, contiguous
+          const uint4 a = *reinterpret_cast<const uint4*>(s + 4 * q * S + 4 * m);
+          // value e of the chunk: channel e % S of position e / S (indices constant once unrolled)
+          x[(4 * m) % S][(4 * m) / S] = a.x;
+          x[(4 * m + 1) % S][(4 * m + 1) / S] = a.y;
+          x[(4 * m + 2) % S][(4 * m + 2) / S] = a.z;
+          x[(4 * m + 3) % S][(4 * m + 3) / S] = a.w;
+        }
+      }
+      if constexpr (SHORT_R) {
+#pragma unroll
+        for (int m = 0; m < S; ++m) {
+          *reinterpret_cast<uint4*>(d + 4 * q * S + 4 * m) =
+              make_uint4(x[(4 * m) % S][(4 * m) / S], x[(4 * m + 1) % S][(4 * m + 1) / S],
+                         x[(4 * m + 2) % S][(4 * m + 2) / S], x[(4 * m + 3) % S][(4 * m + 3) / S]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < S; ++j)
+          *reinterpret_cast<uint4*>(d + j * L + 4 * q) = make_uint4(x[j][0], x[j][1], x[j][2], x[j][3]);
+      }
+    }
+  }
+}
+
+template <typename T, int TR, int TK>
+static void {{name}}_vec_launch(const void* src, void* dst, int64_t N, int64_t R, int64_t K, cudaStream_t stream) {
+  static const int per_sm = ks_blocks_per_sm({{name}}_vec_kernel<T, TR, TK>, 256);
+  const int64_t tiles = N * ks_cdiv(R, TR) * ks_cdiv(K, TK);
+  {{name}}_vec_kernel<T, TR, TK><<<(unsigned)ks_grid(per_sm, tiles), 256, 0, stream>>>(
+      static_cast<const T*>(src), static_cast<T*>(dst), N, R, K);
+}
+
+template <int S>
+static void {{name}}_short4_launch(const void* src, void* dst, int64_t N, int64_t R, int64_t K, cudaStream_t stream) {
+  const int64_t L = R == S ? K : R, work = ks_cdiv(N * (L / 4), 256);
+  if (R == S) {
+    static const int per_sm = ks_blocks_per_sm({{name}}_short4_kernel<S, true>, 256);
+    {{name}}_short4_kernel<S, true><<<(unsigned)ks_grid(per_sm, work), 256, 0, stream>>>(
+        static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), N, L);
+  } else {
+    static const int per_sm = ks_blocks_per_sm({{name}}_short4_kernel<S, false>, 256);
+    {{name}}_short4_kernel<S, false><<<(unsigned)ks_grid(per_sm, work), 256, 0, stream>>>(
+        static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), N, L);
+  }
+}
+
+// The vector kernels, when the shape and addresses allow them; false: the caller takes the scalar ones.
+template <typename T>
+static bool {{name}}_vectors(const void* src, void* dst, int64_t N, int64_t R, int64_t K, cudaStream_t stream) {
+  const uintptr_t align = sizeof(T) * 4;
+  if (reinterpret_cast<uintptr_t>(src) % align != 0 || reinterpret_cast<uintptr_t>(dst) % align != 0) return false;
+  const int64_t shorter = R < K ? R : K, longer = R < K ? K : R;
+  if (shorter <= 8) {
+    if (sizeof(T) != 4 || longer % 4 != 0) return false;
+    if (shorter == 3) {{name}}_short4_launch<3>(src, dst, N, R, K, stream);
+    else if (shorter == 4) {{name}}_short4_launch<4>(src, dst, N, R, K, stream);
+    else if (shorter == 8) {{name}}_short4_launch<8>(src, dst, N, R, K, stream);
+    else return false;
+    return true;
+  }
+  if (R % 4 != 0 || K % 4 != 0) return false;
+  if (R <= K) {
+    if (R <= 16) {{name}}_vec_launch<T, 16, 256>(src, dst, N, R, K, stream);
+    else if (R <= 32) {{name}}_vec_launch<T, 32, 128>(src, dst, N, R, K, stream);
+    else {{name}}_vec_launch<T, 64, 64>(src, dst, N, R, K, stream);
+  } else {
+    if (K <= 16) {{name}}_vec_launch<T, 256, 16>(src, dst, N, R, K, stream);
+    else if (K <= 32) {{name}}_vec_launch<T, 128, 32>(src, dst, N, R, K, stream);
+    else {{name}}_vec_launch<T, 64, 64>(src, dst, N, R, K, stream);
+  }
+  return true;
+}
+
 template <typename T>
 static void {{name}}_typed(const void* src, void* dst, int64_t N, int64_t R, int64_t K, cudaStream_t stream) {
+  if ({{name}}_vectors<T>(src, dst, N, R, K, stream)) return;
   if (R <= 8 || K <= 8) {
     const int64_t L = R <= 8 ? K : R;
     const int64_t bx = ks_cdiv(L, 256) < 65535 ? ks_cdiv(L, 256) : 65535;

@@ -80,17 +80,92 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out
   }
 }
 
-// The channels-last fast path (launched when the binding finds a float32 NHWC input with C % 4 == 0
+// The channels-last fast paths (launched when the binding finds a float32 NHWC input with C % 4 == 0
 // and 16-byte aligned positions, and the window reads no full-size operand but the input): a
 // thread pools 4 consecutive channels of one output position with 16-byte loads, and windows of
 // up to 27 taps (KD * KH * KW, 0 for adaptive windows) are unrolled, every tap's load issued
 // before any arithmetic, so all of a window's loads are in flight at once.  ncu on SqueezeNet's 3x3 / stride-2 max pools (the
 // one-value-a-tap kernel above): 514-585 GB/s, one load in flight a thread, 4.3 ms for one pool.
+// res: the 4 pooled values of channels c0..c0+3 at (od, oh, ow) of sample r, epilogue applied.
+template <int KIND, int KD, int KH, int KW>
+__device__ __forceinline__ void {{name}}_cl4_window({{device_params}}, const KsPoolGeom& g, const int64_t r,
+                                                    const int64_t c0, const int64_t od, const int64_t oh,
+                                                    const int64_t ow, float (&res)[4]) {
+#if {{vec4}}
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  float accv[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) accv[j] = KIND == 0 ? -INFINITY : 0.f;
+  float plane_vals[4][{{nplane}} + 1];
+  (void)plane_vals;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t plane = r * g.C + c0 + j;
+    (void)plane; (void)in_plane;
+    {{plane_loads_cl4}}
+  }
+  const KsPoolWin wd = ks_pool_window<KIND>(od, g.in[0], g.out[0], g.k[0], g.s[0], g.p[0], g.dil[0]);
+  const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
+  const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
+  const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c0;
+  auto add = [&](const float4 x4) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float a0 = j == 0 ? x4.x : j == 1 ? x4.y : j == 2 ? x4.z : x4.w;
+      {{plane_args_cl4}}
+      float v;
+      {{name}}_pro({{pro_args}}, v);
+      if constexpr (KIND == 0) accv[j] = ks_max(accv[j], v); else accv[j] += v;
+    }
+  };
+  auto at = [&](int64_t id, int64_t ih, int64_t iw) {
+    return reinterpret_cast<const float4*>(base + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
+  };
+  if constexpr (KD > 0 && KD * KH * KW <= 27) {
+    // every tap's load first, then the arithmetic
+    constexpr int T = KD * KH * KW;
+    // (a tap past the window's end loads the input's last position along that dim instead
+    // (taps start inside: lo >= 0) and is masked out: loads under per-tap predicates made
+    // ptxas spill; the mask is a bit field for the same reason)
+    float4 x[T];
+    uint32_t inside = 0;
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      const int64_t id = wd.lo + (t / (KH * KW)) * wd.step, ih = wh.lo + (t / KW % KH) * wh.step,
+                    iw = ww.lo + (t % KW) * ww.step;
+      inside |= (uint32_t)(id < wd.hi && ih < wh.hi && iw < ww.hi) << t;
+      x[t] = __ldg(at(id < g.in[0] ? id : g.in[0] - 1, ih < g.in[1] ? ih : g.in[1] - 1,
+                      iw < g.in[2] ? iw : g.in[2] - 1));
+    }
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+      if ((inside >> t) & 1u) add(x[t]);
+  } else {
+    for (int64_t id = wd.lo; id < wd.hi; id += wd.step)
+      for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step)
+        for (int64_t iw = ww.lo; iw < ww.hi; iw += ww.step) add(__ldg(at(id, ih, iw)));
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    float acc = ks_pool_finish<KIND>(accv[j], wd, wh, ww, g);
+    const int64_t plane = r * g.C + c0 + j;
+    const int64_t o = ((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow;  // contiguous
+    (void)o;
+    {{epi_loads}}
+    {{name}}_epi({{epi_args}});
+    res[j] = acc;
+  }
+#else
+  (void)g; (void)r; (void)c0; (void)od; (void)oh; (void)ow; (void)res;
+#endif
+}
+
+// Channels-last output (the coder keeps the pooled tensor NHWC): 4 consecutive channels a thread,
+// one 16-byte store in the input's memory order.
 template <int KIND, int KD, int KH, int KW>
 __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                                  const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
 #if {{vec4}}
-  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const uint32_t c4 = (uint32_t)(g.C / 4), groups = (uint32_t)(per_sample / 4);
   for (int64_t r = blockIdx.y; r < g.N; r += gridDim.y)
   for (uint32_t q0 = blockIdx.x * blockDim.x + threadIdx.x; q0 < groups; q0 += gridDim.x * blockDim.x) {
@@ -98,74 +173,56 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
     const int64_t c0 = (int64_t)(q % c4) * 4; q /= c4;
     const int64_t ow = q % (uint32_t)g.out[2]; q /= (uint32_t)g.out[2];
     const int64_t oh = q % (uint32_t)g.out[1]; q /= (uint32_t)g.out[1];
-    const int64_t od = q;
-    float accv[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) accv[j] = KIND == 0 ? -INFINITY : 0.f;
-    float plane_vals[4][{{nplane}} + 1];
-    (void)plane_vals;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int64_t plane = r * g.C + c0 + j;
-      (void)plane; (void)in_plane;
-      {{plane_loads_cl4}}
-    }
-    const KsPoolWin wd = ks_pool_window<KIND>(od, g.in[0], g.out[0], g.k[0], g.s[0], g.p[0], g.dil[0]);
-    const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
-    const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
-    const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c0;
-    auto add = [&](const float4 x4) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float a0 = j == 0 ? x4.x : j == 1 ? x4.y : j == 2 ? x4.z : x4.w;
-        {{plane_args_cl4}}
-        float v;
-        {{name}}_pro({{pro_args}}, v);
-        if constexpr (KIND == 0) accv[j] = ks_max(accv[j], v); else accv[j] += v;
-      }
-    };
-    auto at = [&](int64_t id, int64_t ih, int64_t iw) {
-      return reinterpret_cast<const float4*>(base + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
-    };
-    if constexpr (KD > 0 && KD * KH * KW <= 27) {
-      // every tap's load first, then the arithmetic
-      constexpr int T = KD * KH * KW;
-      // (a tap past the window's end loads the input's last position along that dim instead
-      // (taps start inside: lo >= 0) and is masked out: loads under per-tap predicates made
-      // ptxas spill; the mask is a bit field for the same reason)
-      float4 x[T];
-      uint32_t inside = 0;
-#pragma unroll
-      for (int t = 0; t < T; ++t) {
-        const int64_t id = wd.lo + (t / (KH * KW)) * wd.step, ih = wh.lo + (t / KW % KH) * wh.step,
-                      iw = ww.lo + (t % KW) * ww.step;
-        inside |= (uint32_t)(id < wd.hi && ih < wh.hi && iw < ww.hi) << t;
-        x[t] = __ldg(at(id < g.in[0] ? id : g.in[0] - 1, ih < g.in[1] ? ih : g.in[1] - 1,
-                        iw < g.in[2] ? iw : g.in[2] - 1));
-      }
-#pragma unroll
-      for (int t = 0; t < T; ++t)
-        if ((inside >> t) & 1u) add(x[t]);
-    } else {
-      for (int64_t id = wd.lo; id < wd.hi; id += wd.step)
-        for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step)
-          for (int64_t iw = ww.lo; iw < ww.hi; iw += ww.step) add(__ldg(at(id, ih, iw)));
-    }
     float res[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      float acc = ks_pool_finish<KIND>(accv[j], wd, wh, ww, g);
-      const int64_t plane = r * g.C + c0 + j;
-      const int64_t o = ((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow;  // contiguous
-      {{epi_loads}}
-      {{name}}_epi({{epi_args}});
-      res[j] = acc;
-      if (!g.keep_cl) out[o] = ks_from_float<{{out_t}}>(acc);
+    {{name}}_cl4_window<KIND, KD, KH, KW>({{device_args}}, g, r, c0, (int64_t)q, oh, ow, res);
+    *reinterpret_cast<float4*>(reinterpret_cast<float*>(out) + r * per_sample + (int64_t)q0 * 4) =
+        make_float4(res[0], res[1], res[2], res[3]);
+  }
+#else
+  (void)g; (void)per_sample; (void)out;
+#endif
+}
+
+// Contiguous output from the NHWC input: a block pools a tile of KS_POOL_TP consecutive output
+// positions of one sample x up to 4 * KS_POOL_TG channels (threads along channels first: the
+// loads stay coalesced), stages it in shared memory and writes each channel's positions as one
+// coalesced run.  The 4-channel-a-thread store straight to NCHW (the form this replaced) put a
+// warp's 32 lanes x 4 stores in 128 different planes: a 32-byte sector per 4-byte value.
+#define KS_POOL_TP 32
+#define KS_POOL_TG 32
+template <int KIND, int KD, int KH, int KW>
+__global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, {{out_t}}* __restrict__ out,
+                                                                  const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
+#if {{vec4}}
+  // rows of 4 * KS_POOL_TG + 4 floats: 16-byte aligned for the float4 stores, a 4-way bank
+  // conflict on the column reads (a shared-memory cost far under the tile's DRAM traffic)
+  __shared__ __align__(16) float tile[KS_POOL_TP][4 * KS_POOL_TG + 4];
+  const uint32_t c4 = (uint32_t)(g.C / 4), S = (uint32_t)(per_sample / g.C);
+  const uint32_t s_tiles = (S + KS_POOL_TP - 1) / KS_POOL_TP, c_tiles = (c4 + KS_POOL_TG - 1) / KS_POOL_TG;
+  const int64_t tiles = g.N * (int64_t)s_tiles * c_tiles;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const uint32_t ct = (uint32_t)(t % c_tiles);
+    const int64_t rest = t / c_tiles;
+    const uint32_t st = (uint32_t)(rest % s_tiles);
+    const int64_t r = rest / s_tiles;
+    const uint32_t g0 = ct * KS_POOL_TG, ng = min((uint32_t)KS_POOL_TG, c4 - g0);
+    const uint32_t s0 = st * KS_POOL_TP, np = min((uint32_t)KS_POOL_TP, S - s0);
+    for (uint32_t k = threadIdx.x; k < np * ng; k += blockDim.x) {
+      const uint32_t p = k / ng, gi = k - p * ng;
+      uint32_t q = s0 + p;
+      const int64_t ow = q % (uint32_t)g.out[2]; q /= (uint32_t)g.out[2];
+      const int64_t oh = q % (uint32_t)g.out[1]; q /= (uint32_t)g.out[1];
+      float res[4];
+      {{name}}_cl4_window<KIND, KD, KH, KW>({{device_args}}, g, r, (int64_t)(g0 + gi) * 4, (int64_t)q, oh, ow, res);
+      *reinterpret_cast<float4*>(&tile[p][gi * 4]) = make_float4(res[0], res[1], res[2], res[3]);
     }
-    if (g.keep_cl) {  // the input's memory order: 4 consecutive channels, one 16-byte store
-      *reinterpret_cast<float4*>(reinterpret_cast<float*>(out) + r * per_sample + (int64_t)q0 * 4) =
-          make_float4(res[0], res[1], res[2], res[3]);
+    __syncthreads();
+    {{out_t}}* __restrict__ dst = out + (r * g.C + (int64_t)g0 * 4) * (int64_t)S + s0;
+    for (uint32_t k = threadIdx.x; k < ng * 4 * KS_POOL_TP; k += blockDim.x) {
+      const uint32_t c = k / KS_POOL_TP, p = k % KS_POOL_TP;
+      if (p < np) dst[(int64_t)c * S + p] = ks_from_float<{{out_t}}>(tile[p][c]);
     }
+    __syncthreads();  // the tile is rewritten by the next iteration
   }
 #else
   (void)g; (void)per_sample; (void)out;
@@ -179,10 +236,17 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
     {{name}}_kernel<K, L><<<ks_pool_grid(per_sm, per_sample, {{threads}}, g.N), {{threads}}, 0, stream>>>( \
         {{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample); } while (0)
 #if {{vec4}}
-  if (cl == 2) {  // the channels-last fast path: a thread pools 4 channels
+  if (cl == 2 && g.keep_cl) {  // the channels-last fast path, NHWC out: a thread pools 4 channels
     static const int per_sm = ks_blocks_per_sm({{name}}_cl4_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}>, {{threads}});
     {{name}}_cl4_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}><<<ks_pool_grid(per_sm, per_sample / 4, {{threads}}, g.N),
         {{threads}}, 0, stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
+    return;
+  }
+  if (cl == 2) {  // NCHW out: position x channel tiles through shared memory
+    static const int per_sm = ks_blocks_per_sm({{name}}_cl4t_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}>, {{threads}});
+    const int64_t tiles = g.N * ks_cdiv(per_sample / g.C, KS_POOL_TP) * ks_cdiv(g.C / 4, KS_POOL_TG);
+    {{name}}_cl4t_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}><<<(unsigned)ks_grid(per_sm, tiles), {{threads}}, 0,
+        stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
     return;
   }
 #endif

@@ -52,6 +52,12 @@ at::Tensor {{name}}({{cparams}}) {
     plan.col_affine = 1;
     for (int k : col_read) if (!ks_col_affine(descs[k], R, inner)) plan.col_affine = 0;
   }
+  // The tile kernel's likewise, over the operands it reads (the prologue's).
+  const int tile_read[] = {{{tile_read}}};
+  if (plan.path == KS_PATH_TILE) {
+    plan.col_affine = 1;
+    for (int k : tile_read) if (!ks_col_affine(descs[k], R, inner)) plan.col_affine = 0;
+  }
 {{span_plan}}  at::Tensor workspace;
   float* ws = nullptr;
   if (plan.workspace_floats > 0) {

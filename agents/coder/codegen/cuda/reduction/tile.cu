@@ -1,6 +1,12 @@
 
 // Threads (tx, ty): tx walks inner (consecutive addresses), ty walks R; blockIdx.y is the R split.
 // Min-blocks 1 stated: left out, ptxas aimed at 48 registers and spilled the Welford state.
+// AFFINE (the host's ks_col_affine for every operand read): each operand's offset is its column
+// base plus r times a step, as in the column loop; the descriptor form inlines ks_offset's mode
+// switch, general-stride loop included, into each of the 8 unrolled loads of each operand
+// (level2/67's mean over an NHWC conv output: 10,662 lines of PTX, 2.32 ms on an H200 where
+// Triton's reduction took 0.82).
+template <bool AFFINE>
 __global__ void __launch_bounds__(256, 1)
 {{name}}_tile({{params}}, {{out_t}}* __restrict__ out, float* __restrict__ partials, float* __restrict__ stats,
              const int64_t outer, const int64_t R, const int64_t inner, const int64_t r_per_split) {
@@ -15,12 +21,14 @@ __global__ void __launch_bounds__(256, 1)
   State st = State::init();
   if (i < inner) {
     const int64_t base = o * R * inner + i;
+    {{bases}}
     int64_t r = r0 + ty;
     for (; r + 7 * TYR < r1; r += 8 * TYR) {  // 8 independent loads in flight per thread
       float x[8];
 #pragma unroll
       for (int u = 0; u < 8; ++u) {
-        const int64_t idx = base + (r + (int64_t)u * TYR) * inner;
+        const int64_t rr = r + (int64_t)u * TYR, idx = base + rr * inner;
+        (void)idx; (void)rr;
         {{loads1}}
         const int q = 0; {{pro_x}}
       }
@@ -28,7 +36,8 @@ __global__ void __launch_bounds__(256, 1)
       for (int u = 0; u < 8; ++u) st.push(x[u]);
     }
     for (; r < r1; r += TYR) {
-      const int64_t idx = base + r * inner;
+      const int64_t rr = r, idx = base + rr * inner;
+      (void)idx; (void)rr;
       float x[1]; const int u = 0;
       {{loads1}}
       const int q = 0; {{pro_x}}
