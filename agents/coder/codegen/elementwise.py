@@ -182,9 +182,47 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
         if narrow_kernel else f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;"
         for k in tiled_inputs(spec)
     )
-    kernel += "\n" + narrow_kernel
+    vec_kernel, vec_launch = _channels_last_vector_kernel(name, spec, params, args)
+    kernel += "\n" + narrow_kernel + "\n" + vec_kernel
     return kernel, render("elementwise/nhwc_launch.cu", launcher_sig=launcher_sig, cases=cases, tiles=tiles,
-                          narrow="C < 32" if narrow_kernel else "false")
+                          narrow="C < 32" if narrow_kernel else "false", vec_launch=vec_launch)
+
+
+# The vector kernel's channel tiles: the smallest that holds C, else 64 (4096 values a tile).
+_VEC_CHANNEL_TILES = (16, 32, 64)
+
+
+def _channels_last_vector_kernel(name: str, spec: ElementwiseSpec, params: list[str], args: str) -> tuple[str, str]:
+    """The channels-last kernel with 16-byte accesses both ways (cuda/elementwise/nhwc_vec.cu)
+    and its launch, taken where ks_nhwc_vec_ok holds at run time; ("", "") unless the spec is
+    fp32 in and out with one output."""
+    nin = len(spec.inputs)
+    if len(spec.outputs) != 1 or spec.out_dtype != "float32" or any(t.dtype != "float32" for t in spec.inputs):
+        return "", ""
+    hoists = " ".join(
+        f"if constexpr (TI != {k}) h[{k}][q] = ks_ld(in{k} + ks_row_base_any(d{k}, orow, S));" for k in range(nin))
+    loads = " ".join(
+        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = xv[q]; else a{k}[0] = h[{k}][q];" for k in range(nin))
+    kernel = render("elementwise/nhwc_vec.cu", name=name,
+                    params=", ".join(params[:-1]) + ", const int64_t C, const int64_t S", nin=nin, hoists=hoists,
+                    loads=loads, call_args=", ".join([f"a{k}[0]" for k in range(nin)] + ["r0[0]"]),
+                    tiled_ptr=" : ".join(f"TI == {k} ? in{k}" for k in range(nin - 1)) + (" : " if nin > 1 else "") + f"in{nin - 1}")
+    cases = []
+    for k in tiled_inputs(spec):
+        launches = " else ".join(f"if (tc == {tc}) {name}_nhwc_vec<{k}, {tc}><<<vgrid, 256, 0, stream>>>({args});"
+                                 for tc in _VEC_CHANNEL_TILES)
+        cases.append(f"      case {k}: {launches} return;")
+    launch = "\n".join([
+        f"  if (ks_nhwc_vec_ok(ins, descs, outs[0], tiled, {nin}, C, S)) {{",
+        "    const int tc = C <= 16 ? 16 : C <= 32 ? 32 : 64;",
+        "    const dim3 vgrid((unsigned)ks_cdiv(S, 4096 / tc), (unsigned)ks_cdiv(C, tc), (unsigned)N);",
+        "    switch (tiled) {",
+        *cases,
+        "      default: break;",
+        "    }",
+        "  }",
+    ])
+    return kernel, launch
 
 
 def _row_base(k: int) -> str:
