@@ -436,6 +436,9 @@ def test_reduce_last_dim_with_prologue_epilogue(ext, kind, shape):
 def test_reduce_inner_dim(ext, kind, shape):
     x = rnd(*shape)
     check(poisoned(getattr(ext, f"t_{kind}_d1"), x), REF[kind](x, 1, True), rtol=1e-4, atol=1e-3)
+    # general strides: no column-affine form, the tile kernel's descriptor loads
+    xt = x.transpose(0, -1).contiguous().transpose(0, -1)  # same values, first and last dims swapped in memory
+    check(poisoned(getattr(ext, f"t_{kind}_d1"), xt), REF[kind](xt, 1, True), rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
@@ -445,6 +448,20 @@ def test_softmax_rows(ext, kind, shape):
     x, b = rnd(*shape), rnd(shape[-1])
     ref = getattr(torch, kind)((x + b) * 0.5, -1)
     check(poisoned(getattr(ext, f"t_{kind}"), x, b), ref, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", [(4, 50_000), (7, 12_345), (2, 100_001)])
+def test_softmax_long_rows_with_a_per_row_operand(ext, kind, shape):
+    """Rows past the row kernels (the tile path's statistics, then the apply kernel) whose
+    prologue operand is constant along each row: both passes read it at the row's base (the
+    AFFINE tile kernel, the apply kernel's row-chunk form); a per-column operand keeps the
+    descriptor forms (test_softmax_rows)."""
+    x, b = rnd(*shape), rnd(shape[0], 1)
+    ref = getattr(torch, kind)((x + b) * 0.5, -1)
+    check(poisoned(getattr(ext, f"t_{kind}"), x, b), ref, rtol=1e-4, atol=1e-6)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132 and shape[1] >= 50_000:
+        assert any(f"t_{kind}_apply_rows" in k for k in _kernels_run(getattr(ext, f"t_{kind}"), x, b))
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax"])

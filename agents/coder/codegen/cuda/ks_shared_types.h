@@ -65,6 +65,7 @@ struct KsRedPlan {
   int row_values;       // row paths: values each thread caches (32, or 16 for normalising rows up to 4096)
   int64_t span;         // group_norm on the tile path: values per channel span (0: the generic tile kernels)
   int col_affine;       // colloop, tile: every operand's offset is base + r * step within a column (ks_col_affine)
+  int apply_affine;     // tile path of normalising kinds, inner == 1: so are the apply kernel's (prologue, epilogue)
   int64_t nhwc_channels;  // a channels-last input's kernels (group_norm: gn_nhwc.cu, softmax kinds: softmax_nhwc.cu): its C; 0: none
 };
 

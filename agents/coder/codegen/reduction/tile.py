@@ -67,6 +67,8 @@ def apply_kernel(r: Reduction) -> str:
         "reduction/apply.cu", name=r.name, params=r.params, out_t=r.out_t,
         loads1=loads(r.roles.prologue, "1", "idx"), pro_x=r.pro_call("x"), norm=NORMALIZE[r.kind],
         w_loads=w_loads, w_upd=w_upd, e_loads=loads(r.roles.epilogue, "1", "idx", "e"), epi=r.epi_call("y", "0"),
+        bases=column_bases(r.column_operands()), row_loads1=column_loads(r.roles.prologue, "a"),
+        row_e_loads=column_loads(r.roles.epilogue, "e"),
     )
 
 

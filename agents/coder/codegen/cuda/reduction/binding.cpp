@@ -57,6 +57,8 @@ at::Tensor {{name}}({{cparams}}) {
   if (plan.path == KS_PATH_TILE) {
     plan.col_affine = 1;
     for (int k : tile_read) if (!ks_col_affine(descs[k], R, inner)) plan.col_affine = 0;
+    plan.apply_affine = normalizing && inner == 1;  // the apply kernel reads col_read's operands
+    for (int k : col_read) if (!ks_col_affine(descs[k], R, inner)) plan.apply_affine = 0;
   }
 {{span_plan}}  at::Tensor workspace;
   float* ws = nullptr;
