@@ -26,6 +26,9 @@ if [ -n "${SRC:-}" ]; then  # the measured commit's sources, with this tree's pr
 fi
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 jobs=$gpus
+if [ -n "${TESTS:-}${GPU0_AFTER:-}" ] && [ "$gpus" -lt 2 ]; then
+  echo "TESTS / GPU0_AFTER take GPU 0 and leave the bench the others: this machine has $gpus GPU(s)"; exit 2
+fi
 if [ -n "${TESTS:-}${GPU0_AFTER:-}" ]; then  # GPU 0 for tests and/or a measurement, the bench on the rest
   source scripts/ks_site.sh
   ks_site /tmp/site_here "$PWD"

@@ -17,6 +17,7 @@ pytestmark = [
 from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
+from test_codegen_gpu import _kernels_run  # noqa: E402
 
 from kernelstitch.core.problem import import_file
 
@@ -85,14 +86,18 @@ def test_both_directions_equal_pytorchs_copy(program, shape, dtype):
 
 @pytest.mark.parametrize("shape", [(2, 64, 12, 12), (2, 8, 10, 10)])
 def test_a_misaligned_tensor_takes_the_one_value_kernels(program, shape):
-    """A storage offset of one element: no 16-byte vectors, the same result."""
+    """A storage offset of one element: no 16-byte vectors, the same result; aligned, the
+    vector kernels run."""
     ks = program[1]._KS
     x = torch.randn(*shape, device="cuda")
+    assert any("vec_kernel" in k or "short4_kernel" in k for k in _kernels_run(ks.ks_layout_swap, x, True))
     storage = torch.empty(x.numel() + 1, device="cuda")
     shifted = storage[1:].view(shape)
     shifted.copy_(x)
     nhwc = ks.ks_layout_swap(shifted, True)
     assert torch.equal(nhwc, x.contiguous(memory_format=torch.channels_last))
+    ran = _kernels_run(ks.ks_layout_swap, shifted, True)
+    assert any("ks_layout_swap" in k for k in ran) and not any("vec_kernel" in k or "short4_kernel" in k for k in ran), ran
     cl_storage = torch.empty(x.numel() + 1, device="cuda")
     cl = cl_storage[1:].as_strided(nhwc.shape, nhwc.stride())
     cl.copy_(nhwc)

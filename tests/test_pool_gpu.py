@@ -187,6 +187,12 @@ def test_channels_last_input_pooled_into_a_contiguous_output(ext, shape):
     want = want * e
     cl = x.contiguous(memory_format=torch.channels_last)
     _check(ext.pool_avg2d_to_nchw(cl, b, e), want, "channels-last in, contiguous out")
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        ext.pool_avg2d_to_nchw(cl, b, e)
+        torch.cuda.synchronize()
+    assert any("pool_avg2d_to_nchw_cl4t_kernel" in k.key for k in prof.key_averages())
     storage = torch.empty(x.numel() + 1, device="cuda")
     shifted = storage[1:].as_strided(cl.shape, cl.stride())
     shifted.copy_(cl)

@@ -384,7 +384,12 @@ def test_transpose_views_are_not_the_reference_s_work():
     ("void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>", False),
     ("void fft2d_r2c_16x16<float>(float2*, float const*, int, int, int, int, int, int)", False),
     ("void flip_filter<float, float>(float*, float const*, int, int, int, int)", False),
+    ("void implicit_convolveNd_sgemm<float, 3, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, int)", False),
+    ("void fft3d_c2r_16x16x16<float>(float*, float2 const*)", False),
+    # only as the name's first identifier: a candidate's kernels named after them stay its own
     ("void my_flip_filter_kernel(float*)", True),
+    ("void my_flip_filter<float>(float*)", True),
+    ("ks_im2col4d_kernel(float const*, float*)", True),
 ])
 def test_kernel_ownership(name, own):
     assert is_own_kernel(name) is own

@@ -12,7 +12,7 @@ template <int TI, int TC>
 __global__ void __launch_bounds__(256) {{name}}_nhwc_vec({{params}}) {
   constexpr int TP = 4096 / TC;
   static_assert(256 % (TC / 4) == 0, "a thread's channels stay fixed across its reads");
-  __shared__ float tile[TC][TP + 1];  // odd row stride: 2-way bank conflicts at most either way
+  __shared__ float tile[TC][TP + 1];  // odd row stride: 2-way bank conflicts on the stores, 4-way on the reads
   const int64_t s0 = (int64_t)blockIdx.x * TP, c0 = (int64_t)blockIdx.y * TC, n = blockIdx.z;
   const int cq = (threadIdx.x % (TC / 4)) * 4;  // this thread's 4 channels: c0 + cq ...
   float h[{{nin}}][4];  // the row-constant operands of those channels

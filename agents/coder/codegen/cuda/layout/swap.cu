@@ -88,7 +88,8 @@ __global__ void __launch_bounds__(256) {{name}}_vec_kernel(const T* __restrict__
                                                            const int64_t N, const int64_t R, const int64_t K) {
   static_assert(TR * TK == 4096, "a tile is 4096 elements: 4 vectors a thread each way");
   using V = typename KsVec4<T>::type;
-  // odd row stride: the column reads of the write phase spread over the banks (2-way at most)
+  // odd row stride: the column accesses spread over the banks (2- to 4-way conflicts by tile shape,
+  // a shared-memory cost far under the tile's DRAM traffic)
   __shared__ T tile[TR][TK + 1];
   const int64_t r_tiles = (R + TR - 1) / TR, k_tiles = (K + TK - 1) / TK, tiles = N * r_tiles * k_tiles;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
