@@ -6,7 +6,9 @@ plan (default variant), for a few KernelBench problems, on a GPU machine.
 With `=model_new.py` it profiles that program (a search variant written by `kernelstitch
 generate`) instead of generating the default variant.  Each column also sums its kernels by
 family (`kernel_family`: our kernels by kind, cuDNN / cuBLAS, PyTorch's batch norm and
-elementwise kernels), so two programs compare family by family.
+elementwise kernels), so two programs compare family by family; `max_abs_diff` is the largest
+difference of one call's outputs from the module's (kernels not yet run on a GPU show here
+whether they compute the right thing before their times mean anything).
 
 It trusts the problem files (it runs them in this process): use it on KernelBench, not on
 untrusted code.  Timings are torch.profiler kernel times averaged over the profiled calls; the
@@ -47,7 +49,7 @@ def _kernel_table(fn, inputs, calls: int) -> dict[str, float]:
 _FAMILIES = (
     ("ours: batch statistics", ("batch_stats",)), ("ours: elementwise", ("elementwise",)),
     ("ours: reduction", ("reduction", "_reduce", "softmax", "group_norm", "gn_")),
-    ("ours: pooling", ("pool",)), ("ours: other", ("ks_",)),
+    ("ours: pooling", ("pool",)), ("ours: layout copies", ("layout_swap",)), ("ours: other", ("ks_",)),
     ("batch norm (PyTorch, cuDNN)", ("batch_norm", "bn_fw", "bn_")),
     ("triton (torch.compile)", ("triton",)),
     ("convolution (cuDNN)", ("conv", "fprop", "dgrad", "implicit_gemm", "xmma", "cudnn", "winograd")),
@@ -97,6 +99,17 @@ def _total_ms(fn, inputs, calls: int) -> float:
         return CudaTimer().span(fn, *inputs, repeat=calls).gpu_ms
 
 
+def _max_abs_diff(model, ours, inputs) -> float:
+    """The largest |ours - model| over the outputs of one call each (a check that the kernels
+    profiled compute the module, not a verification: the Verifier's bounds are elsewhere)."""
+    import torch
+
+    with torch.no_grad():
+        want, got = model(*inputs), ours(*inputs)
+    pairs = zip(want, got, strict=True) if isinstance(want, (tuple, list)) else [(want, got)]
+    return max(float((g.float() - w.float()).abs().max()) if w.numel() else 0.0 for w, g in pairs)
+
+
 def breakdown(path: Path, calls: int, top: int, program: Path | None = None) -> dict:
     import torch
     from kernelstitch.agents.coder.builtin import write_candidate
@@ -120,7 +133,7 @@ def breakdown(path: Path, calls: int, top: int, program: Path | None = None) -> 
     ours = import_file(program, "ks_breakdown").ModelNew(*problem.get_init_inputs()).cuda()
     ours.load_state_dict(model.state_dict())
     compiled = torch.compile(model)
-    result = {"problem": path.stem, "plan": plan}
+    result = {"problem": path.stem, "plan": plan, "max_abs_diff": _max_abs_diff(model, ours, inputs)}
     for label, fn in (("eager", model), ("compile", compiled), ("ours", ours)):
         # profiled launched; the total below is timed replayed, as delivered
         kernels = launched_kernel_table(fn, inputs, calls)
