@@ -24,8 +24,7 @@ from pathlib import Path
 
 
 def capture(root: Path, out: Path, levels: list[str], timeout_s: float) -> None:
-    from kernelstitch.bench.coverage import CAPTURE_TASK
-    from kernelstitch.core.worker.client import WorkerClient
+    from kernelstitch.bench.coverage import capture_in_worker
 
     out.mkdir(parents=True, exist_ok=True)
     files = [f for level in levels for f in sorted((root / f"level{level}").glob("*.py"))]
@@ -34,8 +33,7 @@ def capture(root: Path, out: Path, levels: list[str], timeout_s: float) -> None:
         dest = out / f"{path.parent.name}__{path.stem}.json"
         if dest.exists():
             return None
-        with WorkerClient(env={"CUDA_VISIBLE_DEVICES": ""}) as worker:
-            response = worker.call(CAPTURE_TASK, {"path": str(path), "module": None}, timeout_s=timeout_s)
+        response = capture_in_worker(path, None, timeout_s)
         if not response.ok:
             return f"{path.parent.name}/{path.stem}: {str(response.error)[:160]}"
         dest.write_text(json.dumps(response.result))

@@ -120,22 +120,27 @@ def summarise_plan(result: ProblemCoverage, plan) -> ProblemCoverage:
     return result
 
 
+def capture_in_worker(path: Path, module: str | None, timeout_s: float = DEFAULT_TIMEOUT_S):
+    """The problem file's captured graph (JSON) from a fresh worker, or the worker's error: a
+    capture imports the problem's file and may crash its process.  A WorkerResponse."""
+    from kernelstitch.core.worker.client import WorkerClient
+
+    with WorkerClient(env={"CUDA_VISIBLE_DEVICES": ""}) as worker:
+        return worker.call(CAPTURE_TASK, {"path": str(path), "module": module}, timeout_s=timeout_s)
+
+
 def cover_problem(spec: ProblemSpec, timeout_s: float = DEFAULT_TIMEOUT_S,
                   root: Path | None = None) -> ProblemCoverage:
     """Capture `spec` in a fresh worker, plan it here; every failure becomes the result."""
     from kernelstitch.agents.plan.graph import Graph
     from kernelstitch.agents.planner.builtin import plan_builtin
-    from kernelstitch.core.worker.client import WorkerClient
 
     start = time.monotonic()
     path = spec.path
     shown = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
     result = ProblemCoverage(spec.name, spec.level, shown, "capture_failed")
     try:
-        # A fresh worker per problem: a capture imports the problem's file and may crash it.
-        with WorkerClient(env={"CUDA_VISIBLE_DEVICES": ""}) as worker:
-            response = worker.call(CAPTURE_TASK, {"path": str(path), "module": spec.module},
-                                   timeout_s=timeout_s)
+        response = capture_in_worker(path, spec.module, timeout_s)
         if not response.ok:
             err = response.error
             result.error = _error("capture", err.kind, err.message, err.signal_name)
