@@ -585,21 +585,6 @@ static inline int64_t ks_grid(int per_sm, int64_t work_blocks) {
   if (work_blocks < 1) work_blocks = 1;
   return work_blocks < full ? work_blocks : full;
 }
-// Whether the channels-last elementwise vector kernel (elementwise/nhwc_vec.cu) takes a launch:
-// C >= 16 (fewer take the narrow kernel) and C, S multiples of 4, the tiled operand and the output
-// 16-byte aligned, and every other operand constant along each (n, c) row of S values: a scalar,
-// or a value per channel (a descriptor whose index divisor is a multiple of S).
-static inline bool ks_nhwc_vec_ok(const void* const* ins, const KsOperand* descs, const void* out, int tiled,
-                                  int nin, int64_t C, int64_t S) {
-  if (C < 16 || C % 4 != 0 || S % 4 != 0) return false;
-  if (reinterpret_cast<uintptr_t>(ins[tiled]) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0) return false;
-  for (int k = 0; k < nin; ++k) {
-    if (k == tiled) continue;
-    const KsOperand& d = descs[k];
-    if (!(d.mode == KS_SCALAR || ((d.mode == KS_CHANNEL || d.mode == KS_DIVMOD) && d.div % S == 0))) return false;
-  }
-  return true;
-}
 // A pooling launch: `work` items of a sample along x (grid-stride loops), samples along y so
 // the grid fills every SM once.
 static inline dim3 ks_pool_grid(int per_sm, int64_t work, int threads, int64_t N) {

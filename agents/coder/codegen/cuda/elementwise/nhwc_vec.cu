@@ -1,7 +1,7 @@
 // Channels-last operand TI -> contiguous output with 16-byte accesses on both sides, for fp32 in
 // and out, one output, C and S multiples of 4, 16-byte-aligned operand and output, and every
-// other operand constant along each (n, c) row (a conv bias, a per-channel scale: the launcher
-// checks): a block computes a [TP positions x TC channels] tile (TP * TC = 4096) of sample
+// other operand constant along each (n, c) row (a conv bias, a per-channel scale: the binding
+// checks, elementwise.py's _vector_condition): a block computes a [TP positions x TC channels] tile (TP * TC = 4096) of sample
 // blockIdx.z, reading 4 channels of a position a thread as one float4, and writes 4 positions
 // of a channel a thread as one float4 through the shared tile.  A thread's channels are the same
 // in each of its 4 reads (256 is a multiple of TC / 4), so the row-constant operands are loaded
