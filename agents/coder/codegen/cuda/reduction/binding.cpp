@@ -46,19 +46,17 @@ at::Tensor {{name}}({{cparams}}) {
     if (tx <= 512) plan.threads_x = (int)(tx > 32 ? tx : 32);
     else plan = ks_plan_reduction(outer, R, inner, sms, smem_optin, {{nf}}, normalizing, rows32, true);
   }
-  // The column loop's per-column bases: whether every operand it reads per value allows them.
-  const int col_read[] = {{{col_read}}};
-  if (plan.path == KS_PATH_COLLOOP) {
-    plan.col_affine = 1;
-    for (int k : col_read) if (!ks_col_affine(descs[k], R, inner)) plan.col_affine = 0;
-  }
-  // The tile kernel's likewise, over the operands it reads (the prologue's).
-  const int tile_read[] = {{{tile_read}}};
+  // Per-column bases (an operand at its column's base plus r times a step): whether every operand
+  // a kernel reads per value allows them.  The column loop and the apply kernel read the prologue's
+  // and (normalising kinds) the epilogue's, the tile kernel the prologue's.
+  const auto all_col_affine = [&](std::initializer_list<int> read) {
+    for (int k : read) if (!ks_col_affine(descs[k], R, inner)) return 0;
+    return 1;
+  };
+  if (plan.path == KS_PATH_COLLOOP) plan.col_affine = all_col_affine({{{col_read}}});
   if (plan.path == KS_PATH_TILE) {
-    plan.col_affine = 1;
-    for (int k : tile_read) if (!ks_col_affine(descs[k], R, inner)) plan.col_affine = 0;
-    plan.apply_affine = normalizing && inner == 1;  // the apply kernel reads col_read's operands
-    for (int k : col_read) if (!ks_col_affine(descs[k], R, inner)) plan.apply_affine = 0;
+    plan.col_affine = all_col_affine({{{tile_read}}});
+    plan.apply_affine = normalizing && inner == 1 ? all_col_affine({{{col_read}}}) : 0;
   }
 {{span_plan}}  at::Tensor workspace;
   float* ws = nullptr;
