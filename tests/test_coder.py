@@ -332,6 +332,60 @@ def test_a_dense_block_keeps_its_pooling_and_concatenation_channels_last(tmp_pat
     assert len(backs) == 1 and "v_conv2d_2" in backs[0]  # the output's, only
 
 
+def test_a_dense_block_copies_its_input_to_nhwc_once(tmp_path):
+    """level3/14's dense block: every layer concatenates forward's NCHW input with the NHWC conv
+    outputs.  The input is copied to NHWC once at the start, so every cat, batch_norm apply and
+    convolution stays channels-last (no copy per layer around the convs); the last cat, the
+    program's output, transposes into NCHW through its tiled kernel."""
+    path = tmp_path / "block.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList(nn.Sequential(
+                    nn.BatchNorm2d(8 + 8 * i), nn.ReLU(inplace=True),
+                    nn.Conv2d(8 + 8 * i, 8, 3, padding=1, bias=False)) for i in range(3))
+            def forward(self, x):
+                features = [x]
+                for layer in self.layers:
+                    features.append(layer(x))
+                    x = torch.cat(features, 1)
+                return x
+        def get_inputs():
+            return [torch.randn(2, 8, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    lines = candidate.source.splitlines()
+    swaps = [line.strip() for line in lines if "ks_layout_swap(" in line and "= _KS." in line]
+    assert swaps[0].startswith("v_x = _KS.ks_layout_swap(v_x, True)")
+    assert not [line for line in swaps if ", False)" in line]  # nothing copied back
+    cats = [s for s in candidate.plan.steps if (s.spec or {}).get("type") == "cat"]
+    assert len(cats) == 3
+    *inner, last = (candidate.kernel_for_step(s.id) for s in cats)
+    assert all("ks_inputs_channels_last(" in k.binding for k in inner + [last])
+    assert "_tr_kernel<" in last.cuda  # the output's cat transposes into NCHW
+
+
+def test_an_input_no_concatenation_needs_nhwc_stays_as_it_is(tmp_path):
+    """A cat of forward's input with an NCHW tensor (no channels-last producer among its inputs)
+    gains nothing from an NHWC copy of the input: none is made."""
+    path = tmp_path / "plain.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.cat([x, torch.relu(x)], 1) * 2
+        def get_inputs():
+            return [torch.randn(2, 8, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert "ks_layout_swap(v_x" not in candidate.source
+
+
 def test_a_concatenation_into_the_output_reads_channels_last_convolutions_as_they_are(tmp_path):
     """A fire module (level3/17): two channels-last convolutions concatenated into the program's
     output, which stays NCHW.  The conv outputs stay NHWC (no copy back): the cat's binding

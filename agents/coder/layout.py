@@ -137,7 +137,8 @@ class ChannelsLastReaders:
         (reads_any_layout) or whose step's inputs no longer all stay NHWC."""
         if self._nhwc is None:
             producers = {s.outputs[0]: s for s in self.plan.steps if len(s.outputs) == 1}
-            nhwc: set[str] = set()
+            inputs = self.concatenated_inputs()
+            nhwc: set[str] = set(inputs)
             for step in self.plan.steps:  # plan order: inputs before the steps that read them
                 if self.can_keep(step, nhwc):
                     nhwc.add(step.outputs[0])
@@ -146,11 +147,51 @@ class ChannelsLastReaders:
                 changed = False
                 for name in sorted(nhwc):
                     step = producers.get(name)
-                    if step is None or not self.can_keep(step, nhwc) or not self.reads_any_layout(name, nhwc):
+                    keep = (self.input_pays(name, nhwc) if name in inputs
+                            else step is not None and self.can_keep(step, nhwc))
+                    if not keep or not self.reads_any_layout(name, nhwc):
                         nhwc.discard(name)
                         changed = True
             self._nhwc = nhwc
         return self._nhwc
+
+    def concatenated_inputs(self) -> set[str]:
+        """Forward's 4-5-D arguments that a concatenation along the channels reads: candidates
+        for one NHWC copy at the program's start (swapped_inputs).  A DenseNet block concatenates
+        its NCHW input with every layer's NHWC conv output; without the copy each cat would read
+        it transposed and every layer's batch_norm, ReLU and conv would run NCHW, with two
+        layout copies a layer around the conv."""
+        return {n.name for n in self.graph.user_inputs()
+                if n.meta is not None and 4 <= n.meta.rank <= 5 and self.cats_reading(n.name)}
+
+    def cats_reading(self, name: str) -> list:
+        """The concatenation steps with tensor `name` (through aliases) among their inputs."""
+        return [s for s in self.plan.steps if (s.spec or {}).get("type") == "cat"
+                and name in (self.resolve(i.get("name")) for i in s.spec.get("inputs") or [])]
+
+    def input_pays(self, name: str, nhwc: set[str]) -> bool:
+        """Whether copying forward's argument `name` to NHWC lets a concatenation reading it
+        take NHWC inputs only, one of them made channels-last by a convolution (directly or
+        through kept steps): a cat of the input with an elementwise function of it alone would
+        only move the copy."""
+        rooted = self.conv_rooted(nhwc)
+        return any(self.cat_inputs_channels_last(s, nhwc)
+                   and any(self.resolve(i.get("name")) in rooted for i in s.spec.get("inputs") or [])
+                   for s in self.cats_reading(name))
+
+    def conv_rooted(self, nhwc: set[str]) -> set[str]:
+        """The tensors of `nhwc` a channels-last convolution makes, or a kept step makes from one."""
+        rooted: set[str] = set()
+        for step in self.plan.steps:  # plan order: producers first
+            if step.outputs and step.outputs[0] in nhwc and (
+                    self.is_conv(step) or any(self.resolve(i) in rooted for i in step.inputs)):
+                rooted.add(step.outputs[0])
+        return rooted
+
+    def swapped_inputs(self) -> list[str]:
+        """Forward's arguments the program copies to NHWC once, at its start (ks_layout_swap)."""
+        nhwc = self.channels_last_tensors()
+        return [n.name for n in self.graph.user_inputs() if n.name in nhwc]
 
     def kept_steps(self) -> set[str]:
         """Ids of the elementwise, pooling and concatenation steps whose output stays NHWC (the

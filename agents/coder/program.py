@@ -279,6 +279,10 @@ class Program:
         return values[0]
 
     def build(self) -> list[str]:
+        for name in self.layout.swapped_inputs():  # read by channels-last concatenations
+            self.swaps_layouts = True
+            self.lines.append(f"{local(name)} = _KS.{LAYOUT_SWAP_FUNCTION}({local(name)}, True)  "
+                              "# NHWC once: the concatenations that read it stay channels-last")
         for step in self.plan.steps:
             self.step(step)
         self.lines.append(f"return {self.returns()}")
