@@ -369,6 +369,36 @@ def test_a_dense_block_copies_its_input_to_nhwc_once(tmp_path):
     assert "_tr_kernel<" in last.cuda  # the output's cat transposes into NCHW
 
 
+def test_an_inception_pooling_branch_reads_the_nhwc_copy_of_the_input(tmp_path):
+    """level3/6: convolutions and a max pooling branch read forward's input.  The convolutions
+    copy it to NHWC anyway, so it is copied once at the start and the pooling reads that copy
+    and keeps its output NHWC for its own convolution (it pooled NCHW, then copied its output)."""
+    path = tmp_path / "inception.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.b1 = nn.Conv2d(16, 8, 1)
+                self.b3 = nn.Conv2d(16, 8, 3, padding=1)
+                self.pool = nn.MaxPool2d(3, stride=1, padding=1)
+                self.proj = nn.Conv2d(16, 8, 1)
+            def forward(self, x):
+                return torch.cat([self.b1(x), self.b3(x), self.proj(self.pool(x))], 1)
+        def get_inputs():
+            return [torch.randn(2, 16, 16, 16)]
+    """))
+    candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert candidate.plan.host.channels_last
+    swaps = [line.strip() for line in candidate.source.splitlines() if "_KS.ks_layout_swap(" in line]
+    assert swaps[0].startswith("v_x = _KS.ks_layout_swap(v_x, True)")
+    assert not [line for line in swaps if "v_x" in line and not line.startswith("v_x = ")]
+    assert not [line for line in swaps if ", False)" in line]
+    pool = next(s for s in candidate.plan.steps if (s.spec or {}).get("type") == "pool")
+    assert "g.keep_cl = cl && true;" in candidate.kernel_for_step(pool.id).binding
+
+
 def test_an_input_no_concatenation_needs_nhwc_stays_as_it_is(tmp_path):
     """A cat of forward's input with an NCHW tensor (no channels-last producer among its inputs)
     gains nothing from an NHWC copy of the input: none is made."""

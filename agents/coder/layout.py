@@ -6,8 +6,10 @@ on the channels-last views, or store in the input's memory order).  The tensors 
 are the largest set of such outputs whose every reader takes NHWC at full speed
 (`channels_last_tensors`, a fixed point: a concatenation reads NHWC at full speed only when all
 of its inputs stay NHWC); a convolution output outside it is copied back to NCHW once
-(program.py), a step outside it writes NCHW.  So conv -> batch_norm apply -> ReLU -> conv chains,
-and DenseNet's concatenations, never transpose.  Every kernel reads any layout correctly
+(program.py), a step outside it writes NCHW.  Forward's NCHW arguments join the set, copied to
+NHWC once at the program's start, where that saves work (input_pays: a DenseNet block's cats
+of its input, an Inception module's pooling beside its convolutions).  So conv -> batch_norm
+apply -> ReLU -> conv chains, and DenseNet's concatenations, never transpose.  Every kernel reads any layout correctly
 (operand descriptors): these decisions are about speed only.
 """
 
@@ -137,7 +139,7 @@ class ChannelsLastReaders:
         (reads_any_layout) or whose step's inputs no longer all stay NHWC."""
         if self._nhwc is None:
             producers = {s.outputs[0]: s for s in self.plan.steps if len(s.outputs) == 1}
-            inputs = self.concatenated_inputs()
+            inputs = self.swappable_inputs()
             nhwc: set[str] = set(inputs)
             for step in self.plan.steps:  # plan order: inputs before the steps that read them
                 if self.can_keep(step, nhwc):
@@ -155,14 +157,18 @@ class ChannelsLastReaders:
             self._nhwc = nhwc
         return self._nhwc
 
-    def concatenated_inputs(self) -> set[str]:
-        """Forward's 4-5-D arguments that a concatenation along the channels reads: candidates
-        for one NHWC copy at the program's start (swapped_inputs).  A DenseNet block concatenates
-        its NCHW input with every layer's NHWC conv output; without the copy each cat would read
-        it transposed and every layer's batch_norm, ReLU and conv would run NCHW, with two
-        layout copies a layer around the conv."""
+    def swappable_inputs(self) -> set[str]:
+        """Forward's 4-5-D arguments that a concatenation along the channels or a channels-last
+        convolution reads: candidates for one NHWC copy at the program's start (swapped_inputs).
+        A DenseNet block concatenates its NCHW input with every layer's NHWC conv output:
+        without the copy each cat would read it transposed, and every layer's batch_norm, ReLU
+        and conv would run NCHW with two layout copies around the conv.  An Inception module's
+        convolutions copy their input to NHWC anyway: its max pooling branch then reads that
+        copy and stays NHWC for its own conv instead of pooling NCHW and copying the result."""
+        convs = {s.inputs[0] for s in self.plan.steps if self.is_conv(s) and s.inputs}
         return {n.name for n in self.graph.user_inputs()
-                if n.meta is not None and 4 <= n.meta.rank <= 5 and self.cats_reading(n.name)}
+                if n.meta is not None and 4 <= n.meta.rank <= 5
+                and (n.name in convs or self.cats_reading(n.name))}
 
     def cats_reading(self, name: str) -> list:
         """The concatenation steps with tensor `name` (through aliases) among their inputs."""
@@ -170,10 +176,16 @@ class ChannelsLastReaders:
                 and name in (self.resolve(i.get("name")) for i in s.spec.get("inputs") or [])]
 
     def input_pays(self, name: str, nhwc: set[str]) -> bool:
-        """Whether copying forward's argument `name` to NHWC lets a concatenation reading it
-        take NHWC inputs only, one of them made channels-last by a convolution (directly or
-        through kept steps): a cat of the input with an elementwise function of it alone would
-        only move the copy."""
+        """Whether copying forward's argument `name` to NHWC saves work: a channels-last
+        convolution reads it (which copies it anyway) and so do other steps (read by
+        convolutions only, the copy stays theirs: program.library_call), or a concatenation
+        reading it then takes NHWC inputs only, one of them made channels-last by a convolution
+        (directly or through kept steps; a cat of the input with an elementwise function of it
+        alone would only move the copy)."""
+        readers = [s for s in self.plan.steps if name in s.inputs]
+        convs = [s for s in readers if self.is_conv(s) and s.inputs[0] == name]
+        if convs and len(readers) > len(convs):
+            return True
         rooted = self.conv_rooted(nhwc)
         return any(self.cat_inputs_channels_last(s, nhwc)
                    and any(self.resolve(i.get("name")) in rooted for i in s.spec.get("inputs") or [])

@@ -95,6 +95,9 @@ class Program:
         self._cl_readers = Counter(s.inputs[0] for s in plan.steps
                                    if plan.host.channels_last and s.channels_last and s.inputs)
         self._nhwc_copies: dict[str, str] = {}
+        # forward's arguments copied to NHWC at the start (layout.swapped_inputs): their
+        # convolutions read them as they are
+        self._swapped_inputs = self.layout.swapped_inputs()
         self.uses_device = False
         self.uses_tensor_table = False
         self.splits_convolutions = False  # a 3xTF32 convolution calls the splitting pass
@@ -221,7 +224,9 @@ class Program:
             # our tiled copy: what x.contiguous(memory_format=torch.channels_last[_3d]) gives
             first, _, rest = args.partition(", ")
             source = step.inputs[0] if step.inputs else None
-            if source is not None and self._cl_readers[source] > 1:
+            if source in self._swapped_inputs:
+                pass  # NHWC since the program's start
+            elif source is not None and self._cl_readers[source] > 1:
                 copy = self._nhwc_copies.get(source)
                 if copy is None:
                     copy = self._nhwc_copies[source] = f"_ks_nhwc_{first}"
@@ -279,10 +284,10 @@ class Program:
         return values[0]
 
     def build(self) -> list[str]:
-        for name in self.layout.swapped_inputs():  # read by channels-last concatenations
+        for name in self._swapped_inputs:
             self.swaps_layouts = True
             self.lines.append(f"{local(name)} = _KS.{LAYOUT_SWAP_FUNCTION}({local(name)}, True)  "
-                              "# NHWC once: the concatenations that read it stay channels-last")
+                              "# NHWC once: every reader takes it channels-last")
         for step in self.plan.steps:
             self.step(step)
         self.lines.append(f"return {self.returns()}")
