@@ -11,10 +11,15 @@ from dataclasses import replace
 import pytest
 from kernelstitch.agents.coder.builtin import code_builtin
 from kernelstitch.agents.coder.codegen import emit
-from kernelstitch.agents.plan.kernel_spec import BatchStatsSpec, spec_from_json, spec_to_json
+from kernelstitch.agents.plan.kernel_spec import (
+    BatchStatsMergeSpec,
+    BatchStatsSpec,
+    spec_from_json,
+    spec_to_json,
+)
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
-from test_codegen import batch_stats_specs
+from test_codegen import batch_stats_merge_specs, batch_stats_specs
 from test_norms import _HEADER, write
 
 # conv -> BatchNorm2d (training) -> relu (level2/73's program); channels-last conv output
@@ -124,11 +129,39 @@ def get_init_inputs():
     return [cin, cout]
 '''
 
+# A DenseNet dense block (level3/14's): each layer normalises the cat of the block's input and
+# every earlier layer's output; eps 1e-3 (the parts' statistics must use the merged batch_norm's)
+DENSE_BLOCK = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self, layers, cin, growth):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Sequential(
+            nn.BatchNorm2d(cin + i * growth, eps=1e-3), nn.ReLU(inplace=True),
+            nn.Conv2d(cin + i * growth, growth, 3, padding=1, bias=False), nn.Dropout(0.0))
+            for i in range(layers))
+
+    def forward(self, x):
+        features = [x]
+        for layer in self.layers:
+            features.append(layer(x))
+            x = torch.cat(features, 1)
+        return x
+
+batch, layers, cin, growth, size = 3, 4, 6, 5, 11
+
+def get_inputs():
+    return [torch.randn(batch, cin, size, size + 2)]
+
+def get_init_inputs():
+    return [layers, cin, growth]
+'''
+
 CASES = {
     "conv_batch_norm": (CONV_BATCH_NORM, {"height": 9, "width": 8}),
     "linear_batch_norm": (LINEAR_BATCH_NORM, {"batch": 3}),
     "conv3d_batch_norm": (CONV3D_BATCH_NORM, {"size": 6}),
     "eval_batch_norm": (EVAL_BATCH_NORM, {"size": 9}),
+    "dense_block": (DENSE_BLOCK, {"size": 7, "batch": 2}),
 }
 
 
@@ -293,3 +326,61 @@ def test_the_graph_key_reads_every_tensor_slot_each_call_and_walks_again_after_a
     assert graphs.signature(new, (x,))[1] == walked_pointers() != before[1]
     own = candidate._CudaGraphs()  # a module without slots of its own: the graphs' own
     assert own.signature(torch.nn.Linear(2, 3), (x,))[1] != ()
+
+
+@pytest.mark.parametrize("spec", batch_stats_merge_specs(), ids=lambda s: s.name)
+def test_batch_stats_merge_spec_round_trips_through_json(spec):
+    assert spec_from_json(spec_to_json(spec)) == spec
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"running_var": None}, "come together"),
+    ({"parts": 4}, "the sizes tensor"),
+    ({"parts": 65}, "1 to 64"),
+    ({"momentum": -0.5}, "out of range"),
+])
+def test_merge_emitter_rejects_inconsistent_specs(change, message):
+    with pytest.raises(ValueError, match=message):
+        emit(replace(batch_stats_merge_specs()[0], **change))
+
+
+def test_a_dense_block_computes_each_tensors_statistics_once(tmp_path):
+    """Every layer after the first normalises a cat: its statistics are merged from the parts'
+    (the block's input's are the first layer's own batch_norm statistics, with its eps), so each
+    tensor is read once for statistics instead of once per later layer."""
+    plan = _plan(tmp_path, DENSE_BLOCK)
+    stats = [s for s in plan.steps if (s.spec or {}).get("type") == "batch_stats"]
+    merges = [s for s in plan.steps if (s.spec or {}).get("type") == "batch_stats_merge"]
+    assert len(merges) == 3 and len(stats) == 4  # x (with layer 0's running stats), 3 conv outputs
+    assert [s.kernel_spec().inputs[0].name for s in stats].count("x") == 1
+    assert all(s.kernel_spec().eps == 1e-3 for s in stats + merges)
+    assert [s.kernel_spec().running_mean is not None for s in stats] == [True, False, False, False]
+    for k, merge in enumerate(merges, start=1):
+        spec = merge.kernel_spec()
+        assert isinstance(spec, BatchStatsMergeSpec) and spec.parts == k + 1
+        assert [t.name for t in spec.inputs[:spec.parts]] == [s.outputs[0] for s in stats[:k + 1]]
+        assert spec.inputs[spec.parts].name == "x" and spec.running_var == spec.inputs[-1].name
+    assert any("merged from its 4 tensors' own" in n for n in plan.notes)
+
+
+def test_a_single_concatenation_keeps_one_statistics_kernel(tmp_path):
+    """A cat normalised once (no part shared with another batch_norm): merging would read the
+    same bytes in more launches, so the statistics stay one kernel over the cat."""
+    source = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x, y):
+        return self.bn(torch.cat([x, y], 1))
+
+def get_inputs():
+    return [torch.randn(2, 3, 5, 5), torch.randn(2, 5, 5, 5)]
+
+def get_init_inputs():
+    return []
+'''
+    plan = _plan(tmp_path, source)
+    kinds = [(s.spec or {}).get("type") for s in plan.steps]
+    assert "batch_stats_merge" not in kinds and kinds.count("batch_stats") == 1

@@ -13,7 +13,7 @@ from kernelstitch.agents.coder.codegen import (  # noqa: E402
     BatchStatsSpec,
     TensorArg,
 )
-from test_batch_norm import CASES, CONV_BATCH_NORM  # noqa: E402
+from test_batch_norm import CASES, CONV_BATCH_NORM, DENSE_BLOCK  # noqa: E402
 from test_codegen import batch_stats_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_compiler_gpu import generate, import_candidate  # noqa: E402
@@ -90,9 +90,11 @@ def test_module_matches_its_reference_at_two_shapes(name, tmp_path):
     module_matches_reference(*CASES[name], tmp_path)
 
 
-def _matches_and_updates_running_statistics(path, program, cuda_graph: bool) -> None:
-    """`program` (generated from CONV_BATCH_NORM at `path`) against the original over three
-    training-mode calls, launched or replayed from a CUDA graph: outputs and running statistics."""
+def _matches_and_updates_running_statistics(path, program, cuda_graph: bool,
+                                            shape: tuple[int, ...] = (4, 3, 13, 17)) -> None:
+    """`program` (generated from the module at `path`) against the original over three
+    training-mode calls on inputs of `shape`, launched or replayed from a CUDA graph: outputs and
+    every running statistic."""
     from kernelstitch.core.problem import load_problem
 
     problem = load_problem(path, None)
@@ -103,10 +105,12 @@ def _matches_and_updates_running_statistics(path, program, cuda_graph: bool) -> 
     new._cuda_graphs = candidate._CudaGraphs() if cuda_graph else None
     new.load_state_dict(reference.state_dict())
     for _ in range(3):
-        x = torch.randn(4, 3, 13, 17, device="cuda")
+        x = torch.randn(*shape, device="cuda") * 3 + 1
         with torch.no_grad():
             torch.testing.assert_close(new(x), reference(x), rtol=1e-4, atol=1e-4)
-    for key in ("bn.running_mean", "bn.running_var"):
+    keys = [k for k in reference.state_dict() if k.endswith(("running_mean", "running_var"))]
+    assert keys
+    for key in keys:
         torch.testing.assert_close(new.state_dict()[key], reference.state_dict()[key], rtol=1e-5, atol=1e-6)
 
 
@@ -117,7 +121,18 @@ def test_generated_module_updates_the_running_statistics_as_the_original(tmp_pat
     _matches_and_updates_running_statistics(path, generate((path, None), tmp_path, None), cuda_graph)
 
 
+@pytest.mark.parametrize("cuda_graph", [False, True], ids=["launched", "graph-replayed"])
+def test_a_dense_block_merging_its_parts_statistics_updates_every_running_statistic(tmp_path, cuda_graph):
+    """DENSE_BLOCK's plan merges each layer's statistics from its parts' (test_batch_norm): the
+    merge kernel copies them and updates the running statistics from 1 / rstd^2 - eps."""
+    path = write(tmp_path, DENSE_BLOCK)
+    program = generate((path, None), tmp_path, None)
+    assert "batch_stats_merge" in program.read_text()
+    _matches_and_updates_running_statistics(path, program, cuda_graph, (3, 6, 11, 13))
+
+
 @pytest.mark.parametrize("problem", [
+    "level3/14_DenseNet121DenseBlock.py",
     "level2/73_Conv2d_BatchNorm_Scaling.py", "level2/39_Gemm_Scale_BatchNorm.py",
     "level2/72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool.py", "level2/52_Conv2d_Activation_BatchNorm.py"])
 def test_kernelbench_problem_generates_and_verifies(problem, tmp_path):

@@ -17,6 +17,7 @@ from kernelstitch.agents.coder.codegen import (
     CUDA_PRELUDE,
     ArgReduceSpec,
     AttentionSpec,
+    BatchStatsMergeSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
@@ -330,6 +331,14 @@ def batch_stats_specs() -> list[BatchStatsSpec]:
                        ("b",), "rm", "rv"),
         BatchStatsSpec("bstats_half", (TensorArg("x", "float16"),), 1e-3, 0.0),
     ]
+
+
+def batch_stats_merge_specs() -> list[BatchStatsMergeSpec]:
+    """A concatenation's batch_norm statistics from three parts' (running statistics updated),
+    and from two without running statistics."""
+    a, b, c, x, rm, rv = (TensorArg(n, "float32") for n in ("a", "b", "c", "x", "rm", "rv"))
+    return [BatchStatsMergeSpec("bmerge_running", (a, b, c, x, rm, rv), 3, 1e-5, 0.1, "rm", "rv"),
+            BatchStatsMergeSpec("bmerge_plain", (a, b, x), 2, 1e-3, 0.0)]
 
 
 def gemm_specs() -> list[GemmSpec]:
@@ -693,7 +702,7 @@ def _torch_check_message_args(source: str) -> list[str]:
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -734,7 +743,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -877,7 +886,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

@@ -23,6 +23,7 @@ from kernelstitch.agents.plan.kernel_spec import GemmSpec, ReductionSpec, Tensor
 from test_codegen import (
     arg_reduce_specs,
     attention_specs,
+    batch_stats_merge_specs,
     batch_stats_specs,
     cat_specs,
     conv_taps_specs,
@@ -44,7 +45,7 @@ def all_specs() -> list:
     """The test specs of every family, plus what they leave out: a GEMM without exact GELU, with
     and without bias.  (Every family: `rendered()` is per process, so a family missing here would
     pass only when another test of the same worker happened to render its files.)"""
-    return elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + gemm_specs() + scan_specs() \
+    return elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + gemm_specs() + scan_specs() \
         + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() + [
         GemmSpec("g_plain", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32"),
         GemmSpec("g_tf32", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "relu", "float32",

@@ -58,7 +58,7 @@ class ChannelsLastReaders:
         speed: a fused elementwise step taking it as a kernel input (its binding reads a 3-5-D
         channels-last operand through (spatial, channel) tiles: ks_channels_last_operand), a
         pooling or batch-statistics step whose inputs[0] it is (read through its strides, any
-        rank), or a reduction of it over the channels, the spatial dims or all but the batch (read
+        rank), a merge of statistics (it reads the tensor's sizes only), or a reduction of it over the channels, the spatial dims or all but the batch (read
         with its channels last: reads_channels_last), a channels-last convolution step whose
         input it is (its NHWC copy is then no copy), or a concatenation along the channels whose
         inputs are all in `nhwc`; not an output (`<output>` among the users),
@@ -75,6 +75,8 @@ class ChannelsLastReaders:
             first = bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
             if spec.get("type") in ("pool", "batch_stats"):  # windows / statistics over its strides
                 return first
+            if spec.get("type") == "batch_stats_merge":  # reads only the sizes of a full-size tensor
+                return True
             if spec.get("type") == "reduction":  # viewed [N, S..., C], or group_norm's NHWC kernels
                 # operands permuted with it (an epilogue's keep the output's shape; group_norm's
                 # NHWC kernels load every other one once a channel, its [C] affine weights too)

@@ -320,6 +320,29 @@ class BatchStatsSpec:
     running_var: str | None = None
 
 
+# The merge kernel's parameter block holds this many parts (a DenseNet201 block concatenates 33).
+BATCH_STATS_MERGE_MAX_PARTS = 64
+
+
+@dataclass(frozen=True)
+class BatchStatsMergeSpec:
+    """Training-mode batch_norm's statistics of a concatenation along the channels from its
+    parts' statistics: `inputs` are the parts' [2, C_j] statistics (BatchStatsSpec results of
+    the same eps, no running statistics), in concatenation order, then `sizes` (the first
+    concatenated tensor: its numel / size(1) is the count of values a channel), then the running
+    statistics when named.  Writes [2, C] (the parts' rows side by side, unchanged) and updates
+    the running statistics in place as BatchStatsSpec does (the variance, unbiased, recovered
+    from 1 / rstd^2 - eps)."""
+
+    name: str
+    inputs: tuple[TensorArg, ...]
+    parts: int
+    eps: float = 1e-5
+    momentum: float = 0.1
+    running_mean: str | None = None
+    running_var: str | None = None
+
+
 Activation = Literal["none", "relu", "gelu", "gelu_tanh"]
 
 
@@ -421,8 +444,8 @@ def attention_kernel_problem(head_dim: int, dtypes: tuple[str, ...], mask_dtype:
 # ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
-Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | ScanSpec | CatSpec
-        | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec | ConvTapMeansSpec)
+Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | BatchStatsMergeSpec
+        | ScanSpec | CatSpec | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec | ConvTapMeansSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -514,6 +537,10 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
                 "channel_inputs": list(spec.channel_inputs), "running_mean": spec.running_mean,
                 "running_var": spec.running_var}
+    if isinstance(spec, BatchStatsMergeSpec):
+        return {"type": "batch_stats_merge", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
+                "parts": spec.parts, "eps": spec.eps, "momentum": spec.momentum,
+                "running_mean": spec.running_mean, "running_var": spec.running_var}
     if isinstance(spec, GemmSpec):
         return {"type": "gemm", "name": spec.name, "x": _arg(spec.x), "weight": _arg(spec.weight),
                 "bias": _arg(spec.bias), "activation": spec.activation,
@@ -612,6 +639,11 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
             prologue_out=data.get("prologue_out", ""),
             channel_inputs=tuple(data.get("channel_inputs", [])),
+            running_mean=data.get("running_mean"), running_var=data.get("running_var"))
+    if kind == "batch_stats_merge":
+        return BatchStatsMergeSpec(
+            name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]), parts=int(data["parts"]),
+            eps=float(data.get("eps", 1e-5)), momentum=float(data.get("momentum", 0.1)),
             running_mean=data.get("running_mean"), running_var=data.get("running_var"))
     if kind == "gemm":
         return GemmSpec(

@@ -17,6 +17,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     NORMALIZING_KINDS,
     ArgReduceSpec,
     AttentionSpec,
+    BatchStatsMergeSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
@@ -193,7 +194,8 @@ class _StepBuilder:
     def step(self, g: Group, index: int) -> PlanStep:
         sid = f"s{index}"
         build = {"elementwise": self.elementwise, "reduction": self.reduction,
-                 "pool": self.pool, "batch_stats": self.batch_stats, "scan": self.scan, "arg_reduce": self.arg_reduce,
+                 "pool": self.pool, "batch_stats": self.batch_stats, "batch_stats_merge": self.batch_stats_merge,
+                 "scan": self.scan, "arg_reduce": self.arg_reduce,
                  "triangle": self.triangle, "nll": self.nll, "conv_taps": self.conv_taps, "cat": self.cat,
                  "gemm": self.gemm, "attention": self.attention}.get(g.kind, self.torch_call)
         return build(g, sid)
@@ -443,10 +445,25 @@ class _StepBuilder:
             channel_inputs=tuple(i for i in pro_inputs[1:] if per_channel(i)),
             running_mean=running[0] if running else None, running_var=running[1] if running else None)
         return self.fused_step(
-            g, sid, spec, "batch_norm statistics per channel (training mode; updates the running "
-                          f"statistics){self.fused_parts(g)}",
+            g, sid, spec, "batch_norm statistics per channel (training mode"
+                          f"{'; updates the running statistics' if running else ''}){self.fused_parts(g)}",
             sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
             src.numel * (elementwise_flops(list(spec.prologue)) + 4), inputs)
+
+    def batch_stats_merge(self, g: Group, sid: str) -> PlanStep:
+        anchor = self.node(g.anchor)
+        parts = [r.node for r in anchor.args[0]]
+        sizes = anchor.args[1].node
+        running = [r.node for r in anchor.args[2:4] if isinstance(r, NodeRef)]
+        inputs = parts + [sizes] + running
+        spec = BatchStatsMergeSpec(
+            name=f"ks_{sid}_batch_stats_merge", inputs=tuple(self.tensor_arg(i) for i in inputs),
+            parts=len(parts), eps=float(anchor.kwargs["eps"]), momentum=float(anchor.kwargs["momentum"]),
+            running_mean=running[0] if running else None, running_var=running[1] if running else None)
+        moved = sum(_nbytes(self.node(i).meta) for i in parts + running) + _nbytes(anchor.meta)
+        return self.fused_step(
+            g, sid, spec, f"batch_norm statistics of a concatenation from its {len(parts)} parts' "
+                          "(training mode; updates the running statistics)", moved, 0, inputs)
 
     def reduction(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)

@@ -27,6 +27,7 @@ from kernelstitch.agents.plan.host_ops import is_host
 from kernelstitch.agents.planner.attention_kernel import attention_operands_problem
 from kernelstitch.agents.planner.ops import (
     ARG_REDUCE_KINDS,
+    BATCH_STATS_MERGE_OP,
     BATCH_STATS_OP,
     CAT_OP,
     CONV_TAP_MEANS_OP,
@@ -50,7 +51,7 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "scan", "arg_reduce", "triangle", "nll", "conv_taps", "cat", "gemm", "library",
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "batch_stats_merge", "scan", "arg_reduce", "triangle", "nll", "conv_taps", "cat", "gemm", "library",
                     "attention", "fallback"]
 Shape = tuple
 
@@ -176,6 +177,8 @@ class _Scheduler:
             return "nll"
         if node.op == CONV_TAP_MEANS_OP:  # made only where the kernel takes it (rewrites._conv_spatial_mean)
             return "conv_taps"
+        if node.op == BATCH_STATS_MERGE_OP:  # made only where the kernel takes it (rewrites._batch_stats_of_cat)
+            return "batch_stats_merge"
         if node.op in TRIANGLE_KINDS:
             return self.compiled_or_fallback(node, "triangle", self.triangle_problem(node))
         if node.op in ARG_REDUCE_KINDS:

@@ -133,10 +133,15 @@ from kernelstitch.agents.plan.graph import (
     scalar_constant,
 )
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
-from kernelstitch.agents.plan.kernel_spec import CONV_TAP_MEANS_MAX_TAPS
+from kernelstitch.agents.plan.kernel_spec import (
+    BATCH_STATS_MERGE_MAX_PARTS,
+    CONV_TAP_MEANS_MAX_TAPS,
+)
 from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.ops import (
+    BATCH_STATS_MERGE_OP,
     BATCH_STATS_OP,
+    CAT_OP,
     CONV_OPS,
     CONV_TAP_MEANS_OP,
     EXCLUSIVE_SCAN_OPS,
@@ -182,6 +187,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
     # precedes _conv_bias (it takes the conv with its bias)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum, _pool_before_pointwise_conv,
                  _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
+                 _batch_stats_of_cat,
                  _max_values,
                  _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
                  _reverse_scan, _exclusive_scan, _views_through_elementwise, _recompute_prologue):
@@ -685,6 +691,74 @@ def _batch_norm_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> 
         op("shifted", "aten.add.Tensor", (y, channel(bias, "bias")), meta)
     new[-1] = renamed(new[-1], name=node.name)  # the last op defines the batch_norm's value
     return new
+
+
+def _concatenated_parts(graph: Graph, stats: Node) -> list[NodeRef] | None:
+    """The tensors a batch_norm statistics node's input concatenates along the channels (dim 1),
+    when each is a float32 tensor of the input's rank and they are 2 to the merge kernel's most."""
+    x = stats.args[0]
+    cat = graph.node(x.node) if isinstance(x, NodeRef) else None
+    if cat is None or cat.op != CAT_OP or cat.meta is None or not cat.args or not isinstance(cat.args[0], list):
+        return None
+    rank, dim = cat.meta.rank, cat.arg(1, "dim", 0)
+    parts = cat.args[0]
+    if not isinstance(dim, int) or dim % rank != 1 or not 2 <= len(parts) <= BATCH_STATS_MERGE_MAX_PARTS:
+        return None
+    metas = [graph.node(p.node).meta if isinstance(p, NodeRef) else None for p in parts]
+    if any(m is None or m.rank != rank or m.dtype != "float32" for m in metas):
+        return None
+    return list(parts)
+
+
+def _batch_stats_of_cat(graph: Graph):
+    """Training-mode batch_norm statistics of a concatenation along the channels, as each
+    concatenated tensor's statistics merged (DenseNet: every layer normalises the cat of the
+    block's input and all earlier layers' outputs, so each tensor's statistics are computed
+    once, not once per later layer: a block of L layers read its features L(L+1)/2 times).
+    Exact: a channel of the cat is a channel of one concatenated tensor, and its mean and
+    variance over the batch and spatial dims are that channel's.  Only where a concatenated
+    tensor is shared by two such statistics (else the parts cost what the cat did, in more
+    launches)."""
+    found = {n.name: _concatenated_parts(graph, n) for n in graph.nodes if n.op == BATCH_STATS_OP}
+    candidates = {name: parts for name, parts in found.items() if parts}
+    counts: dict[str, int] = {}
+    for parts in candidates.values():
+        for name in {p.node for p in parts}:
+            counts[name] = counts.get(name, 0) + 1
+    edits: list[GraphEdit] = []
+    # (tensor, eps) -> a statistics node of it, earlier in the graph: the rewrite's own, or a
+    # batch_norm's of the tensor alone (its [2, C] is the same whatever running statistics it updates)
+    moments: dict[tuple[str, float], str] = {}
+    notes: list[str] = []
+    for node in graph.nodes:
+        if node.op != BATCH_STATS_OP:
+            continue
+        parts = candidates.get(node.name)
+        if not parts:
+            if isinstance(node.args[0], NodeRef):
+                moments.setdefault((node.args[0].node, float(node.kwargs["eps"])), node.name)
+            continue
+        if not any(counts[p.node] > 1 for p in parts):
+            continue
+        eps = float(node.kwargs["eps"])
+        common = _synthetic_at(node)
+        new: list[Node] = []
+        refs = []
+        for part in parts:
+            key = (part.node, eps)
+            if key not in moments:
+                channels = graph.node(part.node).meta
+                meta = TensorMeta((2, channels.shape[1]), (2, channels.example_shape[1]), "float32")
+                moments[key] = f"{part.node}_stats_eps{len(moments)}"
+                new.append(Node(moments[key], BATCH_STATS_OP, (part, None, None), {
+                    "eps": eps, "momentum": float(node.kwargs["momentum"])}, (meta,), **common))
+            refs.append(NodeRef(moments[key]))
+        new.append(Node(node.name, BATCH_STATS_MERGE_OP, (refs, parts[0], *node.args[1:3]),
+                        dict(node.kwargs), node.outputs, **common))
+        edits += _replacing(new, node.name)
+        notes.append(f"line {node.line or '?'}: batch_norm statistics of a concatenation merged "
+                     f"from its {len(parts)} tensors' own (each computed once)")
+    return edits, set(), notes
 
 
 _VALUES_OF = {"aten.max.dim": "aten.amax.default", "aten.min.dim": "aten.amin.default"}

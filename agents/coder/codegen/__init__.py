@@ -13,7 +13,7 @@ CUDA statements).
 
 from kernelstitch.agents.coder.codegen.arg_reduce import emit_arg_reduce
 from kernelstitch.agents.coder.codegen.attention import emit_attention
-from kernelstitch.agents.coder.codegen.batch_stats import emit_batch_stats
+from kernelstitch.agents.coder.codegen.batch_stats import emit_batch_stats, emit_batch_stats_merge
 from kernelstitch.agents.coder.codegen.cat import emit_cat
 from kernelstitch.agents.coder.codegen.common import (
     BINDING_PRELUDE,
@@ -37,6 +37,7 @@ from kernelstitch.agents.coder.codegen.triangle import emit_triangle
 from kernelstitch.agents.plan.kernel_spec import (
     ArgReduceSpec,
     AttentionSpec,
+    BatchStatsMergeSpec,
     BatchStatsSpec,
     CatSegment,
     CatSpec,
@@ -71,6 +72,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         return emit_pool(spec)
     if isinstance(spec, BatchStatsSpec):
         return emit_batch_stats(spec)
+    if isinstance(spec, BatchStatsMergeSpec):
+        return emit_batch_stats_merge(spec)
     if isinstance(spec, ScanSpec):
         return emit_scan(spec)
     if isinstance(spec, CatSpec):
@@ -91,6 +94,7 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
 __all__ = [
     "ArgReduceSpec",
     "AttentionSpec",
+    "BatchStatsMergeSpec",
     "BatchStatsSpec",
     "CatSegment",
     "CatSpec",

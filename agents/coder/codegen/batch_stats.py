@@ -6,7 +6,8 @@ as elementwise ops over per-channel views), so the ops after the batch_norm fuse
 
 Two kernels: Welford partials per (channel, part of the batch) with the block laid along the
 channel's contiguous values (NCHW) or across 32 channels (channel stride 1: [N, C] or
-channels-last), then one thread per channel merging its parts.
+channels-last), then one thread per channel merging its parts.  A concatenation's statistics
+from its parts' (emit_batch_stats_merge, cuda/batch_stats/merge.cu): a thread per channel.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from kernelstitch.agents.coder.codegen.common import (
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
-from kernelstitch.agents.plan.kernel_spec import BatchStatsSpec
+from kernelstitch.agents.plan.kernel_spec import (
+    BATCH_STATS_MERGE_MAX_PARTS,
+    BatchStatsMergeSpec,
+    BatchStatsSpec,
+)
 
 
 def _roles(spec: BatchStatsSpec) -> tuple[list[int], list[int], list[int]]:
@@ -63,9 +68,7 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
         pro_args=", ".join(f"a{k}" for k in operands), launcher_sig=launcher_sig)
     n = len(operands)
     rm, rv = (f"in_{running[0]}", f"in_{running[1]}") if running else (None, None)
-    running_checks = "\n  ".join(
-        f'TORCH_CHECK({t}.numel() == g.C && {t}.is_contiguous(), "{name}: running statistics of ", '
-        f'ks_str({t}.numel()), " values for ", ks_str(g.C), " channels");' for t in (rm, rv) if t)
+    running_checks = _running_checks(name, rm, rv, "g.C")
     binding = render(
         "batch_stats/binding.cpp", name=name, n=n,
         cparams=", ".join(f"at::Tensor in_{k}" for k in range(len(names))),
@@ -83,4 +86,42 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
             "the running statistics updated in place (unbiased variance)",
             "blocks along a channel's contiguous values (NCHW) or across 32 channels (channel stride 1)",
         ),
+    )
+
+
+def _running_checks(name: str, rm: str | None, rv: str | None, channels: str) -> str:
+    return "\n  ".join(
+        f'TORCH_CHECK({t}.numel() == {channels} && {t}.is_contiguous(), "{name}: running statistics of ", '
+        f'ks_str({t}.numel()), " values for ", ks_str({channels}), " channels");' for t in (rm, rv) if t)
+
+
+def emit_batch_stats_merge(spec: BatchStatsMergeSpec) -> KernelSource:
+    name = check_identifier(spec.name)
+    names = [t.name for t in spec.inputs]
+    running = [n for n in (spec.running_mean, spec.running_var) if n is not None]
+    if not 1 <= spec.parts <= BATCH_STATS_MERGE_MAX_PARTS:
+        raise ValueError(f"{name}: {spec.parts} parts (1 to {BATCH_STATS_MERGE_MAX_PARTS})")
+    if len(running) == 1:
+        raise ValueError(f"{name}: running_mean and running_var come together")
+    if len(names) != spec.parts + 1 + len(running) or (running and names[-len(running):] != running):
+        raise ValueError(f"{name}: inputs are the parts' statistics, the sizes tensor, then the running statistics")
+    if any(t.dtype != "float32" for t in spec.inputs[:spec.parts] + spec.inputs[spec.parts + 1:]):
+        raise ValueError(f"{name}: statistics must be float32")
+    if not 0.0 <= spec.momentum <= 1.0 or spec.eps < 0:
+        raise ValueError(f"{name}: momentum {spec.momentum} / eps {spec.eps} out of range")
+    launcher_sig = (f"void {name}_launch(const KsBnMergeParts& parts, float* stats, float* running_mean, "
+                    "float* running_var, int64_t C, float eps, float momentum, float unbias, cudaStream_t stream)")
+    rm, rv = (f"in_{spec.parts + 1}", f"in_{spec.parts + 2}") if running else (None, None)
+    binding = render(
+        "batch_stats/merge_binding.cpp", name=name, parts=str(spec.parts),
+        cparams=", ".join(f"at::Tensor in_{k}" for k in range(len(names))),
+        part_ptrs=", ".join(f"&in_{k}" for k in range(spec.parts)),
+        running_checks=_running_checks(name, rm, rv, "C"),
+        running_ptrs=f"{rm}.data_ptr<float>(), {rv}.data_ptr<float>()" if rm else "nullptr, nullptr",
+        eps=c_float(spec.eps), momentum=c_float(spec.momentum))
+    return KernelSource(
+        function=name, cuda=render("batch_stats/merge.cu", name=name, launcher_sig=launcher_sig),
+        binding=binding, launcher_decl=launcher_sig + ";", python_args=tuple(names),
+        notes=("batch_norm statistics of a concatenation: its parts' statistics side by side, the running "
+               "statistics updated in place (a thread a channel)",),
     )

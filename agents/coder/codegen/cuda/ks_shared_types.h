@@ -126,6 +126,15 @@ struct KsPoolGeom {
   int keep_cl;                  // a channels-last input's output stored channels-last too (coder's layout.py)
 };
 
+// batch_norm statistics of a concatenation from its parts' (batch_stats/merge.cu): part j's [2, C_j]
+// statistics at `part[j]`, its channels first[j] .. first[j + 1] - 1 of the [2, C] result.
+#define KS_BN_MERGE_MAX_PARTS 64
+struct KsBnMergeParts {
+  const float* part[KS_BN_MERGE_MAX_PARTS];
+  int64_t first[KS_BN_MERGE_MAX_PARTS + 1];
+  int count;
+};
+
 // Training-mode batch_norm statistics (batch_stats/kernel.cu): the source seen as [N, C, S], each
 // channel's M = N * S values split into `parts` of `per_part` values.
 struct KsBnGeom {
