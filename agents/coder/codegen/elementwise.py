@@ -220,12 +220,14 @@ def _channels_last_vector_kernel(name: str, spec: ElementwiseSpec, params: list[
     if not _has_vector_kernel(spec):
         return "", ""
     hoists = " ".join(
-        f"if constexpr (TI != {k}) h[{k}][q] = ks_ld(in{k} + ks_row_base_any(d{k}, orow, S));" for k in range(nin))
+        f"if constexpr (TI != {k}) rowc[{k}][threadIdx.x] = ks_ld(in{k} + ks_row_base_any(d{k}, orow, S));"
+        for k in range(nin))
+    row_loads = " ".join(f"if constexpr (TI != {k}) h[{k}][q] = rowc[{k}][cq + q];" for k in range(nin))
     loads = " ".join(
         f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = xv[q]; else a{k}[0] = h[{k}][q];" for k in range(nin))
     kernel = render("elementwise/nhwc_vec.cu", name=name,
                     params=", ".join(params[:-1]) + ", const int64_t C, const int64_t S", nin=nin, hoists=hoists,
-                    loads=loads, call_args=", ".join([f"a{k}[0]" for k in range(nin)] + ["r0[0]"]),
+                    row_loads=row_loads, loads=loads, call_args=", ".join([f"a{k}[0]" for k in range(nin)] + ["r0[0]"]),
                     tiled_ptr=" : ".join(f"TI == {k} ? in{k}" for k in range(nin - 1)) + (" : " if nin > 1 else "") + f"in{nin - 1}")
     cases = []
     for k in tiled_inputs(spec):
