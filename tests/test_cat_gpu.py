@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from test_cat import FIRE  # noqa: E402
 from test_codegen import cat_specs  # noqa: E402
-from test_codegen_gpu import load_kernels  # noqa: E402
+from test_codegen_gpu import _kernels_run, load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
 
 pytestmark = [
@@ -53,6 +53,14 @@ def test_channels_last_inputs_into_a_contiguous_output_take_the_transposing_kern
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
     # a contiguous input among them: the output-order kernel, the same result
     torch.testing.assert_close(ext.cat_fused_tr(x.contiguous(), b, y, z), want, rtol=1e-6, atol=1e-6)
+    # dense channels-last inputs and per-channel operands step by a fixed amount a position: the
+    # AFFINE form (the descriptor form stays for operands the launcher cannot step)
+    assert any("tr_kernel<4, true>" in k for k in _kernels_run(ext.cat_fused_tr, x, b, y, z))
+    # an input cut along its last spatial dim is not dense channels-last: the output-order kernel
+    wide = torch.randn(n, cy, *hw[:-1], hw[-1] + 2, device="cuda").contiguous(memory_format=fmt)
+    cut = wide[..., 1:-1]
+    want = torch.cat([torch.relu(x + b), cut, torch.sigmoid(z)], 1)
+    torch.testing.assert_close(ext.cat_fused_tr(x, b, cut, z), want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("n, cx, cy, cz, hw", [(2, 3, 5, 1, (7, 9)), (1, 64, 64, 32, (28, 28))])

@@ -53,16 +53,27 @@ __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __res
   if ((ROWS ? (t >> 5) : t) == 0 && c < g.C) st.save(ws + (c * g.parts + blockIdx.y) * 3);
 }
 
-// Phase 2: a thread per channel merges its parts (a block per channel idled 255 threads and
-// launched C blocks: thousands for a BatchNorm1d after a GEMM); the statistics, and the running
-// statistics updated in place as torch does (the unbiased variance).
+// Phase 2: a warp per channel merges its parts, 32 at a time, then across the warp by shuffles;
+// lane 0 writes the statistics and updates the running statistics in place as torch does (the
+// unbiased variance).  A thread per channel looping over its parts took 0.13 ms a batch_norm on
+// a DenseNet block's 32 channels of [10, 32, 224, 224] (H200, bench/results/2026-11-28-h200x4-
+// levels-s22: ~1,000 dependent loads and merges a thread, 32 threads busy), six times the
+// statistics pass; a block per channel before that idled 255 threads and launched C blocks.
 __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict__ ws, float* __restrict__ stats,
                                                          float* __restrict__ running_mean, float* __restrict__ running_var,
                                                          const KsBnGeom g, const float eps, const float momentum) {
-  const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= g.C) return;
+  const int lane = threadIdx.x & 31;
+  const int64_t c = (int64_t)blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (c >= g.C) return;  // the whole warp: one channel
   KsStateWelford st = KsStateWelford::init();
-  for (int64_t p = 0; p < g.parts; ++p) st.merge(KsStateWelford::load(ws + (c * g.parts + p) * 3));
+  for (int64_t p = lane; p < g.parts; p += 32) st.merge(KsStateWelford::load(ws + (c * g.parts + p) * 3));
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const KsStateWelford o{__shfl_down_sync(0xffffffffu, st.mean, off), __shfl_down_sync(0xffffffffu, st.m2, off),
+                           __shfl_down_sync(0xffffffffu, st.n, off)};
+    st.merge(o);
+  }
+  if (lane != 0) return;
   const float var = st.m2 / st.n;  // n = M >= 2 (the binding checks)
   stats[c] = st.mean;
   stats[g.C + c] = rsqrtf(var + eps);
@@ -85,5 +96,5 @@ __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict
   if (rows && flat) {{name}}_partial<true, true><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
   else if (rows) {{name}}_partial<true, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
   else {{name}}_partial<false, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
-  {{name}}_finalize<<<(unsigned)ks_cdiv(g.C, 256), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps, momentum);
+  {{name}}_finalize<<<(unsigned)ks_cdiv(g.C, 8), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps, momentum);
 }
