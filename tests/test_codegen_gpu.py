@@ -306,25 +306,22 @@ def test_chain_reads_channels_last_into_contiguous_output(ext, d, shape):
 
 
 @pytest.mark.parametrize("shape", [(2, 64, 6, 6), (3, 40, 8, 9), (2, 16, 3, 4, 5), (2, 20, 5, 4)])
-def test_the_vector_kernel_takes_fp32_channels_last_with_per_channel_operands(ext, shape):
-    """fp32, C >= 16 and C, S multiples of 4, the other operand per channel: the 16-byte kernel
-    (16-, 32-, 64-channel tiles, partial ones); a misaligned channels-last view and a full-size
-    second operand take the one-lane-a-channel kernel, with the same values."""
+def test_channels_last_fp32_with_per_channel_operands_any_alignment(ext, shape):
+    """fp32 channels-last with a per-channel operand (partial 32-channel tiles, 5-D), a misaligned
+    channels-last view and a full-size second operand: the tiled kernels give torch's values."""
     fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
     x = rnd(*shape).contiguous(memory_format=fmt)
     b = rnd(shape[1]).view(-1, *([1] * (len(shape) - 2)))
     f = ext.t_chain_float32
     want = _chain_ref(x, b)
     check(poisoned(f, x, b), want)
-    assert any("t_chain_float32_nhwc_vec" in k for k in _kernels_run(f, x, b))
+    assert any("t_chain_float32_nhwc" in k for k in _kernels_run(f, x, b))
     storage = torch.empty(x.numel() + 1, device="cuda")
     shifted = storage[1:].as_strided(x.shape, x.stride())
     shifted.copy_(x)
     check(poisoned(f, shifted, b), want)
-    assert not any("nhwc_vec" in k for k in _kernels_run(f, shifted, b))
     full = b.expand(shape).contiguous()
     check(poisoned(f, x, full), want)
-    assert not any("nhwc_vec" in k for k in _kernels_run(f, x, full))
 
 
 @pytest.mark.parametrize("shape", [(128, 128, 64, 64), (3, 40, 7, 9)])

@@ -61,7 +61,7 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
         f"int64_t n, int vec, cudaStream_t stream)"
     )
     nhwc_sig = (
-        f"void {name}_launch_nhwc(const void* const* ins, const KsOperand* descs, void* const* outs, int tiled, bool vec,\n"
+        f"void {name}_launch_nhwc(const void* const* ins, const KsOperand* descs, void* const* outs, int tiled,\n"
         f"    int64_t N, int64_t C, int64_t S, cudaStream_t stream)"
     )
 
@@ -84,7 +84,6 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
     binding = render(
         "elementwise/binding.cpp", name=name, returns="one tensor" if nout == 1 else f"{nout} tensors",
         ret_type=ret_type, ret=ret, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
-        vec_nhwc=_vector_condition(spec),
         keep_layout=keep_layout, **operands,
         outs_alloc="\n  ".join(
             f"at::Tensor out_{k} = at::empty(shape, in_0.options().dtype({TORCH_DTYPE[spec.out_dtype]}));"
@@ -183,68 +182,9 @@ def _channels_last_kernel(name: str, spec: ElementwiseSpec, params: list[str], k
         if narrow_kernel else f"    case {k}: {name}_nhwc<{k}><<<grid, 256, 0, stream>>>({args}); break;"
         for k in tiled_inputs(spec)
     )
-    vec_kernel, vec_launch = _channels_last_vector_kernel(name, spec, params, args)
-    kernel += "\n" + narrow_kernel + "\n" + vec_kernel
+    kernel += "\n" + narrow_kernel
     return kernel, render("elementwise/nhwc_launch.cu", launcher_sig=launcher_sig, cases=cases, tiles=tiles,
-                          narrow="C < 32" if narrow_kernel else "false", vec_launch=vec_launch)
-
-
-# The vector kernel's channel tiles: the smallest that holds C, else 64 (4096 values a tile).
-_VEC_CHANNEL_TILES = (16, 32, 64)
-
-
-def _has_vector_kernel(spec: ElementwiseSpec) -> bool:
-    """fp32 in and out with one output: the 16-byte channels-last kernel exists."""
-    return len(spec.outputs) == 1 and spec.out_dtype == "float32" and all(t.dtype == "float32" for t in spec.inputs)
-
-
-def _vector_condition(spec: ElementwiseSpec) -> str:
-    """The binding's test that the 16-byte channels-last kernel takes this launch: C >= 16 (fewer
-    take the narrow kernel), C and S multiples of 4, the tiled operand and the output 16-byte
-    aligned, every other operand constant along the spatial dims (ks_spatially_constant, as the
-    channels-last reductions ask) and described without general strides (the kernel reads it at
-    ks_row_base_any)."""
-    if not _has_vector_kernel(spec):
-        return "false"
-    others = " && ".join(f"(tiled == {k} || (ks_spatially_constant(in_{k}, nd) && descs[{k}].mode != KS_STRIDED))"
-                         for k in range(len(spec.inputs)))
-    return ("shape[1] >= 16 && shape[1] % 4 == 0 && spatial % 4 == 0 && "
-            "ks_aligned16(ins[tiled]) && ks_aligned16(outs[0]) && "
-            + others)
-
-
-def _channels_last_vector_kernel(name: str, spec: ElementwiseSpec, params: list[str], args: str) -> tuple[str, str]:
-    """The channels-last kernel with 16-byte accesses both ways (cuda/elementwise/nhwc_vec.cu)
-    and its launch, taken where the binding's _vector_condition holds; ("", "") without it."""
-    nin = len(spec.inputs)
-    if not _has_vector_kernel(spec):
-        return "", ""
-    hoists = " ".join(
-        f"if constexpr (TI != {k}) rowc[{k}][threadIdx.x] = ks_ld(in{k} + ks_row_base_any(d{k}, orow, S));"
-        for k in range(nin))
-    row_loads = " ".join(f"if constexpr (TI != {k}) h[{k}][q] = rowc[{k}][cq + q];" for k in range(nin))
-    loads = " ".join(
-        f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = xv[q]; else a{k}[0] = h[{k}][q];" for k in range(nin))
-    kernel = render("elementwise/nhwc_vec.cu", name=name,
-                    params=", ".join(params[:-1]) + ", const int64_t C, const int64_t S", nin=nin, hoists=hoists,
-                    row_loads=row_loads, loads=loads, call_args=", ".join([f"a{k}[0]" for k in range(nin)] + ["r0[0]"]),
-                    tiled_ptr=" : ".join(f"TI == {k} ? in{k}" for k in range(nin - 1)) + (" : " if nin > 1 else "") + f"in{nin - 1}")
-    cases = []
-    for k in tiled_inputs(spec):
-        launches = " else ".join(f"if (tc == {tc}) {name}_nhwc_vec<{k}, {tc}><<<vgrid, 256, 0, stream>>>({args});"
-                                 for tc in _VEC_CHANNEL_TILES)
-        cases.append(f"      case {k}: {launches} return;")
-    launch = "\n".join([
-        "  if (vec) {",
-        "    const int tc = C <= 16 ? 16 : C <= 32 ? 32 : 64;",
-        "    const dim3 vgrid((unsigned)ks_cdiv(S, 4096 / tc), (unsigned)ks_cdiv(C, tc), (unsigned)N);",
-        "    switch (tiled) {",
-        *cases,
-        "      default: break;",
-        "    }",
-        "  }",
-    ])
-    return kernel, launch
+                          narrow="C < 32" if narrow_kernel else "false")
 
 
 def _row_base(k: int) -> str:

@@ -21,10 +21,7 @@
     const void* ins[{{nin}}] = {{{in_ptrs}}};  // after describing: it may materialise an operand
     int64_t spatial = 1;
     for (size_t k = 2; k < shape.size(); ++k) spatial *= shape[k];
-    const int64_t nd = (int64_t)shape.size();
-    (void)nd;
-    const bool vec = {{vec_nhwc}};  // the 16-byte kernel (elementwise/nhwc_vec.cu) takes it
-    {{name}}_launch_nhwc(ins, descs, outs, tiled, vec, shape[0], shape[1], spatial, stream);
+    {{name}}_launch_nhwc(ins, descs, outs, tiled, shape[0], shape[1], spatial, stream);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {{ret}};
   }

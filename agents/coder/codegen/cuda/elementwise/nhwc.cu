@@ -13,6 +13,9 @@
 // constant along the row (the usual conv epilogue) a loop without the per-element fallbacks
 // runs: ncu counted 98 instructions a value against the NCHW kernel's 50 on level2/93's chain
 // (H100), issue-bound, with instruction-fetch stalls from the fallbacks' code.
+// A 16-byte form (float4 reads of 4 channels, float4 writes of 4 positions through a [64 x 64]
+// tile) ran level2/54's epilogue in 1.13 ms, then 0.86 with its reads batched, where this kernel
+// took 0.80 (H200, bench/results/2026-11-28-h200x4-levels-s22): removed.
 template <int TI>
 __global__ void __launch_bounds__(256) {{name}}_nhwc({{params}}) {
   constexpr int TILES = {{tiles}};
