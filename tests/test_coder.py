@@ -337,25 +337,10 @@ def test_a_dense_block_copies_its_input_to_nhwc_once(tmp_path):
     outputs.  The input is copied to NHWC once at the start, so every cat, batch_norm apply and
     convolution stays channels-last (no copy per layer around the convs); the last cat, the
     program's output, transposes into NCHW through its tiled kernel."""
-    path = tmp_path / "block.py"
-    path.write_text(textwrap.dedent("""
-        import torch
-        import torch.nn as nn
-        class Model(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.layers = nn.ModuleList(nn.Sequential(
-                    nn.BatchNorm2d(8 + 8 * i), nn.ReLU(inplace=True),
-                    nn.Conv2d(8 + 8 * i, 8, 3, padding=1, bias=False)) for i in range(3))
-            def forward(self, x):
-                features = [x]
-                for layer in self.layers:
-                    features.append(layer(x))
-                    x = torch.cat(features, 1)
-                return x
-        def get_inputs():
-            return [torch.randn(2, 8, 16, 16)]
-    """))
+    from test_batch_norm import DENSE_BLOCK
+    from test_norms import write
+
+    path = write(tmp_path, DENSE_BLOCK)
     candidate = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
     assert candidate.plan.host.channels_last
     lines = candidate.source.splitlines()
@@ -363,7 +348,7 @@ def test_a_dense_block_copies_its_input_to_nhwc_once(tmp_path):
     assert swaps[0].startswith("v_x = _KS.ks_layout_swap(v_x, True)")
     assert not [line for line in swaps if ", False)" in line]  # nothing copied back
     cats = [s for s in candidate.plan.steps if (s.spec or {}).get("type") == "cat"]
-    assert len(cats) == 3
+    assert len(cats) == 4
     *inner, last = (candidate.kernel_for_step(s.id) for s in cats)
     assert all("ks_inputs_channels_last(" in k.binding for k in inner + [last])
     assert "_tr_kernel<" in last.cuda  # the output's cat transposes into NCHW
