@@ -323,7 +323,7 @@ def batch_statistics_share(plan: Plan, kernel_ms: dict[str, float]) -> float:
     elementwise kernels that apply the normalisation (kernels are named after their spec)."""
     total = sum(kernel_ms.values())
     names = [(s.spec or {}).get("name") for s in plan.steps
-             if (s.spec or {}).get("type") == "batch_stats"
+             if (s.spec or {}).get("type") in ("batch_stats", "batch_stats_merge")
              or (s.technique == "fused_elementwise" and any("batch_norm" in n for n in s.nodes))]
     names = [n for n in names if n]
     mine = sum(ms for kernel, ms in kernel_ms.items() if any(n in kernel for n in names))

@@ -162,3 +162,11 @@ def get_inputs():
     names = [t.name for t in cat.inputs]
     assert len(names) == len(set(names)) and names.count("x") == 1
     assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+
+
+def test_the_transposing_kernel_keeps_fewer_values_in_registers_for_many_operands():
+    """Each operand's PER = 4 * TILES values a thread sit in registers: 4 tiles where no segment
+    reads more than 2 operands, 2 where one reads a fused batch_norm's 5."""
+    by_name = {spec.name: emit(spec) for spec in cat_specs()}
+    assert "_tr_kernel<4><<<" in by_name["cat_fused_tr"].cuda
+    assert "_tr_kernel<2><<<" in by_name["cat_bn_tr"].cuda

@@ -318,6 +318,11 @@ def cat_specs() -> list[CatSpec]:
             CatSegment((0, 1), (E("add", ("x", "b"), "t"), E("relu", ("t",), "u")), "u"),
             CatSegment((2,), (), "y"),
             CatSegment((3,), (E("sigmoid", ("z",), "s"),), "s")), 1, "float32", channels_last_inputs=True),
+        # ... with a batch_norm apply fused into a segment (5 operands: its 2-tile form)
+        CatSpec("cat_bn_tr", (x, *(TensorArg(n, "float32") for n in ("m", "r", "w", "c")), y), (
+            CatSegment((0, 1, 2, 3, 4), (E("sub", ("x", "m"), "t"), E("mul", ("t", "r"), "u"),
+                                         E("mul", ("u", "w"), "v"), E("add", ("v", "c"), "q")), "q"),
+            CatSegment((5,), (), "y")), 1, "float32", channels_last_inputs=True),
     ]
 
 

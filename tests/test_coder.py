@@ -427,7 +427,7 @@ def test_a_concatenation_into_the_output_reads_channels_last_convolutions_as_the
     assert not [line for line in candidate.source.splitlines() if ", False)" in line and "ks_layout_swap" in line]
     assert "NHWC once for its 2 convolutions" in candidate.source
     cat = next(k for k in candidate.kernels if "_cat" in k.function)
-    assert "ks_inputs_channels_last(" in cat.binding and "_tr_kernel<4, true><<<" in cat.cuda
+    assert "ks_inputs_channels_last(" in cat.binding and "_tr_kernel<4><<<" in cat.cuda
 
 
 def test_one_nhwc_copy_serves_every_convolution_of_a_tensor(tmp_path):

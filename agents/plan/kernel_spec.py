@@ -328,8 +328,8 @@ BATCH_STATS_MERGE_MAX_PARTS = 64
 class BatchStatsMergeSpec:
     """Training-mode batch_norm's statistics of a concatenation along the channels from its
     parts' statistics: `inputs` are the parts' [2, C_j] statistics (BatchStatsSpec results of
-    the same eps, no running statistics), in concatenation order, then `sizes` (the first
-    concatenated tensor: its numel / size(1) is the count of values a channel), then the running
+    the same eps, no running statistics), in concatenation order, then `sizes` (the
+    concatenation: the product of its dims but dim 1 is the count of values a channel), then the running
     statistics when named.  Writes [2, C] (the parts' rows side by side, unchanged) and updates
     the running statistics in place as BatchStatsSpec does (the variance, unbiased, recovered
     from 1 / rstd^2 - eps)."""

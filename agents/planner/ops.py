@@ -78,8 +78,9 @@ BATCH_STATS_OP = "kernelstitch.batch_norm_stats"
 # Training-mode batch_norm's statistics over a concatenation along the channels, from each
 # concatenated tensor's own statistics (rewrites._batch_stats_of_cat): ([parts: BATCH_STATS_OP
 # results of the same eps, without running statistics], sizes, running_mean | None,
-# running_var | None) -> fp32 [2, C] (mean, rstd), kwargs eps, momentum; `sizes` (the first
-# concatenated tensor) gives the count of values a channel for the unbiased running variance.
+# running_var | None) -> fp32 [2, C] (mean, rstd), kwargs eps, momentum; `sizes` (the
+# concatenation, which the normalisation reads anyway) gives the count of values a channel for
+# the unbiased running variance.
 BATCH_STATS_MERGE_OP = "kernelstitch.batch_norm_stats_merge"
 # Ops whose first argument a kernel of ours reads through an elementwise prologue.
 PROLOGUE_ANCHORS = (frozenset(REDUCTION_KINDS) | frozenset(POOL_OPS) | frozenset(ARG_REDUCE_KINDS)

@@ -721,10 +721,11 @@ def _batch_stats_of_cat(graph: Graph):
     launches)."""
     found = {n.name: _concatenated_parts(graph, n) for n in graph.nodes if n.op == BATCH_STATS_OP}
     candidates = {name: parts for name, parts in found.items() if parts}
-    counts: dict[str, int] = {}
-    for parts in candidates.values():
-        for name in {p.node for p in parts}:
-            counts[name] = counts.get(name, 0) + 1
+    eps_of = {n.name: float(n.kwargs["eps"]) for n in graph.nodes if n.op == BATCH_STATS_OP}
+    counts: dict[tuple[str, float], int] = {}  # (tensor, eps): statistics of one eps are shared
+    for name, parts in candidates.items():
+        for key in {(p.node, eps_of[name]) for p in parts}:
+            counts[key] = counts.get(key, 0) + 1
     edits: list[GraphEdit] = []
     # (tensor, eps) -> a statistics node of it, earlier in the graph: the rewrite's own, or a
     # batch_norm's of the tensor alone (its [2, C] is the same whatever running statistics it updates)
@@ -738,9 +739,9 @@ def _batch_stats_of_cat(graph: Graph):
             if isinstance(node.args[0], NodeRef):
                 moments.setdefault((node.args[0].node, float(node.kwargs["eps"])), node.name)
             continue
-        if not any(counts[p.node] > 1 for p in parts):
-            continue
         eps = float(node.kwargs["eps"])
+        if not any(counts[(p.node, eps)] > 1 for p in parts):
+            continue
         common = _synthetic_at(node)
         new: list[Node] = []
         refs = []
@@ -753,7 +754,7 @@ def _batch_stats_of_cat(graph: Graph):
                 new.append(Node(moments[key], BATCH_STATS_OP, (part, None, None), {
                     "eps": eps, "momentum": float(node.kwargs["momentum"])}, (meta,), **common))
             refs.append(NodeRef(moments[key]))
-        new.append(Node(node.name, BATCH_STATS_MERGE_OP, (refs, parts[0], *node.args[1:3]),
+        new.append(Node(node.name, BATCH_STATS_MERGE_OP, (refs, node.args[0], *node.args[1:3]),
                         dict(node.kwargs), node.outputs, **common))
         edits += _replacing(new, node.name)
         notes.append(f"line {node.line or '?'}: batch_norm statistics of a concatenation merged "

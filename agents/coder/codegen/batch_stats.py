@@ -6,7 +6,7 @@ as elementwise ops over per-channel views), so the ops after the batch_norm fuse
 
 Two kernels: Welford partials per (channel, part of the batch) with the block laid along the
 channel's contiguous values (NCHW) or across 32 channels (channel stride 1: [N, C] or
-channels-last), then one thread per channel merging its parts.  A concatenation's statistics
+channels-last), then a warp per channel merging its parts.  A concatenation's statistics
 from its parts' (emit_batch_stats_merge, cuda/batch_stats/merge.cu): a thread per channel.
 """
 

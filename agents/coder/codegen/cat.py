@@ -71,8 +71,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
         # first (a position past the block's end loads the last one and is not stored: clamped,
         # not predicated), then the segment's chain into the tile
         loads = " ".join(f"float a{i}[PER];" for i in seg.inputs)
-        one = " ".join(f"{{ float t[1]; ks_load<1>(p{i}, d{i}, j, t); a{i}[q] = t[0]; }}" for i in seg.inputs)
-        bases = " ".join(f"const int64_t b{i} = AFFINE ? ks_offset(d{i}, first) : 0;" for i in seg.inputs)
+        bases = " ".join(f"const int64_t b{i} = ks_offset(d{i}, first);" for i in seg.inputs)
         affine = " ".join(f"a{i}[q] = ks_ld(p{i} + b{i} + (int64_t)slc * g.sstep[{i}]);" for i in seg.inputs)
         tr_cases.append("\n".join([
             f"{_INDENT}  case {k}: {{",
@@ -82,9 +81,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
             f"{_INDENT}#pragma unroll",
             f"{_INDENT}    for (int q = 0; q < PER; ++q) {{",
             f"{_INDENT}      const int sl = ty + 8 * q, slc = sl < npos ? sl : npos - 1;",
-            f"{_INDENT}      const int64_t j = first + slc;",
-            f"{_INDENT}      (void)j;",
-            f"{_INDENT}      if constexpr (AFFINE) {{ {affine} }} else {{ {one} }}",
+            f"{_INDENT}      {affine}",
             f"{_INDENT}    }}",
             f"{_INDENT}#pragma unroll",
             f"{_INDENT}    for (int q = 0; q < PER; ++q) {{",
@@ -117,6 +114,7 @@ def emit_cat(spec: CatSpec) -> KernelSource:
     vec4 = int(spec.out_dtype == "float32" and all(t.dtype in ("float32", "bool") for t in spec.inputs))
     cuda = render(
         "cat/kernel.cu", name=name, nseg=nseg, nseg_plus_one=nseg + 1, nin=nin, segment_fns="\n".join(fns),
+        tr_tiles=4 if max(len(seg.inputs) for seg in spec.segments) <= 2 else 2,
         params=params, out_t=out_t, segments=segments, tr_segments=tr_segments, launcher_sig=launcher_sig,
         transposing=int(spec.channels_last_inputs),
         launch_args=launch_args, vec4=vec4,

@@ -45,7 +45,7 @@ at::Tensor {{name}}({{cparams}}) {
   const int64_t resident = (int64_t)ks_sm_count() * {{name}}_per_sm(rows, flat);
   int64_t parts = resident / channel_blocks;
   if (parts > ks_cdiv(g.M, min_part)) parts = ks_cdiv(g.M, min_part);
-  if (parts > 4096) parts = 4096;  // the finalize thread of a channel merges them all
+  if (parts > 4096) parts = 4096;  // the finalize warp of a channel merges them all
   if (parts < 1) parts = 1;
   g.per_part = ks_cdiv(g.M, parts);
   g.parts = ks_cdiv(g.M, g.per_part);

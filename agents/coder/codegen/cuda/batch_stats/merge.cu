@@ -4,7 +4,7 @@
 // A thread per channel of the concatenation: its part's mean and rstd copied as they are (the
 // statistics of a channel are its tensor's, whatever it is concatenated with), the running
 // statistics updated in place as batch_stats/kernel.cu's finalize does.  The biased variance
-// comes back from rstd = 1 / sqrt(var + eps), clamped at 0 (1 / rstd^2 - eps loses precision only
+// comes back from rstd = 1 / sqrt(var + eps), negative rounding clamped at 0 (1 / rstd^2 - eps loses precision only
 // where var is far below eps; that error stays below eps's).
 __global__ void __launch_bounds__(256) {{name}}_merge(const __grid_constant__ KsBnMergeParts parts,
                                                       float* __restrict__ stats, float* __restrict__ running_mean,
@@ -20,7 +20,8 @@ __global__ void __launch_bounds__(256) {{name}}_merge(const __grid_constant__ Ks
   stats[C + c] = rstd;
   if (running_mean) running_mean[c] = (1.f - momentum) * running_mean[c] + momentum * mean;
   if (running_var) {
-    const float var = fmaxf(1.f / (rstd * rstd) - eps, 0.f);
+    const float v = 1.f / (rstd * rstd) - eps;
+    const float var = v < 0.f ? 0.f : v;  // not fmaxf: a NaN variance stays NaN, as torch's does
     running_var[c] = (1.f - momentum) * running_var[c] + momentum * var * unbias;
   }
 }

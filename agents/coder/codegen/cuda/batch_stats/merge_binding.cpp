@@ -17,7 +17,8 @@ at::Tensor {{name}}({{cparams}}) {
     p.first[j + 1] = p.first[j] + t.size(1);
   }
   const int64_t C = p.first[{{parts}}];
-  const int64_t M = sizes.size(1) > 0 ? sizes.numel() / sizes.size(1) : 0;  // values a channel
+  int64_t M = sizes.size(0);  // values a channel: every dim but the channels'
+  for (int64_t k = 2; k < sizes.dim(); ++k) M *= sizes.size(k);
   TORCH_CHECK(M != 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
               ks_str(sizes.sizes()));
   {{running_checks}}

@@ -9,7 +9,7 @@ struct {{name}}_geom {
   KsFastDiv frow, finner;
   int64_t off[{{nseg_plus_one}}];
   int64_t toff[{{nseg_plus_one}}];  // the transposing kernel: first 32-channel tile of each segment
-  int64_t sstep[{{nin}}];  // ... its AFFINE form: each operand's offset step a position (spatial_step)
+  int64_t sstep[{{nin}}];  // ... each operand's offset step a position ({{name}}_spatial_step)
 };
 
 // VEC consecutive outputs a thread (4 when the binding finds every run of 4 in one segment at
@@ -41,13 +41,15 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
 // positions of one sample: the values are read along the channels (one lane a channel:
 // coalesced in the NHWC inputs), computed (the segment's producer chain) into a shared tile, and
 // written along the positions (coalesced in the output) through the transposed tile.
-// AFFINE (every operand's offset steps by a fixed amount a position within a (sample, channel)
-// row: channels-last inputs C, per-channel operands 0): a thread locates its channel's row once
-// and adds sl * step a value; else each value goes through the operand descriptor, whose
-// per-dim divisions made the kernel issue-bound (H200, bench/results/2026-11-28-h200x4-levels-s22:
-// level3/6's [10, 512, 224, 224] cat 3.25 ms, 0.63 TB/s; Triton's 0.51 ms).
+// Every operand's offset steps by a fixed amount a position within a (sample, channel) row (dense
+// channels-last inputs C, per-channel operands 0: what the binding's ks_inputs_channels_last
+// admits), so a thread locates its channel's row once and adds sl * step a value; read through
+// the operand descriptor per value, the kernel was issue-bound (H200, bench/results/2026-11-28-
+// h200x4-levels-s22: level3/6's [10, 512, 224, 224] cat 3.25 ms, 0.63 TB/s; Triton's 0.51 ms).
+// TILES (PER = 4 * TILES values a thread and operand in registers): 4 where no segment reads
+// more than 2 operands, else 2 (a segment with a fused batch_norm reads 5).
 #if {{transposing}}
-template <int TILES, bool AFFINE>
+template <int TILES>
 __global__ void __launch_bounds__(256) {{name}}_tr_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                            const __grid_constant__ {{name}}_geom g) {
   __shared__ float tile[32][32 * TILES + 1];  // +1: the column writes hit 32 different banks
@@ -106,14 +108,11 @@ static bool {{name}}_spatial_step(const KsOperand& d, int64_t inner, int64_t& st
     for (int k = 0; k < {{nseg}}; ++k) g.toff[k + 1] = g.toff[k] + ks_cdiv(offsets[k + 1] - offsets[k], 32);
     bool affine = true;
     for (int k = 0; k < {{nin}}; ++k) affine = {{name}}_spatial_step(descs[k], inner, g.sstep[k]) && affine;
-    if (affine) {
-      const dim3 grid((unsigned)ks_cdiv(inner, 128), (unsigned)g.toff[{{nseg}}], (unsigned)outer);
-      {{name}}_tr_kernel<4, true><<<grid, 256, 0, stream>>>({{launch_args}}, static_cast<{{out_t}}*>(out), g);
-    } else {
-      const dim3 grid((unsigned)ks_cdiv(inner, 64), (unsigned)g.toff[{{nseg}}], (unsigned)outer);
-      {{name}}_tr_kernel<2, false><<<grid, 256, 0, stream>>>({{launch_args}}, static_cast<{{out_t}}*>(out), g);
+    if (affine) {  // else (no operand the binding admits): the output-order kernel below
+      const dim3 grid((unsigned)ks_cdiv(inner, 32 * {{tr_tiles}}), (unsigned)g.toff[{{nseg}}], (unsigned)outer);
+      {{name}}_tr_kernel<{{tr_tiles}}><<<grid, 256, 0, stream>>>({{launch_args}}, static_cast<{{out_t}}*>(out), g);
+      return;
     }
-    return;
   }
 #endif
   (void)transpose;
