@@ -704,6 +704,18 @@ def _torch_check_message_args(source: str) -> list[str]:
     return args_out
 
 
+def test_bindings_open_with_marks_after_every_prototype():
+    """build_extension_sources marks each binding with its function and declares every binding
+    first (copies forwarding to their first one included), so the build may split them."""
+    specs = elementwise_specs()[:2] + batch_stats_merge_specs() + [replace(elementwise_specs()[0], name="ew_copy")]
+    cpp, _, names = build_extension_sources([emit(s) for s in specs])
+    first_mark = cpp.index("// ks-binding: ")
+    for name in names:
+        assert cpp.count(f"\n// ks-binding: {name}\n") == 1
+        proto = next(line for line in cpp[:first_mark].splitlines() if f" {name}(" in line and line.endswith(");"))
+        assert proto[:-1] + " {" in cpp[first_mark:] or proto[:-1] + " { return" in cpp[first_mark:]
+
+
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""

@@ -219,6 +219,51 @@ def test_split_build_writes_main_cpp_and_units_for_one_load(module, monkeypatch)
     assert (folder / "ks_built").read_text().strip() == call["name"]
 
 
+def _marked_bindings(count: int) -> tuple[str, list[str]]:
+    """A cpp source as build_extension_sources assembles it for `count` bindings: the prelude,
+    the prototypes, then each binding after its mark."""
+    from kernelstitch.agents.coder.codegen.common import BINDING_MARK
+
+    names = [f"ks_s{k}_op" for k in range(count)]
+    protos = [f"at::Tensor {n}(at::Tensor in_0);" for n in names]
+    bodies = [f"{BINDING_MARK}{n}\nat::Tensor {n}(at::Tensor in_0) {{ return in_0; }}" for n in names]
+    return "\n".join(["", "// prelude", *protos, *bodies]), names
+
+
+def test_many_bindings_compile_as_several_units_registered_by_main(module, monkeypatch):
+    """Past 64 bindings the build compiles them in up to MAX_JOBS / 4 units (at most 4, each at
+    least 32 bindings), each with the prelude and every prototype, registering its own functions;
+    main.cpp registers the units.  Fewer bindings: main.cpp holds them all, as before."""
+    cpp, names = _marked_bindings(100)
+    source = _kernel_texts(module, [70_000] * 3)
+    monkeypatch.setattr(module, "_CUDA_SOURCE", source)
+    monkeypatch.setattr(module, "_CPP_SOURCE", cpp)
+    monkeypatch.setattr(module, "_FUNCTIONS", names)
+    monkeypatch.setattr(module, "_header_options", lambda: (cpp, {"no_implicit_headers": True}))
+    monkeypatch.setenv("MAX_JOBS", "16")
+    assert module._build_extension() == "built"
+    (call,) = module.load.calls
+    folder = Path(call["build_directory"])
+    files = [Path(p).name for p in call["sources"]]
+    assert files == ["main.cpp", "bind_0.cpp", "bind_1.cpp", "bind_2.cpp", "cuda_0.cu", "cuda_1.cu", "cuda_2.cu"]
+    main = (folder / "main.cpp").read_text()
+    header = cpp[:cpp.index("// ks-binding: ")]
+    assert main.startswith(header) and "ks_s0_op(at::Tensor in_0) {" not in main
+    assert all(f"ks_register_{k}(m);" in main for k in range(3))
+    registered = []
+    for k in range(3):
+        unit = (folder / f"bind_{k}.cpp").read_text()
+        assert unit.startswith(header) and f"void ks_register_{k}(pybind11::module_& m) {{" in unit
+        defined = [n for n in names if f"at::Tensor {n}(at::Tensor in_0) {{" in unit]
+        assert 32 <= len(defined) and all(f'm.def("{n}", torch::wrap_pybind_function({n}), "{n}");' in unit
+                                          for n in defined)
+        registered += defined
+    assert sorted(registered) == sorted(names)  # each binding in exactly one unit
+    few, few_names = _marked_bindings(40)
+    assert module._binding_units(few, 4) == (few, [])
+    assert module._binding_units(cpp.replace("// ks-binding: ", "// "), 4)[1] == []
+
+
 def test_split_build_that_fails_is_built_again_as_one_unit(module, monkeypatch):
     source = _kernel_texts(module, [70_000] * 3)
     monkeypatch.setattr(module, "_CUDA_SOURCE", source)

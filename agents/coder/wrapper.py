@@ -215,17 +215,59 @@ def _write_if_changed(path, text):
         handle.write(text)
 
 
+# Where a binding's text opens in the cpp source: a mark naming its function (codegen/common.py).
+_BINDING_MARK = re.compile(r"(?m)^// ks-binding: (\\w+)$")
+_BINDINGS_PER_UNIT_MIN = 32  # each unit parses the torch headers again (~10 s of g++ on the VM)
+
+
+def _binding_units(cpp, jobs):
+    """(header, [(functions, text)]): the marked bindings in up to `jobs` groups of about equal
+    text, each compiled with the header (the binding prelude, launcher and binding prototypes:
+    everything before the first mark); one group, nothing to split, where the source has no
+    marks or too few bindings.  DenseNet121's 244 bindings took 34 s of g++ -O3 as one unit on
+    the VM (10 of them the headers), its 16 CUDA units 4-14 s each: one unit was the build's
+    longest step."""
+    marks = list(_BINDING_MARK.finditer(cpp))
+    count = min(jobs, len(marks) // _BINDINGS_PER_UNIT_MIN)
+    if count < 2:
+        return cpp, []
+    ends = [m.start() for m in marks[1:]] + [len(cpp)]
+    chunks = [(m.group(1), cpp[m.start():end]) for m, end in zip(marks, ends)]
+    groups, sizes = [[] for _ in range(count)], [0] * count
+    for chunk in sorted(chunks, key=lambda c: len(c[1]), reverse=True):  # each to the lightest group
+        lightest = sizes.index(min(sizes))
+        groups[lightest].append(chunk)
+        sizes[lightest] += len(chunk[1])
+    return cpp[:marks[0].start()], [([f for f, _ in g], "\\n".join(t for _, t in g)) for g in groups]
+
+
+def _module_defs(functions):
+    return [f'm.def("{{f}}", torch::wrap_pybind_function({{f}}), "{{f}}");' for f in functions]
+
+
 def _build_units(name, directory, flags, units):
     """load_inline's build with the CUDA source as several units compiled at once (ninja runs
     MAX_JOBS compilers): main.cpp as load_inline writes it (the bindings, then the module's
-    PYBIND11_MODULE block), then cuda_<k>.cu per unit."""
+    PYBIND11_MODULE block), or, for many bindings, main.cpp registering bind_<k>.cpp's
+    (_binding_units); then cuda_<k>.cu per unit."""
     cpp, options = _header_options()
     implicit = not options.get("no_implicit_headers")
-    module_def = ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{"] + [
-        f'm.def("{{f}}", torch::wrap_pybind_function({{f}}), "{{f}}");' for f in _FUNCTIONS] + ["}}"]
+    include = ["#include <torch/extension.h>"] if implicit else []
+    header, groups = _binding_units(cpp, max(1, min(4, _build_jobs() // 4)))
     sources = [os.path.join(directory, "main.cpp")]
-    _write_if_changed(sources[0], "\\n".join(
-        (["#include <torch/extension.h>"] if implicit else []) + [cpp] + module_def))
+    if groups:
+        registers = [f"ks_register_{{k}}" for k in range(len(groups))]
+        _write_if_changed(sources[0], "\\n".join(
+            include + [header] + [f"void {{r}}(pybind11::module_& m);" for r in registers]
+            + ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{"] + [f"{{r}}(m);" for r in registers] + ["}}"]))
+        for k, (functions, text) in enumerate(groups):
+            sources.append(os.path.join(directory, f"bind_{{k}}.cpp"))
+            _write_if_changed(sources[-1], "\\n".join(
+                include + [header, text, f"void {{registers[k]}}(pybind11::module_& m) {{{{"]
+                + _module_defs(functions) + ["}}"]))
+    else:
+        module_def = ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{"] + _module_defs(_FUNCTIONS) + ["}}"]
+        _write_if_changed(sources[0], "\\n".join(include + [cpp] + module_def))
     head = ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"] if implicit else []
     for k, unit in enumerate(units):
         sources.append(os.path.join(directory, f"cuda_{{k}}.cu"))

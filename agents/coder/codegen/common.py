@@ -173,10 +173,29 @@ def build_extension_sources(kernels: list[KernelSource]) -> tuple[str, str, list
             cudas.append(k.cuda)
         else:
             bindings.append(alias)
+    # Each binding opens with a mark naming its function, after every binding's prototype, so
+    # the build may compile the bindings as several units (the generated wrapper's
+    # _binding_units); without a prototype for each, one unit as before.
+    prototypes = [_prototype(text, name) for text, name in zip(bindings, names, strict=True)]
+    if all(prototypes):
+        bindings = ["// binding prototypes: the build may compile the bindings below in several units",
+                    *prototypes] + [f"{BINDING_MARK}{name}\n{text}" for text, name in zip(bindings, names, strict=True)]
     # "" first: the assembled source has always opened with an empty line
     cpp = "\n".join(["", BINDING_PRELUDE] + decls + bindings)
     cuda = "\n".join(cudas)
     return cpp, cuda, names
+
+
+# The line opening each binding in the assembled cpp source (build_extension_sources).
+BINDING_MARK = "// ks-binding: "
+
+
+def _prototype(binding: str, name: str) -> str | None:
+    """The declaration of binding function `name` from its definition's head line, or None."""
+    head = re.search(rf"^([^\n(;]*?)\b{re.escape(name)}\s*\(([^)]*)\)\s*\{{", binding, re.M)
+    if head is None or not head.group(1).strip():
+        return None
+    return f"{head.group(1).strip()} {name}({head.group(2)});"
 
 
 def split_extension_kernels(kernels: list[KernelSource], parts: int) -> list[list[KernelSource]]:
