@@ -37,6 +37,7 @@ import json
 import os
 from pathlib import Path
 
+from kernelstitch.agents.coder.codegen.common import BINDING_MARK
 from kernelstitch.agents.coder.signature import Signature
 
 from kernelstitch.core.precision import precision_mode
@@ -184,12 +185,19 @@ def _cuda_units(source, jobs):
     count = min(jobs, len(chunks) - 1, -(-len(source) // _UNIT_MIN_CHARS))
     if count < 2 or chunks[0].strip():
         return [source]
-    units, sizes = [[] for _ in range(count)], [0] * count
-    for chunk in sorted(chunks[1:], key=len, reverse=True):  # each to the lightest unit so far
-        lightest = sizes.index(min(sizes))
-        units[lightest].append(chunk)
-        sizes[lightest] += len(chunk)
+    units = _deal(chunks[1:], count, len)
     return ["\\n".join(unit) for unit in units]  # the source's last text has no final newline
+
+
+def _deal(items, count, size):
+    """`items` in `count` groups of about equal total `size`: the largest first, each to the
+    lightest group so far."""
+    groups, totals = [[] for _ in range(count)], [0] * count
+    for item in sorted(items, key=size, reverse=True):
+        lightest = totals.index(min(totals))
+        groups[lightest].append(item)
+        totals[lightest] += size(item)
+    return groups
 
 
 _DEFAULT_MAX_UNITS = 8  # nvcc takes up to ~1 GB a unit: a laptop's 16 threads must not take 16 GB
@@ -216,7 +224,7 @@ def _write_if_changed(path, text):
 
 
 # Where a binding's text opens in the cpp source: a mark naming its function (codegen/common.py).
-_BINDING_MARK = re.compile(r"(?m)^// ks-binding: (\\w+)$")
+_BINDING_MARK = re.compile("(?m)^" + re.escape({binding_mark!r}) + r"(\\w+)$")
 _BINDINGS_PER_UNIT_MIN = 32  # each unit parses the torch headers again (~10 s of g++ on the VM)
 
 
@@ -233,11 +241,7 @@ def _binding_units(cpp, jobs):
         return cpp, []
     ends = [m.start() for m in marks[1:]] + [len(cpp)]
     chunks = [(m.group(1), cpp[m.start():end]) for m, end in zip(marks, ends)]
-    groups, sizes = [[] for _ in range(count)], [0] * count
-    for chunk in sorted(chunks, key=lambda c: len(c[1]), reverse=True):  # each to the lightest group
-        lightest = sizes.index(min(sizes))
-        groups[lightest].append(chunk)
-        sizes[lightest] += len(chunk[1])
+    groups = _deal(chunks, count, lambda chunk: len(chunk[1]))
     return cpp[:marks[0].start()], [([f for f, _ in g], "\\n".join(t for _, t in g)) for g in groups]
 
 
@@ -655,7 +659,7 @@ def render_candidate(*, module: str, source_path: Path, output_path: Path, plan_
     ops_text = "{" + "".join(f"\n    {k!r}: {v!r}," for k, v in sorted(torch_ops.items())) + (
         "\n}" if torch_ops else "}")
     return bind(_TEMPLATE.format(
-        binding_name=BINDING_NAME,
+        binding_name=BINDING_NAME, binding_mark=BINDING_MARK,
         source_name=source_path.name, module=module, n_kernels=len(functions),
         torch_ops=ops_text, plan_json=python_string(json.dumps(plan_json, indent=1)),
         ref_rel=ref_rel, ref_abs=str(source_path), cpp=python_string(cpp),

@@ -719,12 +719,12 @@ def _batch_stats_of_cat(graph: Graph):
     variance over the batch and spatial dims are that channel's.  Only where a concatenated
     tensor is shared by two such statistics (else the parts cost what the cat did, in more
     launches)."""
-    found = {n.name: _concatenated_parts(graph, n) for n in graph.nodes if n.op == BATCH_STATS_OP}
-    candidates = {name: parts for name, parts in found.items() if parts}
-    eps_of = {n.name: float(n.kwargs["eps"]) for n in graph.nodes if n.op == BATCH_STATS_OP}
+    candidates = {n.name: parts for n in graph.nodes if n.op == BATCH_STATS_OP
+                  for parts in [_concatenated_parts(graph, n)] if parts}
     counts: dict[tuple[str, float], int] = {}  # (tensor, eps): statistics of one eps are shared
     for name, parts in candidates.items():
-        for key in {(p.node, eps_of[name]) for p in parts}:
+        eps = float(graph.node(name).kwargs["eps"])
+        for key in {(p.node, eps) for p in parts}:
             counts[key] = counts.get(key, 0) + 1
     edits: list[GraphEdit] = []
     # (tensor, eps) -> a statistics node of it, earlier in the graph: the rewrite's own, or a
