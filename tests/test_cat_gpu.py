@@ -53,14 +53,15 @@ def test_channels_last_inputs_into_a_contiguous_output_take_the_transposing_kern
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
     # a contiguous input among them: the output-order kernel, the same result
     torch.testing.assert_close(ext.cat_fused_tr(x.contiguous(), b, y, z), want, rtol=1e-6, atol=1e-6)
-    assert any("_tr_kernel<" in k for k in _kernels_run(ext.cat_fused_tr, x, b, y, z))
+    # (the spec is named cat_fused_tr: its output-order kernel is cat_fused_tr_kernel<V>)
+    assert any("cat_fused_tr_tr_kernel<" in k for k in _kernels_run(ext.cat_fused_tr, x, b, y, z))
     # an input cut along its last spatial dim is not dense channels-last: the output-order kernel
     wide = torch.randn(n, cy, *hw[:-1], hw[-1] + 2, device="cuda").contiguous(memory_format=fmt)
     cut = wide[..., 1:-1]
     want = torch.cat([torch.relu(x + b), cut, torch.sigmoid(z)], 1)
     torch.testing.assert_close(ext.cat_fused_tr(x, b, cut, z), want, rtol=1e-6, atol=1e-6)
     if cy > 1 and hw[-1] > 1:
-        assert not any("_tr_kernel<" in k for k in _kernels_run(ext.cat_fused_tr, x, b, cut, z))
+        assert not any("cat_fused_tr_tr_kernel<" in k for k in _kernels_run(ext.cat_fused_tr, x, b, cut, z))
 
 
 @pytest.mark.parametrize("n, cx, cy, hw", [(2, 40, 7, (5, 9)), (1, 64, 32, (28, 28))])
@@ -74,7 +75,7 @@ def test_a_transposing_cat_with_a_fused_batch_norm_apply(ext, n, cx, cy, hw):
     got = ext.cat_bn_tr(x, m, r, w, c, y)
     assert got.is_contiguous()
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-5)
-    assert any("_tr_kernel<2>" in k for k in _kernels_run(ext.cat_bn_tr, x, m, r, w, c, y))
+    assert any("cat_bn_tr_tr_kernel<2>" in k for k in _kernels_run(ext.cat_bn_tr, x, m, r, w, c, y))
 
 
 @pytest.mark.parametrize("n, cx, cy, cz, hw", [(2, 3, 5, 1, (7, 9)), (1, 64, 64, 32, (28, 28))])

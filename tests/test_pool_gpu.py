@@ -13,6 +13,7 @@ from kernelstitch.agents.coder.codegen import (  # noqa: E402
     PoolSpec,
     TensorArg,
 )
+from kernelstitch.agents.coder.codegen.pool import _plane_window  # noqa: E402
 from test_codegen import pool_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
@@ -197,6 +198,67 @@ def test_channels_last_input_pooled_into_a_contiguous_output(ext, shape):
     shifted = storage[1:].as_strided(cl.shape, cl.stride())
     shifted.copy_(cl)
     _check(ext.pool_avg2d_to_nchw(shifted, b, e), want, "misaligned")
+
+
+def _kernel_names(fn, *args) -> set[str]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn(*args)
+        torch.cuda.synchronize()
+    return {k.key for k in prof.key_averages()}
+
+
+def _plane_shape(case, aligned: bool) -> tuple[int, ...]:
+    """A contiguous input with at least 512 outputs a plane (the plane kernel's lower bound):
+    rows of a width that is (aligned) or is not a multiple of 4."""
+    _, nd, kernel, stride, pad, dil, *_ = case
+    span = (kernel - 1) * dil + 1 - 2 * pad
+    width = (900 if nd == 1 else 40) * stride + span + (8 if aligned else 7)
+    width += (-width) % 4 if aligned else (width % 4 == 0)
+    return (2, 3, width) if nd == 1 else (2, 3, 24 * stride + span + 3, width)
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+@pytest.mark.parametrize("k", [k for k, case in enumerate(GRID) if case[-1] == "float32" and case[1] <= 2])
+def test_contiguous_planes_take_the_plane_kernel(ext, k, aligned):
+    """Contiguous float32 inputs of 1-D / 2-D windows with >= 512 outputs a plane run the plane
+    kernel (4 outputs a thread, each window row's span loaded once; 16-byte loads where the rows
+    are aligned and unpadded): every window option of GRID (padding, dilation, ceil mode,
+    count_include_pad, divisor, rows of 11) against torch, NaN through max windows; the tail of
+    a row (outputs not a multiple of 4), and a small plane takes the one-value kernel."""
+    case = GRID[k]
+    torch.manual_seed(k)
+    x = torch.randn(*_plane_shape(case, aligned), device="cuda")
+    if case[0] == "max":
+        x.view(-1)[::97] = float("nan")
+    fn = getattr(ext, f"pool_grid{k}")
+    want = _reference(case, x)
+    assert want[0, 0].numel() >= 512
+    _check(fn(x), want, f"{case} {tuple(x.shape)}")
+    fits = _plane_window(_grid_spec(k, case), 1) is not None  # else (rows of 11): the one-value kernel
+    names = _kernel_names(fn, x)
+    assert fits == any(f"pool_grid{k}_plane_kernel<" in name for name in names)
+    if fits and aligned and case[4] == 0:  # unpadded rows of a width % 4 == 0: 16-byte loads
+        assert any(f"pool_grid{k}_plane_kernel<{int(case[0] == 'avg')}, true>" in name for name in names)
+    small = x[..., :9] if case[1] == 1 else x[:, :, :9, :9]
+    if _reference(case, small.contiguous())[0, 0].numel() < 512:
+        assert not any("_plane_kernel<" in name for name in _kernel_names(fn, small.contiguous()))
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 64, 64), (1, 3, 75, 93)])
+def test_plane_kernel_with_plane_and_epilogue_operands(ext, shape):
+    """A contiguous input through the plane kernel with a per-channel operand in the prologue
+    (read once a plane) and an epilogue operand at the output index (level3/13's batch_norm +
+    ReLU + average pool has four plane operands)."""
+    torch.manual_seed(shape[-1])
+    x = torch.randn(*shape, device="cuda")
+    b = torch.randn(shape[1], 1, 1, device="cuda")
+    want = F.avg_pool2d(torch.tanh(x + b), 2, 2)
+    e = torch.randn(want.shape[1:], device="cuda")
+    _check(ext.pool_avg2d_to_nchw(x, b, e), want * e, "contiguous in, plane kernel")
+    assert any("pool_avg2d_to_nchw_plane_kernel<" in k for k in _kernel_names(ext.pool_avg2d_to_nchw, x, b, e))
+    _check(ext.pool_max2d_cl(x, b), F.max_pool2d(torch.relu(x + b), 3, 2, 1), "max, padded")
 
 
 def test_bad_windows_raise_clear_errors(ext):

@@ -81,6 +81,35 @@ def _ints(values: tuple[int, ...], nd: int, fill: int) -> str:
     return ", ".join(str(v) for v in (values or (fill,) * nd))
 
 
+# The plane kernel's bounds: a window row's span of SPAN_MAX values in registers (4 windows a
+# thread), KH_MAX rows.
+_PLANE_SPAN_MAX = 28
+_PLANE_KH_MAX = 8
+
+
+def _plane_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
+    """(KH, KW, SH, SW, PH, PW, DH, DW) of a fixed 1-D or 2-D window for the contiguous-input
+    plane kernel (cuda/pool/kernel.cu), or None where it does not apply: adaptive windows, 3-D,
+    other than float32, or a window row span past the register budget."""
+    if not vec4 or spec.kind == "adaptive_avg" or spec.nd not in (1, 2):
+        return None
+    pad = 2 - spec.nd  # 1-D: one row of height 1
+
+    def dims(values: tuple[int, ...], fill: int) -> tuple[int, ...]:
+        return (fill,) * pad + tuple(values or (fill,) * spec.nd)
+
+    (kh, kw), (sh, sw), (ph, pw) = dims(spec.kernel, 1), dims(spec.stride, 1), dims(spec.padding, 0)
+    dh, dw = dims(spec.dilation, 1) if spec.kind == "max" else (1, 1)
+    if kh > _PLANE_KH_MAX or 3 * sw + (kw - 1) * dw + 1 > _PLANE_SPAN_MAX:
+        return None
+    return kh, kw, sh, sw, ph, pw, dh, dw
+
+
+def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
+    keys = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
+    return {f"plane_{key}": value for key, value in zip(keys, plane or (1, 1, 1, 1, 0, 0, 1, 1))}
+
+
 def emit_pool(spec: PoolSpec) -> KernelSource:
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
@@ -112,7 +141,8 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
                                for i, k in enumerate(plane))
     plane_args_cl4 = " ".join(f"const float a{k} = plane_vals[j][{i}];" for i, k in enumerate(plane))
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
-                    f"const KsPoolGeom& g, int cl, int64_t per_sample, cudaStream_t stream)")
+                    f"const KsPoolGeom& g, int cl, int64_t per_sample, int plane_ok, int vl, cudaStream_t stream)")
+    plane_window = _plane_window(spec, vec4)
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
         threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
@@ -122,7 +152,8 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         vec4=vec4, kd=window[0], kh=window[1], kw=window[2], nplane=len(plane), kw_row=kw_row, row_pro_args=row_pro_args,
         plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4,
         device_params=device_operand_params(spec.inputs),
-        device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))))
+        device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
+        plane_kernel=int(plane_window is not None), **_plane_fields(plane_window))
     n = len(spec.inputs)
     binding = render(
         "pool/binding.cpp", name=name, kind=spec.kind, nd=spec.nd, n=n,
@@ -133,6 +164,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),
         divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
         keep="true" if spec.keep_channels_last else "false", vec4=vec4,
+        plane_kernel=int(plane_window is not None), plane_pw=plane_window[5] if plane_window else 0,
         out_dtype=TORCH_DTYPE[spec.out_dtype],
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
         shapes=", ".join("os" if k in epilogue else "xs" for k in range(n)),

@@ -53,27 +53,44 @@ __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __res
   if ((ROWS ? (t >> 5) : t) == 0 && c < g.C) st.save(ws + (c * g.parts + blockIdx.y) * 3);
 }
 
-// Phase 2: a warp per channel merges its parts, 32 at a time, then across the warp by shuffles;
-// lane 0 writes the statistics and updates the running statistics in place as torch does (the
-// unbiased variance).  A thread per channel looping over its parts took 0.13 ms a batch_norm on
-// a DenseNet block's 32 channels of [10, 32, 224, 224] (H200, bench/results/2026-11-28-h200x4-
-// levels-s22: ~1,000 dependent loads and merges a thread, 32 threads busy), six times the
-// statistics pass; a block per channel before that idled 255 threads and launched C blocks.
+// Phase 2: 2^WLOG warps per channel (the launcher's: at most 64 parts a warp, so a lane merges
+// two states where the parts allow), 32 parts at a time a warp, then across the warp by
+// shuffles and across the channel's warps through shared memory; the channel's first lane
+// writes the statistics and updates the running statistics in place as torch does (the unbiased
+// variance).  A thread per channel looping over its parts took 0.13 ms a batch_norm on a DenseNet
+// block's 32 channels of [10, 32, 224, 224] (H200, bench/results/2026-11-28-h200x4-levels-s22:
+// ~1,000 dependent loads and merges a thread, 32 threads busy), six times the statistics pass;
+// one warp a channel still looped 17 times over a ResNet stem's 528 parts (H100, s23: ResNet101's
+// 104 finalizes 1.0 ms of its 2.2 ms in our kernels).
 __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict__ ws, float* __restrict__ stats,
                                                          float* __restrict__ running_mean, float* __restrict__ running_var,
-                                                         const KsBnGeom g, const float eps, const float momentum) {
-  const int lane = threadIdx.x & 31;
-  const int64_t c = (int64_t)blockIdx.x * 8 + (threadIdx.x >> 5);
-  if (c >= g.C) return;  // the whole warp: one channel
+                                                         const KsBnGeom g, const float eps, const float momentum,
+                                                         const int wlog) {
+  __shared__ float sm[3][8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, w = warp & ((1 << wlog) - 1);
+  const int64_t c = (int64_t)blockIdx.x * (8 >> wlog) + (warp >> wlog);
   KsStateWelford st = KsStateWelford::init();
-  for (int64_t p = lane; p < g.parts; p += 32) st.merge(KsStateWelford::load(ws + (c * g.parts + p) * 3));
+  if (c < g.C) {  // (a warp past C still takes part in the block's barrier below, with no state)
+    const float* __restrict__ part = ws + c * g.parts * 3;
+#pragma unroll 2
+    for (int64_t p = (int64_t)w * 32 + lane; p < g.parts; p += (int64_t)32 << wlog)
+      st.merge(KsStateWelford::load(part + p * 3));
+  }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) {
     const KsStateWelford o{__shfl_down_sync(0xffffffffu, st.mean, off), __shfl_down_sync(0xffffffffu, st.m2, off),
                            __shfl_down_sync(0xffffffffu, st.n, off)};
     st.merge(o);
   }
-  if (lane != 0) return;
+  if (wlog > 0) {  // uniform over the block
+    if (lane == 0) { sm[0][warp] = st.mean; sm[1][warp] = st.m2; sm[2][warp] = st.n; }
+    __syncthreads();
+    if (w != 0 || lane != 0) return;
+    for (int k = 1; k < (1 << wlog); ++k) st.merge(KsStateWelford{sm[0][warp + k], sm[1][warp + k], sm[2][warp + k]});
+  } else if (lane != 0) {
+    return;
+  }
+  if (c >= g.C) return;
   const float var = st.m2 / st.n;  // n = M >= 2 (the binding checks)
   stats[c] = st.mean;
   stats[g.C + c] = rsqrtf(var + eps);
@@ -96,5 +113,7 @@ __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict
   if (rows && flat) {{name}}_partial<true, true><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
   else if (rows) {{name}}_partial<true, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
   else {{name}}_partial<false, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
-  {{name}}_finalize<<<(unsigned)ks_cdiv(g.C, 8), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps, momentum);
+  const int wlog = g.parts <= 64 ? 0 : g.parts <= 128 ? 1 : g.parts <= 256 ? 2 : 3;  // warps a channel: 2^wlog
+  {{name}}_finalize<<<(unsigned)ks_cdiv(g.C, 8 >> wlog), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps,
+                                                                            momentum, wlog);
 }

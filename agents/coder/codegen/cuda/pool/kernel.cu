@@ -231,6 +231,97 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 #endif
 }
 
+// Contiguous (NCHW) input of a fixed 2-D (or 1-D) window: a block per (sample, channel) plane
+// tile, 4 consecutive outputs of one output row a thread.  The plane's operands (batch
+// statistics, a conv bias) are loaded once per plane, not once per output through their
+// descriptors, and each window row's span of input values ((4 - 1) * SW + (KW - 1) * DW + 1 of
+// them) is loaded once for the thread's 4 windows, every load issued before any arithmetic (16
+// in flight for a 2x2 / stride-2 window), with 16-byte loads where the rows allow.  The one-value
+// kernel above ran level3/13's batch_norm + ReLU + 2x2 average pool of [128, 32, 256, 256] at
+// 0.63 TB/s (H200, bench/results/2026-11-28-h200x4-levels-s22): a division per tap operand and
+// four descriptor offsets per output.
+#if {{plane_kernel}}
+template <int KIND, bool VL>
+__global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* __restrict__ out,
+                                                             const __grid_constant__ KsPoolGeom g, const int64_t planes) {
+  constexpr int V = 4, KH = {{plane_kh}}, KW = {{plane_kw}}, SH = {{plane_sh}}, SW = {{plane_sw}}, PH = {{plane_ph}}, PW = {{plane_pw}},
+                DH = {{plane_dh}}, DW = {{plane_dw}};
+  constexpr int SPAN = (V - 1) * SW + (KW - 1) * DW + 1, SPAN4 = (SPAN + 3) / 4 * 4;
+  const int IH = (int)g.in[1], IW = (int)g.in[2], OH = (int)g.out[1], OW = (int)g.out[2];  // < 2^31 (binding)
+  const int groups = (OW + V - 1) / V, per_plane = OH * groups;
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  (void)in_plane;
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    const int64_t r = plane / g.C, c = plane - r * g.C;
+    {{plane_loads}}
+    const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c * g.xs[1];
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < per_plane; q += gridDim.x * blockDim.x) {
+      const int oh = q / groups, ow0 = (q - oh * groups) * V;
+      const int ih0 = oh * SH - PH, iw0 = ow0 * SW - PW;
+      float accs[V];
+#pragma unroll
+      for (int o = 0; o < V; ++o) accs[o] = KIND == 0 ? -INFINITY : 0.f;
+      // every row's loads first (a row outside the input loads nothing), then the arithmetic
+      float x[KH][SPAN4];
+#pragma unroll
+      for (int kh = 0; kh < KH; ++kh) {
+        const int ih = ih0 + kh * DH;
+        const bool row_in = ih >= 0 && ih < IH;
+        const float* __restrict__ row = base + (int64_t)(row_in ? ih : 0) * g.xs[3];
+        if constexpr (VL) {  // iw0 % 4 == 0, IW % 4 == 0, rows 16-byte aligned: a float4 is all in or all out
+#pragma unroll
+          for (int m = 0; m < SPAN4; m += 4) {
+            const float4 x4 = row_in && iw0 + m < IW ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m))
+                                                     : make_float4(0.f, 0.f, 0.f, 0.f);
+            x[kh][m] = x4.x; x[kh][m + 1] = x4.y; x[kh][m + 2] = x4.z; x[kh][m + 3] = x4.w;
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < SPAN; ++j) {
+            const int iw = iw0 + j;
+            x[kh][j] = row_in && iw >= 0 && iw < IW ? __ldg(row + iw) : 0.f;
+          }
+        }
+      }
+#pragma unroll
+      for (int kh = 0; kh < KH; ++kh) {
+        const int ih = ih0 + kh * DH;
+        if (ih < 0 || ih >= IH) continue;
+#pragma unroll
+        for (int j = 0; j < SPAN; ++j) {
+          const int iw = iw0 + j;
+          const float a0 = x[kh][j];
+          float v;
+          {{name}}_pro({{row_pro_args}}, v);
+          // a position outside the input takes no part (max) or adds nothing (avg: the divisor counts it)
+          x[kh][j] = iw >= 0 && iw < IW ? v : (KIND == 0 ? -INFINITY : 0.f);
+        }
+#pragma unroll
+        for (int o = 0; o < V; ++o)
+#pragma unroll
+          for (int kw = 0; kw < KW; ++kw) {
+            const float v = x[kh][o * SW + kw * DW];
+            if constexpr (KIND == 0) accs[o] = ks_max(accs[o], v); else accs[o] += v;
+          }
+      }
+      const KsPoolWin wd{0, 1, 1, 1};
+      const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int ow = ow0 + j;
+        if (ow >= OW) break;
+        const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
+        float acc = ks_pool_finish<KIND>(accs[j], wd, wh, ww, g);
+        const int64_t o = (plane * OH + oh) * (int64_t)OW + ow;  // contiguous
+        {{epi_loads}}
+        {{name}}_epi({{epi_args}});
+        out[o] = acc;
+      }
+    }
+  }
+}
+#endif
+
 {{launcher_sig}} {
   if (g.N <= 0 || per_sample <= 0) return;
 #define KS_POOL_LAUNCH(K, L) do { \
@@ -252,6 +343,16 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
     return;
   }
 #endif
+#if {{plane_kernel}}
+  if (cl == 0 && plane_ok) {  // contiguous input: the plane kernel (the binding checked its geometry)
+    const int64_t planes = g.N * g.C, groups = ks_cdiv(g.out[2], 4), per_plane = g.out[1] * groups;
+    const dim3 grid((unsigned)ks_cdiv(per_plane, 256), (unsigned)(planes < 65535 ? planes : 65535));
+    if (vl) {{name}}_plane_kernel<{{kind_id}}, true><<<grid, 256, 0, stream>>>({{kernel_args}}, static_cast<float*>(out), g, planes);
+    else {{name}}_plane_kernel<{{kind_id}}, false><<<grid, 256, 0, stream>>>({{kernel_args}}, static_cast<float*>(out), g, planes);
+    return;
+  }
+#endif
+  (void)plane_ok; (void)vl;
   if (cl) KS_POOL_LAUNCH({{kind_id}}, true); else KS_POOL_LAUNCH({{kind_id}}, false);
 #undef KS_POOL_LAUNCH
 }
