@@ -4,7 +4,7 @@
 # GPU 0 first.  Every call of one measurement must run the same commit (the run store reuses a
 # problem only for the same compiler sources): give SRC=tarball (`git archive TAG agents
 # kernelstitch profiler server pyproject.toml scripts`) to run a tagged commit from any checkout.
-#   OUT=$OUT LEVELS="2" [TESTS="tests/... -k expr"] [SRC=levelsrc.tar] [LIMIT=585] \
+#   OUT=$OUT LEVELS="2" [TESTS="tests/a.py tests/b.py"] [TESTS_K="pytest -k expression"] [SRC=levelsrc.tar] [LIMIT=585] \
 #     [KS_TIME_LIMIT=240] [BENCH_ARGS="--rerun"] [ONLY_FILE=bench/lists/x.txt] \
 #     bash scripts/gpu_tests_and_levels.sh
 # ONLY_FILE: one problem a line (level2/6_Conv3d_..., as --only takes them), the bench's --only.
@@ -38,7 +38,7 @@ if [ -n "${TESTS:-}${GPU0_AFTER:-}" ]; then  # GPU 0 for tests and/or a measurem
   (if [ -n "${TESTS:-}" ]; then
      # shellcheck disable=SC2086  # TESTS is pytest's argument list
      PYTHONPATH=/tmp/site_here CUDA_VISIBLE_DEVICES=0 timeout -s INT "${TEST_LIMIT:-$((LIMIT - 60))}" \
-       python -P -m pytest -q -rfE -p no:cacheprovider -m gpu --durations=8 $TESTS >"$OUT/c/tests.log" 2>&1
+       python -P -m pytest -q -rfE -p no:cacheprovider -m gpu --durations=8 $TESTS ${TESTS_K:+-k "$TESTS_K"} >"$OUT/c/tests.log" 2>&1
      echo "tests exit $? at $((SECONDS - start)) s"; grep -E "passed|failed|FAILED|Error" "$OUT/c/tests.log" | tail -12
    fi
    if [ -n "${GPU0_AFTER:-}" ]; then  # then a measurement on GPU 0 (its output: gpu0_after.log)

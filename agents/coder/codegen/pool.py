@@ -81,10 +81,14 @@ def _ints(values: tuple[int, ...], nd: int, fill: int) -> str:
     return ", ".join(str(v) for v in (values or (fill,) * nd))
 
 
-# The plane kernel's bounds: a window row's span of SPAN_MAX values in registers (4 windows a
-# thread), KH_MAX rows.
-_PLANE_SPAN_MAX = 28
+# The plane kernel's bounds: a window row's span of SPAN_MAX values in registers (V windows a
+# thread: 4, or 8 where the stride along the row is 1), KH_MAX rows of them.
+_PLANE_SPAN_MAX = 40
 _PLANE_KH_MAX = 8
+
+
+def plane_outputs_per_thread(stride_w: int) -> int:
+    return 8 if stride_w == 1 else 4
 
 
 def _plane_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
@@ -100,14 +104,16 @@ def _plane_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
 
     (kh, kw), (sh, sw), (ph, pw) = dims(spec.kernel, 1), dims(spec.stride, 1), dims(spec.padding, 0)
     dh, dw = dims(spec.dilation, 1) if spec.kind == "max" else (1, 1)
-    if kh > _PLANE_KH_MAX or 3 * sw + (kw - 1) * dw + 1 > _PLANE_SPAN_MAX:
+    span = (plane_outputs_per_thread(sw) - 1) * sw + (kw - 1) * dw + 1
+    if kh > _PLANE_KH_MAX or span > _PLANE_SPAN_MAX or kh * span > 4 * _PLANE_SPAN_MAX:
         return None
     return kh, kw, sh, sw, ph, pw, dh, dw
 
 
 def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
     keys = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
-    return {f"plane_{key}": value for key, value in zip(keys, plane or (1, 1, 1, 1, 0, 0, 1, 1))}
+    fields = {f"plane_{key}": value for key, value in zip(keys, plane or (1, 1, 1, 1, 0, 0, 1, 1))}
+    return {**fields, "plane_v": plane_outputs_per_thread(fields["plane_sw"])}
 
 
 def emit_pool(spec: PoolSpec) -> KernelSource:
@@ -164,7 +170,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),
         divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
         keep="true" if spec.keep_channels_last else "false", vec4=vec4,
-        plane_kernel=int(plane_window is not None), plane_pw=plane_window[5] if plane_window else 0,
+        plane_kernel=int(plane_window is not None), plane_pw=_plane_fields(plane_window)["plane_pw"],
         out_dtype=TORCH_DTYPE[spec.out_dtype],
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
         shapes=", ".join("os" if k in epilogue else "xs" for k in range(n)),

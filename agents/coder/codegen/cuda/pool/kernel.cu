@@ -232,10 +232,11 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 }
 
 // Contiguous (NCHW) input of a fixed 2-D (or 1-D) window: a block per (sample, channel) plane
-// tile, 4 consecutive outputs of one output row a thread.  The plane's operands (batch
+// tile, V consecutive outputs of one output row a thread (4; 8 for stride-1 windows, whose
+// neighbours share all but one column).  The plane's operands (batch
 // statistics, a conv bias) are loaded once per plane, not once per output through their
-// descriptors, and each window row's span of input values ((4 - 1) * SW + (KW - 1) * DW + 1 of
-// them) is loaded once for the thread's 4 windows, every load issued before any arithmetic (16
+// descriptors, and each window row's span of input values ((V - 1) * SW + (KW - 1) * DW + 1 of
+// them) is loaded once for the thread's V windows, every load issued before any arithmetic (16
 // in flight for a 2x2 / stride-2 window), with 16-byte loads where the rows allow.  The one-value
 // kernel above ran level3/13's batch_norm + ReLU + 2x2 average pool of [128, 32, 256, 256] at
 // 0.63 TB/s (H200, bench/results/2026-11-28-h200x4-levels-s22): a division per tap operand and
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 template <int KIND, bool VL>
 __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* __restrict__ out,
                                                              const __grid_constant__ KsPoolGeom g, const int64_t planes) {
-  constexpr int V = 4, KH = {{plane_kh}}, KW = {{plane_kw}}, SH = {{plane_sh}}, SW = {{plane_sw}}, PH = {{plane_ph}}, PW = {{plane_pw}},
+  constexpr int V = {{plane_v}}, KH = {{plane_kh}}, KW = {{plane_kw}}, SH = {{plane_sh}}, SW = {{plane_sw}}, PH = {{plane_ph}}, PW = {{plane_pw}},
                 DH = {{plane_dh}}, DW = {{plane_dw}};
   constexpr int SPAN = (V - 1) * SW + (KW - 1) * DW + 1, SPAN4 = (SPAN + 3) / 4 * 4;
   const int IH = (int)g.in[1], IW = (int)g.in[2], OH = (int)g.out[1], OW = (int)g.out[2];  // < 2^31 (binding)
@@ -268,11 +269,11 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
         const int ih = ih0 + kh * DH;
         const bool row_in = ih >= 0 && ih < IH;
         const float* __restrict__ row = base + (int64_t)(row_in ? ih : 0) * g.xs[3];
-        if constexpr (VL) {  // iw0 % 4 == 0, IW % 4 == 0, rows 16-byte aligned: a float4 is all in or all out
+        if constexpr (VL) {  // iw0 % 4 == 0 (PW % 4 == 0), IW % 4 == 0, rows 16-byte aligned: a float4 is all in or out
 #pragma unroll
           for (int m = 0; m < SPAN4; m += 4) {
-            const float4 x4 = row_in && iw0 + m < IW ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m))
-                                                     : make_float4(0.f, 0.f, 0.f, 0.f);
+            const float4 x4 = row_in && iw0 + m >= 0 && iw0 + m < IW
+                                  ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m)) : make_float4(0.f, 0.f, 0.f, 0.f);
             x[kh][m] = x4.x; x[kh][m + 1] = x4.y; x[kh][m + 2] = x4.z; x[kh][m + 3] = x4.w;
           }
         } else {
@@ -345,7 +346,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
 #endif
 #if {{plane_kernel}}
   if (cl == 0 && plane_ok) {  // contiguous input: the plane kernel (the binding checked its geometry)
-    const int64_t planes = g.N * g.C, groups = ks_cdiv(g.out[2], 4), per_plane = g.out[1] * groups;
+    const int64_t planes = g.N * g.C, groups = ks_cdiv(g.out[2], {{plane_v}}), per_plane = g.out[1] * groups;
     const dim3 grid((unsigned)ks_cdiv(per_plane, 256), (unsigned)(planes < 65535 ? planes : 65535));
     if (vl) {{name}}_plane_kernel<{{kind_id}}, true><<<grid, 256, 0, stream>>>({{kernel_args}}, static_cast<float*>(out), g, planes);
     else {{name}}_plane_kernel<{{kind_id}}, false><<<grid, 256, 0, stream>>>({{kernel_args}}, static_cast<float*>(out), g, planes);
