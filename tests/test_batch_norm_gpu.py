@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from kernelstitch.agents.coder.codegen import (  # noqa: E402
     BatchStatsSpec,
+    ElementwiseOp,
     TensorArg,
 )
 from test_batch_norm import CASES, CONV_BATCH_NORM, DENSE_BLOCK  # noqa: E402
@@ -29,12 +30,49 @@ F = torch.nn.functional
 PLAIN = BatchStatsSpec("bstats_plain", (TensorArg("x", "float32"), TensorArg("rm", "float32"),
                                         TensorArg("rv", "float32")), 1e-5, 0.3, running_mean="rm",
                        running_var="rv")
-SHAPES = [(8, 16, 33, 35), (3, 7, 5, 6, 7), (257, 45), (1, 3, 2), (64, 32, 1, 1)]
+# BIAS_RELU: a prologue reading the input and a per-channel operand only (the NCHW 16-byte form)
+BIAS_RELU = BatchStatsSpec("bstats_bias_relu", (TensorArg("x", "float32"), TensorArg("b", "float32")), 1e-5, 0.1,
+                           (ElementwiseOp("add", ("x", "b"), "t"), ElementwiseOp("relu", ("t",), "u")), "u", ("b",))
+# (8, 16, 33, 35) ... (64, 32, 1, 1): planes of a size not a multiple of 4, rows ([N, C], 1 x 1);
+# (4, 6, 36, 20), (16, 3, 128, 96): NCHW planes of a multiple of 4 values (16-byte loads)
+SHAPES = [(8, 16, 33, 35), (3, 7, 5, 6, 7), (257, 45), (1, 3, 2), (64, 32, 1, 1), (4, 6, 36, 20), (16, 3, 128, 96)]
 
 
 @pytest.fixture(scope="module")
 def ext():
-    return load_kernels("ks_batch_norm_gpu_tests", batch_stats_specs() + [PLAIN])
+    return load_kernels("ks_batch_norm_gpu_tests", batch_stats_specs() + [PLAIN, BIAS_RELU])
+
+
+def _kernel_names(fn, *args) -> set[str]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn(*args)
+        torch.cuda.synchronize()
+    return {k.key for k in prof.key_averages()}
+
+
+@pytest.mark.parametrize("shape", [(4, 6, 36, 20), (16, 3, 128, 96), (2, 5, 7, 9)], ids=str)
+def test_nchw_planes_of_a_multiple_of_4_values_take_16_byte_loads(ext, shape):
+    """The NCHW statistics pass in float4s where each plane's values are dense and a multiple of 4
+    (a per-channel operand in the prologue), the scalar form otherwise (odd plane, a strided
+    view, a misaligned copy): torch's statistics either way."""
+    torch.manual_seed(shape[-1])
+    x = torch.randn(*shape, device="cuda") * 2 + 3
+    b = torch.randn(shape[1], 1, 1, device="cuda")
+    storage = torch.empty(x.numel() + 1, device="cuda")
+    shifted = storage[1:].view(x.shape)  # 4 bytes past a 16-byte boundary
+    shifted.copy_(x)
+    v = torch.relu(x + b)
+    for label, view, vec in [("contiguous", x, x[0, 0].numel() % 4 == 0), ("misaligned", shifted, False),
+                             ("strided", x[..., ::2], False)]:
+        want = v if label != "strided" else torch.relu(view + b)
+        stats = ext.bstats_bias_relu(view, b)
+        torch.testing.assert_close(stats[0], want.mean([0, 2, 3]), rtol=1e-5, atol=1e-5, msg=lambda m, label=label: f"{label}: {m}")
+        torch.testing.assert_close(stats[1], torch.rsqrt(want.var([0, 2, 3], unbiased=False) + 1e-5), rtol=1e-4,
+                                   atol=1e-5, msg=lambda m, label=label: f"{label}: {m}")
+        names = _kernel_names(ext.bstats_bias_relu, view, b)
+        assert vec == any("bstats_bias_relu_partial<false, false, true>" in k for k in names), (label, names)
 
 
 def _layouts(x: torch.Tensor) -> list[tuple[str, torch.Tensor]]:

@@ -6,7 +6,7 @@ as elementwise ops over per-channel views), so the ops after the batch_norm fuse
 
 Two kernels: Welford partials per (channel, part of the batch) with the block laid along the
 channel's contiguous values (NCHW) or across 32 channels (channel stride 1: [N, C] or
-channels-last), then a warp per channel merging its parts.  A concatenation's statistics
+channels-last), then up to 8 warps per channel merging its parts.  A concatenation's statistics
 from its parts' (emit_batch_stats_merge, cuda/batch_stats/merge.cu): a thread per channel.
 """
 
@@ -57,15 +57,17 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
     params = operand_params(spec.inputs, operands)
     kernel_args = operand_args(spec.inputs, operands)
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, float* ws, float* stats, "
-                    "float* running_mean, float* running_var, const KsBnGeom& g, int rows, int flat, float eps, "
+                    "float* running_mean, float* running_var, const KsBnGeom& g, int rows, int flat, int v4, float eps, "
                     "float momentum, cudaStream_t stream)")
-    per_sm_sig = f"int {name}_per_sm(int rows, int flat)"
+    per_sm_sig = f"int {name}_per_sm(int rows, int flat, int v4)"
+    # the NCHW 16-byte form (kernel.cu's V4): float32 values, no operand read per value but them
+    v4 = int(taps == [0] and spec.inputs[0].dtype == "float32")
     cuda = render(
         "batch_stats/kernel.cu", name=name, pro_fn=pro.source, params=params, kernel_args=kernel_args,
         per_sm_sig=per_sm_sig, taps_need_index="true" if any(k != 0 for k in taps) else "false",
         channel_loads=" ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, c * g.S));" for k in channel),
         tap_loads=" ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, li));" for k in taps if k != 0),
-        pro_args=", ".join(f"a{k}" for k in operands), launcher_sig=launcher_sig)
+        pro_args=", ".join(f"a{k}" for k in operands), launcher_sig=launcher_sig, v4=v4)
     n = len(operands)
     rm, rv = (f"in_{running[0]}", f"in_{running[1]}") if running else (None, None)
     running_checks = _running_checks(name, rm, rv, "g.C")
@@ -76,7 +78,7 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
         running_checks=running_checks,
         ptrs=", ".join(f"&in_{k}" for k in operands), shapes=", ".join("xs" for _ in operands),
         in_ptrs="".join(f", in_{k}.data_ptr()" for k in operands[1:]),
-        running_ptrs=f"{rm}.data_ptr<float>(), {rv}.data_ptr<float>()" if rm else "nullptr, nullptr",
+        running_ptrs=f"{rm}.data_ptr<float>(), {rv}.data_ptr<float>()" if rm else "nullptr, nullptr", v4=v4,
         eps=c_float(spec.eps), momentum=c_float(spec.momentum))
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";\n" + per_sm_sig + ";",

@@ -42,12 +42,16 @@ at::Tensor {{name}}({{cparams}}) {
   const int64_t channel_blocks = rows ? ks_cdiv(g.C, 32) : g.C;
   const int64_t min_part = rows ? 8 * 16 : 256 * 8;  // >= 16 values per thread
   // Whole waves: the largest part count whose blocks all run at once (at least one a channel block).
-  const int64_t resident = (int64_t)ks_sm_count() * {{name}}_per_sm(rows, flat);
+  // NCHW with each plane's values dense and 16-byte aligned: 16-byte loads (parts of whole float4s)
+  const int v4 = {{v4}} && !rows && g.sS == 1 && g.S % 4 == 0 && g.sN % 4 == 0 && g.sC % 4 == 0 &&
+                 reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0 ? 1 : 0;
+  const int64_t resident = (int64_t)ks_sm_count() * {{name}}_per_sm(rows, flat, v4);
   int64_t parts = resident / channel_blocks;
   if (parts > ks_cdiv(g.M, min_part)) parts = ks_cdiv(g.M, min_part);
   if (parts > 4096) parts = 4096;  // the finalize warp of a channel merges them all
   if (parts < 1) parts = 1;
   g.per_part = ks_cdiv(g.M, parts);
+  if (v4) g.per_part = ks_cdiv(g.per_part, 4) * 4;  // M % 4 == 0 (S % 4 == 0): every part whole float4s
   g.parts = ks_cdiv(g.M, g.per_part);
   const c10::cuda::CUDAGuard guard(device);
   if (g.M == 0) return at::zeros({2, g.C}, in_0.options().dtype(at::kFloat));  // an empty batch: nothing to update
@@ -57,7 +61,7 @@ at::Tensor {{name}}({{cparams}}) {
   const c10::IntArrayRef xs = in_0.sizes();
   ks_describe_all({{{ptrs}}}, {{{shapes}}}, 1, descs);
   const void* ins[{{n}}] = {x.data_ptr(){{in_ptrs}}};
-  {{name}}_launch(ins, descs, ws.data_ptr<float>(), stats.data_ptr<float>(), {{running_ptrs}}, g, rows, flat, {{eps}}, {{momentum}},
+  {{name}}_launch(ins, descs, ws.data_ptr<float>(), stats.data_ptr<float>(), {{running_ptrs}}, g, rows, flat, v4, {{eps}}, {{momentum}},
       c10::cuda::getCurrentCUDAStream(device.index()).stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return stats;

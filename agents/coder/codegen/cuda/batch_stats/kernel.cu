@@ -14,7 +14,11 @@
 // e * sS + c * sC, so no division by S unless a tap needs the logical index; the division and
 // three 64-bit products a value left the channels-last build instruction-bound (level2/52, H100:
 // 22% of DRAM bandwidth, 94 instructions a value).
-template <bool ROWS, bool FLAT>
+// V4 (PLANE only; the binding's: float32 values of one plane dense, S % 4 == 0, 16-byte aligned
+// planes, no operand read per value but the input): 16-byte loads, a division per 4 values; the
+// scalar form (4 loads of 4 bytes in flight a thread) ran level3/13's NCHW statistics at 63% of
+// the H100's DRAM bandwidth (bench/results/2026-12-06-h100-s23).
+template <bool ROWS, bool FLAT, bool V4>
 __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __restrict__ ws, const KsBnGeom g) {
   __shared__ float sm[3][256];
   const int t = threadIdx.x;
@@ -23,7 +27,34 @@ __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __res
   const int64_t c = ROWS ? (int64_t)blockIdx.x * 32 + (t & 31) : (int64_t)blockIdx.x;
   const int64_t first = ROWS ? e0 + (t >> 5) : e0 + t, step = ROWS ? 8 : 256;
   KsStateWelford st = KsStateWelford::init();
-  if (c < g.C) {
+  if (V4 && c < g.C) {
+#if {{v4}}
+    {{channel_loads}}
+    auto pro = [&](const float a0) {
+      float v;
+      {{name}}_pro({{pro_args}}, v);
+      return v;
+    };
+    auto chunk_at = [&](const int64_t e) {  // e % 4 == 0: 4 values of one plane
+      const int64_t n = g.fS.m ? (int64_t)ks_fastdiv_apply((uint32_t)e, g.fS) : ks_div(e, g.S);
+      return __ldg(reinterpret_cast<const float4*>(reinterpret_cast<const float*>(p0) + n * g.sN + c * g.sC + (e - n * g.S)));
+    };
+    auto push = [&](const float4 q) {
+      float xs[4] = {pro(q.x), pro(q.y), pro(q.z), pro(q.w)};
+      ks_push_n<true>(st, xs);
+    };
+    constexpr int64_t step4 = 4 * 256;
+    int64_t e = e0 + 4 * t;  // e0 and e1 are multiples of 4 (the binding's parts)
+    for (; e + 3 * step4 < e1; e += 4 * step4) {
+      float4 q[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) q[u] = chunk_at(e + u * step4);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) push(q[u]);
+    }
+    for (; e < e1; e += step4) push(chunk_at(e));
+#endif
+  } else if (c < g.C) {
     {{channel_loads}}
     auto value_at = [&](const int64_t e) {
       int64_t n = 0, s = 0, li = 0;
@@ -60,8 +91,9 @@ __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __res
 // variance).  A thread per channel looping over its parts took 0.13 ms a batch_norm on a DenseNet
 // block's 32 channels of [10, 32, 224, 224] (H200, bench/results/2026-11-28-h200x4-levels-s22:
 // ~1,000 dependent loads and merges a thread, 32 threads busy), six times the statistics pass;
-// one warp a channel still looped 17 times over a ResNet stem's 528 parts (H100, s23: ResNet101's
-// 104 finalizes 1.0 ms of its 2.2 ms in our kernels).
+// one warp a channel still looped 17 times over a ResNet stem's 528 parts (H200, s22: ResNet101's
+// 104 finalizes 1.0 ms of its 2.2 ms in our kernels, RegNet's 13 0.32 ms; RegNet's 22 us with this
+// form on an H100, bench/results/2026-12-06-h100-s23).
 __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict__ ws, float* __restrict__ stats,
                                                          float* __restrict__ running_mean, float* __restrict__ running_var,
                                                          const KsBnGeom g, const float eps, const float momentum,
@@ -101,18 +133,25 @@ __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict
 // Resident blocks an SM of the instantiation the launcher will pick: the binding sizes the
 // partition to whole waves (1.33 waves of 6-block SMs left a third of the second idle: level2/52).
 {{per_sm_sig}} {
-  if (rows && flat) { static const int k = ks_blocks_per_sm({{name}}_partial<true, true>, 256); return k; }
-  if (rows) { static const int k = ks_blocks_per_sm({{name}}_partial<true, false>, 256); return k; }
-  static const int k = ks_blocks_per_sm({{name}}_partial<false, false>, 256);
+  if (rows && flat) { static const int k = ks_blocks_per_sm({{name}}_partial<true, true, false>, 256); return k; }
+  if (rows) { static const int k = ks_blocks_per_sm({{name}}_partial<true, false, false>, 256); return k; }
+#if {{v4}}
+  if (v4) { static const int k = ks_blocks_per_sm({{name}}_partial<false, false, true>, 256); return k; }
+#endif
+  static const int k = ks_blocks_per_sm({{name}}_partial<false, false, false>, 256);
   return k;
 }
 
 {{launcher_sig}} {
   if (g.C <= 0) return;
   const dim3 grid((unsigned)(rows ? ks_cdiv(g.C, 32) : g.C), (unsigned)g.parts);
-  if (rows && flat) {{name}}_partial<true, true><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
-  else if (rows) {{name}}_partial<true, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
-  else {{name}}_partial<false, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+  if (rows && flat) {{name}}_partial<true, true, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+  else if (rows) {{name}}_partial<true, false, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+#if {{v4}}
+  else if (v4) {{name}}_partial<false, false, true><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+#endif
+  else {{name}}_partial<false, false, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
+  (void)v4;
   const int wlog = g.parts <= 64 ? 0 : g.parts <= 128 ? 1 : g.parts <= 256 ? 2 : 3;  // warps a channel: 2^wlog
   {{name}}_finalize<<<(unsigned)ks_cdiv(g.C, 8 >> wlog), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps,
                                                                             momentum, wlog);
