@@ -123,6 +123,27 @@ def test_prepare_generates_without_verifying_and_prebuilds_on_the_given_gpu(setu
     assert int(env["MAX_JOBS"]) >= 1
 
 
+def test_a_lone_prepare_builds_with_every_core_and_concurrent_ones_share_them(setup):
+    """MAX_JOBS of a build: the runner's cores over the problems preparing at that moment (a
+    fixed cores // --build-jobs left a one-GPU run's only build one compiler process)."""
+    from kernelstitch.bench.runner import CoreShare
+
+    spec, _, _, workers, ws = setup
+    PipelineRunner(ws, BenchSettings(build_jobs=14), cores=16).prepare(spec, ctx())
+    ((_, _, _, env),) = workers.calls
+    assert env["MAX_JOBS"] == "16"
+    share = CoreShare(16)
+    for _ in range(3):
+        share.enter()
+    assert share.jobs() == 5  # 16 cores, 3 problems preparing
+    share.leave()
+    share.leave()
+    assert share.jobs() == 16
+    share.leave()
+    share.leave()  # never below none
+    assert share.jobs() == 16 and CoreShare(2).jobs() == 2
+
+
 def test_build_failure_is_a_rejected_problem_with_the_compiler_output(setup):
     spec, _, _, workers, ws = setup
     workers.answers[BUILD_TASK] = ok({"error": True, "message": "compilation failed: boom",

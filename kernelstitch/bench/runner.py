@@ -65,16 +65,43 @@ class StageClock:
         self._since = now
 
 
+class CoreShare:
+    """The host's cores shared among the problems preparing at this moment (prepares run on
+    threads of one bench process): a build takes cores / (problems preparing now), at least
+    one.  A fixed cores / --build-jobs gave every build of a one-GPU run on a 16-core host one
+    compiler process (--build-jobs 14: 16 // 14), and DenseNet121's build took 275 s there."""
+
+    def __init__(self, cores: int | None = None) -> None:
+        import threading
+
+        self._cores = max(1, cores or os.cpu_count() or 1)
+        self._active = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        with self._lock:
+            self._active += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._active = max(0, self._active - 1)
+
+    def jobs(self) -> int:
+        with self._lock:
+            return max(1, self._cores // max(1, self._active))
+
+
 def _steps(result: JobResult) -> list[str]:
     return [f"{s.get('technique')}" for s in (result.plan or {}).get("steps", [])]
 
 
 class PipelineRunner:
     def __init__(self, workspace: Workspace, settings: BenchSettings,
-                 log: Log | None = None) -> None:
+                 log: Log | None = None, cores: int | None = None) -> None:
         self.workspace = workspace
         self.settings = settings
         self._log = log or (lambda _name, _message: None)
+        self.cores = CoreShare(cores)  # cores: this runner's share of the host (default all)
 
     def _config(self, ctx: PhaseContext, verify: bool):
         from kernelstitch.agents.pipeline import PipelineConfig
@@ -97,6 +124,13 @@ class PipelineRunner:
     def prepare(self, spec: ProblemSpec, ctx: PhaseContext) -> Prepared:
         if self.settings.coder != "builtin":
             return Prepared(spec, generate_on_gpu=True)
+        self.cores.enter()
+        try:
+            return self._prepare_builtin(spec, ctx)
+        finally:
+            self.cores.leave()
+
+    def _prepare_builtin(self, spec: ProblemSpec, ctx: PhaseContext) -> Prepared:
         from kernelstitch.agents.pipeline import run_generate
 
         clock = StageClock()
@@ -123,8 +157,8 @@ class PipelineRunner:
         from kernelstitch.core.worker.client import WorkerClient
 
         self._log(prepared.spec.name, "compiling: pre-building the candidate's extension")
-        # Several builds run at once: share the cores instead of each taking them all.
-        jobs = max(1, (os.cpu_count() or 1) // self.settings.build_jobs)
+        # Several builds run at once: share the cores among the problems preparing now.
+        jobs = self.cores.jobs()
         with WorkerClient(cuda_device=ctx.device, env={"MAX_JOBS": str(jobs)}) as worker:
             response = worker.call(BUILD_TASK, {"path": prepared.candidate_path},
                                    timeout_s=max(ctx.time_left_s, MIN_CALL_S), cancel=ctx.cancel)
