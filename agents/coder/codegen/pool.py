@@ -81,14 +81,16 @@ def _ints(values: tuple[int, ...], nd: int, fill: int) -> str:
     return ", ".join(str(v) for v in (values or (fill,) * nd))
 
 
-# The plane kernel's bounds: a window row's span of SPAN_MAX values in registers (V windows a
-# thread: 4, or 8 where the stride along the row is 1), KH_MAX rows of them.
-_PLANE_SPAN_MAX = 40
+# The plane kernel's bounds: a window row's span of SPAN_MAX values in registers for its
+# PLANE_OUTPUTS windows a thread, KH_MAX rows of them, WINDOW_MAX values in all (every row's
+# loads are issued before the arithmetic).  8 windows a thread for stride-1 rows
+# (with 16-byte loads at a padding of 4) measured slower on an H100 (bench/results/2026-12-06-
+# h100-s23, call 3: level1/41 4.51 -> 6.52 ms, 44 3.14 -> 5.65, 42 3.87 -> 4.16; 64-80
+# registers a thread against 35-62).
+PLANE_OUTPUTS = 4
+_PLANE_SPAN_MAX = 28
 _PLANE_KH_MAX = 8
-
-
-def plane_outputs_per_thread(stride_w: int) -> int:
-    return 8 if stride_w == 1 else 4
+_PLANE_WINDOW_MAX = 64
 
 
 def _plane_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
@@ -104,8 +106,8 @@ def _plane_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
 
     (kh, kw), (sh, sw), (ph, pw) = dims(spec.kernel, 1), dims(spec.stride, 1), dims(spec.padding, 0)
     dh, dw = dims(spec.dilation, 1) if spec.kind == "max" else (1, 1)
-    span = (plane_outputs_per_thread(sw) - 1) * sw + (kw - 1) * dw + 1
-    if kh > _PLANE_KH_MAX or span > _PLANE_SPAN_MAX or kh * span > 4 * _PLANE_SPAN_MAX:
+    span = (PLANE_OUTPUTS - 1) * sw + (kw - 1) * dw + 1
+    if kh > _PLANE_KH_MAX or span > _PLANE_SPAN_MAX or kh * span > _PLANE_WINDOW_MAX:
         return None
     return kh, kw, sh, sw, ph, pw, dh, dw
 
@@ -113,7 +115,7 @@ def _plane_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
 def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
     keys = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
     fields = {f"plane_{key}": value for key, value in zip(keys, plane or (1, 1, 1, 1, 0, 0, 1, 1))}
-    return {**fields, "plane_v": plane_outputs_per_thread(fields["plane_sw"])}
+    return {**fields, "plane_v": PLANE_OUTPUTS}
 
 
 def emit_pool(spec: PoolSpec) -> KernelSource:

@@ -62,10 +62,11 @@ at::Tensor {{name}}({{cparams}}) {
                    aligned(g.xs[3]) && aligned(g.xs[4]) && reinterpret_cast<uintptr_t>(in_0.data_ptr()) % 16 == 0;
   // the contiguous-input plane kernel: a fixed 1-D / 2-D window (the coder's), W dense, 32-bit
   // sizes, planes of at least 512 outputs (a block works on one plane at a time); 16-byte loads
-  // where the padding keeps the spans' starts at multiples of 4 and every row starts 16-byte aligned
+  // where no padding shifts the spans and every row starts 16-byte aligned (at a padding of 4
+  // they ran slower: bench/results/2026-12-06-h100-s23, call 3)
   const bool plane_ok = {{plane_kernel}} && !cl && g.in[0] == 1 && g.xs[4] == 1 && g.in[1] * g.in[2] < (1LL << 31) &&
                         g.out[1] * g.out[2] >= 512;
-  const bool vl = plane_ok && {{plane_pw}} % 4 == 0 && g.in[2] % 4 == 0 && aligned(g.xs[0]) && aligned(g.xs[1]) &&
+  const bool vl = plane_ok && {{plane_pw}} == 0 && g.in[2] % 4 == 0 && aligned(g.xs[0]) && aligned(g.xs[1]) &&
                   aligned(g.xs[3]) && reinterpret_cast<uintptr_t>(in_0.data_ptr()) % 16 == 0;
   {{name}}_launch(ins, descs, out.data_ptr(), g, cl4 ? 2 : cl ? 1 : 0, per_sample, plane_ok ? 1 : 0, vl ? 1 : 0,
       c10::cuda::getCurrentCUDAStream(device.index()).stream());

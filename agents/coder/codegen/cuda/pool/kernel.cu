@@ -232,8 +232,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 }
 
 // Contiguous (NCHW) input of a fixed 2-D (or 1-D) window: a block per (sample, channel) plane
-// tile, V consecutive outputs of one output row a thread (4; 8 for stride-1 windows, whose
-// neighbours share all but one column).  The plane's operands (batch
+// tile, V = 4 consecutive outputs of one output row a thread.  The plane's operands (batch
 // statistics, a conv bias) are loaded once per plane, not once per output through their
 // descriptors, and each window row's span of input values ((V - 1) * SW + (KW - 1) * DW + 1 of
 // them) is loaded once for the thread's V windows, every load issued before any arithmetic (16
@@ -269,11 +268,11 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
         const int ih = ih0 + kh * DH;
         const bool row_in = ih >= 0 && ih < IH;
         const float* __restrict__ row = base + (int64_t)(row_in ? ih : 0) * g.xs[3];
-        if constexpr (VL) {  // iw0 % 4 == 0 (PW % 4 == 0), IW % 4 == 0, rows 16-byte aligned: a float4 is all in or out
+        if constexpr (VL) {  // iw0 % 4 == 0 (PW == 0), IW % 4 == 0, rows 16-byte aligned: a float4 is all in or all out
 #pragma unroll
           for (int m = 0; m < SPAN4; m += 4) {
-            const float4 x4 = row_in && iw0 + m >= 0 && iw0 + m < IW
-                                  ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m)) : make_float4(0.f, 0.f, 0.f, 0.f);
+            const float4 x4 = row_in && iw0 + m < IW ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m))
+                                                     : make_float4(0.f, 0.f, 0.f, 0.f);
             x[kh][m] = x4.x; x[kh][m + 1] = x4.y; x[kh][m + 2] = x4.z; x[kh][m + 3] = x4.w;
           }
         } else {
