@@ -195,6 +195,22 @@ def test_emitted_source_reads_channel_operands_once_and_updates_running_stats():
     assert kernel.python_args == ("x", "b", "y", "rm", "rv")
 
 
+def test_the_nchw_16_byte_form_is_compiled_only_where_every_value_read_is_the_inputs():
+    """kernel.cu's V4 statistics pass (float4s of one plane): float32 input, operands per channel
+    at most; a full-size operand read per value (bstats_full's y) or fp16 values keep the scalar
+    form only.  The binding picks it at run time (NCHW planes of a multiple of 4, aligned)."""
+    from kernelstitch.agents.plan.kernel_spec import BatchStatsSpec, ElementwiseOp, TensorArg
+
+    bias_relu = BatchStatsSpec("bs", (TensorArg("x", "float32"), TensorArg("b", "float32")), 1e-5, 0.1,
+                               (ElementwiseOp("add", ("x", "b"), "t"), ElementwiseOp("relu", ("t",), "u")), "u",
+                               ("b",))
+    for spec, v4 in [(bias_relu, True), (batch_stats_specs()[0], False), (batch_stats_specs()[1], False)]:
+        kernel = emit(spec)
+        assert ("  if (V4 && c < g.C) {\n#if 1" in kernel.cuda) == v4, spec.name
+        assert (f"const int v4 = {int(v4)} && !rows && g.sS == 1 && g.S % 4 == 0" in kernel.binding), spec.name
+        assert "if (v4) g.per_part = ks_cdiv(g.per_part, 4) * 4;" in kernel.binding  # parts of whole float4s
+
+
 def test_training_batch_norm_is_a_statistics_kernel_and_a_fused_normalisation(tmp_path):
     plan = _plan(tmp_path, CONV_BATCH_NORM)
     assert [s.technique for s in plan.steps] == ["library_call", "fused_reduction", "fused_elementwise"]

@@ -225,6 +225,44 @@ def test_emitted_kernel_reads_plane_operands_once_per_window_and_taps_through_de
     assert "ChannelsLast3d" in binding and "{2, 3, 2}" in binding and "--g.out[k]" in binding
 
 
+def _window(kind="avg", nd=2, kernel=2, stride=2, padding=0, dtype="float32", taps=1, dilation=1) -> PoolSpec:
+    from kernelstitch.agents.plan.kernel_spec import ElementwiseOp, TensorArg
+
+    inputs = (TensorArg("x", dtype),) + ((TensorArg("y", "float32"),) if taps > 1 else ())
+    prologue = (ElementwiseOp("mul", ("x", "y"), "t"),) if taps > 1 else ()
+    return PoolSpec("pw", kind, inputs, nd, dtype, kernel=(kernel,) * nd, stride=(stride,) * nd,
+                    padding=(padding,) * nd, dilation=(dilation,) * nd, prologue=prologue,
+                    prologue_out="t" if taps > 1 else "")
+
+
+@pytest.mark.parametrize("spec, window", [
+    (_window(), (2, 2, 2, 2, 0, 0, 1, 1)),  # level3/13's 2 x 2 / stride 2
+    (_window("max", 2, 3, 2, 1), (3, 3, 2, 2, 1, 1, 1, 1)),
+    (_window("max", 1, 8, 1, 4, dilation=3), (1, 8, 1, 1, 0, 4, 1, 3)),  # level1/41: a row of height 1
+    (_window("avg", 2, 11, 11), None),  # rows of 11 x 11: past the registers' bound
+    (_window("avg", 2, 7, 2), None),  # 7 rows of 13 values: past the window bound
+    (_window("max", 3, 2, 2), None),  # 3-D
+    (_window(dtype="float16"), None),
+    (_window(taps=2), None),  # a full-size operand read at every tap
+])
+def test_the_plane_kernel_is_emitted_for_fixed_float32_windows_within_its_bounds(spec, window):
+    """Contiguous inputs of fixed 1-D / 2-D float32 windows whose every tap reads only the input
+    get the plane kernel (cuda/pool/kernel.cu; its loads in registers: at most 28 values a row
+    and 64 a window), with its window as compile-time constants; the binding chooses it at run
+    time (contiguous, >= 512 outputs a plane)."""
+    from kernelstitch.agents.coder.codegen.pool import _plane_window
+
+    vec4 = int(spec.inputs[0].dtype == "float32" and len(spec.inputs) == 1)
+    assert _plane_window(spec, vec4) == window
+    kernel = emit(spec)
+    assert ("#if 1\ntemplate <int KIND, bool VL>" in kernel.cuda) == (window is not None)
+    assert ("const bool plane_ok = 1 &&" in kernel.binding) == (window is not None)
+    if window:
+        kh, kw, sh, sw, ph, pw, dh, dw = window
+        assert f"KH = {kh}, KW = {kw}, SH = {sh}, SW = {sw}, PH = {ph}, PW = {pw}" in kernel.cuda
+        assert f"const bool vl = plane_ok && {pw} == 0" in kernel.binding  # 16-byte loads: unpadded rows
+
+
 # ---------------------------------------------------------------- pool_params
 
 
