@@ -31,7 +31,11 @@ jobs=$gpus
 # One GPU: the tests and the measurement run first, then the bench on the same card (timings
 # never share it).  Several: GPU 0 runs them while the bench has the others.
 serial=0
-if [ -n "${TESTS:-}${GPU0_AFTER:-}" ] && [ "$gpus" -lt 2 ]; then serial=1; fi
+if [ -n "${TESTS:-}${GPU0_AFTER:-}" ] && [ "$gpus" -lt 2 ]; then
+  serial=1
+  # the bench needs its share of the call: by default the tests and the measurement a third each
+  if [ -n "${LEVELS:-}" ]; then TEST_LIMIT=${TEST_LIMIT:-$((LIMIT / 3))} AFTER_LIMIT=${AFTER_LIMIT:-$((LIMIT / 3))}; fi
+fi
 if [ -n "${TESTS:-}${GPU0_AFTER:-}" ]; then  # GPU 0 for tests and/or a measurement, the bench on the rest
   source scripts/ks_site.sh
   ks_site /tmp/site_here "$PWD"

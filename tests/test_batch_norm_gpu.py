@@ -52,6 +52,18 @@ def _kernel_names(fn, *args) -> set[str]:
     return {k.key for k in prof.key_averages()}
 
 
+def test_an_empty_batch_or_no_channels_gives_zero_statistics_without_a_crash(ext):
+    """N = 0 or C = 0: zero statistics and untouched running statistics (the partition's host
+    divisions by the part length and the channel blocks must not run)."""
+    for shape in [(0, 4, 3, 4), (2, 0, 3, 4), (0, 4)]:
+        x = torch.randn(*shape, device="cuda")
+        rm, rv = torch.randn(shape[1], device="cuda"), torch.rand(shape[1], device="cuda")
+        before = rm.clone(), rv.clone()
+        stats = ext.bstats_plain(x, rm, rv)
+        assert stats.shape == (2, shape[1]) and not stats.any()
+        assert torch.equal(rm, before[0]) and torch.equal(rv, before[1])
+
+
 @pytest.mark.parametrize("shape", [(4, 6, 36, 20), (16, 3, 128, 96), (2, 5, 7, 9)], ids=str)
 def test_nchw_planes_of_a_multiple_of_4_values_take_16_byte_loads(ext, shape):
     """The NCHW statistics pass in float4s where each plane's values are dense and a multiple of 4

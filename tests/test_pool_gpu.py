@@ -219,6 +219,14 @@ def _plane_shape(case, aligned: bool) -> tuple[int, ...]:
     return (2, 3, width) if nd == 1 else (2, 3, 24 * stride + span + 3, width)
 
 
+def _shifted(x: torch.Tensor) -> torch.Tensor:
+    """x's values in a contiguous tensor 4 bytes past a 16-byte boundary."""
+    storage = torch.empty(x.numel() + 1, device=x.device, dtype=x.dtype)
+    out = storage[1:].view(x.shape)
+    out.copy_(x)
+    return out
+
+
 @pytest.mark.parametrize("aligned", [True, False])
 @pytest.mark.parametrize("k", [k for k, case in enumerate(GRID) if case[-1] == "float32" and case[1] <= 2])
 def test_contiguous_planes_take_the_plane_kernel(ext, k, aligned):
@@ -241,6 +249,15 @@ def test_contiguous_planes_take_the_plane_kernel(ext, k, aligned):
     assert fits == any(f"pool_grid{k}_plane_kernel<" in name for name in names)
     if fits and aligned and case[4] == 0:  # unpadded rows of a width % 4 == 0: 16-byte loads
         assert any(f"pool_grid{k}_plane_kernel<{int(case[0] == 'avg')}, true>" in name for name in names)
+    # a view whose rows are longer than its width, an unbatched input, and a misaligned copy
+    # (no 16-byte loads) take the plane kernel too
+    for label, view, vl in [("row view", x[..., :-4], aligned), ("unbatched", x[0], aligned),
+                            ("misaligned", _shifted(x), False)]:
+        _check(fn(view), _reference(case, view), f"{case} {label}")
+        names = _kernel_names(fn, view)
+        assert fits == any(f"pool_grid{k}_plane_kernel<" in name for name in names), label
+        if fits and case[4] == 0:
+            assert vl == any(f"pool_grid{k}_plane_kernel<{int(case[0] == 'avg')}, true>" in n for n in names), label
     span = (case[2] - 1) * case[5] + 1 + 2  # a few windows a row: a plane of < 512 outputs
     small = (x[..., :span] if case[1] == 1 else x[:, :, :span, :span]).contiguous()
     _check(fn(small), _reference(case, small), f"{case} {tuple(small.shape)}")

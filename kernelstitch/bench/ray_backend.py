@@ -77,7 +77,8 @@ def evaluate_payload(payload: dict[str, Any], settings_json: dict[str, Any]) -> 
     with tempfile.TemporaryDirectory(prefix="ks_bench_") as tmp:
         path = Path(tmp) / spec.path.name
         path.write_text(payload["source"], encoding="utf-8")
-        # one task a GPU of this node, each in its own process: a share of the node's cores
+        # each task prepares in its own process, so the share among problems preparing cannot
+        # be seen here: the node's cores // --build-jobs, as before the share
         runner = PipelineRunner(Workspace(tmp), settings, cores=max(1, (os.cpu_count() or 1) // settings.build_jobs))
         outcome = evaluate_problem(runner, replace(spec, path=path), None, settings.time_limit_s)
     outcome.notes.append(f"measured on {platform.node()} (Ray)")

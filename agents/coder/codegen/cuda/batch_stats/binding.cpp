@@ -39,22 +39,24 @@ at::Tensor {{name}}({{cparams}}) {
   if (g.S == 1) g.sS = g.sN;  // one value a sample: e = n
   const int rows = g.C > 1 && g.sC == 1 ? 1 : 0;  // [N, C] or channels-last: threads along C
   const int flat = rows && g.sN == g.S * g.sS ? 1 : 0;  // value e at e * sS (no division)
+  const c10::cuda::CUDAGuard guard(device);
+  // An empty batch or no channels: nothing to compute or update (and no partition to size: the
+  // divisions below by the channel blocks and the part length would trap on the host).
+  if (g.M == 0 || g.C == 0) return at::zeros({2, g.C}, in_0.options().dtype(at::kFloat));
   const int64_t channel_blocks = rows ? ks_cdiv(g.C, 32) : g.C;
   const int64_t min_part = rows ? 8 * 16 : 256 * 8;  // >= 16 values per thread
-  // Whole waves: the largest part count whose blocks all run at once (at least one a channel block).
   // NCHW with each plane's values dense and 16-byte aligned: 16-byte loads (parts of whole float4s)
   const int v4 = {{v4}} && !rows && g.sS == 1 && g.S % 4 == 0 && g.sN % 4 == 0 && g.sC % 4 == 0 &&
                  reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0 ? 1 : 0;
+  // Whole waves: the largest part count whose blocks all run at once (at least one a channel block).
   const int64_t resident = (int64_t)ks_sm_count() * {{name}}_per_sm(rows, flat, v4);
   int64_t parts = resident / channel_blocks;
   if (parts > ks_cdiv(g.M, min_part)) parts = ks_cdiv(g.M, min_part);
-  if (parts > 4096) parts = 4096;  // the finalize warp of a channel merges them all
+  if (parts > 4096) parts = 4096;  // the finalize's warps of a channel merge them all
   if (parts < 1) parts = 1;
   g.per_part = ks_cdiv(g.M, parts);
   if (v4) g.per_part = ks_cdiv(g.per_part, 4) * 4;  // M % 4 == 0 (S % 4 == 0): every part whole float4s
   g.parts = ks_cdiv(g.M, g.per_part);
-  const c10::cuda::CUDAGuard guard(device);
-  if (g.M == 0) return at::zeros({2, g.C}, in_0.options().dtype(at::kFloat));  // an empty batch: nothing to update
   at::Tensor stats = at::empty({2, g.C}, in_0.options().dtype(at::kFloat));
   at::Tensor ws = at::empty({g.C * g.parts * 3}, in_0.options().dtype(at::kFloat));
   KsOperand descs[{{n}}];
