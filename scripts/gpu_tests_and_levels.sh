@@ -12,9 +12,8 @@
 #   GPU0_AFTER="python bench/kernel_breakdown.py .kb/kernelbench/level2/25_....py --out $OUT/c/bd.json"
 # With TESTS or GPU0_AFTER, GPU 0 runs them and the bench gets the other GPUs; on a one-GPU machine
 # they run first (TEST_LIMIT, AFTER_LIMIT: their seconds) and the bench after them.  No LEVELS: no bench.
-# Everything comes
-# back as one archive, calls.tgz (at most 8 files come back from a call); copy its runs.sqlite
-# to .kb/runs.sqlite here before the next call.
+# Everything comes back as one archive, calls.tgz (at most 8 files come back from a call); copy
+# its runs.sqlite to .kb/runs.sqlite here before the next call.
 set -u
 OUT=${OUT:-/tmp/ks_out}; mkdir -p "$OUT/c"
 LIMIT=${LIMIT:-585}
@@ -59,8 +58,8 @@ if [ -n "${TESTS:-}${GPU0_AFTER:-}" ]; then  # GPU 0 for tests and/or a measurem
     jobs=$((gpus - 1))
   fi
 fi
-# shellcheck disable=SC2086  # LEVELS and BENCH_ARGS are lists
 if [ -z "${LEVELS:-}" ]; then echo "no LEVELS: no bench this call"; else
+# shellcheck disable=SC2086  # LEVELS and BENCH_ARGS are lists
 KS_TIME_LIMIT=${KS_TIME_LIMIT:-240} OUT="$OUT/c" bash scripts/device_bench.sh $((LIMIT - (SECONDS - start))) \
   .kb/kernelbench --levels $LEVELS --jobs "$jobs" --timing-budget 1 ${only[@]+"${only[@]}"} ${BENCH_ARGS:-}
 fi

@@ -15,6 +15,7 @@ the built-in one once accepted), so for them generation itself runs in the GPU p
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,8 +73,6 @@ class CoreShare:
     compiler process (--build-jobs 14: 16 // 14), and DenseNet121's build took 275 s there."""
 
     def __init__(self, cores: int | None = None) -> None:
-        import threading
-
         self._cores = max(1, cores or os.cpu_count() or 1)
         self._active = 0
         self._lock = threading.Lock()

@@ -151,6 +151,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     f"const KsPoolGeom& g, int cl, int64_t per_sample, int plane_ok, int vl, cudaStream_t stream)")
     plane_window = _plane_window(spec, vec4)
+    plane_fields = _plane_fields(plane_window)
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
         threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
@@ -161,7 +162,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
-        plane_kernel=int(plane_window is not None), **_plane_fields(plane_window))
+        plane_kernel=int(plane_window is not None), **plane_fields)
     n = len(spec.inputs)
     binding = render(
         "pool/binding.cpp", name=name, kind=spec.kind, nd=spec.nd, n=n,
@@ -172,7 +173,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),
         divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
         keep="true" if spec.keep_channels_last else "false", vec4=vec4,
-        plane_kernel=int(plane_window is not None), plane_pw=_plane_fields(plane_window)["plane_pw"],
+        plane_kernel=int(plane_window is not None), plane_pw=plane_fields["plane_pw"],
         out_dtype=TORCH_DTYPE[spec.out_dtype],
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
         shapes=", ".join("os" if k in epilogue else "xs" for k in range(n)),
