@@ -371,6 +371,11 @@ def test_every_unary_op(ext):
     for op, got in zip(sorted(UNARY_OPS), outs):
         want = UNARY_REF[op](x)
         torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5, msg=lambda m, op=op: f"{op}: {m}")
+    # mish's closed form (x n / (n + 2), n = e^x (e^x + 2)) over the whole range: underflow to
+    # -0, the softplus threshold at 20, overflowing exponentials past it
+    wide = torch.linspace(-120, 120, 24_001, device="cuda")
+    got = poisoned(ext.t_unary, wide)[sorted(UNARY_OPS).index("mish")]
+    torch.testing.assert_close(got, F.mish(wide), rtol=2e-5, atol=1e-6)
 
 
 def test_binary_and_attr_ops(ext):

@@ -283,7 +283,17 @@ __device__ __forceinline__ float ks_gelu_tanh(float x) {
 }
 __device__ __forceinline__ float ks_silu(float x) { return __fdividef(x, 1.f + __expf(-x)); }
 __device__ __forceinline__ float ks_softplus(float x) { return x > 20.f ? x : log1pf(__expf(x)); }  // beta 1, threshold 20
-__device__ __forceinline__ float ks_mish(float x) { return x * tanhf(ks_softplus(x)); }
+// mish(x) = x tanh(softplus(x)), and tanh(log(1 + e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1) =
+// n / (n + 2) with n = e (e + 2), e = exp(x): one __expf and an approximate divide where tanhf and
+// log1pf cost ~40 instructions a value (level2/87's conv + mish epilogue ran at 55% of DRAM
+// bandwidth on the H200 where a cheap epilogue of the same kernel ran at 75%).  Exact algebra; the
+// error is __expf's (relative, <= 2 + 1.2|x| ulp) plus a few roundings.  Above PyTorch's softplus
+// threshold (20) mish is x, as PyTorch computes it; n <= 2.4e17 there, far under __fdividef's 2^126.
+__device__ __forceinline__ float ks_mish(float x) {
+  if (x > 20.f) return x;
+  const float e = __expf(x), n = e * (e + 2.f);
+  return x * __fdividef(n, n + 2.f);
+}
 __device__ __forceinline__ float ks_elu(float x) { return x > 0.f ? x : expm1f(x); }
 __device__ __forceinline__ float ks_selu(float x) {
   return 1.0507009873554804934193349852946f * (x > 0.f ? x : 1.6732632423543772848170429916717f * expm1f(x));

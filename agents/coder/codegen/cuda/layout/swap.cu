@@ -125,53 +125,76 @@ __global__ void __launch_bounds__(256) {{name}}_vec_kernel(const T* __restrict__
 }
 
 // The short side (S = 3, 4 or 8: an RGB input to NHWC, 8 channels back and forth) with 4-byte
-// elements and the long side a multiple of 4: a thread moves 4 positions, S vectors in along the
-// long side and S vectors out along the interleaved one, transposed in registers (the one-value
-// kernel above stores S values S elements apart a warp instruction: level2/67's [128, 8, 256,
-// 256] input went to NHWC at 1.25 TB/s on the H200, Triton's kernel at 4.3).  SHORT_R: src
-// [S, L] -> dst [L, S]; else src [L, S] -> dst [S, L].
+// elements and the long side a multiple of 4.  A thread moves 4 positions (a quad): S vectors in
+// along the long side, transposed in registers.  The interleaved side of a block's 256 quads is one
+// contiguous run of 256 * S vectors (quad i of the flattened [N, L / 4] sits at 4 * S * i there,
+// across samples too), so it goes through shared memory and every warp instruction on that side
+// moves 512 contiguous bytes.  The first form stored each thread's S vectors straight to global
+// memory, 16 bytes a lane at a 16 * S-byte stride: level2/67's [128, 8, 256, 256] input went to
+// NHWC at 1.46 TB/s on the H200 (bench/results/2026-12-06-h100-s23), Triton's kernel at 4.3.
+// Shared-memory slots are XOR-swizzled within groups of 8 vectors for S = 4 and 8 (thread t's
+// vector m at slot t * S + m: every quarter-warp would hit one bank group), identity for S = 3
+// (an odd stride is conflict-free).  SHORT_R: src [S, L] -> dst [L, S]; else src [L, S] -> dst [S, L].
+template <int S>
+__device__ __forceinline__ int {{name}}_slot(int v) {
+  return (S & (S - 1)) == 0 ? v ^ ((v >> 3) & 7) : v;
+}
+
 template <int S, bool SHORT_R>
 __global__ void __launch_bounds__(256, 4) {{name}}_short4_kernel(const uint32_t* __restrict__ src,
                                                               uint32_t* __restrict__ dst, const int64_t N,
                                                               const int64_t L) {
+  __shared__ uint4 stage[256 * S];
   const int64_t quads = L / 4, total = N * quads;
-  // (min 4 blocks an SM stated: left free, ptxas spilled a few bytes at 40-48 registers)
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t n = i / quads, q = i - n * quads;
-    const uint32_t* __restrict__ s = src + n * S * L;
-    uint32_t* __restrict__ d = dst + n * S * L;
-    {
-      uint32_t x[S][4];  // x[j][p]: channel j of position 4q + p
-      if constexpr (SHORT_R) {
+  const int t = threadIdx.x;
+  for (int64_t i0 = (int64_t)blockIdx.x * 256; i0 < total; i0 += (int64_t)gridDim.x * 256) {
+    const int count = (int)(total - i0 < 256 ? total - i0 : 256);  // quads in this tile
+    const int64_t i = i0 + t, n = i / quads, q = i - n * quads;
+    // the interleaved side of this tile: 256 * S vectors from vector S * i0 on
+    const uint4* __restrict__ inter_src = reinterpret_cast<const uint4*>(src) + S * i0;
+    uint4* __restrict__ inter_dst = reinterpret_cast<uint4*>(dst) + S * i0;
+    uint32_t x[S][4];  // x[j][p]: channel j of position 4q + p
+    if constexpr (SHORT_R) {
+      if (t < count) {
 #pragma unroll
         for (int j = 0; j < S; ++j) {
-          const uint4 a = *reinterpret_cast<const uint4*>(s + j * L + 4 * q);
+          const uint4 a = *reinterpret_cast<const uint4*>(src + (n * S + j) * L + 4 * q);
           x[j][0] = a.x; x[j][1] = a.y; x[j][2] = a.z; x[j][3] = a.w;
         }
-      } else {
 #pragma unroll
-        for (int m = 0; m < S; ++m) {  // the 4 positions' 4S values, contiguous
-          const uint4 a = *reinterpret_cast<const uint4*>(s + 4 * q * S + 4 * m);
-          // value e of the chunk: channel e % S of position e / S (indices constant once unrolled)
+        for (int m = 0; m < S; ++m)  // value e of the quad's 4S: channel e % S of position e / S
+          stage[{{name}}_slot<S>(t * S + m)] =
+              make_uint4(x[(4 * m) % S][(4 * m) / S], x[(4 * m + 1) % S][(4 * m + 1) / S],
+                         x[(4 * m + 2) % S][(4 * m + 2) / S], x[(4 * m + 3) % S][(4 * m + 3) / S]);
+      }
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < S; ++k) {
+        const int v = 256 * k + t;
+        if (v < count * S) inter_dst[v] = stage[{{name}}_slot<S>(v)];
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < S; ++k) {
+        const int v = 256 * k + t;
+        if (v < count * S) stage[{{name}}_slot<S>(v)] = inter_src[v];
+      }
+      __syncthreads();
+      if (t < count) {
+#pragma unroll
+        for (int m = 0; m < S; ++m) {
+          const uint4 a = stage[{{name}}_slot<S>(t * S + m)];
           x[(4 * m) % S][(4 * m) / S] = a.x;
           x[(4 * m + 1) % S][(4 * m + 1) / S] = a.y;
           x[(4 * m + 2) % S][(4 * m + 2) / S] = a.z;
           x[(4 * m + 3) % S][(4 * m + 3) / S] = a.w;
         }
-      }
-      if constexpr (SHORT_R) {
-#pragma unroll
-        for (int m = 0; m < S; ++m) {
-          *reinterpret_cast<uint4*>(d + 4 * q * S + 4 * m) =
-              make_uint4(x[(4 * m) % S][(4 * m) / S], x[(4 * m + 1) % S][(4 * m + 1) / S],
-                         x[(4 * m + 2) % S][(4 * m + 2) / S], x[(4 * m + 3) % S][(4 * m + 3) / S]);
-        }
-      } else {
 #pragma unroll
         for (int j = 0; j < S; ++j)
-          *reinterpret_cast<uint4*>(d + j * L + 4 * q) = make_uint4(x[j][0], x[j][1], x[j][2], x[j][3]);
+          *reinterpret_cast<uint4*>(dst + (n * S + j) * L + 4 * q) = make_uint4(x[j][0], x[j][1], x[j][2], x[j][3]);
       }
     }
+    __syncthreads();  // the stage is refilled by the next tile
   }
 }
 
@@ -185,14 +208,14 @@ static void {{name}}_vec_launch(const void* src, void* dst, int64_t N, int64_t R
 
 template <int S>
 static void {{name}}_short4_launch(const void* src, void* dst, int64_t N, int64_t R, int64_t K, cudaStream_t stream) {
-  const int64_t L = R == S ? K : R, work = ks_cdiv(N * (L / 4), 256);
+  const int64_t L = R == S ? K : R, tiles = ks_cdiv(N * (L / 4), 256);
   if (R == S) {
     static const int per_sm = ks_blocks_per_sm({{name}}_short4_kernel<S, true>, 256);
-    {{name}}_short4_kernel<S, true><<<(unsigned)ks_grid(per_sm, work), 256, 0, stream>>>(
+    {{name}}_short4_kernel<S, true><<<(unsigned)ks_grid(per_sm, tiles), 256, 0, stream>>>(
         static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), N, L);
   } else {
     static const int per_sm = ks_blocks_per_sm({{name}}_short4_kernel<S, false>, 256);
-    {{name}}_short4_kernel<S, false><<<(unsigned)ks_grid(per_sm, work), 256, 0, stream>>>(
+    {{name}}_short4_kernel<S, false><<<(unsigned)ks_grid(per_sm, tiles), 256, 0, stream>>>(
         static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), N, L);
   }
 }
