@@ -65,7 +65,8 @@ SHAPES = [(2, 3, 5, 7), (1, 64, 126, 126), (3, 1, 9, 9), (4, 33, 1, 1), (2, 130,
           (70000, 2, 2, 2), (2, 16, 3, 4, 5), (1, 5, 31, 63, 63),
           (1, 2, 4096, 2049),  # S over 65535 x 128: the long side's tiles must be grid.x
           # the vector kernels (C and S multiples of 4): 16-, 32- and 64-wide tiles, partial ones,
-          # and the register transposes of 3, 4 and 8 channels; 8 channels over S = 25 (not a
+          # and the short-side kernel of 3, 4 and 8 channels (register transposes staged through
+          # swizzled shared memory, partial tiles of quads); 8 channels over S = 25 (not a
           # multiple of 4) take the one-value kernel
           (2, 16, 20, 20), (3, 64, 12, 12), (2, 20, 9, 4), (2, 128, 7, 4), (2, 3, 16, 16),
           (2, 4, 6, 6), (2, 8, 10, 10), (2, 8, 5, 5), (2, 24, 3, 4, 5)]
