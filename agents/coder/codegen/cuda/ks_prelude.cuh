@@ -291,7 +291,7 @@ __device__ __forceinline__ float ks_softplus(float x) { return x > 20.f ? x : lo
 // threshold (20) mish is x, as PyTorch computes it; n <= 2.4e17 there, far under __fdividef's 2^126.
 __device__ __forceinline__ float ks_mish(float x) {
   if (x > 20.f) return x;
-  const float e = __expf(x), n = e * (e + 2.f);
+  const float ex = __expf(x), n = ex * (ex + 2.f);
   return x * __fdividef(n, n + 2.f);
 }
 __device__ __forceinline__ float ks_elu(float x) { return x > 0.f ? x : expm1f(x); }
