@@ -124,12 +124,7 @@ def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
 # window (3 columns a thread: 12 float4s, a tanhf prologue) spilled in the NCHW-out kernel at 80
 # registers; at 9 it takes 2 columns (64 registers; its one-position cl4t kernel used 111), and
 # AlexNet's 3x3 / stride-2 window keeps 4 (a span of 9).  Not yet measured on a GPU: the bounds
-# are checked for spills only (nvcc 13, sm_90a).  OPEN: ptxas (nvcc 13.0, -O3) holds some row
-# kernels at 48 / 64 registers and spills a few bytes rather than take more: tests/test_codegen.py's
-# spill check fails on pool_avg2d_to_nchw_cl4r (4 B stores / 16 B loads), and tests/test_pool_gpu.py's
-# ROW_GRID specs spill in cl4rt with a plane + epilogue operand (row0, row1, row8: 40-44 B) and 4-8 B
-# in some cl4r kernels (row0-3, row8 and their _ops).  The four KernelBench kernels (level3/6,
-# level3/5, level2/35, level2/82) compile without spills.
+# are checked for spills only (nvcc 13, sm_90a: no spills at 2 blocks an SM, see kernel.cu).
 ROW_OUTPUTS = 4
 _ROW_SPAN_MAX = 9
 _ROW_TAPS_MAX = 27  # the cl4 kernels' unrolled window bound

@@ -324,7 +324,12 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
       if constexpr (KIND == 1) {
         const int taps = htaps * wtaps;
         const int divide = g.divisor ? (int)g.divisor : g.count_include_pad ? hpad * wpad : taps;
-        acc = taps > 0 ? acc / (float)divide : 0.f;  // IEEE division, as torch's
+        // torch's acc / divide without IEEE `/`'s slow-path subroutine (its call made ptxas spill
+        // here): the approximate reciprocal's quotient and one FMA residual correction, within an
+        // ulp of the IEEE quotient; inf / NaN sums (no finite residual) keep the plain product.
+        const float d = (float)divide, inv = __fdividef(1.f, d), q0 = acc * inv;
+        const float q = isfinite(q0) ? fmaf(fmaf(-q0, d, acc), inv, q0) : q0;
+        acc = taps > 0 ? q : 0.f;
       }
       const int64_t plane = r * g.C + c0 + j;
       const int64_t o = (plane * OH + oh) * (int64_t)OW + ow;  // contiguous (epilogue operands)
@@ -337,8 +342,11 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
 }
 
 // NHWC out: one thread a (V columns x 4 channels) item, V 16-byte stores in the input's memory order.
+// Both row kernels state 2 blocks an SM (at most 128 registers): left free, ptxas held several
+// at 64 registers and spilled 4-44 bytes (a prologue and an epilogue operand); at 2 blocks they
+// take 62-106 and spill nothing, and the SPAN 16-byte loads a thread keep enough bytes in flight.
 template <int KIND, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
-__global__ void __launch_bounds__({{threads}}) {{name}}_cl4r_kernel({{params}}, {{out_t}}* __restrict__ out,
+__global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4r_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                                   const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
   const uint32_t C = (uint32_t)g.C, c4 = C / 4, OW = (uint32_t)g.out[2], groups = (OW + V - 1) / V;
   const uint32_t items = c4 * groups * (uint32_t)g.out[1];  // <= per_sample / 4 + the tails: < 2^31
@@ -387,7 +395,7 @@ __host__ __device__ inline uint32_t {{name}}_row_tile_groups(uint32_t c4, uint32
 #endif
 }
 template <int KIND, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
-__global__ void __launch_bounds__({{threads}}) {{name}}_cl4rt_kernel({{params}}, {{out_t}}* __restrict__ out,
+__global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4rt_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                                    const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
   __shared__ __align__(16) float tile[KS_POOL_TILE];
   // the tile's channels' plane operands, loaded once a tile: per item, their descriptor offsets
