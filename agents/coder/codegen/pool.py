@@ -149,7 +149,9 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     return v, kh, kw, sh, sw, ph, pw, dh, dw
 
 
-def emit_pool(spec: PoolSpec) -> KernelSource:
+def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
+    """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
+    row form would run (bench/pool_row_timing.py builds both to compare them)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -184,7 +186,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
                     f"cudaStream_t stream)")
     plane_window = _plane_window(spec, vec4)
     plane_fields = _plane_fields(plane_window)
-    row_window = _row_window(spec, vec4)
+    row_window = _row_window(spec, vec4) if row_form else None
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
         threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
