@@ -54,11 +54,10 @@ def baseline_source(rev: str, name: str):
 
 
 def build(rev: str):
-    from torch.utils.cpp_extension import load_inline
-
     from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
     from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.layout_swap import emit_layout_swap
+    from torch.utils.cpp_extension import load_inline
 
     cpp, cuda, functions = build_extension_sources([emit_layout_swap(), baseline_source(rev, "ks_swap_base")])
     return load_inline(name="ks_layout_swap_timing", cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
