@@ -20,11 +20,11 @@ inputs read and the output written once.
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
+
+from kernel_timing import timed_variants, timing_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -44,18 +44,16 @@ def _measure(torch, ext, timer, runs: int, label: str, n: int, cx: int, cy: int,
         "torch": lambda: torch.cat([torch.relu(x + b), y, torch.sigmoid(z)], 1),
     }
     row = {"shape": label, "output": list(want.shape)}
-    for name, fn in cases.items():
-        torch.testing.assert_close(fn(), want, rtol=1e-6, atol=1e-6)
-        ms = statistics.median(timer.samples_ms(fn, runs=runs))
-        row[name] = {"ms": round(ms, 4), "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+
+    def check(name, got):
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6, msg=lambda m: f"{name}: {m}")
+
+    row.update(timed_variants(timer, cases, check, nbytes, runs))
     return row
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--runs", type=int, default=30)
-    args = parser.parse_args()
+    args = timing_args(__doc__)
 
     import torch
     from test_codegen import cat_specs

@@ -20,12 +20,12 @@ read once and written once.
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from kernel_timing import timed_variants, timing_args
 
 ROOT = Path(__file__).resolve().parents[1]
 SWAP = "agents/coder/codegen/cuda/layout/swap.cu"
@@ -81,21 +81,18 @@ def measure(torch, ext, timer, runs: int, shape: tuple[int, ...], to_cl: bool) -
     }
     nbytes = 2 * x.numel() * x.element_size()
     row = {"shape": list(shape), "direction": "to_cl" if to_cl else "to_nchw"}
-    for name, fn in cases.items():
-        got = fn()
+
+    def check(name, got):
         if not torch.equal(got, want) or got.stride() != want.stride():
             raise SystemExit(f"{name} differs from PyTorch's copy on {shape} ({row['direction']})")
-        ms = statistics.median(timer.samples_ms(fn, runs=runs))
-        row[name] = {"ms": round(ms, 4), "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+
+    row.update(timed_variants(timer, cases, check, nbytes, runs))
     return row
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default="HEAD", help="git revision of swap.cu to compare with, or a copy of that file")
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--runs", type=int, default=30)
-    args = parser.parse_args()
+    args = timing_args(__doc__, baseline={"default": "HEAD",
+                                          "help": "git revision of swap.cu to compare with, or a copy of that file"})
 
     import torch
 

@@ -1,0 +1,33 @@
+"""What the kernel timing scripts (bench/*_timing.py) share: their command line and the loop that
+checks each variant's result, then times it with the Verifier's CUDA-event timer."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def timing_args(doc: str, **extra: dict[str, Any]) -> argparse.Namespace:
+    """--out (a JSON file) and --runs (samples a variant, median reported), plus `extra` options
+    (name -> add_argument keywords)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=30)
+    for name, options in extra.items():
+        parser.add_argument(f"--{name}", **options)
+    return parser.parse_args()
+
+
+def timed_variants(timer, variants: dict[str, Callable[..., Any]], check: Callable[[str, Any], None],
+                   nbytes: int, runs: int, *args: Any) -> dict[str, dict[str, float]]:
+    """Each variant called once and its result given to `check(name, result)` (which raises on a
+    wrong one), then timed: {name: {"ms": median, "tb_per_s": nbytes over it}}."""
+    rows = {}
+    for name, fn in variants.items():
+        check(name, fn(*args))
+        ms = statistics.median(timer.samples_ms(fn, *args, runs=runs))
+        rows[name] = {"ms": round(ms, 4), "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+    return rows
