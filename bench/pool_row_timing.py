@@ -15,11 +15,10 @@ fails on a mismatch).  TB/s counts the input read once and the output written on
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import sys
-from pathlib import Path
+
+from kernel_timing import timed_variants, timing_args
 
 # (label, [N, C, H, W], kernel, stride, padding, prologue)
 CASES = [
@@ -75,21 +74,18 @@ def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
         row = {"case": label, "input": list(shape), "output": "NHWC" if keep else "NCHW"}
         cases = {"row": getattr(ext, name), "one_position": getattr(ext, name + "_old"),
                  "torch": lambda *a: F.max_pool2d(torch.relu(a[0] + a[1]) if prologue else a[0], kernel, stride, pad)}
-        for form, fn in cases.items():
-            got = fn(*args)
+
+        def check(form, got, row=row):
             if not torch.equal(got, want):
                 raise SystemExit(f"{form} differs from torch on {label} ({row['output']} out)")
-            ms = statistics.median(timer.samples_ms(fn, *args, runs=runs))
-            row[form] = {"ms": round(ms, 4), "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+
+        row.update(timed_variants(timer, cases, check, nbytes, runs, *args))
         rows.append(row)
     return rows
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--runs", type=int, default=30)
-    args = parser.parse_args()
+    args = timing_args(__doc__)
 
     import torch
 
