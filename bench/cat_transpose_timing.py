@@ -24,7 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-from kernel_timing import timed_variants, timing_args
+from kernel_timing import save, timed_variants, timing_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -71,8 +71,7 @@ def main() -> int:
         results.append(_measure(torch, ext, timer, args.runs, *shape))
         print(json.dumps(results[-1]))
         torch.cuda.empty_cache()
-    if args.out:
-        args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "results": results}, indent=1))
+    save(args.out, torch.cuda.get_device_name(), results)
     return 0
 
 

@@ -4,6 +4,7 @@ checks each variant's result, then times it with the Verifier's CUDA-event timer
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -31,3 +32,9 @@ def timed_variants(timer, variants: dict[str, Callable[..., Any]], check: Callab
         ms = statistics.median(timer.samples_ms(fn, *args, runs=runs))
         rows[name] = {"ms": round(ms, 4), "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
     return rows
+
+
+def save(out: Path | None, device: str, results: list[dict], **extra: Any) -> None:
+    """The rows as one JSON file at `out` (none: nothing), with the device's name."""
+    if out:
+        out.write_text(json.dumps({"device": device, **extra, "results": results}, indent=1))

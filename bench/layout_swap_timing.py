@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernel_timing import timed_variants, timing_args
+from kernel_timing import save, timed_variants, timing_args
 
 ROOT = Path(__file__).resolve().parents[1]
 SWAP = "agents/coder/codegen/cuda/layout/swap.cu"
@@ -106,9 +106,7 @@ def main() -> int:
             results.append(measure(torch, ext, timer, args.runs, shape, to_cl))
             print(json.dumps(results[-1]), flush=True)
             torch.cuda.empty_cache()
-    if args.out:
-        args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "baseline": args.baseline,
-                                        "results": results}, indent=1))
+    save(args.out, torch.cuda.get_device_name(), results, baseline=args.baseline)
     return 0
 
 

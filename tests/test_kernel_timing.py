@@ -44,3 +44,13 @@ def test_a_wrong_result_stops_before_any_timing():
     with pytest.raises(SystemExit, match="bad differs"):
         timed_variants(timer, {"bad": lambda: 1}, check, 1, 3)
     assert timer.calls == []
+
+
+def test_results_are_saved_with_the_device_only_where_asked(tmp_path):
+    import json
+
+    from kernel_timing import save
+
+    save(None, "GPU", [{"a": 1}])  # no file asked for: nothing written, no error
+    save(tmp_path / "r.json", "GPU", [{"a": 1}], baseline="HEAD")
+    assert json.loads((tmp_path / "r.json").read_text()) == {"device": "GPU", "baseline": "HEAD", "results": [{"a": 1}]}
