@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 
-from kernel_timing import timed_variants, timing_args
+from kernel_timing import save, timed_variants, timing_args
 
 # (label, [N, C, H, W], kernel, stride, padding, prologue)
 CASES = [
@@ -99,8 +99,7 @@ def main() -> int:
             results.append(row)
             print(json.dumps(row), flush=True)
         torch.cuda.empty_cache()
-    if args.out:
-        args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "results": results}, indent=1))
+    save(args.out, torch.cuda.get_device_name(), results)
     return 0
 
 
