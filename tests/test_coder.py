@@ -643,7 +643,9 @@ def interpret(spec: dict):
                 extra = {"divisor_override": spec["divisor"] or None} if nd > 1 else {}
                 y = getattr(F, f"avg_pool{nd}d")(x, spec["kernel"], spec["stride"], spec["padding"],
                                                  spec["ceil_mode"], spec["count_include_pad"], **extra)
-            return y.to(_DT[spec["out_dtype"]])
+            env["acc"] = y  # the epilogue reads the pooled value as acc
+            _run_ops(spec["epilogue"], env)
+            return env[spec["epilogue_out"] or "acc"].to(_DT[spec["out_dtype"]])
         if spec["type"] == "batch_stats":  # [2, C]: means, 1 / sqrt(biased variance + eps)
             _run_ops(spec["prologue"], env)
             x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]

@@ -34,6 +34,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     spec_to_json,
 )
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
+from kernelstitch.agents.planner.monotone import hoist_monotone_tail
 from kernelstitch.agents.planner.ops import (
     ARG_REDUCE_KINDS,
     ELEMENT_SIZE,
@@ -268,20 +269,24 @@ class _StepBuilder:
         epi_inputs = [i for i in self.external_inputs(g.epilogue) if i != g.anchor]
         inputs = pro_inputs + [i for i in epi_inputs if i not in pro_inputs]
         out = self.node(g.final).meta
-        spec = PoolSpec(
-            name=f"ks_{sid}_{params['kind']}_pool{nd}d", inputs=tuple(self.tensor_arg(i) for i in inputs),
-            out_dtype=out.dtype, prologue=tuple(self.ops(g.prologue)),
-            prologue_out=src if g.prologue else "",
-            epilogue=tuple(self.ops(g.epilogue, {g.anchor: "acc"})),
-            epilogue_out="acc" if not g.epilogue else g.epilogue[-1],
-            epilogue_inputs=tuple(epi_inputs), plane_inputs=tuple(planes), **params)
+        fused = dict(prologue=tuple(self.ops(g.prologue)), prologue_out=src if g.prologue else "",
+                     epilogue=tuple(self.ops(g.epilogue, {g.anchor: "acc"})),
+                     epilogue_out="acc" if not g.epilogue else g.epilogue[-1],
+                     epilogue_inputs=tuple(epi_inputs), plane_inputs=tuple(planes))
+        taps = math.prod(params["kernel"]) if params.get("kernel") else 1
+        hoisted = hoist_monotone_tail(**fused, taps=taps) if params["kind"] == "max" else None
+        if hoisted is not None:  # exact (planner/monotone.py): once per output, not once per tap
+            fused = {key: getattr(hoisted, key) for key in fused}
+        spec = PoolSpec(name=f"ks_{sid}_{params['kind']}_pool{nd}d", inputs=tuple(self.tensor_arg(i) for i in inputs),
+                        out_dtype=out.dtype, **fused, **params)
         moved = sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(out)
         window = math.prod(spec.kernel) if spec.kernel else max(1, src_meta.numel // max(1, anchor.meta.numel))
         flops = anchor.meta.numel * window * (elementwise_flops(list(spec.prologue)) + 1)
         flops += out.numel * elementwise_flops(list(spec.epilogue))
         what = (f"adaptive avg pooling to {list(spec.output_size)}" if spec.kind == "adaptive_avg"
                 else f"{spec.kind} pooling, window {list(spec.kernel)} stride {list(spec.stride)}")
-        return self.fused_step(g, sid, spec, f"{what}{self.fused_parts(g)}", moved, flops, inputs)
+        after = f"; once per output, after the max (monotone: exact): {', '.join(hoisted.moved)}" if hoisted else ""
+        return self.fused_step(g, sid, spec, f"{what}{self.fused_parts(g)}{after}", moved, flops, inputs)
 
     def cat(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)
