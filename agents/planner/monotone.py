@@ -12,10 +12,11 @@ be finite: scalars (checked here), or per-channel tensors constant over a window
 parameters; a +-inf bias would make inf - inf in one order only).
 
 Such an f, of the value v and operands c (a finite scalar or a per-channel tensor):
-relu, sigmoid, tanh, exp, softplus, hardsigmoid, elu, selu; clamp (any bounds) and leaky_relu with
+relu, sigmoid, tanh, exp, softplus, elu, selu; clamp (any bounds) and leaky_relu with
 a slope >= 0; v + c, c + v, v - c, maximum / minimum(v, c); v * s, s * v and v / s for a scalar
 s > 0 (a per-channel factor's sign is unknown).  Not: gelu, silu, mish, hardswish (they dip),
-log / sqrt / rsqrt (NaN below 0), neg, abs, square, reciprocal.
+log / sqrt / rsqrt (NaN below 0), neg, abs, square, reciprocal, and hardsigmoid (monotone, but
+ks_hardsigmoid's fminf / fmaxf turn a NaN into 0, so a NaN tap would not survive the max).
 
 Moving is not always cheaper: a per-channel operand read by a moved op is then read at every
 output through its descriptor (a division and a modulo, ~15 instructions), where the prologue
@@ -34,7 +35,7 @@ from dataclasses import dataclass, replace
 from kernelstitch.agents.plan.kernel_spec import ElementwiseOp
 from kernelstitch.agents.planner.ops import elementwise_flops
 
-_UNARY = frozenset({"relu", "sigmoid", "tanh", "exp", "softplus", "hardsigmoid", "elu", "selu"})
+_UNARY = frozenset({"relu", "sigmoid", "tanh", "exp", "softplus", "elu", "selu"})
 _SHIFTS = frozenset({"add", "maximum", "minimum"})  # either operand order
 EPILOGUE_READ_COST = 16  # a per-channel operand read at each output: its descriptor offset and load
 
