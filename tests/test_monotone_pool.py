@@ -76,10 +76,20 @@ def test_the_tail_stops_at_an_op_that_dips_and_the_epilogue_reads_the_moved_resu
     E("gelu", ("x",), "t"), E("silu", ("x",), "t"), E("mish", ("x",), "t"), E("log", ("x",), "t"),
     E("sqrt", ("x",), "t"), E("abs", ("x",), "t"), E("neg", ("x",), "t"), E("square", ("x",), "t"),
     E("hardsigmoid", ("x",), "t"),  # monotone, but our fminf / fmaxf form maps NaN to 0
+    E("leaky_relu", ("x",), "t", (("negative_slope", 0.0),)),  # -inf * 0 = NaN
+    E("mul", ("x", 1e-50), "t"),  # 0 as an fp32 literal: inf * 0
+    E("div", ("x", 1e300), "t"),  # an infinite fp32 literal, a zero reciprocal
+    E("add", ("x", 1e39), "t"),  # past fp32's range
     E("add", ("x", "y"), "t"),  # a full-size operand: differs within a window
 ])
 def test_ops_that_are_not_monotone_in_the_pooled_value_stay(op):
     assert _hoist([op], planes=("b",)) is None
+
+
+def test_a_dilated_window_moves_nothing():
+    """A dilated window can hold no input value (its max is -inf, as torch's): relu(-inf) = 0."""
+    ops = [E("relu", ("x",), "t0")]
+    assert hoist_monotone_tail(tuple(ops), "t0", (), "acc", (), (), 16, dilation_over_one=True) is None
 
 
 def test_a_plane_operand_a_kept_op_reads_keeps_the_tail_in_place():
@@ -147,6 +157,8 @@ def get_init_inputs():
     ("nn.functional.hardswish(x - 0.5)", "nn.functional.mish(nn.functional.max_pool2d(x, 2))", False),
     ("torch.sigmoid(nn.functional.hardswish(x))", "torch.relu(nn.functional.max_pool2d(x, 3, 2, 1))", True),
     ("torch.tanh(x) * 2.0 + self.bias", "nn.functional.avg_pool2d(x, 4)", False),  # an average: never
+    # kernel 2, padding 1, dilation 3: windows with no input value pool to -inf (relu would give 0)
+    ("torch.relu(x)", "nn.functional.max_pool2d(x, 2, 1, 1, 3)", False),
 ])
 def test_planned_programs_match_their_module(tmp_path, body, pool, moved):
     candidate, reference, new, inputs = interpreted_problem(tmp_path, _SOURCE.format(body=body, pool=pool))

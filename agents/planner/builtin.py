@@ -274,7 +274,9 @@ class _StepBuilder:
                      epilogue_out="acc" if not g.epilogue else g.epilogue[-1],
                      epilogue_inputs=tuple(epi_inputs), plane_inputs=tuple(planes))
         taps = math.prod(params["kernel"]) if params.get("kernel") else 1
-        hoisted = hoist_monotone_tail(**fused, taps=taps) if params["kind"] == "max" else None
+        dilated = any(d > 1 for d in params.get("dilation") or ())
+        hoisted = (hoist_monotone_tail(**fused, taps=taps, dilation_over_one=dilated)
+                   if params["kind"] == "max" else None)
         if hoisted is not None:  # exact (planner/monotone.py): once per output, not once per tap
             fused = {key: getattr(hoisted, key) for key in fused}
         spec = PoolSpec(name=f"ks_{sid}_{params['kind']}_pool{nd}d", inputs=tuple(self.tensor_arg(i) for i in inputs),

@@ -1,8 +1,10 @@
 """An exact rewrite of max pooling: the prologue's monotone tail applied once per output.
 
-Proof obligation.  For every window, max_i f(x_i) = f(max_i x_i) when f is non-decreasing and
-maps no non-NaN value to NaN: the largest x_i gives the largest f(x_i), and a NaN tap makes both
-sides NaN (max pooling propagates NaN, f(NaN) is NaN) while no other tap can become one.  So the
+Proof obligation.  For every window holding at least one value (always, without dilation: torch
+keeps padding <= kernel / 2 and starts every window inside the input), max_i f(x_i) = f(max_i
+x_i) when f is non-decreasing and maps no non-NaN value to NaN (scalar operands checked as the
+kernel's fp32 literals hold them: a factor that rounds to 0 would make inf * 0 = NaN): the
+largest x_i gives the largest f(x_i), and a NaN tap makes both sides NaN (max pooling propagates NaN, f(NaN) is NaN) while no other tap can become one.  So the
 ops the pooled value passes through last, while each is such an f of that value, move from the
 prologue (once per tap) to the epilogue (once per output): level2/82's tanh, x 2.0 and + bias run
 once per 4 x 4 window instead of 16 times.  The equality is exact for a correctly rounded f (IEEE
@@ -13,7 +15,7 @@ parameters; a +-inf bias would make inf - inf in one order only).
 
 Such an f, of the value v and operands c (a finite scalar or a per-channel tensor):
 relu, sigmoid, tanh, exp, softplus, elu, selu; clamp (any bounds) and leaky_relu with
-a slope >= 0; v + c, c + v, v - c, maximum / minimum(v, c); v * s, s * v and v / s for a scalar
+a slope > 0; v + c, c + v, v - c, maximum / minimum(v, c); v * s, s * v and v / s for a scalar
 s > 0 (a per-channel factor's sign is unknown).  Not: gelu, silu, mish, hardswish (they dip),
 log / sqrt / rsqrt (NaN below 0), neg, abs, square, reciprocal, and hardsigmoid (monotone, but
 ks_hardsigmoid's fminf / fmaxf turn a NaN into 0, so a NaN tap would not survive the max).
@@ -30,6 +32,7 @@ moves the relu and keeps the bias add).
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, replace
 
 from kernelstitch.agents.plan.kernel_spec import ElementwiseOp
@@ -53,22 +56,37 @@ class HoistedPool:
     moved: tuple[str, ...]  # the moved ops, in order (for the plan's description)
 
 
-def _finite_positive(value) -> bool:
-    return isinstance(value, float) and math.isfinite(value) and value > 0
+def _as_float32(value: float) -> float | None:
+    """`value` as the kernel's fp32 literal holds it, or None where that is not finite."""
+    try:
+        rounded = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return None
+    return rounded if math.isfinite(rounded) else None
+
+
+def _positive_factor(value, divisor: bool = False) -> bool:
+    """A scalar factor > 0 in fp32 (a divisor's reciprocal too: `v / s` may be emitted as v * (1/s)):
+    0 would make inf * 0 = NaN from an infinite tap."""
+    if isinstance(value, str):
+        return False
+    f = _as_float32(value)
+    return f is not None and f > 0 and (not divisor or (_as_float32(1.0 / value) or 0.0) > 0)
 
 
 def _chain_arg(op: ElementwiseOp, planes: set[str]) -> str | None:
     """The operand `op` is monotone in (non-decreasing, no new NaN), or None."""
     tensors = [a for a in op.args if isinstance(a, str)]
     scalars = [a for a in op.args if not isinstance(a, str)]
-    if any(not math.isfinite(s) for s in scalars):
+    if any(_as_float32(s) is None for s in scalars):
         return None
     if op.op in _UNARY and len(op.args) == 1 and tensors:
         return tensors[0]
     if op.op == "clamp" and len(op.args) == 1 and tensors:
         return tensors[0]
-    if op.op == "leaky_relu" and len(op.args) == 1 and tensors and (op.attr("negative_slope") or 0.0) >= 0:
-        return tensors[0]
+    slope = op.attr("negative_slope")
+    if op.op == "leaky_relu" and len(op.args) == 1 and tensors and _positive_factor(0.01 if slope is None else slope):
+        return tensors[0]  # slope 0 would make -inf * 0 = NaN
     if len(op.args) != 2:
         return None
     a, b = op.args
@@ -81,12 +99,12 @@ def _chain_arg(op: ElementwiseOp, planes: set[str]) -> str | None:
             return b
         return None
     if op.op == "mul":
-        if isinstance(a, str) and _finite_positive(b):
+        if isinstance(a, str) and _positive_factor(b):
             return a
-        if isinstance(b, str) and _finite_positive(a):
+        if isinstance(b, str) and _positive_factor(a):
             return b
         return None
-    if op.op == "div" and isinstance(a, str) and _finite_positive(b):
+    if op.op == "div" and isinstance(a, str) and _positive_factor(b, divisor=True):
         return a
     return None
 
@@ -94,12 +112,13 @@ def _chain_arg(op: ElementwiseOp, planes: set[str]) -> str | None:
 def hoist_monotone_tail(prologue: tuple[ElementwiseOp, ...], prologue_out: str,
                         epilogue: tuple[ElementwiseOp, ...], epilogue_out: str,
                         plane_inputs: tuple[str, ...], epilogue_inputs: tuple[str, ...],
-                        taps: int) -> HoistedPool | None:
+                        taps: int, dilation_over_one: bool = False) -> HoistedPool | None:
     """The max pooling's fused ops with a monotone tail of the prologue moved to the epilogue (see
     the module's proof obligation and cost rule; `taps`: the values a window pools), or None where
-    nothing moves.  `epilogue` reads the pooled value as "acc"; plane inputs read only by moved
+    nothing moves.  A dilated window (`dilation_over_one`) can hold no input value at all, and its
+    max is then -inf, which f would change (relu(-inf) = 0): nothing moves there.  `epilogue` reads the pooled value as "acc"; plane inputs read only by moved
     ops become epilogue inputs (read at the output)."""
-    if not prologue or not prologue_out:
+    if not prologue or not prologue_out or dilation_over_one:
         return None
     producers = {op.out: op for op in prologue}
     planes = set(plane_inputs)
