@@ -35,7 +35,7 @@ SHAPES = [(128, 8, 256, 256), (128, 3, 256, 256), (64, 4, 128, 128), (128, 16, 1
 def baseline_source(rev: str, name: str):
     """REV's swap kernel as a KernelSource called `name` (this tree's prelude and binding)."""
     from kernelstitch.agents.coder.codegen import templates
-    from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
+    from kernelstitch.agents.coder.codegen.layout_swap import emit_layout_swap
 
     if Path(rev).is_file():  # a copy of the file (a machine without the git history)
         text = Path(rev).read_text(encoding="utf-8")
@@ -44,13 +44,7 @@ def baseline_source(rev: str, name: str):
                               text=True).stdout
     text = text.replace('#include "../ks_prelude.cuh"\n', templates.source("ks_prelude.cuh"))
     text = text.replace("KsVec4", "KsVec4Base")  # a helper type both files define
-    launcher_sig = (f"void {name}_launch(const void* src, void* dst, int64_t N, int64_t R, int64_t K, "
-                    "int elem_bytes, cudaStream_t stream)")
-    fits_sig = f"bool {name}_fits(int64_t R, int64_t K, int elem_bytes)"
-    cuda = templates.substitute(text.rstrip("\n"), {"name": name, "launcher_sig": launcher_sig,
-                                                    "fits_sig": fits_sig}, f"{rev}:{SWAP}")
-    return KernelSource(function=name, cuda=cuda, binding=templates.render("layout/swap_binding.cpp", name=name),
-                        launcher_decl=launcher_sig + ";\n" + fits_sig + ";", python_args=("t", "channels_last"))
+    return emit_layout_swap(name, kernel_text=text)
 
 
 def build(rev: str):

@@ -273,16 +273,17 @@ class _StepBuilder:
                      epilogue=tuple(self.ops(g.epilogue, {g.anchor: "acc"})),
                      epilogue_out="acc" if not g.epilogue else g.epilogue[-1],
                      epilogue_inputs=tuple(epi_inputs), plane_inputs=tuple(planes))
-        taps = math.prod(params["kernel"]) if params.get("kernel") else 1
+        # the values a window pools (an adaptive window's: the input over the output)
+        window = (math.prod(params["kernel"]) if params.get("kernel")
+                  else max(1, src_meta.numel // max(1, anchor.meta.numel)))
         dilated = any(d > 1 for d in params.get("dilation") or ())
-        hoisted = (hoist_monotone_tail(**fused, taps=taps, dilation_over_one=dilated)
+        hoisted = (hoist_monotone_tail(**fused, taps=window, dilation_over_one=dilated)
                    if params["kind"] == "max" else None)
         if hoisted is not None:  # exact (planner/monotone.py): once per output, not once per tap
             fused = {key: getattr(hoisted, key) for key in fused}
         spec = PoolSpec(name=f"ks_{sid}_{params['kind']}_pool{nd}d", inputs=tuple(self.tensor_arg(i) for i in inputs),
                         out_dtype=out.dtype, **fused, **params)
         moved = sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(out)
-        window = math.prod(spec.kernel) if spec.kernel else max(1, src_meta.numel // max(1, anchor.meta.numel))
         flops = anchor.meta.numel * window * (elementwise_flops(list(spec.prologue)) + 1)
         flops += out.numel * elementwise_flops(list(spec.epilogue))
         what = (f"adaptive avg pooling to {list(spec.output_size)}" if spec.kind == "adaptive_avg"

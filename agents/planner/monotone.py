@@ -4,9 +4,10 @@ Proof obligation.  For every window holding at least one value (always, without 
 keeps padding <= kernel / 2 and starts every window inside the input), max_i f(x_i) = f(max_i
 x_i) when f is non-decreasing and maps no non-NaN value to NaN (scalar operands checked as the
 kernel's fp32 literals hold them: a factor that rounds to 0 would make inf * 0 = NaN): the
-largest x_i gives the largest f(x_i), and a NaN tap makes both sides NaN (max pooling propagates NaN, f(NaN) is NaN) while no other tap can become one.  So the
-ops the pooled value passes through last, while each is such an f of that value, move from the
-prologue (once per tap) to the epilogue (once per output): level2/82's tanh, x 2.0 and + bias run
+largest x_i gives the largest f(x_i), and a NaN tap makes both sides NaN (max pooling propagates
+NaN, f(NaN) is NaN) while no other tap can become one.  So the ops the pooled value passes
+through last, while each is such an f of that value, move from the prologue (once per tap) to
+the epilogue (once per output): level2/82's tanh, x 2.0 and + bias run
 once per 4 x 4 window instead of 16 times.  The equality is exact for a correctly rounded f (IEEE
 rounding is monotone); the fast approximations some ops use (ks_sigmoid's __expf) are monotone to
 within their few-ulp error, inside the fp32 tolerance.  Operands other than the pooled value must
@@ -116,8 +117,9 @@ def hoist_monotone_tail(prologue: tuple[ElementwiseOp, ...], prologue_out: str,
     """The max pooling's fused ops with a monotone tail of the prologue moved to the epilogue (see
     the module's proof obligation and cost rule; `taps`: the values a window pools), or None where
     nothing moves.  A dilated window (`dilation_over_one`) can hold no input value at all, and its
-    max is then -inf, which f would change (relu(-inf) = 0): nothing moves there.  `epilogue` reads the pooled value as "acc"; plane inputs read only by moved
-    ops become epilogue inputs (read at the output)."""
+    max is then -inf, which f would change (relu(-inf) = 0): nothing moves there.  `epilogue`
+    reads the pooled value as "acc"; plane inputs read only by moved ops become epilogue inputs
+    (read at the output)."""
     if not prologue or not prologue_out or dilation_over_one:
         return None
     producers = {op.out: op for op in prologue}

@@ -13,19 +13,22 @@ the extension once (coder/builtin.py).  Its kernel is cuda/layout/swap.cu.
 from __future__ import annotations
 
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
-from kernelstitch.agents.coder.codegen.templates import render
+from kernelstitch.agents.coder.codegen.templates import render, substitute
 
 LAYOUT_SWAP_FUNCTION = "ks_layout_swap"
 
 
-def emit_layout_swap() -> KernelSource:
-    name = LAYOUT_SWAP_FUNCTION
+def emit_layout_swap(name: str = LAYOUT_SWAP_FUNCTION, kernel_text: str | None = None) -> KernelSource:
+    """The copy's extension function `name`; `kernel_text`: another revision of cuda/layout/swap.cu
+    (its includes already inlined) in place of this tree's (bench/layout_swap_timing.py)."""
     launcher_sig = (f"void {name}_launch(const void* src, void* dst, int64_t N, int64_t R, int64_t K, "
                     "int elem_bytes, cudaStream_t stream)")
     fits_sig = f"bool {name}_fits(int64_t R, int64_t K, int elem_bytes)"
+    values = {"name": name, "launcher_sig": launcher_sig, "fits_sig": fits_sig}
     return KernelSource(
         function=name,
-        cuda=render("layout/swap.cu", name=name, launcher_sig=launcher_sig, fits_sig=fits_sig),
+        cuda=(render("layout/swap.cu", **values) if kernel_text is None
+              else substitute(kernel_text.rstrip("\n"), values, "layout/swap.cu (another revision)")),
         binding=render("layout/swap_binding.cpp", name=name),
         launcher_decl=launcher_sig + ";\n" + fits_sig + ";",
         python_args=("t", "channels_last"),
