@@ -14,11 +14,17 @@ import pytest
 import torch
 from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
 from kernelstitch.agents.coder.codegen import emit
-from kernelstitch.agents.plan.kernel_spec import RecurrentSpec, TensorArg, spec_from_json, spec_to_json
+from kernelstitch.agents.plan.kernel_spec import (
+    RecurrentSpec,
+    TensorArg,
+    spec_from_json,
+    spec_to_json,
+)
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.variants import propose_variants
 from kernelstitch.agents.verifier.declaration import CandidateOrigin
 from kernelstitch.agents.verifier.static_checks import check_files
+
 from kernelstitch.core.problem import load_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
