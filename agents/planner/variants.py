@@ -107,7 +107,7 @@ def propose_variants(graph: Graph, limit: int | None = 4,
 def _with_recurrent_kernels(base: PlanVariant, graph: Graph) -> PlanVariant | None:
     """The default plan with its RNN / LSTM / GRU stacks in our persistent recurrent kernel,
     where the kernel takes at least one (None otherwise)."""
-    if not any(graph.node(n).op in RECURRENT_LIBRARY_OPS for s in base.plan.steps for n in s.nodes
+    if not any(base.plan.graph.node(n).op in RECURRENT_LIBRARY_OPS for s in base.plan.steps for n in s.nodes
                if s.technique == "library_call"):
         return None
     plan = plan_builtin(graph, recurrent_kernels=True)
