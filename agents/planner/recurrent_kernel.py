@@ -5,7 +5,8 @@ The kernel keeps each block's rows of W_ih and W_hh in shared memory and needs e
 launch resident at once; its binding decides the layers a launch from the GPU it runs on and
 refuses (a clear error, the variant then dropped by the search) what no launch holds.  The
 planner proposes it only where one layer fits an H100 (132 SMs, 227 KB of shared memory a
-block), so a variant is not built for nothing on the usual GPUs.
+block) at every batch up to the binding's limit, so a variant is not built for nothing on the usual
+GPUs and a delivered program runs the batches its caller gives it.
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ def recurrent_problem(graph: Graph, node: Node) -> str | None:
     widest = max(features, dirs * hidden) if layers > 1 else features
     tile = batch_tile(batch)
     for units in range(1, _ROWS_A_BLOCK // GATES[cell] + 1):
+        # any batch up to the binding's limit, not only the traced one: a delivered program must
+        # run the batches its caller gives it (the LSTM's cell state takes units x batch floats)
         if (dirs * -(-hidden // units) <= _PLAN_SMS
-                and smem_bytes(cell, units, widest, hidden, batch, tile) <= _PLAN_SMEM_BYTES):
+                and smem_bytes(cell, units, widest, hidden, RECURRENT_MAX_BATCH, tile) <= _PLAN_SMEM_BYTES):
             return None
     return f"hidden size {hidden} with input {features}: one layer does not fit the GPU at once"
 

@@ -174,16 +174,22 @@ __global__ void __launch_bounds__(256, 1) {{name}}_kernel(const {{name}}_chains 
         } else if constexpr (CELL == 2) {
           h = tanhf({{name}}_G(0));
         } else {
-          h = fmaxf({{name}}_G(0), 0.f);
+          const float a = {{name}}_G(0);
+          h = isnan(a) ? a : fmaxf(a, 0.f);  // torch.relu keeps a NaN
         }
 #undef {{name}}_G
         ch.y[(int64_t)t * ch.ys_t + (int64_t)(b0 + b) * ch.ys_b + j] = h;
         if (s == T - 1) ch.hn[(int64_t)(b0 + b) * H + j] = h;
       }
-      __threadfence();  // this thread's h stores, before the block's arrival below
       __syncthreads();  // the tiles are read again by the next batch tile
     }
-    if (threadIdx.x == 0) atomicAdd(counters + c, 1u);
+    // The block's arrival, as cooperative groups' grid barrier does it: the barrier above orders
+    // every thread's h stores before thread 0's fence, which orders them before the add that
+    // other blocks' acquire loads observe.
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(counters + c, 1u);
+    }
   }
 }
 
