@@ -27,6 +27,7 @@ from kernelstitch.agents.coder.codegen import (
     GemmSpec,
     NllLossSpec,
     PoolSpec,
+    RecurrentSpec,
     ReductionSpec,
     ScanSpec,
     TensorArg,
@@ -250,6 +251,22 @@ def conv_taps_specs() -> list[ConvTapMeansSpec]:
         ConvTapMeansSpec("taps_c3p1", x, (3, 3), (1, 1), (1, 1), (1, 1), (0, 0), False),
         ConvTapMeansSpec("taps_c5x3", x, (5, 3), (3, 2), (2, 1), (1, 2), (0, 0), False),
     ]
+
+
+def recurrent_specs() -> list[RecurrentSpec]:
+    """Recurrent stacks: every cell, KernelBench's batch tile (10) and the extremes (1, 16),
+    bidirectional, without biases, batch_first."""
+    f = lambda n: TensorArg(n, "float32")  # noqa: E731
+
+    def spec(name, cell, layers, dirs, tile, biases=True, batch_first=False):
+        per = 4 if biases else 2
+        return RecurrentSpec(name, cell, f("x"), f("h0"), layers, dirs, biases, batch_first, tile,
+                             f("c0") if cell == "lstm" else None,
+                             tuple(f(f"w{k}") for k in range(layers * dirs * per)))
+
+    return [spec("rnn_lstm6", "lstm", 6, 1, 10), spec("rnn_gru6_bi", "gru", 6, 2, 10),
+            spec("rnn_tanh_t16", "rnn_tanh", 2, 1, 16, biases=False, batch_first=True),
+            spec("rnn_relu_t1_bi", "rnn_relu", 1, 2, 1), spec("rnn_lstm_t16_bi", "lstm", 2, 2, 16)]
 
 
 def attention_specs() -> list[AttentionSpec]:
@@ -760,7 +777,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() + recurrent_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:
@@ -903,7 +920,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
     stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
     stub.mkdir(parents=True)
     (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs()
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() + recurrent_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
     if (cuda_include / "cublasLt.h").exists():

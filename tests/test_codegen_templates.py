@@ -32,6 +32,7 @@ from test_codegen import (
     mask_specs,
     nll_specs,
     pool_specs,
+    recurrent_specs,
     reduction_specs,
     scan_specs,
     triangle_specs,
@@ -46,7 +47,8 @@ def all_specs() -> list:
     and without bias.  (Every family: `rendered()` is per process, so a family missing here would
     pass only when another test of the same worker happened to render its files.)"""
     return elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + gemm_specs() + scan_specs() \
-        + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() + [
+        + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() \
+        + recurrent_specs() + [
         GemmSpec("g_plain", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32"),
         GemmSpec("g_tf32", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "relu", "float32",
                  precision="tf32"),

@@ -575,9 +575,58 @@ def attention_reference(q, k, v, scale, causal, mask, relu=False, nonzero=False)
     return p @ v
 
 
+def recurrent_reference(spec: dict, x, hx: list, weights: list):
+    """What the persistent recurrent kernel computes, step by step as its blocks do: gate g of
+    unit j is row g * H + j of W_ih / W_hh (LSTM i, f, g, o; GRU r, z, n with n's hidden part
+    gated by r), the reverse direction walks t = T - 1 .. 0, each layer reads the one before's
+    concatenated directions.  Returns aten.<cell>.input's outputs."""
+    cell, layers, dirs = spec["cell"], spec["layers"], spec["directions"]
+    per = 4 if spec["has_biases"] else 2
+    seq = x.float().transpose(0, 1) if spec["batch_first"] else x.float()  # [T, B, features]
+    h0 = hx[0].float()
+    c0 = hx[1].float() if cell == "lstm" else None
+    T, H = seq.shape[0], h0.shape[-1]
+    hn, cn = [], []
+    for layer in range(layers):
+        outs = []
+        for d in range(dirs):
+            k = (layer * dirs + d) * per
+            w_ih, w_hh = weights[k].float(), weights[k + 1].float()
+            b_ih = weights[k + 2].float() if per == 4 else torch.zeros(w_ih.shape[0])
+            b_hh = weights[k + 3].float() if per == 4 else torch.zeros(w_ih.shape[0])
+            h = h0[layer * dirs + d]
+            c = c0[layer * dirs + d] if c0 is not None else None
+            ys = [None] * T
+            for t in (range(T - 1, -1, -1) if d else range(T)):
+                gx, gh = seq[t] @ w_ih.t() + b_ih, h @ w_hh.t() + b_hh
+                gate = lambda a, g: a[:, g * H:(g + 1) * H]  # noqa: E731
+                if cell == "lstm":
+                    i, f = torch.sigmoid(gate(gx, 0) + gate(gh, 0)), torch.sigmoid(gate(gx, 1) + gate(gh, 1))
+                    g, o = torch.tanh(gate(gx, 2) + gate(gh, 2)), torch.sigmoid(gate(gx, 3) + gate(gh, 3))
+                    c = f * c + i * g
+                    h = o * torch.tanh(c)
+                elif cell == "gru":
+                    r, z = torch.sigmoid(gate(gx, 0) + gate(gh, 0)), torch.sigmoid(gate(gx, 1) + gate(gh, 1))
+                    n = torch.tanh(gate(gx, 2) + r * gate(gh, 2))
+                    h = (1 - z) * n + z * h
+                else:
+                    h = torch.tanh(gx + gh) if cell == "rnn_tanh" else torch.relu(gx + gh)
+                ys[t] = h
+            outs.append(torch.stack(ys))
+            hn.append(h)
+            cn.append(c)
+        seq = torch.cat(outs, -1)
+    y = seq.transpose(0, 1).contiguous() if spec["batch_first"] else seq
+    if cell == "lstm":
+        return y, torch.stack(hn), torch.stack(cn)
+    return y, torch.stack(hn)
+
+
 def interpret(spec: dict):
     """A torch implementation of one kernel spec (what the CUDA kernel must compute)."""
     def run(*tensors):
+        if spec["type"] == "recurrent":  # called as (input, [h0(, c0)], [weights])
+            return recurrent_reference(spec, *tensors)
         if spec["type"] == "gemm":
             x, w = tensors[0].float(), tensors[1].float()
             y = x @ (w.t() if spec["weight_layout"] == "nk" else w)

@@ -312,8 +312,13 @@ def test_memory_limit_gives_oom_and_the_worker_survives():
         assert client.call(f"{TASKS}:pid").result == old
 
 
-def test_startup_failures_are_responses():
-    with make_client(startup_timeout_s=0.001) as client:
+def test_startup_failures_are_responses(tmp_path):
+    # A worker that cannot be ready in time: its sitecustomize sleeps well past the limit.
+    # (A 1 ms limit alone was flaky on a loaded 2-core CI: the queue wait returned the hello
+    # once the starved reader thread ran.)
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(5)\n")
+    pythonpath = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    with make_client(startup_timeout_s=0.5, env={"PYTHONPATH": pythonpath}) as client:
         response = client.call(f"{TASKS}:pid")
     assert response.error.kind == "startup"
     assert "not ready" in response.error.message

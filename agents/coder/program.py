@@ -199,7 +199,7 @@ class Program:
         node = self.graph.node(step.outputs[0]) if step.outputs else None
         if step.is_kernel:
             kernel = self.kernels[step.id]
-            args = ", ".join(local(v) for v in step.inputs)
+            args = kernel.call_arguments([local(v) for v in step.inputs])
             targets = ", ".join(local(o) for o in step.outputs)
             self.lines.append(f"# {step.id}: {step.description}")
             self.emit(f"{targets} = _KS.{kernel.function}({args})", node)

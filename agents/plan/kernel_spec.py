@@ -205,6 +205,33 @@ class ConvTapMeansSpec:
     transposed: bool
 
 
+RECURRENT_CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+RECURRENT_MAX_BATCH_TILE = 16  # batch items the recurrent kernel's lanes accumulate at once
+RECURRENT_MAX_BATCH = 1024  # its LSTM cell states live in shared memory, [units][batch]
+
+
+@dataclass(frozen=True)
+class RecurrentSpec:
+    """A whole recurrent layer stack (torch's aten.<cell>.input: nn.LSTM / nn.GRU / nn.RNN) as
+    the persistent recurrent kernel: `layers` x `directions` chains over the sequence, float32,
+    no dropout between layers.  The call is `(input, hx, params)` as aten's (hx: [h0] or
+    [h0, c0], params: each chain's w_ih, w_hh[, b_ih, b_hh] in torch's order).  `batch_tile` is
+    the batch items a pass of the kernel accumulates (the traced batch, at most 16); any batch
+    runs, in passes."""
+
+    name: str
+    cell: str  # one of RECURRENT_CELLS
+    input: TensorArg
+    hidden: TensorArg  # h0
+    layers: int
+    directions: int  # 1 or 2
+    has_biases: bool
+    batch_first: bool
+    batch_tile: int
+    cell_state: TensorArg | None = None  # c0 (LSTM)
+    weights: tuple[TensorArg, ...] = ()
+
+
 @dataclass(frozen=True)
 class ScanSpec:
     """A cumulative sum or product (torch.cumsum / torch.cumprod) along `dim` of a tensor seen as
@@ -445,7 +472,8 @@ def attention_kernel_problem(head_dim: int, dtypes: tuple[str, ...], mask_dtype:
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
 
 Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | BatchStatsMergeSpec
-        | ScanSpec | CatSpec | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec | ConvTapMeansSpec)
+        | ScanSpec | CatSpec | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec | ConvTapMeansSpec
+        | RecurrentSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -494,6 +522,12 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
         return {"type": "conv_taps", "name": spec.name, "input": _arg(spec.input), "kernel": list(spec.kernel),
                 "stride": list(spec.stride), "padding": list(spec.padding), "dilation": list(spec.dilation),
                 "output_padding": list(spec.output_padding), "transposed": spec.transposed}
+    if isinstance(spec, RecurrentSpec):
+        return {"type": "recurrent", "name": spec.name, "cell": spec.cell, "input": _arg(spec.input),
+                "hidden": _arg(spec.hidden), "cell_state": _arg(spec.cell_state),
+                "weights": [_arg(t) for t in spec.weights], "layers": spec.layers,
+                "directions": spec.directions, "has_biases": spec.has_biases,
+                "batch_first": spec.batch_first, "batch_tile": spec.batch_tile}
     if isinstance(spec, NllLossSpec):
         return {"type": "nll", "name": spec.name, "logits": _arg(spec.logits), "target": _arg(spec.target),
                 "lse": _arg(spec.lse), "reduction": spec.reduction, "ignore_index": spec.ignore_index,
@@ -585,6 +619,12 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             name=data["name"], input=_arg_from(data["input"]), kernel=pair("kernel"), stride=pair("stride"),
             padding=pair("padding"), dilation=pair("dilation"), output_padding=pair("output_padding"),
             transposed=bool(data["transposed"]))
+    if kind == "recurrent":
+        return RecurrentSpec(
+            name=data["name"], cell=data["cell"], input=_arg_from(data["input"]), hidden=_arg_from(data["hidden"]),
+            cell_state=_arg_from(data.get("cell_state")), weights=tuple(_arg_from(t) for t in data.get("weights", [])),
+            layers=int(data["layers"]), directions=int(data["directions"]), has_biases=bool(data["has_biases"]),
+            batch_first=bool(data["batch_first"]), batch_tile=int(data["batch_tile"]))
     if kind == "nll":
         return NllLossSpec(
             name=data["name"], logits=_arg_from(data["logits"]), target=_arg_from(data["target"]),

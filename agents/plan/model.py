@@ -21,12 +21,12 @@ from kernelstitch.core.precision import PrecisionError, precision_mode
 SCHEMA_VERSION = 1
 Technique = Literal[
     "fused_elementwise", "fused_reduction", "gemm_epilogue", "library_call",
-    "pytorch_fallback", "algebraic_rewrite", "fused_attention",
+    "pytorch_fallback", "algebraic_rewrite", "fused_attention", "fused_recurrent",
 ]
 TECHNIQUES: tuple[str, ...] = get_args(Technique)
 # Steps that run a kernel the candidate compiles itself (the rest call PyTorch).
 KERNEL_TECHNIQUES = frozenset({"fused_elementwise", "fused_reduction", "gemm_epilogue",
-                               "algebraic_rewrite", "fused_attention"})
+                               "algebraic_rewrite", "fused_attention", "fused_recurrent"})
 
 
 class PlanError(ValueError):
@@ -263,6 +263,7 @@ _TECHNIQUE_LABEL = {
     "pytorch_fallback": "PyTorch fallback",
     "algebraic_rewrite": "algebraic rewrite",
     "fused_attention": "flash attention kernel",
+    "fused_recurrent": "persistent recurrent kernel",
 }
 
 

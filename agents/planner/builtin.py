@@ -56,6 +56,7 @@ from kernelstitch.agents.planner.ops import (
     torch_ops_for,
     translate_elementwise,
 )
+from kernelstitch.agents.planner.recurrent_kernel import cell_of, recurrent_spec
 from kernelstitch.agents.planner.rewrites import apply_rewrites, conv_bias_adds
 
 CUDA_GRAPH_MAX_BYTES = 64 << 20  # below this a forward is launch-bound on an H100
@@ -98,17 +99,19 @@ def nothing_to_fuse(steps: list[PlanStep]) -> str | None:
 
 def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool = True,
                  cat_kernels: bool = True, attention_kernels: bool = True,
-                 batch_norm_kernels: bool = True) -> Plan:
+                 batch_norm_kernels: bool = True, recurrent_kernels: bool = False) -> Plan:
     """`attention`: written-out attention as scaled_dot_product_attention (planner/attention.py);
     `cat_kernels`: torch.cat as our concatenation kernel (else PyTorch's, a measured variant);
     `attention_kernels`: scaled_dot_product_attention as our flash-attention kernel where it
     takes it (else PyTorch's fused attention, a measured variant); `batch_norm_kernels`:
     batch_norm as our statistics kernel and elementwise apply (else PyTorch's batch_norm, cuDNN's
-    kernels, a measured variant)."""
+    kernels, a measured variant); `recurrent_kernels`: RNN / LSTM / GRU stacks as our persistent
+    recurrent kernel where it takes them (else cuDNN's call; the kernel is a measured variant)."""
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
     rewritten = apply_rewrites(graph, attention=attention, relu_attention=attention_kernels,
                                batch_norm=batch_norm_kernels)
-    kernels = {"gemm_kernels": use_gemm, "cat_kernels": cat_kernels, "attention_kernels": attention_kernels}
+    kernels = {"gemm_kernels": use_gemm, "cat_kernels": cat_kernels, "attention_kernels": attention_kernels,
+               "recurrent_kernels": recurrent_kernels}
     sched = schedule(rewritten.graph, **kernels)
     lone = lone_bias_adds(sched)
     if lone:  # nothing absorbs these bias adds: cuDNN adds the bias in its own pass instead
@@ -198,7 +201,8 @@ class _StepBuilder:
                  "pool": self.pool, "batch_stats": self.batch_stats, "batch_stats_merge": self.batch_stats_merge,
                  "scan": self.scan, "arg_reduce": self.arg_reduce,
                  "triangle": self.triangle, "nll": self.nll, "conv_taps": self.conv_taps, "cat": self.cat,
-                 "gemm": self.gemm, "attention": self.attention}.get(g.kind, self.torch_call)
+                 "gemm": self.gemm, "attention": self.attention,
+                 "recurrent": self.recurrent}.get(g.kind, self.torch_call)
         return build(g, sid)
 
     def elementwise(self, g: Group, sid: str) -> PlanStep:
@@ -433,6 +437,25 @@ class _StepBuilder:
             source_lines=self.lines([node.name]), spec=spec_to_json(spec),
             estimated_bytes=sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(node.meta),
             estimated_flops=flops, inputs=inputs, outputs=[node.name])
+
+    def recurrent(self, g: Group, sid: str) -> PlanStep:
+        node = self.node(g.anchor)
+        spec, inputs = recurrent_spec(self.graph, node, f"ks_{sid}_{cell_of(node)}", self.tensor_arg)
+        x = self.node(inputs[0]).meta
+        steps = int(x.example_shape[1] if spec.batch_first else x.example_shape[0])
+        hidden = int(self.node(inputs[1]).meta.shape[-1])
+        weights = sum(self.node(w).meta.numel for w in inputs[2 + (spec.cell == "lstm"):])
+        batch = int(self.node(inputs[1]).meta.example_shape[1])
+        stack = "bidirectional " * (spec.directions == 2) + f"{spec.layers}-layer {spec.cell}"
+        order = ("layers as a wavefront (T + L - 1 dependent steps)" if spec.directions == 1 and spec.layers > 1
+                 else "one launch a layer")
+        return PlanStep(
+            id=sid, technique="fused_recurrent", nodes=list(g.nodes),
+            description=(f"the {stack} (hidden {hidden}) as one persistent kernel: each block keeps its units' "
+                         f"weights in shared memory over the {steps} steps, {order}"),
+            source_lines=self.lines([node.name]), spec=spec_to_json(spec),
+            estimated_bytes=4 * weights + sum(_nbytes(self.node(i).meta) for i in inputs[:2]) + _nbytes(x),
+            estimated_flops=2 * weights * batch * steps, inputs=inputs, outputs=[node.name])
 
     def batch_stats(self, g: Group, sid: str) -> PlanStep:
         anchor = self.node(g.anchor)

@@ -36,6 +36,7 @@ from kernelstitch.agents.planner.ops import (
     LIBRARY_OPS,
     NLL_OP,
     POOL_OPS,
+    RECURRENT_LIBRARY_OPS,
     REDUCTION_KINDS,
     RELU_ATTENTION_OP,
     SCAN_KINDS,
@@ -50,9 +51,10 @@ from kernelstitch.agents.planner.ops import (
     reduced_dims,
     translate_elementwise,
 )
+from kernelstitch.agents.planner.recurrent_kernel import recurrent_problem
 
 GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "batch_stats_merge", "scan", "arg_reduce", "triangle", "nll", "conv_taps", "cat", "gemm", "library",
-                    "attention", "fallback"]
+                    "attention", "recurrent", "fallback"]
 Shape = tuple
 
 
@@ -113,8 +115,9 @@ def live_nodes(graph: Graph) -> set[str]:
 
 class _Scheduler:
     def __init__(self, graph: Graph, gemm_kernels: bool, cat_kernels: bool = True,
-                 attention_kernels: bool = True):
+                 attention_kernels: bool = True, recurrent_kernels: bool = False):
         self.graph = graph
+        self.recurrent_kernels = recurrent_kernels
         self.gemm_kernels = gemm_kernels
         self.cat_kernels = cat_kernels
         self.attention_kernels = attention_kernels
@@ -199,6 +202,8 @@ class _Scheduler:
             return "attention"
         if node.op == RELU_ATTENTION_OP:  # made only where the kernel takes it (planner/attention.py)
             return self.compiled_or_fallback(node, "attention", self.attention_problem(node))
+        if node.op in RECURRENT_LIBRARY_OPS and self.recurrent_kernels and recurrent_problem(self.graph, node) is None:
+            return "recurrent"
         if node.op in LIBRARY_OPS:
             return "library"
         if translate_elementwise(node) is not None:
@@ -598,6 +603,6 @@ class _Scheduler:
 
 
 def schedule(graph: Graph, gemm_kernels: bool = True, cat_kernels: bool = True,
-             attention_kernels: bool = True) -> Schedule:
+             attention_kernels: bool = True, recurrent_kernels: bool = False) -> Schedule:
     """Group the graph's live nodes into kernels (see the module docstring)."""
-    return _Scheduler(graph, gemm_kernels, cat_kernels, attention_kernels).run()
+    return _Scheduler(graph, gemm_kernels, cat_kernels, attention_kernels, recurrent_kernels).run()

@@ -26,7 +26,7 @@ from kernelstitch.agents.planner.builtin import (
     plan_builtin,
 )
 from kernelstitch.agents.planner.cost import estimate_ms
-from kernelstitch.agents.planner.ops import CONV_OPS, base_op
+from kernelstitch.agents.planner.ops import CONV_OPS, RECURRENT_LIBRARY_OPS, base_op
 from kernelstitch.agents.planner.precision import with_precision
 
 from kernelstitch.core.precision import precision_mode
@@ -92,11 +92,29 @@ def propose_variants(graph: Graph, limit: int | None = 4,
     # cannot see cuDNN's slow strict-fp32 transposed kernels, and the microbenchmark over level 2
     # measured the convolution 2.2-5.4x faster on 21 of 29
     # (bench/results/2026-11-27-h100-3xtf32-transposed).
+    # The persistent recurrent kernel, also first: the cost model's roofline sees a few MB of
+    # weights where cuDNN's real cost is T x L dependent steps (level3/35-42: 3,072 of them).
+    recurrent = _with_recurrent_kernels(base, graph)
+    if recurrent is not None:
+        others.insert(0, recurrent)
     strict_convs = precision_mode(base.plan.host.precision).timed_tf32_off
     conv_split = _with_conv_split_tf32(base) if strict_convs else None
     if conv_split is not None:
         others.insert(0, conv_split)
     return [base, *others][:None if limit is None else max(1, limit)]
+
+
+def _with_recurrent_kernels(base: PlanVariant, graph: Graph) -> PlanVariant | None:
+    """The default plan with its RNN / LSTM / GRU stacks in our persistent recurrent kernel,
+    where the kernel takes at least one (None otherwise)."""
+    if not any(base.plan.graph.node(n).op in RECURRENT_LIBRARY_OPS for s in base.plan.steps for n in s.nodes
+               if s.technique == "library_call"):
+        return None
+    plan = plan_builtin(graph, recurrent_kernels=True)
+    if not any(s.technique == "fused_recurrent" for s in plan.steps):
+        return None
+    return PlanVariant("recurrent-kernel", "RNN / LSTM / GRU layers in our persistent recurrent kernel "
+                       "(weights in shared memory for the whole sequence) instead of cuDNN's call", plan)
 
 
 # The second round's alternatives for a hot reduction kernel: each flips one knob of the

@@ -31,6 +31,7 @@ from kernelstitch.agents.coder.codegen.gemm import emit_gemm
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.nll import emit_nll
 from kernelstitch.agents.coder.codegen.pool import emit_pool
+from kernelstitch.agents.coder.codegen.recurrent import emit_recurrent
 from kernelstitch.agents.coder.codegen.reduction import ReductionVariant, emit_reduction
 from kernelstitch.agents.coder.codegen.scan import emit_scan
 from kernelstitch.agents.coder.codegen.triangle import emit_triangle
@@ -47,6 +48,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     GemmSpec,
     NllLossSpec,
     PoolSpec,
+    RecurrentSpec,
     ReductionKnobs,
     ReductionSpec,
     ScanSpec,
@@ -88,6 +90,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         return emit_nll(spec)
     if isinstance(spec, ConvTapMeansSpec):
         return emit_conv_taps(spec)
+    if isinstance(spec, RecurrentSpec):
+        return emit_recurrent(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
@@ -109,6 +113,7 @@ __all__ = [
     "KernelSource",
     "NllLossSpec",
     "ConvTapMeansSpec",
+    "RecurrentSpec",
     "emit_conv_taps",
     "PoolSpec",
     "ReductionSpec",

@@ -23,3 +23,19 @@ class KernelSource:
     launcher_decl: str
     python_args: tuple[str, ...]  # argument names, in call order (tensors, then scalars)
     notes: tuple[str, ...] = field(default_factory=tuple)  # habits applied, for the report
+    # How the step's inputs map onto the call: consecutive groups of (count, as a Python list);
+    # empty: every input a positional argument.  A recurrent call is (input, [h0, c0], [weights]).
+    arg_groups: tuple[tuple[int, bool], ...] = ()
+
+    def call_arguments(self, values: list[str]) -> str:
+        """The call's argument text from the inputs' expressions, grouped per `arg_groups`."""
+        if not self.arg_groups:
+            return ", ".join(values)
+        if sum(n for n, _ in self.arg_groups) != len(values):
+            raise ValueError(f"{self.function}: {len(values)} inputs for argument groups {self.arg_groups}")
+        parts, at = [], 0
+        for count, as_list in self.arg_groups:
+            group = values[at:at + count]
+            parts.append("[" + ", ".join(group) + "]" if as_list else ", ".join(group))
+            at += count
+        return ", ".join(p for p in parts if p)
