@@ -41,7 +41,7 @@ def smem_bytes(cell: str, units: int, widest_input: int, hidden: int, batch: int
     """The kernel's shared memory a block (cuda/recurrent/kernel.cu: {name}_smem_bytes)."""
     rows_pad = -(-GATES[cell] * units // 8) * 8
     return 4 * (rows_pad * (widest_input + hidden) + 2 * rows_pad + tile * (widest_input + hidden)
-                + 2 * rows_pad * tile + units * batch)
+                + 2 * _ROWS_A_BLOCK * tile + units * batch)
 
 
 def recurrent_problem(graph: Graph, node: Node) -> str | None:

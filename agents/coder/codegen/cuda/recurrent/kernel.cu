@@ -56,18 +56,20 @@ static __device__ __forceinline__ void {{name}}_wait(const unsigned* counter, un
 static __device__ __forceinline__ float {{name}}_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 
 // The dot products of the block's rows with one batch tile of a vector held in shared memory
-// (v: [BT][K]), plus `bias`, into g[row * BT + b].  Warp w owns rows [8w, 8w + 8); its lanes
-// stride along K (conflict-free reads of both operands).
+// (v: [BT][K]), as `split` partial sums over K: g[(part * rows_pad + row) * BT + b].  Rows go to
+// warps 8 at a time; where a block has fewer than 8 row groups (a bidirectional layer's few units
+// a block), `split` warps share a group's K, interleaved, so every warp works.  Lanes stride
+// along K (conflict-free reads of both operands).
 static __device__ __forceinline__ void {{name}}_rows_dot(const float* __restrict__ w, const float* __restrict__ v,
-                                                        const int K, const float* __restrict__ bias, const int rows,
-                                                        float* __restrict__ g) {
+                                                        const int K, const int rows, const int rows_pad,
+                                                        const int split, float* __restrict__ g) {
   using namespace {{name}}_cfg;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r0 = warp * ROWS_W;
-  if (r0 >= rows) return;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, part = warp % split, r0 = warp / split * ROWS_W;
+  if (r0 >= rows) return;  // a warp past the row groups (the whole warp: no shuffle is left half-done)
   float acc[NACC];
 #pragma unroll
   for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
-  for (int k = lane; k < K; k += 32) {
+  for (int k = lane + 32 * part; k < K; k += 32 * split) {
     float vv[BT];
 #pragma unroll
     for (int b = 0; b < BT; ++b) vv[b] = v[b * K + k];
@@ -82,9 +84,18 @@ static __device__ __forceinline__ void {{name}}_rows_dot(const float* __restrict
   constexpr int M = NACC / 32;
 #pragma unroll
   for (int i = 0; i < M; ++i) {
-    const int idx = lane * M + i, rr = idx / BT;
-    if (idx < ROWS_W * BT && r0 + rr < rows) g[(r0 + rr) * BT + idx % BT] = acc[i] + bias[r0 + rr];
+    const int idx = lane * M + i;
+    if (idx < ROWS_W * BT) g[(part * rows_pad + r0 + idx / BT) * BT + idx % BT] = acc[i];
   }
+}
+
+// Row `row`'s pre-activation for batch item b: its `split` partial sums and its bias.
+static __device__ __forceinline__ float {{name}}_sum(const float* __restrict__ g, const float* __restrict__ bias,
+                                                    const int row, const int b, const int rows_pad, const int split) {
+  using namespace {{name}}_cfg;
+  float s = bias[row];
+  for (int p = 0; p < split; ++p) s += g[(p * rows_pad + row) * BT + b];
+  return s;
 }
 
 __global__ void __launch_bounds__(256, 1) {{name}}_kernel(const {{name}}_chains L, const int B, const int T,
@@ -98,8 +109,11 @@ __global__ void __launch_bounds__(256, 1) {{name}}_kernel(const {{name}}_chains 
   const int j0 = ((int)blockIdx.x - ch.first_block) * U;
   const int nu = H - j0 < U ? H - j0 : U;  // units of this block (the chain's last block may have fewer)
   const int rows = GATES * U, rows_pad = (rows + ROWS_W - 1) / ROWS_W * ROWS_W, K = ch.in;
+  int split = 1;  // warps a row group: row groups x split <= WARPS
+  while (2 * split * (rows_pad / ROWS_W) <= WARPS) split *= 2;
   // shared memory: W_ih rows [rows_pad][in], W_hh rows [rows_pad][H], both biases, the step's
-  // input and hidden state tiles [BT][in], [BT][H], both pre-activations [rows][BT], LSTM's c [U][B]
+  // input and hidden state tiles [BT][in], [BT][H], both products' partial sums [split * rows_pad
+  // <= MAX_ROWS][BT], LSTM's c [U][B]
   float* wx = smem;
   float* wh = wx + rows_pad * in_max;
   float* bx = wh + rows_pad * H;
@@ -107,8 +121,8 @@ __global__ void __launch_bounds__(256, 1) {{name}}_kernel(const {{name}}_chains 
   float* vx = bh + rows_pad;
   float* vh = vx + BT * in_max;
   float* gx = vh + BT * H;
-  float* gh = gx + rows_pad * BT;
-  float* cs = gh + rows_pad * BT;
+  float* gh = gx + MAX_ROWS * BT;
+  float* cs = gh + MAX_ROWS * BT;
   // row r of the block is gate r / U of unit j0 + r % U: the weights' row (r / U) * H + j0 + r % U
   for (int i = threadIdx.x; i < rows_pad * K; i += THREADS) {
     const int r = i / K, g = r / U, u = r % U;
@@ -151,13 +165,15 @@ __global__ void __launch_bounds__(256, 1) {{name}}_kernel(const {{name}}_chains 
                          : __ldcg(ch.y + (int64_t)tprev * ch.ys_t + (int64_t)(b0 + b) * ch.ys_b + i % H);
       }
       __syncthreads();
-      {{name}}_rows_dot(wx, vx, K, bx, rows, gx);
-      {{name}}_rows_dot(wh, vh, H, bh, rows, gh);
+      {{name}}_rows_dot(wx, vx, K, rows, rows_pad, split, gx);
+      {{name}}_rows_dot(wh, vh, H, rows, rows_pad, split, gh);
       __syncthreads();
       for (int p = threadIdx.x; p < nu * nb; p += THREADS) {
         const int u = p / nb, b = p % nb, j = j0 + u;
         float h;
-#define {{name}}_G(gate) (gx[((gate) * U + u) * BT + b] + gh[((gate) * U + u) * BT + b])
+#define {{name}}_X(gate) {{name}}_sum(gx, bx, (gate) * U + u, b, rows_pad, split)
+#define {{name}}_H(gate) {{name}}_sum(gh, bh, (gate) * U + u, b, rows_pad, split)
+#define {{name}}_G(gate) ({{name}}_X(gate) + {{name}}_H(gate))
         if constexpr (CELL == 0) {
           const float ig = {{name}}_sigmoid({{name}}_G(0)), fg = {{name}}_sigmoid({{name}}_G(1));
           const float gg = tanhf({{name}}_G(2)), og = {{name}}_sigmoid({{name}}_G(3));
@@ -168,7 +184,7 @@ __global__ void __launch_bounds__(256, 1) {{name}}_kernel(const {{name}}_chains 
           if (s == T - 1) ch.cn[(int64_t)(b0 + b) * H + j] = cnew;
         } else if constexpr (CELL == 1) {
           const float rg = {{name}}_sigmoid({{name}}_G(0)), zg = {{name}}_sigmoid({{name}}_G(1));
-          const float ng = tanhf(fmaf(rg, gh[(2 * U + u) * BT + b], gx[(2 * U + u) * BT + b]));
+          const float ng = tanhf(fmaf(rg, {{name}}_H(2), {{name}}_X(2)));
           const float hprev = vh[b * H + j];
           h = fmaf(zg, hprev - ng, ng);  // (1 - z) n + z h
         } else if constexpr (CELL == 2) {
@@ -178,6 +194,8 @@ __global__ void __launch_bounds__(256, 1) {{name}}_kernel(const {{name}}_chains 
           h = isnan(a) ? a : fmaxf(a, 0.f);  // torch.relu keeps a NaN
         }
 #undef {{name}}_G
+#undef {{name}}_H
+#undef {{name}}_X
         ch.y[(int64_t)t * ch.ys_t + (int64_t)(b0 + b) * ch.ys_b + j] = h;
         if (s == T - 1) ch.hn[(int64_t)(b0 + b) * H + j] = h;
       }
@@ -198,7 +216,7 @@ size_t {{name}}_smem_bytes(int U, int in_max, int H, int B) {
   using namespace {{name}}_cfg;
   const size_t rows_pad = (size_t)(GATES * U + ROWS_W - 1) / ROWS_W * ROWS_W;
   return sizeof(float) * (rows_pad * (in_max + H) + 2 * rows_pad + (size_t)BT * (in_max + H) +
-                          2 * rows_pad * BT + (size_t)U * B);
+                          2 * (size_t)MAX_ROWS * BT + (size_t)U * B);
 }
 
 int {{name}}_max_units() { return {{name}}_cfg::MAX_ROWS / {{name}}_cfg::GATES; }
