@@ -12,7 +12,7 @@ import pytest
 import torch
 from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
-from kernelstitch.agents.planner.rewrites import _dim_groups
+from kernelstitch.agents.planner.dim_groups import dim_groups as _dim_groups
 
 from kernelstitch.core.problem import load_problem
 
@@ -242,7 +242,7 @@ def test_a_literal_size_equal_to_the_example_batch_pins_the_batch_or_is_not_grou
     takes only that batch, and there the rewrite is exact); where sizes stay symbolic, a group is
     kept only if its sizes multiply alike for any symbol values."""
     from kernelstitch.agents.plan.graph import TensorMeta
-    from kernelstitch.agents.planner.rewrites import _symbolic_groups
+    from kernelstitch.agents.planner.dim_groups import symbolic_groups as _symbolic_groups
 
     candidate = _generate(tmp_path, LITERAL_BATCH)
     assert any("export fixed the batch size" in n for n in candidate.plan.notes)

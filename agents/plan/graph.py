@@ -355,6 +355,12 @@ def node_from_json(data: dict[str, Any]) -> Node:
         raise GraphError(f"node JSON lacks {exc.args[0]!r}: {data!r}") from None
 
 
+def synthetic_fields(node: Node) -> dict:
+    """Node fields of a rewrite's synthetic nodes standing for `node`: its line and module."""
+    return {"line": node.line, "module_path": node.module_path, "module_type": node.module_type,
+            "synthetic": True}
+
+
 def renamed(node: Node, **changes: Any) -> Node:
     """dataclasses.replace, re-exported so planner code needs no dataclasses import."""
     return replace(node, **changes)

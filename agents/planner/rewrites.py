@@ -118,7 +118,6 @@ replacing or preceding captured ones); the plan records them so the coder sees t
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -131,6 +130,7 @@ from kernelstitch.agents.plan.graph import (
     TensorMeta,
     renamed,
     scalar_constant,
+    synthetic_fields,
 )
 from kernelstitch.agents.plan.host_ops import VIEW_OPS, is_host
 from kernelstitch.agents.plan.kernel_spec import (
@@ -138,6 +138,9 @@ from kernelstitch.agents.plan.kernel_spec import (
     CONV_TAP_MEANS_MAX_TAPS,
 )
 from kernelstitch.agents.planner.attention import attention_rewrites
+from kernelstitch.agents.planner.dim_groups import symbolic_groups
+from kernelstitch.agents.planner.fusion import live_nodes
+from kernelstitch.agents.planner.norm_of_normalized import norm_of_normalized
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_MERGE_OP,
     BATCH_STATS_OP,
@@ -189,8 +192,9 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
                  _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
                  _batch_stats_of_cat,
                  _max_values,
-                 _vector_norm, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
-                 _reverse_scan, _exclusive_scan, _views_through_elementwise, _recompute_prologue):
+                 _vector_norm, norm_of_normalized, _broadcast_expands, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
+                 _reverse_scan, _exclusive_scan, _views_through_elementwise, _views_between_elementwise,
+                 _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)
         if edits:
             result.graph = result.graph.with_edits(edits)
@@ -397,12 +401,6 @@ def _linear_sum(graph: Graph):
     return edits, algebraic, notes
 
 
-def _synthetic_at(node: Node) -> dict:
-    """Node fields of a rewrite's synthetic nodes standing for `node`: its line and module."""
-    return {"line": node.line, "module_path": node.module_path, "module_type": node.module_type,
-            "synthetic": True}
-
-
 def _channel_view(name: str, ref: NodeRef, meta: TensorMeta, spatial: int, common: dict) -> Node:
     """A per-channel vector `ref` ([C], `meta`) viewed as [C, 1, ...] to broadcast against an
     [N, C, *spatial] tensor."""
@@ -462,7 +460,7 @@ def _pool_before_pointwise_conv(graph: Graph):
             padded = any(p != 0 for p in (padding if isinstance(padding, (list, tuple)) else [padding]))
             if (padded and pool.arg(5, "count_include_pad", True)) or pool.arg(6, "divisor_override") is not None:
                 continue
-        common = _synthetic_at(pool)
+        common = synthetic_fields(pool)
         meta = TensorMeta(z.shape[:2] + pool.meta.shape[2:], z.example_shape[:2] + pool.meta.example_shape[2:],
                           pool.meta.dtype)
         first = Node(f"{pool.name}_first", pool.op, (conv.args[0],) + tuple(pool.args[1:]), dict(pool.kwargs),
@@ -543,7 +541,7 @@ def _conv_spatial_mean(graph: Graph):
         if taps > CONV_TAP_MEANS_MAX_TAPS or x_meta.shape[1] != c_in:
             continue
         s = mean.name
-        common = _synthetic_at(mean)
+        common = synthetic_fields(mean)
         n_sym, n_ex = x_meta.shape[0], x_meta.example_shape[0]
         meta = lambda shape, example: TensorMeta(shape, example, "float32")  # noqa: E731
         tap_means = Node(f"{s}_tap_means", CONV_TAP_MEANS_OP, (x,),
@@ -599,7 +597,7 @@ def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
             continue
         spatial = meta.rank - 2
         c = node.name
-        common = _synthetic_at(node)
+        common = synthetic_fields(node)
         args = list(node.args)
         kwargs = dict(node.kwargs)
         if len(args) > 2:
@@ -659,7 +657,7 @@ def _batch_norm_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> 
     if training and mean is not None and any(
             users.get(r.node, []) != [node.name] for r in (mean, var)):
         return None  # a kernel after the statistics kernel would read the updated buffer
-    common = _synthetic_at(node)
+    common = synthetic_fields(node)
     spatial = meta.rank - 2
     channels, example = meta.shape[1], meta.example_shape[1]
     row = TensorMeta((channels,), (example,), meta.dtype)
@@ -742,7 +740,7 @@ def _batch_stats_of_cat(graph: Graph):
         eps = float(node.kwargs["eps"])
         if not any(counts[(p.node, eps)] > 1 for p in parts):
             continue
-        common = _synthetic_at(node)
+        common = synthetic_fields(node)
         new: list[Node] = []
         refs = []
         for part in parts:
@@ -911,7 +909,7 @@ def _vector_norm(graph: Graph):
             continue
         dims = sorted(d % src.rank for d in dims)
         pointwise, reduce = _NORM_REDUCTION[float(order)]
-        common = _synthetic_at(node)
+        common = synthetic_fields(node)
         args = (x, x) if pointwise == "aten.mul.Tensor" else (x,)
         mapped = Node(f"{node.name}_terms", pointwise, args, {}, (src,), **common)
         edits.append(GraphEdit(mapped, before=node.name))
@@ -923,6 +921,38 @@ def _vector_norm(graph: Graph):
                                            kwargs={}, synthetic=True)))
         else:
             edits.append(GraphEdit(renamed(node, op=reduce, args=total, kwargs={}, synthetic=True)))
+    return edits, set(), []
+
+
+# Binary ops that broadcast their operands (torch rules): an operand expanded to the result's
+# own shape reads the same values unexpanded.
+_BROADCASTING = frozenset({"aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", "aten.div.Tensor"})
+
+
+def _broadcast_expands(graph: Graph):
+    """`x / denom.expand_as(x)` (F.normalize's form) read as `x / denom`: an expand whose readers
+    are all broadcasting binary ops with its own result shape.  Exact (broadcasting is the
+    expand), and it leaves x one reader fewer: expand_as reads x only for its sizes, but as a
+    reader it kept x out of the kernel that divides it."""
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    replaced: dict[str, dict[str, object]] = {}
+    for node in graph.nodes:
+        if node.op not in ("aten.expand_as.default", "aten.expand.default") or node.meta is None \
+                or not isinstance(node.args[0], NodeRef):
+            continue
+        readers = users.get(node.name, [])
+        if not readers or "<output>" in readers:
+            continue
+        nodes = [graph.node(r) for r in readers]
+        if all(r.op in _BROADCASTING and r.meta is not None and tuple(r.meta.shape) == tuple(node.meta.shape)
+               and not r.kwargs for r in nodes):
+            for r in nodes:
+                replaced.setdefault(r.name, {})[node.name] = node.args[0]
+    for name, swap in replaced.items():
+        node = graph.node(name)
+        args = tuple(swap.get(a.node, a) if isinstance(a, NodeRef) else a for a in node.args)
+        edits.append(GraphEdit(renamed(node, args=args)))
     return edits, set(), []
 
 
@@ -1005,7 +1035,7 @@ def _smooth_l1_nodes(graph: Graph, node: Node) -> list[Node] | None:
             or ma.dtype not in ("float32", "float16", "bfloat16") or node.meta is None:
         return None
     a, b = _through_broadcast(graph, a, ma.shape), _through_broadcast(graph, b, mb.shape)
-    common = _synthetic_at(node)
+    common = synthetic_fields(node)
     new: list[Node] = []
 
     def op(label: str, aten: str, args: tuple) -> NodeRef:
@@ -1040,7 +1070,7 @@ def _triplet_margin_nodes(graph: Graph, node: Node) -> list[Node] | None:
         return None
     full = metas[0]
     rows = TensorMeta(full.shape[:-1], full.example_shape[:-1], full.dtype)
-    common = _synthetic_at(node)
+    common = synthetic_fields(node)
     new: list[Node] = []
 
     def op(label: str, aten: str, args: tuple, meta: TensorMeta) -> NodeRef:
@@ -1104,7 +1134,7 @@ def _cross_entropy_nodes(graph: Graph, node: Node) -> list[Node] | None:
     if mx is None or mt is None or mx.rank != 2 or mx.dtype not in FLOAT_DTYPES or mt.rank != 1 \
             or mt.dtype != "int64" or mt.shape[0] != mx.shape[0] or node.meta.dtype != mx.dtype:
         return None
-    common = _synthetic_at(node)
+    common = synthetic_fields(node)
     rows = TensorMeta(mx.shape[:1], mx.example_shape[:1], mx.dtype)
     lse = Node(f"{node.name}_lse", "aten.logsumexp.default", (x, [1], False), {}, (rows,), **common)
     nll = Node(node.name, NLL_OP, (x, t, NodeRef(lse.name)),
@@ -1153,7 +1183,7 @@ def _kl_div_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> list
     if mx is None or mt is None or mx.shape != mt.shape or mx.dtype != mt.dtype \
             or mx.dtype not in ("float32", "float16", "bfloat16") or mx.rank == 0:
         return None
-    common = _synthetic_at(node)
+    common = synthetic_fields(node)
     new: list[Node] = []
 
     def op(label: str, aten: str, args: tuple, meta: TensorMeta = mx) -> NodeRef:
@@ -1283,88 +1313,32 @@ _AS_RESHAPE = {"aten.view.default": "aten.reshape.default",
                "aten._unsafe_view.default": "aten.reshape.default"}
 
 
-def _dim_groups(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[range, range]] | None:
-    """How a reshape from `old` to `new` (example sizes) regroups dims: consecutive runs with
-    equal products, e.g. (32, 64, 32, 64, 64) -> (32, 64, 131072) is ([0], [0]), ([1], [1]),
-    ([2, 3, 4], [2]).  None where a size is 1 (its group would be ambiguous) or the products
-    differ."""
-    if 1 in old or 1 in new or math.prod(old) != math.prod(new) or not old:
-        return None
-    groups: list[tuple[range, range]] = []
-    i = k = 0
-    while i < len(old):
-        i0, k0, po, pn = i, k, old[i], new[k]
-        i, k = i + 1, k + 1
-        while po != pn:
-            if po < pn:
-                if i == len(old):
-                    return None
-                po, i = po * old[i], i + 1
-            else:
-                if k == len(new):
-                    return None
-                pn, k = pn * new[k], k + 1
-        groups.append((range(i0, i), range(k0, k)))
-    return groups if k == len(new) else None
-
-
-def _symbolic_groups(old: TensorMeta, new: TensorMeta) -> list[tuple[range, range]] | None:
-    """`_dim_groups` of the example sizes, kept only where every group's sizes multiply to the
-    same value for any input sizes: the symbolic sizes (``s77``, ``2*((s53//2))``) evaluated at
-    several assignments of their symbols.  A literal size that equals an example size (``view(4,
-    6, -1)`` of a batch whose example is 4) groups the example but not another batch."""
-    groups = _dim_groups(tuple(old.example_shape), tuple(new.example_shape))
-    if groups is None:
-        return None
-    sizes = [*old.shape, *new.shape]
-    symbols = sorted({m for v in sizes if isinstance(v, str) for m in re.findall(r"\b[a-z]\d+\b", v)})
-    for seed in range(4):
-        values = {name: 2 + (7 * k + 3 * seed + seed * seed) % 29 for k, name in enumerate(symbols)}
-        for olds, news in groups:
-            a = _product([old.shape[d] for d in olds], values)
-            b = _product([new.shape[d] for d in news], values)
-            if a is None or a != b:
-                return None
-    return groups
-
-
-def _product(sizes: list[int | str], values: dict[str, int]) -> int | None:
-    """The product of `sizes` with the symbols at `values` (None: a size it cannot evaluate)."""
-    total = 1
-    for size in sizes:
-        if isinstance(size, int):
-            total *= size
-            continue
-        if not re.fullmatch(r"[a-z0-9_*+\-/() ]+", size):
-            return None
-        try:
-            total *= int(eval(size, {"__builtins__": {}}, dict(values)))  # noqa: S307 - arithmetic over sizes
-        except Exception:  # noqa: BLE001 - not arithmetic over the symbols
-            return None
-    return total
-
-
 def _regrouped_operand(meta: TensorMeta, full: TensorMeta, groups: list[tuple[range, range]],
-                       new_full: TensorMeta) -> tuple[int, ...] | None:
-    """The shape a broadcast operand (`meta`, against the `full` value) takes against the
+                       new_full: TensorMeta) -> TensorMeta | None:
+    """The meta a broadcast operand (`meta`, against the `full` value) takes against the
     reshaped value: per group, 1s where the operand is 1 across it, its own size where the group
-    is one dim to one dim; None otherwise (or where that size is symbolic)."""
+    is one dim to one dim; None otherwise.  One symbolic size may pass (a batch dim the operand
+    spans: the view spells it -1)."""
     lead = full.rank - meta.rank
     if lead < 0:
         return None
     sizes = (1,) * lead + tuple(meta.shape)
     examples = (1,) * lead + tuple(meta.example_shape)
-    shape: list[int] = []
+    shape: list[int | str] = []
+    example: list[int] = []
     for olds, news in groups:
         if all(examples[d] == 1 for d in olds):
             shape += [1] * len(news)
-        elif len(olds) == 1 and len(news) == 1 and isinstance(sizes[olds[0]], int) \
-                and examples[olds[0]] == full.example_shape[olds[0]] \
-                and isinstance(new_full.shape[news[0]], int):
+            example += [1] * len(news)
+        elif len(olds) == 1 and len(news) == 1 and examples[olds[0]] == full.example_shape[olds[0]] \
+                and sizes[olds[0]] == full.shape[olds[0]] and new_full.shape[news[0]] == full.shape[olds[0]]:
             shape.append(sizes[olds[0]])
+            example.append(examples[olds[0]])
         else:
             return None
-    return tuple(shape)
+    if sum(isinstance(d, str) for d in shape) > 1:
+        return None
+    return TensorMeta(tuple(shape), tuple(example), meta.dtype)
 
 
 class _ViewMover:
@@ -1372,7 +1346,7 @@ class _ViewMover:
     broadcast operands viewed to match."""
 
     def __init__(self, graph: Graph, at: Node) -> None:
-        self.graph, self.common = graph, _synthetic_at(at)
+        self.graph, self.common = graph, synthetic_fields(at)
         self.new: list[Node] = []
 
     def operand(self, value: object, full: TensorMeta, groups, new_full: TensorMeta,
@@ -1383,13 +1357,13 @@ class _ViewMover:
         meta = self.graph.node(value.node).meta
         if meta is None or meta.dtype not in FLOAT_DTYPES:
             return None
-        shape = _regrouped_operand(meta, full, groups, new_full)
-        if shape is None:
+        regrouped = _regrouped_operand(meta, full, groups, new_full)
+        if regrouped is None:
             return None
-        if shape == tuple(meta.shape):
+        if regrouped.shape == tuple(meta.shape):
             return value
-        self.new.append(Node(label, "aten.view.default", (value, list(shape)), {},
-                             (TensorMeta(shape, shape, meta.dtype),), **self.common))
+        sizes = [-1 if isinstance(d, str) else d for d in regrouped.shape]  # at most one symbolic size
+        self.new.append(Node(label, "aten.view.default", (value, sizes), {}, (regrouped,), **self.common))
         return NodeRef(label)
 
     def remade(self, node: Node, args: tuple, meta: TensorMeta, name: str) -> NodeRef:
@@ -1417,7 +1391,7 @@ def _hoist(graph: Graph, users, view: Node) -> list[Node] | None:
     full = top.meta
     if full is None or not _movable(graph, top, full) or users.get(top.name) != [view.name]:
         return None
-    groups = _symbolic_groups(full, view.meta)
+    groups = symbolic_groups(full, view.meta)
     if groups is None:
         return None
     mover = _ViewMover(graph, view)
@@ -1474,7 +1448,7 @@ def _sink(graph: Graph, users, view: Node, reduced: Node) -> list[Node] | None:
     inner = reduced.meta
     if view.meta is None or inner is None:
         return None
-    groups = _symbolic_groups(view.meta, inner)
+    groups = symbolic_groups(view.meta, inner)
     if groups is None:
         return None
     mover = _ViewMover(graph, view)
@@ -1529,4 +1503,30 @@ def _views_through_elementwise(graph: Graph):
                 edits += _replacing(sunk, sunk[-1].name)
                 notes.append(f"line {node.line}: the elementwise ops after the reshape of "
                              f"{node.name} move before it (its epilogue)")
+    return edits, set(), notes
+
+
+def _views_between_elementwise(graph: Graph):
+    """``g(view(f(..)), ..)`` with f and g elementwise and the view f's only reader: g re-made
+    before the view (its other operands regrouped to f's shape), so f and g are one kernel and
+    the reshape a view of its output (NetVLAD's normalize, reshape, normalize).  Readers are the
+    live ones: an earlier rewrite may have left a reader no output needs (norm_of_normalized's
+    second sum of squares)."""
+    live = live_nodes(graph)
+    users = {k: [u for u in v if u == "<output>" or u in live] for k, v in graph.users().items()}
+    edits: list[GraphEdit] = []
+    notes: list[str] = []
+    moved: set[str] = set()
+    for node in graph.nodes:
+        after = users.get(node.name, [])
+        if node.name in moved or node.meta is None or not _movable(graph, node, node.meta) \
+                or len(after) != 1 or after[0] == "<output>" or graph.node(after[0]).op not in _RESHAPES:
+            continue
+        view = graph.node(after[0])
+        sunk = _sink(graph, users, view, node)
+        if sunk:
+            moved |= {n.name for n in sunk}
+            edits += _replacing(sunk, sunk[-1].name)
+            notes.append(f"line {view.line}: the elementwise ops after the reshape of {node.name} move "
+                         "before it: one kernel on both sides of the reshape")
     return edits, set(), notes
