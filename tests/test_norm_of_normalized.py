@@ -104,3 +104,11 @@ def test_level3_netvlad_shrunk_matches_its_module(tmp_path):
     assert any("norm of a normalized tensor" in n for n in candidate.plan.notes)
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), atol=1e-6, rtol=1e-5)
+
+
+def test_two_expands_to_the_result_shape_keep_it(tmp_path):
+    """a.expand(4, 6, 5) * b.expand(4, 6, 5) with a and b [1, 6, 5]: dropping both expands would
+    give a [1, 6, 5] product; one is dropped (the other broadcasts it), the shape stays."""
+    plan = _planned(tmp_path, "a = v[:1].expand(4, 6, 5)\n        b = (v[:1] * 2).expand(4, 6, 5)\n"
+                              "        return a * b")
+    assert plan.steps

@@ -139,7 +139,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.dim_groups import symbolic_groups
-from kernelstitch.agents.planner.fusion import live_nodes
+from kernelstitch.agents.planner.fusion import broadcast, live_nodes
 from kernelstitch.agents.planner.norm_of_normalized import norm_of_normalized
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_MERGE_OP,
@@ -930,29 +930,33 @@ _BROADCASTING = frozenset({"aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tenso
 
 
 def _broadcast_expands(graph: Graph):
-    """`x / denom.expand_as(x)` (F.normalize's form) read as `x / denom`: an expand whose readers
-    are all broadcasting binary ops with its own result shape.  Exact (broadcasting is the
-    expand), and it leaves x one reader fewer: expand_as reads x only for its sizes, but as a
+    """`x / denom.expand_as(x)` (F.normalize's form) read as `x / denom`: an expand feeding a
+    broadcasting binary op whose result keeps its shape with the unexpanded operand (checked on
+    the operands' shapes: two expands of [1, 3] to [4, 3] keep theirs).  Exact (broadcasting is
+    the expand), and it leaves x one reader fewer: expand_as reads x only for its sizes, but as a
     reader it kept x out of the kernel that divides it."""
-    users = graph.users()
     edits: list[GraphEdit] = []
-    replaced: dict[str, dict[str, object]] = {}
     for node in graph.nodes:
-        if node.op not in ("aten.expand_as.default", "aten.expand.default") or node.meta is None \
-                or not isinstance(node.args[0], NodeRef):
+        if node.op not in _BROADCASTING or node.kwargs or node.meta is None or len(node.args) != 2:
             continue
-        readers = users.get(node.name, [])
-        if not readers or "<output>" in readers:
-            continue
-        nodes = [graph.node(r) for r in readers]
-        if all(r.op in _BROADCASTING and r.meta is not None and tuple(r.meta.shape) == tuple(node.meta.shape)
-               and not r.kwargs for r in nodes):
-            for r in nodes:
-                replaced.setdefault(r.name, {})[node.name] = node.args[0]
-    for name, swap in replaced.items():
-        node = graph.node(name)
-        args = tuple(swap.get(a.node, a) if isinstance(a, NodeRef) else a for a in node.args)
-        edits.append(GraphEdit(renamed(node, args=args)))
+        args = list(node.args)
+        for k, a in enumerate(node.args):
+            src = graph.node(a.node) if isinstance(a, NodeRef) else None
+            if src is None or src.op not in ("aten.expand_as.default", "aten.expand.default") \
+                    or not isinstance(src.args[0], NodeRef):
+                continue
+            trial = args[:k] + [src.args[0]] + args[k + 1:]
+            shapes = [tuple(graph.node(t.node).meta.shape) for t in trial
+                      if isinstance(t, NodeRef) and graph.node(t.node).meta is not None]
+            if len(shapes) != sum(isinstance(t, NodeRef) for t in trial):
+                continue
+            total: tuple | None = ()
+            for shape in shapes:
+                total = broadcast(total, shape) if total is not None else None
+            if total == tuple(node.meta.shape):
+                args = trial
+        if args != list(node.args):
+            edits.append(GraphEdit(renamed(node, args=tuple(args))))
     return edits, set(), []
 
 
