@@ -140,6 +140,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.dim_groups import symbolic_groups
 from kernelstitch.agents.planner.fusion import broadcast, live_nodes
+from kernelstitch.agents.planner.group_norm_stats import group_norm_as_stats
 from kernelstitch.agents.planner.norm_of_normalized import norm_of_normalized
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_MERGE_OP,
@@ -178,20 +179,24 @@ class RewriteResult:
 
 def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
                    attention: bool = True, relu_attention: bool = True,
-                   batch_norm: bool = True) -> RewriteResult:
+                   batch_norm: bool = True, group_norm_stats: bool = False) -> RewriteResult:
     """`keep_conv_bias`: convolutions (node names) whose bias stays in the library call;
     `attention`: written-out attention read as scaled_dot_product_attention (attention.py);
     `relu_attention`: its ReLU form read as one node for our attention kernel; `batch_norm`:
-    batch_norm as statistics + elementwise (else PyTorch's own op, a measured variant)."""
+    batch_norm as statistics + elementwise (else PyTorch's own op, a measured variant);
+    `group_norm_stats`: a group_norm only ever reduced as its groups' statistics + elementwise
+    (group_norm_stats.py, a measured variant)."""
     result = RewriteResult(graph)
     sdpa = (partial(_attention, relu=relu_attention),) if attention else ()
     norms = (_batch_norm,) if batch_norm else ()
+    # after _max_values: a group_norm's readers are recognised as reductions (torch.max(x, dim))
+    group_stats = (group_norm_as_stats,) if group_norm_stats else ()
     # _global_avg_pool before _conv_spatial_mean (a global pooling of a conv is its mean), which
     # precedes _conv_bias (it takes the conv with its bias)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum, _pool_before_pointwise_conv,
                  _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
                  _batch_stats_of_cat,
-                 _max_values,
+                 _max_values, *group_stats,
                  _vector_norm, norm_of_normalized, _broadcast_expands, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
                  _reverse_scan, _exclusive_scan, _views_through_elementwise, _views_between_elementwise,
                  _recompute_prologue):

@@ -81,6 +81,16 @@ def propose_variants(graph: Graph, limit: int | None = 4,
         others.append(PlanVariant(
             "gemm-in-pytorch", "matmuls through PyTorch (cuBLAS), epilogues in our kernels "
             "instead of cuBLASLt epilogues", plan_builtin(graph, gemm_kernels=False)))
+    if any(n.op in ("aten.group_norm.default", "aten.instance_norm.default") for n in graph.nodes):
+        gn = PlanVariant("gn-stats", "group_norm as its groups' statistics, the normalization fused into "
+                         "the reduction after it (the normalized tensor never stored) instead of the "
+                         "group_norm kernel", plan_builtin(graph, group_norm_stats=True))
+        if _signature(gn.plan) != _signature(base.plan):
+            # the statistics read the input through views of its NCHW memory: a channels-last
+            # convolution's output would be copied back first, a pass the variant exists to save
+            if gn.plan.host.channels_last:
+                gn = _with_channels_last(gn, False)
+            others.append(gn)
     split = _with_split_tf32(base)
     if split is not None:
         others.append(split)
