@@ -112,3 +112,55 @@ def test_two_expands_to_the_result_shape_keep_it(tmp_path):
     plan = _planned(tmp_path, "a = v[:1].expand(4, 6, 5)\n        b = (v[:1] * 2).expand(4, 6, 5)\n"
                               "        return a * b")
     assert plan.steps
+
+
+@pytest.mark.parametrize("body", [
+    # a small eps: eps ** 2 underflows, (sqrt(s) / eps) ** 2 does not (a zero column stays 0, not 0 / 0)
+    "v = v * (v[:, :1, :1] > 0)\n        v = F.normalize(v, dim=1, eps=1e-25).reshape(-1, 30)\n"
+    "        return F.normalize(v)",
+    # large values: s and c1 ** 2 near the top of the fp32 range
+    "v = F.normalize(v * 1e18, dim=1).reshape(-1, 30)\n        return F.normalize(v)",
+])
+def test_the_rewritten_norm_stays_in_range(tmp_path, body):
+    plan = _planned(tmp_path, body)
+    assert any("norm of a normalized tensor" in n for n in plan.notes)
+
+
+def test_a_sum_with_its_own_dtype_is_not_rewritten(tmp_path):
+    """dtype= on the second sum: the result's dtype is the caller's, not the first sum's."""
+    body = "y = F.normalize(v.half(), dim=1)\n        return (y * y).sum((1, 2), keepdim=True, dtype=torch.float32)"
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(PROBLEM.format(body=body)))
+    assert not any("norm of a normalized tensor" in n for n in candidate.plan.notes)
+    with torch.no_grad():
+        got, want = new(*inputs), reference(*inputs)
+    assert got.dtype == want.dtype == torch.float32
+    torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-3)  # fp16 normalization, computed in fp32
+
+
+INT_EXPAND = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("p", torch.tensor(2 ** 30))
+
+    def forward(self, x):
+        i = (x * 100).int()
+        return (i * self.p.expand(4, 6, 5)).float().sum()
+
+def get_inputs():
+    return [torch.randn(4, 6, 5)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_expanded_0d_tensor_keeps_its_type_promotion(tmp_path):
+    """A 0-d int64 buffer expanded against int32 values promotes the product to int64; read
+    unexpanded it would promote like a scalar (int32, overflowing)."""
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, textwrap.dedent(INT_EXPAND))
+    with torch.no_grad():
+        torch.testing.assert_close(new(*inputs), reference(*inputs))

@@ -10,13 +10,17 @@ reshape only regroups dims, so sum(r * r, D) is the sum of y * y over the dims D
 groups cover; y * y = x * x / c1 ** 2 with c1 = clamp_min(sqrt(s1), eps) constant over A, so
 the sum over A is s1 / c1 ** 2 and, where A is inside D',
 
-    s = sum(s1 / (c1 * c1), D')                                       # over [.., 1 at A, ..]
+    s = sum((sqrt(s1) / c1) ** 2, D')                                 # over [.., 1 at A, ..]
 
-which reads the [B, K] sums, not y (equal in exact arithmetic; in fp32 within a few ulps of the
-original order).  Then y is read once, by the division that normalizes it again, which fuses
+which reads the [B, K] sums, not y (equal in exact arithmetic).  It is computed as
+(sqrt(s1) / c1) ** 2, a ratio at most 1, so a small eps or a large norm neither underflows nor
+overflows; in fp32 it then agrees with the original within a few ulps wherever s1 is a normal
+number or zero because x is.  Its domain, stated where the rule applies: where a column's sum of
+squares itself overflows (|x| above about 1e19) or underflows with x nonzero (|x| below about
+1e-19), the original's second norm still sees the normalized values and this one does not.  Then y is read once, by the division that normalizes it again, which fuses
 with y's own division.  Applies where the reshape's groups outside D' are single dims on both
 sides (so the reduced results have one shape), eps is a positive number, and y divides x by
-its own norm (not another tensor's).
+its own norm (not another tensor's); float32 only, and no `dtype=` on either sum.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ from kernelstitch.agents.planner.dim_groups import symbolic_groups
 
 _SUM = "aten.sum.dim_IntList"
 _RESHAPES = frozenset({"aten.reshape.default", "aten.view.default", "aten._unsafe_view.default"})
-_FLOATS = frozenset({"float32", "float16", "bfloat16"})
 
 
 def _ref(value: object) -> str | None:
@@ -79,8 +82,9 @@ def _normalized(graph: Graph, y: Node) -> tuple[str, Node, Node, list[int]] | No
         return None
     s1 = graph.node(root.args[0].node)
     xm = graph.node(x).meta
-    if (s1.op != _SUM or len(s1.args) != 3 or s1.args[2] is not True or _square_of(graph, _ref(s1.args[0])) != x
-            or xm is None or y.meta is None or xm.shape != y.meta.shape):
+    if (s1.op != _SUM or len(s1.args) != 3 or s1.args[2] is not True or s1.kwargs
+            or _square_of(graph, _ref(s1.args[0])) != x or xm is None or y.meta is None
+            or xm.shape != y.meta.shape or xm.dtype != "float32"):
         return None
     dims = _dims(s1.args[1], xm.rank)
     return (x, clamp, s1, dims) if dims is not None else None
@@ -107,7 +111,7 @@ def norm_of_normalized(graph: Graph):
     algebraic: set[str] = set()
     notes: list[str] = []
     for s2 in graph.nodes:
-        if s2.op != _SUM or len(s2.args) != 3 or s2.meta is None or s2.meta.dtype not in _FLOATS:
+        if s2.op != _SUM or len(s2.args) != 3 or s2.kwargs or s2.meta is None or s2.meta.dtype != "float32":
             continue
         r = _square_of(graph, _ref(s2.args[0]))
         if r is None:
@@ -121,6 +125,7 @@ def norm_of_normalized(graph: Graph):
         if found is None or reduced is None:
             continue
         x, clamp, s1, first = found
+        root = _ref(clamp.args[0])  # sqrt(s1)
         groups = ([(range(d, d + 1), range(d, d + 1)) for d in range(y.meta.rank)] if view is y
                   else symbolic_groups(y.meta, view.meta))
         covered = _covered(groups, reduced) if groups is not None else None
@@ -128,14 +133,14 @@ def norm_of_normalized(graph: Graph):
             continue
         common = synthetic_fields(s2)
         sums = s1.outputs[0]
-        squared = Node(f"{s2.name}_clamp_sq", "aten.mul.Tensor", (NodeRef(clamp.name), NodeRef(clamp.name)), {},
-                       clamp.outputs, **common)
-        ratio = Node(f"{s2.name}_ratio", "aten.div.Tensor", (NodeRef(s1.name), NodeRef(squared.name)), {},
+        fraction = Node(f"{s2.name}_fraction", "aten.div.Tensor", (NodeRef(root), NodeRef(clamp.name)), {},
+                        clamp.outputs, **common)  # sqrt(s1) / c1 <= 1
+        ratio = Node(f"{s2.name}_ratio", "aten.mul.Tensor", (NodeRef(fraction.name), NodeRef(fraction.name)), {},
                      (sums,), **common)
         kept = [d for d in range(y.meta.rank) if d not in covered]
         flat = TensorMeta(tuple(y.meta.shape[d] for d in kept), tuple(y.meta.example_shape[d] for d in kept),
                           sums.dtype)
-        new = [squared, ratio]
+        new = [fraction, ratio]
         if s2.args[2] is True:  # keepdim: the reduced dims (after the reshape) back as 1s
             total = Node(f"{s2.name}_flat", _SUM, (NodeRef(ratio.name), covered, False), {}, (flat,), **common)
             new.append(total)
@@ -156,6 +161,6 @@ def norm_of_normalized(graph: Graph):
         edits += [GraphEdit(n, before=None if n.name == s2.name else s2.name) for n in new]
         algebraic |= {n.name for n in new}
         notes.append(f"line {s2.line or '?'}: the norm of a normalized tensor from its normalization's own sums "
-                     f"(sum over dims {covered} of s / max(sqrt(s), eps)^2): the normalized tensor is read once, "
+                     f"(sum over dims {covered} of (sqrt(s) / max(sqrt(s), eps))^2): the normalized tensor is read once, "
                      "not twice (exact algebra)")
     return edits, algebraic, notes

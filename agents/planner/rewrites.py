@@ -950,6 +950,10 @@ def _broadcast_expands(graph: Graph):
             if src is None or src.op not in ("aten.expand_as.default", "aten.expand.default") \
                     or not isinstance(src.args[0], NodeRef):
                 continue
+            inner = graph.node(src.args[0].node).meta
+            # a 0-d tensor promotes like a scalar unexpanded (int32 x a 0-d int64 stays int32)
+            if inner is None or inner.rank == 0 or inner.dtype != node.meta.dtype:
+                continue
             trial = args[:k] + [src.args[0]] + args[k + 1:]
             shapes = [tuple(graph.node(t.node).meta.shape) for t in trial
                       if isinstance(t, NodeRef) and graph.node(t.node).meta is not None]
