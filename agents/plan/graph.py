@@ -361,6 +361,14 @@ def synthetic_fields(node: Node) -> dict:
             "synthetic": True}
 
 
+def channel_view(name: str, ref: NodeRef, meta: TensorMeta, spatial: int, common: dict) -> Node:
+    """A per-channel vector `ref` ([C], `meta`) viewed as [C, 1, ...] to broadcast against an
+    [N, C, *spatial] tensor (`common`: synthetic_fields of the node it stands for)."""
+    return Node(name, "aten.view.default", (ref, [-1] + [1] * spatial), {},
+                (TensorMeta((meta.shape[0],) + (1,) * spatial, (meta.example_shape[0],) + (1,) * spatial,
+                            meta.dtype),), **common)
+
+
 def renamed(node: Node, **changes: Any) -> Node:
     """dataclasses.replace, re-exported so planner code needs no dataclasses import."""
     return replace(node, **changes)

@@ -206,6 +206,7 @@ class ConvTapMeansSpec:
 
 
 RECURRENT_CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+RECURRENT_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}  # weight rows a hidden unit
 RECURRENT_MAX_BATCH_TILE = 16  # batch items the recurrent kernel's lanes accumulate at once
 RECURRENT_MAX_BATCH = 1024  # its LSTM cell states live in shared memory, [units][batch]
 

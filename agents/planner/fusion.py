@@ -113,6 +113,13 @@ def live_nodes(graph: Graph) -> set[str]:
     return live
 
 
+def live_users(graph: Graph, live: set[str] | None = None) -> dict[str, list[str]]:
+    """`graph.users()` with only live readers (and `<output>`): a rewrite may leave a reader no
+    output needs (a max.dim beside the amax that replaced its values, a sum a rule made unused)."""
+    live = live_nodes(graph) if live is None else live
+    return {k: [u for u in v if u == "<output>" or u in live] for k, v in graph.users().items()}
+
+
 class _Scheduler:
     def __init__(self, graph: Graph, gemm_kernels: bool, cat_kernels: bool = True,
                  attention_kernels: bool = True, recurrent_kernels: bool = False):
@@ -123,9 +130,7 @@ class _Scheduler:
         self.attention_kernels = attention_kernels
         self.live = live_nodes(graph)
         self.order = {n.name: k for k, n in enumerate(graph.nodes)}
-        all_users = graph.users()
-        self.users = {k: [u for u in v if u == "<output>" or u in self.live]
-                      for k, v in all_users.items()}
+        self.users = live_users(graph, self.live)
         self.ancestors: dict[str, set[str]] = {}
         for n in graph.nodes:
             anc: set[str] = set()

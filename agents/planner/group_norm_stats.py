@@ -20,11 +20,12 @@ from kernelstitch.agents.plan.graph import (
     Node,
     NodeRef,
     TensorMeta,
+    channel_view,
     renamed,
     synthetic_fields,
 )
 from kernelstitch.agents.plan.host_ops import is_host
-from kernelstitch.agents.planner.fusion import live_nodes
+from kernelstitch.agents.planner.fusion import live_users
 from kernelstitch.agents.planner.ops import (
     BATCH_STATS_OP,
     POOL_OPS,
@@ -34,7 +35,8 @@ from kernelstitch.agents.planner.ops import (
     translate_elementwise,
 )
 
-_NORMS = ("aten.group_norm.default", "aten.instance_norm.default")
+# the normalizations this rule takes (instance_norm with batch statistics is a group_norm)
+NORMALIZATION_OPS = ("aten.group_norm.default", "aten.instance_norm.default")
 
 
 def _only_reduced(graph: Graph, users: dict[str, list[str]], name: str) -> bool:
@@ -128,23 +130,22 @@ def _stats_nodes(graph: Graph, node: Node) -> list[Node] | None:
     mean, rstd = per_channel(0, "mean"), per_channel(1, "rstd")
     full = (meta.shape, meta.example_shape)
     y = op("normed", "aten.mul.Tensor", (op("centered", "aten.sub.Tensor", (x, mean), *full), rstd), *full)
-    chan_shape, chan_example = (channels,) + (1,) * spatial, (channels,) + (1,) * spatial
     for label, value, aten in (("scaled", weight, "aten.mul.Tensor"), ("shifted", bias, "aten.add.Tensor")):
         if value is not None:
-            view = op(f"{label}_view", "aten.view.default", (value, list(chan_shape)), chan_shape, chan_example)
-            y = op(label, aten, (y, view), *full)
+            new.append(channel_view(f"{node.name}_{label}_view", value, graph.node(value.node).meta, spatial,
+                                    common))
+            y = op(label, aten, (y, NodeRef(new[-1].name)), *full)
     new[-1] = renamed(new[-1], name=node.name)  # the last op defines the normalization's value
     return new
 
 
 def group_norm_as_stats(graph: Graph):
     """The rewrite rule (planner/rewrites.py's protocol): (edits, algebraic node names, notes)."""
-    live = live_nodes(graph)  # an earlier rewrite may leave a dead reader (max.dim beside its amax)
-    users = {k: [u for u in v if u == "<output>" or u in live] for k, v in graph.users().items()}
+    users = live_users(graph)
     edits: list[GraphEdit] = []
     notes: list[str] = []
     for node in graph.nodes:
-        if node.op not in _NORMS or not _only_reduced(graph, users, node.name):
+        if node.op not in NORMALIZATION_OPS or not _only_reduced(graph, users, node.name):
             continue
         new = _stats_nodes(graph, node)
         if new:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef
 from kernelstitch.agents.plan.kernel_spec import (
+    RECURRENT_GATES,
     RECURRENT_MAX_BATCH,
     RECURRENT_MAX_BATCH_TILE,
     RecurrentSpec,
     TensorArg,
 )
 
-GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _PLAN_SMS, _PLAN_SMEM_BYTES, _ROWS_A_BLOCK = 132, 227 * 1024, 64  # an H100; the kernel's 8 warps x 8 rows
 
 
@@ -39,7 +39,7 @@ def _arguments(node: Node) -> tuple[NodeRef, list, list, bool, int, float, bool,
 
 def smem_bytes(cell: str, units: int, widest_input: int, hidden: int, batch: int, tile: int) -> int:
     """The kernel's shared memory a block (cuda/recurrent/kernel.cu: {name}_smem_bytes)."""
-    rows_pad = -(-GATES[cell] * units // 8) * 8
+    rows_pad = -(-RECURRENT_GATES[cell] * units // 8) * 8
     return 4 * (rows_pad * (widest_input + hidden) + 2 * rows_pad + tile * (widest_input + hidden)
                 + 2 * _ROWS_A_BLOCK * tile + units * batch)
 
@@ -72,7 +72,7 @@ def recurrent_problem(graph: Graph, node: Node) -> str | None:
         return f"batch {batch} over {RECURRENT_MAX_BATCH}"
     widest = max(features, dirs * hidden) if layers > 1 else features
     tile = batch_tile(batch)
-    for units in range(1, _ROWS_A_BLOCK // GATES[cell] + 1):
+    for units in range(1, _ROWS_A_BLOCK // RECURRENT_GATES[cell] + 1):
         # any batch up to the binding's limit, not only the traced one: a delivered program must
         # run the batches its caller gives it (the LSTM's cell state takes units x batch floats)
         if (dirs * -(-hidden // units) <= _PLAN_SMS

@@ -128,6 +128,7 @@ from kernelstitch.agents.plan.graph import (
     Node,
     NodeRef,
     TensorMeta,
+    channel_view,
     renamed,
     scalar_constant,
     synthetic_fields,
@@ -139,7 +140,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.dim_groups import symbolic_groups
-from kernelstitch.agents.planner.fusion import broadcast, live_nodes
+from kernelstitch.agents.planner.fusion import broadcast, live_users
 from kernelstitch.agents.planner.group_norm_stats import group_norm_as_stats
 from kernelstitch.agents.planner.norm_of_normalized import norm_of_normalized
 from kernelstitch.agents.planner.ops import (
@@ -406,14 +407,6 @@ def _linear_sum(graph: Graph):
     return edits, algebraic, notes
 
 
-def _channel_view(name: str, ref: NodeRef, meta: TensorMeta, spatial: int, common: dict) -> Node:
-    """A per-channel vector `ref` ([C], `meta`) viewed as [C, 1, ...] to broadcast against an
-    [N, C, *spatial] tensor."""
-    return Node(name, "aten.view.default", (ref, [-1] + [1] * spatial), {},
-                (TensorMeta((meta.shape[0],) + (1,) * spatial, (meta.example_shape[0],) + (1,) * spatial,
-                            meta.dtype),), **common)
-
-
 def conv_bias_adds(graph: Graph) -> dict[str, str]:
     """The bias adds `conv_bias` made (or copies of them, e.g. recomputed in a prologue): add
     node name -> the convolution it came from (`{conv}_nobias` + `{conv}_bias_view`)."""
@@ -610,7 +603,7 @@ def _conv_bias(graph: Graph, keep: frozenset[str] = frozenset()):
         else:
             kwargs["bias"] = None
         conv = Node(f"{c}_nobias", node.op, tuple(args), kwargs, node.outputs, **common)
-        bview = _channel_view(f"{c}_bias_view", bias, b_meta, spatial, common)
+        bview = channel_view(f"{c}_bias_view", bias, b_meta, spatial, common)
         add = Node(c, "aten.add.Tensor", (NodeRef(conv.name), NodeRef(bview.name)), {},
                    node.outputs, **common)
         edits += [GraphEdit(conv, before=c), GraphEdit(bview, before=c), GraphEdit(add)]
@@ -672,7 +665,7 @@ def _batch_norm_nodes(graph: Graph, users: dict[str, list[str]], node: Node) -> 
     def channel(ref: NodeRef, label: str) -> NodeRef:  # [C] -> [C, 1, ...] against x
         if not spatial:
             return ref
-        new.append(_channel_view(f"{node.name}_{label}_view", ref, row, spatial, common))
+        new.append(channel_view(f"{node.name}_{label}_view", ref, row, spatial, common))
         return NodeRef(new[-1].name)
 
     def op(label: str, aten: str, args: tuple, out: TensorMeta, kwargs: dict | None = None) -> NodeRef:
@@ -1525,8 +1518,7 @@ def _views_between_elementwise(graph: Graph):
     the reshape a view of its output (NetVLAD's normalize, reshape, normalize).  Readers are the
     live ones: an earlier rewrite may have left a reader no output needs (norm_of_normalized's
     second sum of squares)."""
-    live = live_nodes(graph)
-    users = {k: [u for u in v if u == "<output>" or u in live] for k, v in graph.users().items()}
+    users = live_users(graph)
     edits: list[GraphEdit] = []
     notes: list[str] = []
     moved: set[str] = set()

@@ -26,6 +26,7 @@ from kernelstitch.agents.planner.builtin import (
     plan_builtin,
 )
 from kernelstitch.agents.planner.cost import estimate_ms
+from kernelstitch.agents.planner.group_norm_stats import NORMALIZATION_OPS
 from kernelstitch.agents.planner.ops import CONV_OPS, RECURRENT_LIBRARY_OPS, base_op
 from kernelstitch.agents.planner.precision import with_precision
 
@@ -81,7 +82,7 @@ def propose_variants(graph: Graph, limit: int | None = 4,
         others.append(PlanVariant(
             "gemm-in-pytorch", "matmuls through PyTorch (cuBLAS), epilogues in our kernels "
             "instead of cuBLASLt epilogues", plan_builtin(graph, gemm_kernels=False)))
-    if any(n.op in ("aten.group_norm.default", "aten.instance_norm.default") for n in graph.nodes):
+    if any(n.op in NORMALIZATION_OPS for n in graph.nodes):
         gn = PlanVariant("gn-stats", "group_norm as its groups' statistics, the normalization fused into "
                          "the reduction after it (the normalized tensor never stored) instead of the "
                          "group_norm kernel", plan_builtin(graph, group_norm_stats=True))
@@ -96,17 +97,18 @@ def propose_variants(graph: Graph, limit: int | None = 4,
         others.append(split)
     others = _distinct(base, others)
     others.sort(key=lambda v: estimate_ms(v.plan))
+    # The persistent recurrent kernel, first among the alternatives: the cost model's roofline
+    # sees a few MB of weights where cuDNN's real cost is T x L dependent steps (level3/35-42:
+    # 3,072 of them).
+    recurrent = _with_recurrent_kernels(base, graph)
+    if recurrent is not None:
+        others.insert(0, recurrent)
     # Transposed convolutions as 3xTF32, only where the user's convolutions run in strict fp32
     # (precision `strict`: under PyTorch's defaults the original's own convolution is one TF32
     # pass, which three cannot beat), and there first among the alternatives: the cost model
     # cannot see cuDNN's slow strict-fp32 transposed kernels, and the microbenchmark over level 2
     # measured the convolution 2.2-5.4x faster on 21 of 29
     # (bench/results/2026-11-27-h100-3xtf32-transposed).
-    # The persistent recurrent kernel, also first: the cost model's roofline sees a few MB of
-    # weights where cuDNN's real cost is T x L dependent steps (level3/35-42: 3,072 of them).
-    recurrent = _with_recurrent_kernels(base, graph)
-    if recurrent is not None:
-        others.insert(0, recurrent)
     strict_convs = precision_mode(base.plan.host.precision).timed_tf32_off
     conv_split = _with_conv_split_tf32(base) if strict_convs else None
     if conv_split is not None:

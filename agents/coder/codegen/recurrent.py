@@ -10,12 +10,12 @@ from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.coder.codegen.templates import render
 from kernelstitch.agents.plan.kernel_spec import (
     RECURRENT_CELLS,
+    RECURRENT_GATES,
     RECURRENT_MAX_BATCH,
     RECURRENT_MAX_BATCH_TILE,
     RecurrentSpec,
 )
 
-_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _WHAT = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN (tanh)", "rnn_relu": "RNN (relu)"}
 MAX_CHAINS = 16  # (layer, direction) chains a launch: the chain table is a kernel parameter
 
@@ -74,7 +74,7 @@ def emit_recurrent(spec: RecurrentSpec) -> KernelSource:
     outputs = 3 if lstm else 2
     binding = render(
         "recurrent/binding.cpp", name=name, what=what, op=spec.cell, layers=spec.layers, dirs=spec.directions,
-        per_chain=per_chain, gates=_GATES[spec.cell], batch_first="true" if spec.batch_first else "false",
+        per_chain=per_chain, gates=RECURRENT_GATES[spec.cell], batch_first="true" if spec.batch_first else "false",
         lstm="true" if lstm else "false", max_batch=RECURRENT_MAX_BATCH, max_chains=MAX_CHAINS,
         ret_type=f"std::tuple<{', '.join(['at::Tensor'] * outputs)}>",
         ret_expr="std::make_tuple(y, hn, cn)" if lstm else "std::make_tuple(y, hn)")
