@@ -9,7 +9,7 @@ import pytest
 from kernelstitch.agents.coder.builtin import code_builtin
 from kernelstitch.agents.coder.codegen import emit
 from kernelstitch.agents.plan.graph import Node, NodeRef
-from kernelstitch.agents.plan.kernel_spec import PoolSpec, TensorArg, spec_from_json, spec_to_json
+from kernelstitch.agents.plan.kernel_spec import PoolSpec, spec_from_json, spec_to_json
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.ops import pool_params
@@ -308,33 +308,6 @@ def test_the_row_form_model_matches_torch():
     from pool_row_model import check
 
     assert check(150, seed=1) == 0
-
-
-def test_the_tile_kernel_model_matches_torch():
-    """A numpy model of the contiguous-input tile kernel's block mapping (tile origins, staged
-    input rows, neutral padding, taps read from the tile, torch's divisor; tests/pool_tile_model.py)
-    against torch's max / avg pooling, 1-D and 2-D: overlapping windows, strides 1-2, padding,
-    dilation, ceil mode, count_include_pad, divisor_override, partial tiles, NaN in max windows."""
-    pytest.importorskip("numpy")
-    from pool_tile_model import check
-
-    assert check(150, seed=2) == 0
-
-
-def test_the_tile_kernel_is_emitted_only_on_request_and_for_overlapping_windows():
-    from kernelstitch.agents.coder.codegen.pool import emit_pool
-
-    x = TensorArg("x", "float32")
-
-    def spec(k, s, nd=1):
-        return PoolSpec("t", "max", (x,), nd, "float32", kernel=(k,) * nd, stride=(s,) * nd, padding=(0,) * nd,
-                        dilation=(1,) * nd)
-
-    assert "#if 1\ntemplate <int KIND>\n__global__ void __launch_bounds__(256) t_tile_kernel" in emit_pool(
-        spec(8, 1), tile_form=True).cuda
-    assert "t_tile_kernel<0><<<" in emit_pool(spec(3, 2, nd=2), tile_form=True).cuda
-    for source in (emit_pool(spec(8, 1)).cuda, emit_pool(spec(2, 2, nd=2), tile_form=True).cuda):
-        assert "#if 0\ntemplate <int KIND>\n__global__ void __launch_bounds__(256) t_tile_kernel" in source
 
 
 # ---------------------------------------------------------------- pool_params

@@ -14,7 +14,7 @@ from kernelstitch.agents.coder.codegen import (  # noqa: E402
     PoolSpec,
     TensorArg,
 )
-from kernelstitch.agents.coder.codegen.pool import _plane_window, _row_window, _tile_window  # noqa: E402
+from kernelstitch.agents.coder.codegen.pool import _plane_window, _row_window  # noqa: E402
 from test_codegen import pool_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
@@ -420,56 +420,3 @@ def test_windows_outside_the_row_form_keep_the_cl4_kernels(ext):
     x3 = torch.randn(2, 12, 9, 11, 13, device="cuda").contiguous(memory_format=torch.channels_last_3d)
     names = _kernel_names(ext.pool_grid4, x3)
     assert any("_cl4t_kernel<" in n for n in names) and not any("_cl4r" in n for n in names)
-
-
-# The contiguous-input tile kernel (emit_pool(tile_form=True); not yet the emitter's default):
-# GRID's float32 1-D / 2-D windows that overlap, and relu(x + b) / * e operands around a 3x3 one.
-TILE_GRID = [k for k, c in enumerate(GRID)
-             if _tile_window(_grid_spec(k, c), _plane_window(_grid_spec(k, c), int(c[-1] == "float32")))]
-
-
-@pytest.fixture(scope="module")
-def tile_ext():
-    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
-    from kernelstitch.agents.coder.codegen.pool import emit_pool
-    from torch.utils.cpp_extension import load_inline
-
-    specs = [_grid_spec(k, GRID[k]) for k in TILE_GRID] + [_row_spec(0, ROW_GRID[1], False, True)]
-    cpp, cuda, functions = build_extension_sources([emit_pool(s, tile_form=True) for s in specs])
-    return load_inline(name="ks_pool_tile_gpu_tests", cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
-                       extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
-
-
-@pytest.mark.parametrize("k", TILE_GRID)
-def test_the_tile_kernel_matches_torch(tile_ext, k):
-    """Overlapping 1-D / 2-D windows of a contiguous input through the shared-memory tile kernel:
-    padding, dilation, ceil mode, count_include_pad, divisor, partial tiles, NaN in max windows,
-    a row view and a misaligned copy; a plane narrower than half a tile keeps the plane kernel."""
-    case = GRID[k]
-    torch.manual_seed(k)
-    shape = (2, 3, 2 * 1024 + 37) if case[1] == 1 else (2, 3, 45, 150)
-    x = torch.randn(*shape, device="cuda")
-    if case[0] == "max":
-        x.view(-1)[::97] = float("nan")
-    fn = getattr(tile_ext, f"pool_grid{k}")
-    for label, view in [("contiguous", x), ("row view", x[..., :-5]), ("misaligned", _shifted(x))]:
-        _check(fn(view), _reference(case, view), f"{case} {label}")
-        assert any(f"pool_grid{k}_tile_kernel<" in n for n in _kernel_names(fn, view)), label
-    narrow = x[..., :40].contiguous() if case[1] == 1 else x[..., :20].contiguous()
-    _check(fn(narrow), _reference(case, narrow), f"{case} narrow")
-    assert not any("_tile_kernel<" in n for n in _kernel_names(fn, narrow))
-
-
-def test_the_tile_kernel_with_plane_and_epilogue_operands(tile_ext):
-    """relu(x + b) before a 3x3 / stride-2 max pool in ceil mode (b read once a plane) and * e after
-    it (e at the output index), through the tile kernel."""
-    torch.manual_seed(7)
-    x = torch.randn(3, 5, 57, 131, device="cuda")
-    b = torch.randn(5, 1, 1, device="cuda")
-    want = _row_reference(ROW_GRID[1], x, b)
-    e = torch.randn(want.shape[1:], device="cuda")
-    fn = tile_ext.pool_row0_nchw_ops
-    _check(fn(x, b, e), _row_reference(ROW_GRID[1], x, b, e), "tile kernel, operands")
-    assert any("pool_row0_nchw_ops_tile_kernel<" in n for n in _kernel_names(fn, x, b, e))

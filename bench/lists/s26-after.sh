@@ -5,4 +5,3 @@
 set -u
 python bench/pool_row_timing.py --out "$OUT/c/pool_row.json"; echo "pool_row_timing exit $?"
 python bench/recurrent_timing.py --out "$OUT/c/recurrent.json"; echo "recurrent_timing exit $?"
-python bench/pool_tile_timing.py --out "$OUT/c/pool_tile.json"; echo "pool_tile_timing exit $?"

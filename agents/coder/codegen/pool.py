@@ -118,28 +118,6 @@ def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
     return {**fields, "plane_v": PLANE_OUTPUTS}
 
 
-# The contiguous-input tile kernel (cuda/pool/kernel.cu's tile kernel): a block's output tile of
-# TOH x TOW, its input rows staged through shared memory, for windows that overlap (each input
-# value read by several windows).  Strides up to 2 and a tile's input up to _TILE_SMEM_MAX floats.
-# Not yet measured on a GPU: emit_pool(tile_form=True) builds it for bench/pool_tile_timing.py.
-_TILE_1D = (1, 1024)
-_TILE_2D = (16, 64)
-_TILE_SMEM_MAX = 6144
-
-
-def _tile_window(spec: PoolSpec, plane: tuple[int, ...] | None) -> tuple[int, int] | None:
-    """(TOH, TOW) of the shared-memory tile kernel for the plane window `plane`, or None where the
-    register plane kernel stays: windows that do not overlap, strides over 2, a tile too large."""
-    if plane is None:
-        return None
-    kh, kw, sh, sw, _, _, dh, dw = plane
-    if max(sh, sw) > 2 or ((kh - 1) * dh + 1 <= sh and (kw - 1) * dw + 1 <= sw):
-        return None
-    toh, tow = _TILE_1D if spec.nd == 1 else (_TILE_2D[0] // sh, _TILE_2D[1])  # half the rows at stride 2
-    rows, cols = (toh - 1) * sh + (kh - 1) * dh + 1, (tow - 1) * sw + (kw - 1) * dw + 1
-    return (toh, tow) if rows * cols <= _TILE_SMEM_MAX else None
-
-
 # The channels-last row kernels (cuda/pool/kernel.cu's cl4r / cl4rt): ROW_OUTPUTS output columns
 # x 4 channels a thread, fewer where a window row's span of float4 columns, all loaded before its
 # arithmetic, would pass _ROW_SPAN_MAX (4 registers a column).  At 12, level2/82's 4x4 / stride-4
@@ -171,10 +149,9 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     return v, kh, kw, sh, sw, ph, pw, dh, dw
 
 
-def emit_pool(spec: PoolSpec, row_form: bool = True, tile_form: bool = False) -> KernelSource:
+def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
-    row form would run (bench/pool_row_timing.py builds both to compare them); tile_form=True
-    stages overlapping windows of a contiguous input through shared memory (bench/pool_tile_timing.py)."""
+    row form would run (bench/pool_row_timing.py builds both to compare them)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -210,7 +187,6 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, tile_form: bool = False) ->
     plane_window = _plane_window(spec, vec4)
     plane_fields = _plane_fields(plane_window)
     row_window = _row_window(spec, vec4) if row_form else None
-    tile = _tile_window(spec, plane_window) if tile_form else None
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
         threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
@@ -222,7 +198,6 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, tile_form: bool = False) ->
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
         plane_kernel=int(plane_window is not None), **plane_fields,
-        tile_kernel=int(tile is not None), tile_oh=tile[0] if tile else 1, tile_ow=tile[1] if tile else 32,
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
         row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)

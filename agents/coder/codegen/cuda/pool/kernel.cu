@@ -542,78 +542,6 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
 }
 #endif
 
-// Contiguous (NCHW) input under overlapping windows (a window wider than its stride, as the
-// stride-1 pools of level1/41, 42, 44): the plane kernel above loads each input value once per
-// window row span of every thread that covers it, 4-byte loads at a 16-byte lane stride, and
-// prologues it as often (25 loads for 4 outputs of an 8-tap window at dilation 3).  Here a block
-// stages a TOH x TOW output tile's input rows through shared memory: lane-consecutive (coalesced)
-// loads, all issued before any is used, each value prologued once; then lane-consecutive outputs
-// read their taps from shared memory (conflict-free at stride 1) and store coalesced.
-#if {{tile_kernel}}
-template <int KIND>
-__global__ void __launch_bounds__(256) {{name}}_tile_kernel({{params}}, float* __restrict__ out,
-                                                            const __grid_constant__ KsPoolGeom g, const int64_t planes) {
-  constexpr int KH = {{plane_kh}}, KW = {{plane_kw}}, SH = {{plane_sh}}, SW = {{plane_sw}}, PH = {{plane_ph}}, PW = {{plane_pw}},
-                DH = {{plane_dh}}, DW = {{plane_dw}}, TOH = {{tile_oh}}, TOW = {{tile_ow}};
-  constexpr int IR = (TOH - 1) * SH + (KH - 1) * DH + 1, IC = (TOW - 1) * SW + (KW - 1) * DW + 1;
-  constexpr int LOADS = (IR * IC + 255) / 256, OUTS = TOH * TOW / 256;
-  static_assert(TOW % 32 == 0 && TOH * TOW % 256 == 0, "a warp's lanes on one output row");
-  __shared__ float tile[IR * IC];
-  const int IH = (int)g.in[1], IW = (int)g.in[2], OH = (int)g.out[1], OW = (int)g.out[2];  // < 2^31 (binding)
-  const int tiles_w = (OW + TOW - 1) / TOW, per_plane = ((OH + TOH - 1) / TOH) * tiles_w;
-  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
-  (void)in_plane;
-  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
-    const int64_t r = plane / g.C, c = plane - r * g.C;
-    {{plane_loads}}
-    const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c * g.xs[1];
-    for (int t = blockIdx.x; t < per_plane; t += gridDim.x) {
-      const int th = t / tiles_w, oh0 = th * TOH, ow0 = (t - th * tiles_w) * TOW;
-      const int ih0 = oh0 * SH - PH, iw0 = ow0 * SW - PW;
-      float x[LOADS];
-#pragma unroll
-      for (int m = 0; m < LOADS; ++m) {  // every load first
-        const int i = threadIdx.x + m * 256, row = i / IC, ih = ih0 + row, iw = iw0 + (i - row * IC);
-        x[m] = i < IR * IC && ih >= 0 && ih < IH && iw >= 0 && iw < IW ? __ldg(base + (int64_t)ih * g.xs[3] + iw) : 0.f;
-      }
-#pragma unroll
-      for (int m = 0; m < LOADS; ++m) {  // then each value's prologue, once
-        const int i = threadIdx.x + m * 256, row = i / IC, ih = ih0 + row, iw = iw0 + (i - row * IC);
-        if (i >= IR * IC) break;
-        const float a0 = x[m];
-        float v;
-        {{name}}_pro({{row_pro_args}}, v);
-        // a position outside the input takes no part (max) or adds nothing (avg: the divisor counts it)
-        tile[i] = ih >= 0 && ih < IH && iw >= 0 && iw < IW ? v : (KIND == 0 ? -INFINITY : 0.f);
-      }
-      __syncthreads();
-#pragma unroll
-      for (int m = 0; m < OUTS; ++m) {
-        const int q = threadIdx.x + m * 256, tr = q / TOW, tc = q - tr * TOW, oh = oh0 + tr, ow = ow0 + tc;
-        if (oh >= OH || ow >= OW) continue;
-        float acc = KIND == 0 ? -INFINITY : 0.f;
-#pragma unroll
-        for (int kh = 0; kh < KH; ++kh)
-#pragma unroll
-          for (int kw = 0; kw < KW; ++kw) {
-            const float v = tile[(tr * SH + kh * DH) * IC + tc * SW + kw * DW];
-            if constexpr (KIND == 0) acc = ks_max(acc, v); else acc += v;
-          }
-        const KsPoolWin wd{0, 1, 1, 1};
-        const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
-        const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
-        acc = ks_pool_finish<KIND>(acc, wd, wh, ww, g);
-        const int64_t o = (plane * OH + oh) * (int64_t)OW + ow;  // contiguous
-        {{epi_loads}}
-        {{name}}_epi({{epi_args}});
-        out[o] = acc;
-      }
-      __syncthreads();  // the tile is refilled next
-    }
-  }
-}
-#endif
-
 {{launcher_sig}} {
   if (g.N <= 0 || per_sample <= 0) return;
 #define KS_POOL_LAUNCH(K, L) do { \
@@ -650,16 +578,6 @@ __global__ void __launch_bounds__(256) {{name}}_tile_kernel({{params}}, float* _
     const int64_t tiles = g.N * ks_cdiv(per_sample / g.C, KS_POOL_TP) * ks_cdiv(g.C / 4, KS_POOL_TG);
     {{name}}_cl4t_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}><<<(unsigned)ks_grid(per_sm, tiles), {{threads}}, 0,
         stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
-    return;
-  }
-#endif
-#if {{tile_kernel}}
-  // contiguous input, overlapping windows, planes at least half a tile each way: the shared-memory tile kernel
-  if (cl == 0 && plane_ok && 2 * g.out[1] >= {{tile_oh}} && 2 * g.out[2] >= {{tile_ow}}) {
-    const int64_t planes = g.N * g.C;
-    const int64_t per_plane = ks_cdiv(g.out[1], {{tile_oh}}) * ks_cdiv(g.out[2], {{tile_ow}});
-    const dim3 grid((unsigned)(per_plane < 65535 ? per_plane : 65535), (unsigned)(planes < 65535 ? planes : 65535));
-    {{name}}_tile_kernel<{{kind_id}}><<<grid, 256, 0, stream>>>({{kernel_args}}, static_cast<float*>(out), g, planes);
     return;
   }
 #endif
