@@ -120,26 +120,29 @@ def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
 
 # The channels-last row kernels (cuda/pool/kernel.cu's cl4r / cl4rt): ROW_OUTPUTS output columns
 # x 4 channels a thread, fewer where a window row's span of float4 columns, all loaded before its
-# arithmetic, would pass _ROW_SPAN_MAX (4 registers a column).  At 12, level2/82's 4x4 / stride-4
-# window (3 columns a thread: 12 float4s, a tanhf prologue) spilled in the NCHW-out kernel at 80
-# registers; at 9 it takes 2 columns (64 registers; its one-position cl4t kernel used 111), and
-# AlexNet's 3x3 / stride-2 window keeps 4 (a span of 9).  Not yet measured on a GPU: the bounds
-# are checked for spills only (nvcc 13, sm_90a: no spills at 2 blocks an SM, see kernel.cu).
+# arithmetic, would pass _ROW_SPAN_MAX (4 registers a column; at 12, level2/82's 4x4 / stride-4
+# window spilled).  Measured on one H100 against the one-position cl4 / cl4t kernels
+# (bench/pool_row_timing.py, bench/results/2026-12-06-h100-s26): level3/6's 3x3 / stride-1 pool
+# 2.25 -> 1.54 ms (NCHW out) and 1.79 -> 0.88 (NHWC out), where each input column is read by 3
+# windows of a row; but AlexNet's 3x3 / stride 2 (1.5 windows a column) 0.70 -> 0.75 and
+# 0.61 -> 0.73, and non-overlapping 2x2 / 4x4 windows within 4% either way.  So the row form
+# takes windows whose row reads each column at least _ROW_OVERLAP_MIN times.
 ROW_OUTPUTS = 4
 _ROW_SPAN_MAX = 9
 _ROW_TAPS_MAX = 27  # the cl4 kernels' unrolled window bound
+_ROW_OVERLAP_MIN = 2
 
 
 def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     """(V, KH, KW, SH, SW, PH, PW, DH, DW) of the row form of the channels-last 4-channel kernels,
     or None where the cl4 kernels stay: not float32 / other tap operands, adaptive windows, other
-    than 2-D (a 3-D window, KD > 1 included), over _ROW_TAPS_MAX taps, or a span too wide for
-    2 columns a thread."""
+    than 2-D (a 3-D window, KD > 1 included), over _ROW_TAPS_MAX taps, a window row reading each
+    column fewer than _ROW_OVERLAP_MIN times, or a span too wide for 2 columns a thread."""
     if not vec4 or spec.kind not in ("max", "avg") or spec.nd != 2:
         return None
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
     dh, dw = tuple(spec.dilation) if spec.kind == "max" else (1, 1)
-    if kh * kw > _ROW_TAPS_MAX:
+    if kh * kw > _ROW_TAPS_MAX or (kw - 1) * dw + 1 < _ROW_OVERLAP_MIN * sw:
         return None
     v = ROW_OUTPUTS
     while v >= 2 and (v - 1) * sw + (kw - 1) * dw + 1 > _ROW_SPAN_MAX:
