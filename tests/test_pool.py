@@ -263,6 +263,58 @@ def test_the_plane_kernel_is_emitted_for_fixed_float32_windows_within_its_bounds
         assert f"const bool vl = plane_ok && {pw} == 0" in kernel.binding  # 16-byte loads: unpadded rows
 
 
+@pytest.mark.parametrize("spec, window", [
+    (_window("max", 2, 3, 1, 1), (4, 3, 3, 1, 1, 1, 1, 1, 1)),  # level3/6's 3 x 3 / stride 1
+    # windows reading each column of a row fewer than twice keep the cl4 kernels (measured faster)
+    (_window("max", 2, 3, 2), None),  # AlexNet's 3 x 3 / stride 2: 1.5 windows a column
+    (_window("max", 2, 2, 2), None),  # level2/35's 2 x 2 / stride 2
+    (_window("max", 2, 4, 4), None),  # level2/82's 4 x 4 / stride 4
+    (_window("max", 2, 3, 5), None),
+    (_window("max", 2, 2, 1), (4, 2, 2, 1, 1, 0, 0, 1, 1)),  # 2 windows a column
+    (_window("max", 2, 5, 2), (3, 5, 5, 2, 2, 0, 0, 1, 1)),  # stride 2: 4 columns span 11, 3 span 9
+    (_window("max", 2, 3, 1, 1, dilation=2), (4, 3, 3, 1, 1, 1, 1, 2, 2)),
+    (_window("max", 2, 2, 2, dilation=3), (3, 2, 2, 2, 2, 0, 0, 3, 3)),  # dilated: 2 taps span 4 at stride 2
+    (_window("avg", 2, 5, 1, 2), (4, 5, 5, 1, 1, 2, 2, 1, 1)),
+    (_window("avg", 2, 6, 1), None),  # 36 taps: past the unrolled window bound
+    (_window("avg", 2, 11, 11), None),
+    (_window("max", 3, 2, 2), None),  # 3-D
+    (_window("max", 1, 3, 2), None),  # 1-D: never channels-last
+    (_window(dtype="float16"), None),
+    (_window(taps=2), None),
+])
+def test_the_row_form_is_emitted_for_fixed_2d_float32_windows(spec, window):
+    """Channels-last float32 inputs of fixed 2-D max / avg windows of <= 27 taps whose rows read
+    each column at least twice get the row form of the 4-channel kernels (cl4r / cl4rt: V columns x
+    4 channels a thread, V = 4 or fewer where a window row's span of float4s would pass 9); the
+    binding checks 32-bit sample offsets."""
+    from kernelstitch.agents.coder.codegen.pool import _row_window
+
+    vec4 = int(spec.inputs[0].dtype == "float32" and len(spec.inputs) == 1)
+    got = _row_window(spec, vec4)
+    assert got == window
+    kernel = emit(spec)
+    assert ("#if 1\ntemplate <int KIND, int V, int KH" in kernel.cuda) == (got is not None)
+    assert ("const bool row_ok = 1 && cl4" in kernel.binding) == (got is not None)
+    if got:
+        targs = ", ".join(map(str, got))
+        assert f"_cl4r_kernel<{KIND_IDS[spec.kind]}, {targs}>" in kernel.cuda
+        assert f"_cl4rt_kernel<{KIND_IDS[spec.kind]}, {targs}>" in kernel.cuda
+
+
+KIND_IDS = {"max": 0, "avg": 1}
+
+
+def test_the_row_form_model_matches_torch():
+    """A numpy model of the row kernels' thread mapping, per-column accumulation, 32-bit window
+    bounds and the NCHW tile's runs (tests/pool_row_model.py) against torch's max_pool2d /
+    avg_pool2d on random geometries: kernels 1-5, strides 1-4, padding, dilation, ceil mode,
+    count_include_pad, divisor_override, widths not a multiple of 4, NaN in max windows."""
+    pytest.importorskip("numpy")
+    from pool_row_model import check
+
+    assert check(150, seed=1) == 0
+
+
 # ---------------------------------------------------------------- pool_params
 
 

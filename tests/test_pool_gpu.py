@@ -10,10 +10,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kernelstitch.agents.coder.codegen import (  # noqa: E402
+    ElementwiseOp,
     PoolSpec,
     TensorArg,
 )
-from kernelstitch.agents.coder.codegen.pool import _plane_window  # noqa: E402
+from kernelstitch.agents.coder.codegen.pool import _plane_window, _row_window  # noqa: E402
 from test_codegen import pool_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
@@ -73,10 +74,46 @@ def _reference(case, x):
     return fn(x, kernel, stride, pad, ceil_mode=ceil, count_include_pad=cip, divisor_override=div or None)
 
 
+# The row form of the channels-last 4-channel kernels (cl4r: NHWC out, cl4rt: NCHW out): fixed 2-D
+# windows, (kind, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor), each
+# emitted twice (kept channels-last or not), with relu(x + b) as prologue (b a plane operand) and
+# an epilogue operand e at the output index.
+ROW_GRID = [
+    ("max", (3, 3), (1, 1), (1, 1), (1, 1), False, True, 0),  # level3/6's
+    ("max", (5, 5), (2, 2), (2, 2), (1, 1), True, True, 0),  # stride 2, 3 columns a thread, ceil mode
+    ("max", (3, 2), (2, 1), (1, 1), (2, 1), True, True, 0),  # dilated rows at stride 2, 2-tap rows
+    ("max", (2, 2), (2, 1), (0, 1), (1, 1), False, True, 0),
+    ("max", (3, 3), (1, 1), (1, 1), (1, 1), True, True, 0),
+    ("max", (2, 3), (1, 2), (1, 1), (1, 2), False, True, 0),  # dilated columns
+    ("avg", (3, 3), (1, 1), (1, 1), (1, 1), False, False, 0),
+    ("avg", (4, 4), (3, 2), (2, 2), (1, 1), True, False, 0),
+    ("avg", (5, 5), (1, 1), (2, 2), (1, 1), False, True, 5),  # divisor_override
+    ("avg", (3, 5), (1, 2), (1, 2), (1, 1), True, True, 0),
+]
+E = ElementwiseOp
+
+
+def _row_spec(k: int, case, keep: bool, operands: bool) -> PoolSpec:
+    kind, kernel, stride, pad, dil, ceil, cip, div = case
+    x, b, e = (TensorArg(n, "float32") for n in ("x", "b", "e"))
+    extra = dict(prologue=(E("add", ("x", "b"), "t1"), E("relu", ("t1",), "t2")), prologue_out="t2",
+                 epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",),
+                 plane_inputs=("b",)) if operands else {}
+    return PoolSpec(f"pool_row{k}_{'cl' if keep else 'nchw'}{'_ops' if operands else ''}", kind,
+                    (x, b, e) if operands else (x,), 2, "float32", kernel=kernel, stride=stride, padding=pad,
+                    dilation=dil, ceil_mode=ceil, count_include_pad=cip, divisor=div, keep_channels_last=keep,
+                    **extra)
+
+
+def _row_specs() -> list[PoolSpec]:
+    return [_row_spec(k, case, keep, ops) for k, case in enumerate(ROW_GRID) for keep in (True, False)
+            for ops in (False, True)]
+
+
 @pytest.fixture(scope="module")
 def ext():
     specs = ([_grid_spec(k, c) for k, c in enumerate(GRID)] + [_adaptive_spec(k, c) for k, c in enumerate(ADAPTIVE)]
-             + pool_specs())
+             + pool_specs() + _row_specs())
     return load_kernels("ks_pool_gpu_tests", specs)
 
 
@@ -193,7 +230,7 @@ def test_channels_last_input_pooled_into_a_contiguous_output(ext, shape):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         ext.pool_avg2d_to_nchw(cl, b, e)
         torch.cuda.synchronize()
-    assert any("pool_avg2d_to_nchw_cl4t_kernel" in k.key for k in prof.key_averages())
+    assert any("_cl4t_kernel<" in k.key for k in prof.key_averages())  # (named after an equal spec's kernel)
     storage = torch.empty(x.numel() + 1, device="cuda")
     shifted = storage[1:].as_strided(cl.shape, cl.stride())
     shifted.copy_(cl)
@@ -310,3 +347,84 @@ def test_pool_before_pointwise_conv_matches_the_module(bias, pool, tmp_path):
     from test_pool_conv_commute import _source
 
     module_matches_reference(_source(bias=bias, pool=pool), {}, tmp_path)
+
+
+def _row_reference(case, x, b=None, e=None):
+    kind, kernel, stride, pad, dil, ceil, cip, div = case
+    if b is not None:
+        x = torch.relu(x + b)
+    if kind == "max":
+        out = F.max_pool2d(x, kernel, stride, pad, dil, ceil_mode=ceil)
+    else:
+        out = F.avg_pool2d(x, kernel, stride, pad, ceil_mode=ceil, count_include_pad=cip, divisor_override=div or None)
+    return out if e is None else out * e
+
+
+# (N, C, H, W): widths whose output widths are not multiples of 4, 4 channels (one lane a
+# position), 136 channels (a partial 128-channel tile), a row of one output
+ROW_SHAPES = [(2, 12, 17, 23), (1, 4, 9, 31), (2, 136, 11, 14), (3, 8, 5, 5), (1, 16, 30, 30)]
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("k", range(len(ROW_GRID)))
+def test_the_row_kernels_match_torch(ext, k, keep):
+    """Channels-last float32 inputs of fixed 2-D windows run the row form (V columns x 4 channels a
+    thread, each window row's columns loaded once): padding, dilation, ceil mode, count_include_pad,
+    divisor_override, output widths not a multiple of V, NaN through max windows, NHWC (kept
+    channels-last: cl4r) and NCHW (cl4rt) outputs, with and without a plane operand in the
+    prologue and an epilogue operand; the kernel that ran is the row kernel."""
+    case = ROW_GRID[k]
+    assert _row_window(_row_spec(k, case, keep, False), 1) is not None
+    kernel = "_cl4r_kernel<" if keep else "_cl4rt_kernel<"
+    for shape in ROW_SHAPES:
+        torch.manual_seed(k * 31 + shape[1])
+        x = torch.randn(*shape, device="cuda")
+        if case[0] == "max":
+            x.view(-1)[::97] = float("nan")
+        cl = x.contiguous(memory_format=torch.channels_last)
+        try:
+            want = _row_reference(case, x)
+        except RuntimeError:  # a window too large for this shape
+            continue
+        b = torch.randn(shape[1], 1, 1, device="cuda")
+        e = torch.randn(want.shape[1:], device="cuda")
+        label = f"{case} {shape} {'NHWC' if keep else 'NCHW'} out"
+        plain = getattr(ext, f"pool_row{k}_{'cl' if keep else 'nchw'}")
+        ops = getattr(ext, f"pool_row{k}_{'cl' if keep else 'nchw'}_ops")
+        got = plain(cl)
+        assert got.is_contiguous(memory_format=torch.channels_last) or not keep, label
+        _check(got, want, label, contiguous=not keep)
+        _check(ops(cl, b, e), _row_reference(case, x, b, e), label + ", prologue + epilogue operands",
+               contiguous=not keep)
+        # (kernels whose CUDA text equals another spec's but for the name are compiled once, under
+        # one spec's name: the kernel is known by its family)
+        assert any(kernel in n for n in _kernel_names(plain, cl)), label
+        assert any(kernel in n for n in _kernel_names(ops, cl, b, e)), label
+        # a misaligned view keeps the one-channel kernel, a contiguous input never takes the row form
+        storage = torch.empty(x.numel() + 1, device="cuda")
+        shifted = storage[1:].as_strided(cl.shape, cl.stride())
+        shifted.copy_(cl)
+        _check(plain(shifted), want, label + ", misaligned", contiguous=not keep)
+        assert not any("_cl4r" in n for n in _kernel_names(plain, shifted)), label
+        assert not any("_cl4r" in n for n in _kernel_names(plain, x)), label
+
+
+def test_windows_outside_the_row_form_keep_the_cl4_kernels(ext):
+    """3-D windows, adaptive windows, 2-D windows past 27 taps (11 x 11) and windows whose rows
+    read each column fewer than twice (2 x 2 / stride 2, 3 x 3 / stride 2: the cl4 kernels measured
+    faster there) run the one-position cl4 kernels on channels-last float32 inputs."""
+    x = torch.randn(2, 8, 25, 27, device="cuda").contiguous(memory_format=torch.channels_last)
+    for k in (1, 7):  # GRID's 2 x 2 / stride 2 max and 3 x 3 / stride 2 average
+        assert GRID[k][1:4] in ((2, 2, 2), (2, 3, 2)) and GRID[k][-1] == "float32"
+        fn = getattr(ext, f"pool_grid{k}")
+        _check(fn(x), _reference(GRID[k], x), f"{GRID[k]} channels-last")
+        names = _kernel_names(fn, x)
+        assert any("_cl4t_kernel<" in n for n in names) and not any("_cl4r" in n for n in names), GRID[k]
+    k11 = next(k for k, c in enumerate(GRID) if c[2] == 11)
+    names = _kernel_names(getattr(ext, f"pool_grid{k11}"), x)
+    assert any("_cl4t_kernel<" in n for n in names) and not any("_cl4r" in n for n in names)
+    names = _kernel_names(ext.pool_adaptive1, x)
+    assert any("_cl4t_kernel<" in n for n in names) and not any("_cl4r" in n for n in names)
+    x3 = torch.randn(2, 12, 9, 11, 13, device="cuda").contiguous(memory_format=torch.channels_last_3d)
+    names = _kernel_names(ext.pool_grid4, x3)
+    assert any("_cl4t_kernel<" in n for n in names) and not any("_cl4r" in n for n in names)

@@ -118,7 +118,43 @@ def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
     return {**fields, "plane_v": PLANE_OUTPUTS}
 
 
-def emit_pool(spec: PoolSpec) -> KernelSource:
+# The channels-last row kernels (cuda/pool/kernel.cu's cl4r / cl4rt): ROW_OUTPUTS output columns
+# x 4 channels a thread, fewer where a window row's span of float4 columns, all loaded before its
+# arithmetic, would pass _ROW_SPAN_MAX (4 registers a column; at 12, level2/82's 4x4 / stride-4
+# window spilled).  Measured on one H100 against the one-position cl4 / cl4t kernels
+# (bench/pool_row_timing.py, bench/results/2026-12-06-h100-s26): level3/6's 3x3 / stride-1 pool
+# 2.25 -> 1.54 ms (NCHW out) and 1.79 -> 0.88 (NHWC out), where each input column is read by 3
+# windows of a row; but AlexNet's 3x3 / stride 2 (1.5 windows a column) 0.70 -> 0.75 and
+# 0.61 -> 0.73, and non-overlapping 2x2 / 4x4 windows within 4% either way.  So the row form
+# takes windows whose row reads each column at least _ROW_OVERLAP_MIN times.
+ROW_OUTPUTS = 4
+_ROW_SPAN_MAX = 9
+_ROW_TAPS_MAX = 27  # the cl4 kernels' unrolled window bound
+_ROW_OVERLAP_MIN = 2
+
+
+def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
+    """(V, KH, KW, SH, SW, PH, PW, DH, DW) of the row form of the channels-last 4-channel kernels,
+    or None where the cl4 kernels stay: not float32 / other tap operands, adaptive windows, other
+    than 2-D (a 3-D window, KD > 1 included), over _ROW_TAPS_MAX taps, a window row reading each
+    column fewer than _ROW_OVERLAP_MIN times, or a span too wide for 2 columns a thread."""
+    if not vec4 or spec.kind not in ("max", "avg") or spec.nd != 2:
+        return None
+    (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
+    dh, dw = tuple(spec.dilation) if spec.kind == "max" else (1, 1)
+    if kh * kw > _ROW_TAPS_MAX or (kw - 1) * dw + 1 < _ROW_OVERLAP_MIN * sw:
+        return None
+    v = ROW_OUTPUTS
+    while v >= 2 and (v - 1) * sw + (kw - 1) * dw + 1 > _ROW_SPAN_MAX:
+        v -= 1
+    if v < 2:
+        return None
+    return v, kh, kw, sh, sw, ph, pw, dh, dw
+
+
+def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
+    """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
+    row form would run (bench/pool_row_timing.py builds both to compare them)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -149,9 +185,11 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
                                for i, k in enumerate(plane))
     plane_args_cl4 = " ".join(f"const float a{k} = plane_vals[j][{i}];" for i, k in enumerate(plane))
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
-                    f"const KsPoolGeom& g, int cl, int64_t per_sample, int plane_ok, int vl, cudaStream_t stream)")
+                    f"const KsPoolGeom& g, int cl, int64_t per_sample, int plane_ok, int vl, int row_ok, "
+                    f"cudaStream_t stream)")
     plane_window = _plane_window(spec, vec4)
     plane_fields = _plane_fields(plane_window)
+    row_window = _row_window(spec, vec4) if row_form else None
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
         threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
@@ -162,7 +200,9 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
-        plane_kernel=int(plane_window is not None), **plane_fields)
+        plane_kernel=int(plane_window is not None), **plane_fields,
+        row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
+        row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)
     binding = render(
         "pool/binding.cpp", name=name, kind=spec.kind, nd=spec.nd, n=n,
@@ -174,6 +214,7 @@ def emit_pool(spec: PoolSpec) -> KernelSource:
         divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
         keep="true" if spec.keep_channels_last else "false", vec4=vec4,
         plane_kernel=int(plane_window is not None), plane_pw=plane_fields["plane_pw"],
+        row_kernel=int(row_window is not None),
         out_dtype=TORCH_DTYPE[spec.out_dtype],
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
         shapes=", ".join("os" if k in epilogue else "xs" for k in range(n)),

@@ -68,8 +68,12 @@ at::Tensor {{name}}({{cparams}}) {
                         g.out[1] * g.out[2] >= 512;
   const bool vl = plane_ok && {{plane_pw}} == 0 && g.in[2] % 4 == 0 && aligned(g.xs[0]) && aligned(g.xs[1]) &&
                   aligned(g.xs[3]) && reinterpret_cast<uintptr_t>(in_0.data_ptr()) % 16 == 0;
+  // the row form of the 4-channel kernels (a fixed 2-D window, pool.py's _row_window): a sample's
+  // input offsets in 32 bits
+  const bool row_ok = {{row_kernel}} && cl4 && g.in[0] == 1 &&
+                      (g.in[1] - 1) * g.xs[3] + (g.in[2] - 1) * g.xs[4] + g.C < (1LL << 31);
   {{name}}_launch(ins, descs, out.data_ptr(), g, cl4 ? 2 : cl ? 1 : 0, per_sample, plane_ok ? 1 : 0, vl ? 1 : 0,
-      c10::cuda::getCurrentCUDAStream(device.index()).stream());
+      row_ok ? 1 : 0, c10::cuda::getCurrentCUDAStream(device.index()).stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }

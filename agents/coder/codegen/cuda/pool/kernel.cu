@@ -231,6 +231,226 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 #endif
 }
 
+// ---- the channels-last row form (the 4-channel kernels' default where the window is fixed) ----
+// A thread pools V consecutive output columns (ow0 .. ow0 + V - 1 of one output row) x 4
+// consecutive channels.  Each window row's distinct input columns ((V - 1) * SW + (KW - 1) * DW + 1
+// of them) are loaded once, 16 bytes each, go through the prologue once a channel, and feed every
+// one of the V windows that holds them; the index math is 32-bit inside a sample (the binding's
+// row_ok), the window bounds 32-bit per output column.  Why: the one-position cl4 kernels above
+// are instruction-bound, not memory-bound (ncu, H100: DRAM 44-46% of peak, SM throughput 64-70%,
+// 0.66-0.72 issued instructions a scheduler cycle): GoogleNet's (level3/6) 3x3 / stride-1 max
+// pool of NHWC [10, 480, 224, 224] 2.12 ms, each input value loaded, prologued and max'ed 9
+// times; AlexNet's 3x3 / stride-2 pool of [1024, 96, 55, 55] 1.40 ms; level2/35's 2x2 / stride-2
+// pool after subtract + hardswish (cl4t) 0.88 ms; level2/82's 4x4 / stride-4 pool after tanh /
+// scale / bias (cl4t) 1.42 ms at 111 registers (25% occupancy) -- int64 index math, three int64
+// clamps and an int64 address per tap, three int64 ks_pool_windows per output.
+// Lanes go along channels first (32 lanes x 16 bytes of consecutive channels: coalesced), then
+// along the row's V-column groups.  The window (V, KH, KW, SH, SW, PH, PW, DH, DW) is the spec's,
+// compile-time (pool.py's _row_window: 2-D max / avg windows of <= 27 taps and a row span of
+// <= _ROW_SPAN_MAX float4s; others keep the cl4 kernels).
+// res[u][j]: the pooled value of channel c0 + j at (oh, ow0 + u) of sample r, epilogue applied
+// (columns past the output's end are computed from clamped loads and not stored by the callers).
+#if {{row_kernel}}
+template <int KIND, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
+__device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPoolGeom& g, const int64_t r,
+                                                 const int c0, const int oh, const int ow0,
+                                                 const float (&plane_vals)[4][{{nplane}} + 1], float (&res)[V][4]) {
+  constexpr int SPAN = (V - 1) * SW + (KW - 1) * DW + 1;
+  static_assert(SPAN <= 32, "the column mask is 32 bits");
+  const int IH = (int)g.in[1], IW = (int)g.in[2], OH = (int)g.out[1], OW = (int)g.out[2];
+  const int xs3 = (int)g.xs[3], xs4 = (int)g.xs[4];  // a sample's offsets < 2^31 (binding: row_ok)
+  (void)plane_vals;
+  const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c0;  // 64-bit once
+  const int ih0 = oh * SH - PH, iw0 = ow0 * SW - PW;
+  float accs[V][4];
+#pragma unroll
+  for (int u = 0; u < V; ++u)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) accs[u][j] = KIND == 0 ? -INFINITY : 0.f;
+  // A column outside the input (padding, or past the end of a row's last group) loads the
+  // nearest column inside and is masked out: loads under per-tap predicates made ptxas spill
+  // (the cl4 kernels' finding), and the mask is a bit field for the same reason.
+  int col[SPAN];
+  uint32_t col_in = 0;
+#pragma unroll
+  for (int m = 0; m < SPAN; ++m) {
+    const int iw = iw0 + m;
+    col_in |= (uint32_t)((unsigned)iw < (unsigned)IW) << m;
+    col[m] = (iw < 0 ? 0 : iw < IW ? iw : IW - 1) * xs4;
+  }
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) {
+    const int ih = ih0 + kh * DH;
+    if ((unsigned)ih >= (unsigned)IH) continue;  // a padding row: no tap (max), adds nothing (avg)
+    const float* __restrict__ row = base + ih * xs3;
+    // the row's loads first, then the arithmetic: SPAN 16-byte loads in flight
+    float4 x[SPAN];
+#pragma unroll
+    for (int m = 0; m < SPAN; ++m) x[m] = __ldg(reinterpret_cast<const float4*>(row + col[m]));
+#pragma unroll
+    for (int m = 0; m < SPAN; ++m) {
+      const bool inside = (col_in >> m) & 1u;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float a0 = j == 0 ? x[m].x : j == 1 ? x[m].y : j == 2 ? x[m].z : x[m].w;
+        {{plane_args_cl4}}
+        float v;
+        {{name}}_pro({{pro_args}}, v);  // once per loaded value, however many windows hold it
+        v = inside ? v : (KIND == 0 ? -INFINITY : 0.f);  // outside the input: no part (max), 0 (avg)
+#pragma unroll
+        for (int u = 0; u < V; ++u)
+#pragma unroll
+          for (int kw = 0; kw < KW; ++kw)
+            if (u * SW + kw * DW == m) {  // compile-time: column m is tap kw of window u
+              if constexpr (KIND == 0) accs[u][j] = ks_max(accs[u][j], v); else accs[u][j] += v;
+            }
+      }
+    }
+  }
+  // torch's divisor (ks_pool_window / ks_pool_finish for KIND 1, in 32 bits): the window clipped
+  // to the padded input (count_include_pad), else to the input, unless divisor_override
+  const int hend = ih0 + KH < IH + PH ? ih0 + KH : IH + PH;
+  const int hpad = hend - ih0, htaps = (hend < IH ? hend : IH) - (ih0 > 0 ? ih0 : 0);
+  (void)hpad; (void)htaps; (void)OH; (void)OW;
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const int ow = ow0 + u;
+    const int ws = iw0 + u * SW, wend = ws + KW < IW + PW ? ws + KW : IW + PW;
+    const int wpad = wend - ws, wtaps = (wend < IW ? wend : IW) - (ws > 0 ? ws : 0);
+    (void)wpad; (void)wtaps;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float acc = accs[u][j];
+      if constexpr (KIND == 1) {
+        const int taps = htaps * wtaps;
+        const int divide = g.divisor ? (int)g.divisor : g.count_include_pad ? hpad * wpad : taps;
+        // torch's acc / divide without IEEE `/`'s slow-path subroutine (its call made ptxas spill
+        // here): the approximate reciprocal's quotient and one FMA residual correction, within an
+        // ulp of the IEEE quotient; inf / NaN sums (no finite residual) keep the plain product.
+        const float d = (float)divide, inv = __fdividef(1.f, d), q0 = acc * inv;
+        const float q = isfinite(q0) ? fmaf(fmaf(-q0, d, acc), inv, q0) : q0;
+        acc = taps > 0 ? q : 0.f;
+      }
+      const int64_t plane = r * g.C + c0 + j;
+      const int64_t o = (plane * OH + oh) * (int64_t)OW + ow;  // contiguous (epilogue operands)
+      (void)o;
+      {{epi_loads}}
+      {{name}}_epi({{epi_args}});
+      res[u][j] = acc;
+    }
+  }
+}
+
+// NHWC out: one thread a (V columns x 4 channels) item, V 16-byte stores in the input's memory order.
+// Both row kernels state 2 blocks an SM (at most 128 registers): left free, ptxas held several
+// at 64 registers and spilled 4-44 bytes (a prologue and an epilogue operand); at 2 blocks they
+// take 62-106 and spill nothing, and the SPAN 16-byte loads a thread keep enough bytes in flight.
+template <int KIND, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
+__global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4r_kernel({{params}}, {{out_t}}* __restrict__ out,
+                                                                  const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
+  const uint32_t C = (uint32_t)g.C, c4 = C / 4, OW = (uint32_t)g.out[2], groups = (OW + V - 1) / V;
+  const uint32_t items = c4 * groups * (uint32_t)g.out[1];  // <= per_sample / 4 + the tails: < 2^31
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  (void)in_plane;
+  for (int64_t r = blockIdx.y; r < g.N; r += gridDim.y) {
+    float* __restrict__ dst = reinterpret_cast<float*>(out) + r * per_sample;
+    for (uint32_t q = blockIdx.x * blockDim.x + threadIdx.x; q < items; q += gridDim.x * blockDim.x) {
+      const uint32_t c0 = q % c4 * 4, rest = q / c4, gw = rest % groups, oh = rest / groups, ow0 = gw * V;
+      float plane_vals[4][{{nplane}} + 1];  // the plane operands (a conv bias) of the 4 channels
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int64_t plane = r * g.C + c0 + j;
+        (void)plane;
+        {{plane_loads_cl4}}
+      }
+      float res[V][4];
+      {{name}}_cl4_row<KIND, V, KH, KW, SH, SW, PH, PW, DH, DW>({{device_args}}, g, r, (int)c0, (int)oh, (int)ow0,
+                                                                plane_vals, res);
+      float* __restrict__ o4 = dst + (oh * OW + ow0) * C + c0;  // per_sample < 2^31 (binding)
+#pragma unroll
+      for (int u = 0; u < V; ++u)
+        if (ow0 + u < OW)
+          *reinterpret_cast<float4*>(o4 + u * C) = make_float4(res[u][0], res[u][1], res[u][2], res[u][3]);
+    }
+  }
+}
+
+// NCHW out: a block's tile is a run of consecutive column groups of the sample's output rows (a
+// contiguous range [P0, P1) of output positions, rows joined) x up to 4 * KS_POOL_TG channels,
+// staged in shared memory, then each channel's positions written as one coalesced run (a warp a
+// channel).  The tile holds as many groups as fit KS_POOL_TILE floats at the channel tile's
+// width, so a sample of few channels (level2/35's and 82's 16) still gives every thread an item.
+#define KS_POOL_TILE (KS_POOL_TP * (4 * KS_POOL_TG + 4))
+__host__ __device__ inline uint32_t {{name}}_row_tile_groups(uint32_t c4, uint32_t v) {
+  const uint32_t ng = c4 < KS_POOL_TG ? c4 : KS_POOL_TG, d = v * (4 * ng + 4);  // rows of 4 * ng + 4 floats: 16-byte aligned
+#ifdef __CUDA_ARCH__
+  // floor(KS_POOL_TILE / d) from a float quotient, corrected: ptxas made the integer division a
+  // subroutine call, and the kernel spilled around it
+  uint32_t q = (uint32_t)__fdividef((float)KS_POOL_TILE, (float)d);
+  q -= q * d > KS_POOL_TILE;
+  q += (q + 1) * d <= KS_POOL_TILE;
+  return q;
+#else
+  return KS_POOL_TILE / d;
+#endif
+}
+template <int KIND, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
+__global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4rt_kernel({{params}}, {{out_t}}* __restrict__ out,
+                                                                   const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
+  __shared__ __align__(16) float tile[KS_POOL_TILE];
+  // the tile's channels' plane operands, loaded once a tile: per item, their descriptor offsets
+  // (64-bit divisions) made ptxas spill
+  __shared__ float tile_planes[4 * KS_POOL_TG][{{nplane}} + 1];
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  (void)in_plane;
+  const uint32_t C = (uint32_t)g.C, c4 = C / 4, OW = (uint32_t)g.out[2], S = OW * (uint32_t)g.out[1];
+  const uint32_t groups = (OW + V - 1) / V, total = groups * (uint32_t)g.out[1];
+  const uint32_t c_tiles = (c4 + KS_POOL_TG - 1) / KS_POOL_TG, tg = {{name}}_row_tile_groups(c4, V);
+  const uint32_t rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4, tiles = (total + tg - 1) / tg * c_tiles;
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  (void)per_sample;
+  for (int64_t r = blockIdx.y; r < g.N; r += gridDim.y)
+  for (uint32_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const uint32_t ct = t % c_tiles, st = t / c_tiles;
+    const uint32_t g0 = ct * KS_POOL_TG, ng = min((uint32_t)KS_POOL_TG, c4 - g0);
+    const uint32_t G0 = st * tg, G1 = min(G0 + tg, total);
+    const uint32_t P0 = G0 / groups * OW + G0 % groups * V, P1 = G1 / groups * OW + G1 % groups * V;
+    if constexpr ({{nplane}} > 0) {
+      for (uint32_t c = threadIdx.x; c < 4 * ng; c += blockDim.x) {
+        const int64_t plane = r * g.C + g0 * 4 + c;
+        float plane_vals[1][{{nplane}} + 1];
+        constexpr int j = 0;
+        (void)plane;
+        {{plane_loads_cl4}}
+#pragma unroll
+        for (int i = 0; i < {{nplane}}; ++i) tile_planes[c][i] = plane_vals[j][i];
+      }
+      __syncthreads();
+    }
+    for (uint32_t k = threadIdx.x; k < (G1 - G0) * ng; k += blockDim.x) {
+      const uint32_t gl = k / ng, gi = k - gl * ng, G = G0 + gl, oh = G / groups, ow0 = (G - oh * groups) * V;
+      float plane_vals[4][{{nplane}} + 1];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int i = 0; i < {{nplane}}; ++i) plane_vals[j][i] = tile_planes[gi * 4 + j][i];
+      float res[V][4];
+      {{name}}_cl4_row<KIND, V, KH, KW, SH, SW, PH, PW, DH, DW>({{device_args}}, g, r, (int)(g0 + gi) * 4, (int)oh,
+                                                                (int)ow0, plane_vals, res);
+      float* t4 = &tile[(oh * OW + ow0 - P0) * rs + gi * 4];
+#pragma unroll
+      for (int u = 0; u < V; ++u)
+        if (ow0 + u < OW) *reinterpret_cast<float4*>(t4 + u * rs) = make_float4(res[u][0], res[u][1], res[u][2], res[u][3]);
+    }
+    __syncthreads();
+    {{out_t}}* __restrict__ dst = out + (r * g.C + (int64_t)g0 * 4) * (int64_t)S + P0;
+    for (uint32_t c = warp; c < 4 * ng; c += warps)
+      for (uint32_t p = lane; p < P1 - P0; p += 32) dst[c * S + p] = ks_from_float<{{out_t}}>(tile[p * rs + c]);
+    __syncthreads();  // the tile is rewritten by the next iteration
+  }
+}
+#endif
+
 // Contiguous (NCHW) input of a fixed 2-D (or 1-D) window: a block per (sample, channel) plane
 // tile, V = 4 consecutive outputs of one output row a thread.  The plane's operands (batch
 // statistics, a conv bias) are loaded once per plane, not once per output through their
@@ -328,6 +548,24 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
     static const int per_sm = ks_blocks_per_sm({{name}}_kernel<K, L>, {{threads}}); \
     {{name}}_kernel<K, L><<<ks_pool_grid(per_sm, per_sample, {{threads}}, g.N), {{threads}}, 0, stream>>>( \
         {{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample); } while (0)
+#if {{row_kernel}}
+  if (cl == 2 && row_ok) {  // the row form of the 4-channel kernels (the binding checked 32-bit offsets)
+    const uint32_t c4 = (uint32_t)(g.C / 4), groups = (uint32_t)ks_cdiv(g.out[2], {{row_v}});
+    if (g.keep_cl) {
+      static const int per_sm = ks_blocks_per_sm({{name}}_cl4r_kernel<{{kind_id}}, {{row_targs}}>, {{threads}});
+      {{name}}_cl4r_kernel<{{kind_id}}, {{row_targs}}><<<ks_pool_grid(per_sm, (int64_t)c4 * groups * g.out[1], {{threads}}, g.N),
+          {{threads}}, 0, stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
+    } else {
+      static const int per_sm = ks_blocks_per_sm({{name}}_cl4rt_kernel<{{kind_id}}, {{row_targs}}>, {{threads}});
+      const int64_t tg = {{name}}_row_tile_groups(c4, {{row_v}});
+      const int64_t tiles = ks_cdiv((int64_t)groups * g.out[1], tg) * ks_cdiv(c4, KS_POOL_TG);
+      {{name}}_cl4rt_kernel<{{kind_id}}, {{row_targs}}><<<ks_pool_grid(per_sm, tiles * {{threads}}, {{threads}}, g.N),
+          {{threads}}, 0, stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
+    }
+    return;
+  }
+#endif
+  (void)row_ok;
 #if {{vec4}}
   if (cl == 2 && g.keep_cl) {  // the channels-last fast path, NHWC out: a thread pools 4 channels
     static const int per_sm = ks_blocks_per_sm({{name}}_cl4_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}>, {{threads}});

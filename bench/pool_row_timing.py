@@ -1,0 +1,107 @@
+"""The channels-last pooling kernels' row form (cl4r / cl4rt: V output columns x 4 channels a
+thread) against the one-position form it replaced (cl4 / cl4t) and PyTorch, on a GPU.
+
+    python bench/pool_row_timing.py [--out pool_row.json] [--runs 30]
+
+The windows and NHWC input shapes of level3/6 (3x3 / stride 1 / padding 1 over [10, 480, 224,
+224]), level3/5 AlexNet (3x3 / stride 2 over [1024, 96, 55, 55]), level2/35 (2x2 over [128, 128,
+126, 126]) and level2/82 (4x4 over [128, 64, 254, 254]), each with a contiguous (NCHW) output
+(cl4rt / cl4t, what a plan returns to the caller) and a channels-last one (cl4r / cl4, what a
+plan keeps for the next convolution), and a relu(x + b) prologue (b per channel) on the first.
+Both forms are built from this tree (`emit_pool(spec, row_form=False)` for the old one), timed
+with the Verifier's CUDA-event timer (median of --runs), and compared with torch (the script
+fails on a mismatch).  TB/s counts the input read once and the output written once.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from kernel_timing import save, timed_variants, timing_args
+
+# (label, [N, C, H, W], kernel, stride, padding, prologue)
+CASES = [
+    ("level3/6 3x3 s1 p1", (10, 480, 224, 224), 3, 1, 1, False),
+    ("level3/6 3x3 s1 p1, relu(x + b)", (10, 480, 224, 224), 3, 1, 1, True),
+    ("level3/5 3x3 s2", (1024, 96, 55, 55), 3, 2, 0, False),
+    ("level2/35 2x2 s2", (128, 128, 126, 126), 2, 2, 0, False),
+    ("level2/82 4x4 s4", (128, 64, 254, 254), 4, 4, 0, False),
+]
+
+
+def _spec(name: str, kernel: int, stride: int, pad: int, prologue: bool, keep: bool):
+    from kernelstitch.agents.coder.codegen import ElementwiseOp, PoolSpec, TensorArg
+
+    x, b = TensorArg("x", "float32"), TensorArg("b", "float32")
+    extra = dict(prologue=(ElementwiseOp("add", ("x", "b"), "t1"), ElementwiseOp("relu", ("t1",), "t2")),
+                 prologue_out="t2", plane_inputs=("b",)) if prologue else {}
+    return PoolSpec(name, "max", (x, b) if prologue else (x,), 2, "float32", kernel=(kernel, kernel),
+                    stride=(stride, stride), padding=(pad, pad), dilation=(1, 1), keep_channels_last=keep, **extra)
+
+
+def build(torch):
+    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
+    from kernelstitch.agents.coder.codegen.common import build_extension_sources
+    from kernelstitch.agents.coder.codegen.pool import emit_pool
+    from torch.utils.cpp_extension import load_inline
+
+    kernels = []
+    for k, (_, _, kernel, stride, pad, prologue) in enumerate(CASES):
+        for keep in (False, True):
+            name = f"pool{k}_{'cl' if keep else 'nchw'}"
+            kernels.append(emit_pool(_spec(name, kernel, stride, pad, prologue, keep)))
+            kernels.append(emit_pool(_spec(name + "_old", kernel, stride, pad, prologue, keep), row_form=False))
+    cpp, cuda, functions = build_extension_sources(kernels)
+    return load_inline(name="ks_pool_row_timing", cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
+                       extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
+                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+
+
+def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
+    import torch.nn.functional as F
+
+    label, shape, kernel, stride, pad, prologue = CASES[k]
+    x = torch.randn(*shape, device="cuda").contiguous(memory_format=torch.channels_last)
+    b = torch.randn(shape[1], 1, 1, device="cuda")
+    args = (x, b) if prologue else (x,)
+    src = torch.relu(x + b) if prologue else x
+    want = F.max_pool2d(src, kernel, stride, pad)
+    rows = []
+    for keep in (False, True):
+        name = f"pool{k}_{'cl' if keep else 'nchw'}"
+        nbytes = (x.numel() + want.numel()) * 4
+        row = {"case": label, "input": list(shape), "output": "NHWC" if keep else "NCHW"}
+        cases = {"row": getattr(ext, name), "one_position": getattr(ext, name + "_old"),
+                 "torch": lambda *a: F.max_pool2d(torch.relu(a[0] + a[1]) if prologue else a[0], kernel, stride, pad)}
+
+        def check(form, got, row=row):
+            if not torch.equal(got, want):
+                raise SystemExit(f"{form} differs from torch on {label} ({row['output']} out)")
+
+        row.update(timed_variants(timer, cases, check, nbytes, runs, *args))
+        rows.append(row)
+    return rows
+
+
+def main() -> int:
+    args = timing_args(__doc__)
+
+    import torch
+
+    from kernelstitch.core.cuda_timing import CudaTimer
+
+    ext = build(torch)
+    timer = CudaTimer()
+    results = []
+    for k in range(len(CASES)):
+        for row in measure(torch, ext, timer, args.runs, k):
+            results.append(row)
+            print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+    save(args.out, torch.cuda.get_device_name(), results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
