@@ -109,6 +109,39 @@ def test_the_default_plan_keeps_cudnn_and_the_kernel_is_a_variant(tmp_path):
     assert "wavefront" in variants[1].plan.steps[0].description
 
 
+LSTM_THEN_LINEAR = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(32, 64, 2, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(128, 10)
+
+    def forward(self, x, h0, c0):
+        out, _ = self.lstm(x, (h0, c0))
+        return self.fc(out[:, -1, :])
+
+def get_inputs():
+    return [torch.randn(4, 16, 32), torch.randn(4, 4, 64), torch.randn(4, 4, 64)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_recurrent_variant_is_proposed_on_top_of_the_limit(tmp_path):
+    """The recurrent kernel takes no other alternative's place: with it, `limit` alternatives
+    still come (level3/38's 3xtf32 plan, delivered at 22.2 ms, had been pushed out by it)."""
+    path = tmp_path / "problem.py"
+    path.write_text(LSTM_THEN_LINEAR)
+    every = [v.name for v in propose_variants(capture(path), None)]
+    assert every[:2] == ["default", "recurrent-kernel"] and "3xtf32" in every
+    limited = [v.name for v in propose_variants(capture(path), 3)]
+    assert limited == every[:4]  # the default, the recurrent kernel and 2 ranked alternatives
+
+
 LEFT_TO_CUDNN = {
     # dropout between layers in training mode draws random numbers
     "training_dropout": ("nn.LSTM(6, 8, 2, dropout=0.5)", "3, 2, 6", 2, 2, 8),

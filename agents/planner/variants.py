@@ -97,12 +97,15 @@ def propose_variants(graph: Graph, limit: int | None = 4,
         others.append(split)
     others = _distinct(base, others)
     others.sort(key=lambda v: estimate_ms(v.plan))
-    # The persistent recurrent kernel, first among the alternatives: the cost model's roofline
-    # sees a few MB of weights where cuDNN's real cost is T x L dependent steps (level3/35-42:
-    # 3,072 of them).
+    # The persistent recurrent kernel, first among the alternatives and on top of `limit`: the
+    # cost model's roofline sees a few MB of weights where cuDNN's real cost is T x L dependent
+    # steps (level3/35-42: 3,072 of them), and taking another alternative's place it pushed out
+    # level3/38's 3xtf32 plan, which the search had delivered at 22.2 ms where the recurrent
+    # kernel measured 41.7 (H100, bench/results/2026-12-06-h100-s26).
     recurrent = _with_recurrent_kernels(base, graph)
     if recurrent is not None:
         others.insert(0, recurrent)
+        limit = None if limit is None else max(1, limit) + 1
     # Transposed convolutions as 3xTF32, only where the user's convolutions run in strict fp32
     # (precision `strict`: under PyTorch's defaults the original's own convolution is one TF32
     # pass, which three cannot beat), and there first among the alternatives: the cost model
