@@ -980,6 +980,70 @@ int main() {
     assert (bad, out_of_range) == ("0", "1") and int(checked) > 2_000_000
 
 
+@pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
+                    reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
+def test_column_affine_operands_read_base_plus_r_times_step(tmp_path):
+    """ks_col_affine (ks_operand_read.h, the host's choice of the column kernels' base + r x step
+    reads) against the offsets ks_offset computes: for every operand it accepts, at every (o, r, c)
+    of small [outer, R, inner] views, the descriptor's offset equals the column's base plus r
+    times ks_col_step's step (inner for full tensors, 1 for values per reduced index, else 0).
+    Cases: full, scalar, per-channel (mod == R), per-(sample, channel) (mod == N x R: group
+    statistics spread to [N, C, 1, 1]), per-column, and the rejected ones (mod not a multiple of R)."""
+    from kernelstitch.agents.coder.codegen.templates import source
+
+    (tmp_path / "ca.cpp").write_text(source("ks_shared_types.h") + source("ks_operand_read.h") + r"""
+#include <cstdio>
+#include <initializer_list>
+static int64_t offset(const KsOperand& d, int64_t i) {  // ks_offset's formulas (ks_prelude.cuh)
+  switch (d.mode) {
+    case KS_FULL: return i;
+    case KS_SCALAR: return 0;
+    case KS_ROW: return i % d.mod;
+    default: return (i / d.div) % d.mod;
+  }
+}
+static int64_t step(const KsOperand& d, int64_t inner) {  // ks_col_step's rule (ks_prelude.cuh)
+  if (d.mode == KS_FULL) return inner;
+  if ((d.mode == KS_CHANNEL || d.mode == KS_DIVMOD) && d.div == inner) return 1;
+  return 0;
+}
+int main() {
+  long long accepted = 0, rejected = 0, bad = 0;
+  for (int64_t outer = 1; outer <= 5; ++outer)
+    for (int64_t R = 1; R <= 7; ++R)
+      for (int64_t inner = 1; inner <= 6; ++inner) {
+        KsOperand ds[12] = {};
+        int n = 0;
+        ds[n].mode = KS_FULL; ++n;
+        ds[n].mode = KS_SCALAR; ++n;
+        for (int64_t mod : {R, outer * R, 2 * R, R + 1, inner}) {
+          ds[n].mode = KS_CHANNEL; ds[n].div = inner; ds[n].mod = mod; ++n;
+        }
+        ds[n].mode = KS_DIVMOD; ds[n].div = R * inner; ds[n].mod = outer; ++n;  // per sample
+        ds[n].mode = KS_ROW; ds[n].mod = inner; ++n;  // per column position
+        ds[n].mode = KS_ROW; ds[n].mod = inner + 1; ++n;
+        for (int k = 0; k < n; ++k) {
+          const KsOperand& d = ds[k];
+          if (!ks_col_affine(d, R, inner)) { ++rejected; continue; }
+          ++accepted;
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t c = 0; c < inner; ++c) {
+              const int64_t base = offset(d, o * R * inner + c);
+              for (int64_t r = 0; r < R; ++r)
+                if (offset(d, (o * R + r) * inner + c) != base + r * step(d, inner)) ++bad;
+            }
+        }
+      }
+  printf("%lld %lld %lld\n", accepted, rejected, bad);
+}
+""")
+    cmd = ["g++", "-O1", "-std=c++17", f"-I{_cuda_include()}", "-o", str(tmp_path / "ca"), str(tmp_path / "ca.cpp")]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    accepted, rejected, bad = map(int, subprocess.run([str(tmp_path / "ca")], check=True, capture_output=True,
+                                                      text=True, timeout=60).stdout.split())
+    assert bad == 0 and accepted > 1000 and rejected > 100
+
+
 def test_copies_that_differ_only_in_operand_names_share_one_binding_body():
     """An unrolled RNN's steps read differently named values: the bindings' messages differ,
     their code does not, so the copy forwards (its failed checks would name the first kernel)."""

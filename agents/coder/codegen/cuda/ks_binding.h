@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ks_shared_types.h"
+#include "ks_operand_read.h"
 
 // Numbers enter error messages as strings.  On the H100 image (torch 2.11, CUDA 13) an
 // integer streamed into a TORCH_CHECK message from this extension segfaulted inside
@@ -166,29 +167,5 @@ static inline bool ks_inputs_channels_last(std::vector<at::Tensor*> ts, int64_t 
     else if (!ks_spatially_constant(*t, nd)) return false;
   }
   return any;
-}
-// Whether the row kernels can read this operand (offset within a row = base + col, or constant).
-// `any_layout`: group_norm's row kernels, which read every layout but general strides
-// (ks_load_row_any).
-static inline bool ks_row_affine(const KsOperand& d, int64_t R, bool any_layout = false) {
-  if (any_layout) return d.mode != KS_STRIDED;
-  switch (d.mode) {
-    case KS_FULL: case KS_SCALAR: return true;
-    case KS_ROW: return d.mod % R == 0;
-    case KS_CHANNEL: case KS_DIVMOD: return d.div % R == 0;
-    default: return false;
-  }
-}
-// Whether the column-loop kernel can read this operand as base + r * step along a column of the
-// [outer, R, inner] view (ks_col_step): full tensors, scalars, values per (outer, inner) column,
-// and per-channel vectors over the reduced dim itself (a conv bias when the channels are reduced).
-static inline bool ks_col_affine(const KsOperand& d, int64_t R, int64_t inner) {
-  switch (d.mode) {
-    case KS_FULL: case KS_SCALAR: return true;
-    case KS_ROW: return inner % d.mod == 0;  // i % mod: fixed within a column
-    case KS_CHANNEL: case KS_DIVMOD:
-      return (d.div == inner && d.mod == R) || d.div % (R * inner) == 0;  // r, or fixed within a column
-    default: return false;
-  }
 }
 #endif  // KS_BINDING_PRELUDE_H

@@ -166,8 +166,9 @@ __device__ __forceinline__ int64_t ks_offset(const KsOperand& d, int64_t i) {
 }
 
 // The step of an operand's offset per step of r along a column of the [outer, R, inner] view, for
-// the operands ks_col_affine accepts (host-checked): full tensors inner, a vector over the reduced
-// dim 1, values fixed within a column 0.
+// the operands ks_col_affine accepts (host-checked): full tensors inner, values per reduced index
+// ((i / inner) % mod, mod a multiple of R: per channel or per (sample, channel)) 1, values fixed
+// within a column 0.
 __device__ __forceinline__ int64_t ks_col_step(const KsOperand& d, int64_t inner) {
   if (d.mode == KS_FULL) return inner;
   if ((d.mode == KS_CHANNEL || d.mode == KS_DIVMOD) && d.div == inner) return 1;

@@ -1,0 +1,37 @@
+#ifndef KS_OPERAND_READ_H
+#define KS_OPERAND_READ_H
+// Which kernels can read an operand that ks_describe (ks_binding.h) described, as a base plus a
+// fixed step: host predicates over KsOperand alone (ks_shared_types.h, included before this), so
+// tests compile them with g++ and check them against the offsets they stand for.
+
+// Whether the row kernels can read this operand (offset within a row = base + col, or constant).
+// `any_layout`: group_norm's row kernels, which read every layout but general strides
+// (ks_load_row_any).
+static inline bool ks_row_affine(const KsOperand& d, int64_t R, bool any_layout = false) {
+  if (any_layout) return d.mode != KS_STRIDED;
+  switch (d.mode) {
+    case KS_FULL: case KS_SCALAR: return true;
+    case KS_ROW: return d.mod % R == 0;
+    case KS_CHANNEL: case KS_DIVMOD: return d.div % R == 0;
+    default: return false;
+  }
+}
+
+// Whether the column-loop and tile kernels can read this operand as base + r * step along a column
+// of the [outer, R, inner] view (ks_col_step, ks_prelude.cuh): full tensors, scalars, values per
+// (outer, inner) column, and values per reduced index: (i / inner) % mod with mod a multiple of R,
+// i.e. per channel (a conv bias when the channels are reduced, mod == R) or per (sample, channel)
+// (group statistics spread to [N, C, 1, 1], mod == N * C: at index (o * R + r) % mod, where
+// (o * R) % mod is a multiple of R and adding r < R never wraps).  level2/92's group_norm
+// statistics variant read four such operands through per-value div / mod before (2.2x slower
+// than the group_norm kernel's program on an H100).
+static inline bool ks_col_affine(const KsOperand& d, int64_t R, int64_t inner) {
+  switch (d.mode) {
+    case KS_FULL: case KS_SCALAR: return true;
+    case KS_ROW: return inner % d.mod == 0;  // i % mod: fixed within a column
+    case KS_CHANNEL: case KS_DIVMOD:
+      return (d.div == inner && d.mod % R == 0) || d.div % (R * inner) == 0;  // r, or fixed within a column
+    default: return false;
+  }
+}
+#endif  // KS_OPERAND_READ_H
