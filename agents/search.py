@@ -33,6 +33,7 @@ from kernelstitch.agents.planner.variants import (
     knob_variants,
     propose_variants,
     takes_reduction_knobs,
+    within_limit,
     without_duplicates,
 )
 from kernelstitch.agents.verifier.selection import (
@@ -168,9 +169,9 @@ def build_variants(ctx, graph: Graph, out_dir: Path, limit: int = 4,
     built-in plan of `graph` when the caller has it already."""
     precision = ctx.config.precision
     # every proposal, then duplicates out, then the limit: a variant that a precision opt-in made
-    # its base again must not take the place of a real alternative
-    variants = without_duplicates([replace(v, plan=with_precision(v.plan, precision))
-                                   for v in propose_variants(graph, None, base)])[:max(1, limit)]
+    # its base again must not take the place of a real alternative (nor may the unranked ones)
+    variants = within_limit(without_duplicates([replace(v, plan=with_precision(v.plan, precision))
+                                                for v in propose_variants(graph, None, base)]), limit)
     built = BuiltVariants(graph, {}, {}, {}, {})
     for k, v in enumerate(variants, start=1):
         ctx.stage("coding", f"variant {k}/{len(variants)}: {v.name} ({v.reason})", k,

@@ -1008,7 +1008,7 @@ static int64_t step(const KsOperand& d, int64_t inner) {  // ks_col_step's rule 
   return 0;
 }
 int main() {
-  long long accepted = 0, rejected = 0, bad = 0;
+  long long accepted = 0, rejected = 0, bad = 0, per_sample_channel = 0;
   for (int64_t outer = 1; outer <= 5; ++outer)
     for (int64_t R = 1; R <= 7; ++R)
       for (int64_t inner = 1; inner <= 6; ++inner) {
@@ -1026,6 +1026,7 @@ int main() {
           const KsOperand& d = ds[k];
           if (!ks_col_affine(d, R, inner)) { ++rejected; continue; }
           ++accepted;
+          if (d.mode == KS_CHANNEL && d.div == inner && d.mod != R && d.div % (R * inner) != 0) ++per_sample_channel;
           for (int64_t o = 0; o < outer; ++o)
             for (int64_t c = 0; c < inner; ++c) {
               const int64_t base = offset(d, o * R * inner + c);
@@ -1034,14 +1035,15 @@ int main() {
             }
         }
       }
-  printf("%lld %lld %lld\n", accepted, rejected, bad);
+  printf("%lld %lld %lld %lld\n", accepted, rejected, bad, per_sample_channel);
 }
 """)
     cmd = ["g++", "-O1", "-std=c++17", f"-I{_cuda_include()}", "-o", str(tmp_path / "ca"), str(tmp_path / "ca.cpp")]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
-    accepted, rejected, bad = map(int, subprocess.run([str(tmp_path / "ca")], check=True, capture_output=True,
-                                                      text=True, timeout=60).stdout.split())
+    accepted, rejected, bad, per_sample_channel = map(int, subprocess.run(
+        [str(tmp_path / "ca")], check=True, capture_output=True, text=True, timeout=60).stdout.split())
     assert bad == 0 and accepted > 1000 and rejected > 100
+    assert per_sample_channel > 100  # the [N, C, 1, 1] reads (mod a multiple of R, not R) are taken
 
 
 def test_copies_that_differ_only_in_operand_names_share_one_binding_body():

@@ -131,15 +131,25 @@ def get_init_inputs():
 '''
 
 
-def test_the_recurrent_variant_is_proposed_on_top_of_the_limit(tmp_path):
-    """The recurrent kernel takes no other alternative's place: with it, `limit` alternatives
-    still come (level3/38's 3xtf32 plan, delivered at 22.2 ms, had been pushed out by it)."""
+def test_the_recurrent_variant_is_built_on_top_of_the_limit(tmp_path):
+    """The recurrent kernel takes no other alternative's place, in the planner's proposals and in
+    the variants the search builds: level3/38's 3xtf32 plan, delivered at 22.2 ms, had been pushed
+    out of the search's four variants by it."""
+    from types import SimpleNamespace
+
+    from kernelstitch.agents.search import build_variants
+
     path = tmp_path / "problem.py"
     path.write_text(LSTM_THEN_LINEAR)
-    every = [v.name for v in propose_variants(capture(path), None)]
-    assert every[:2] == ["default", "recurrent-kernel"] and "3xtf32" in every
-    limited = [v.name for v in propose_variants(capture(path), 3)]
-    assert limited == every[:4]  # the default, the recurrent kernel and 2 ranked alternatives
+    graph = capture(path)
+    every = [v.name for v in propose_variants(graph, None)]
+    assert every[:2] == ["default", "recurrent-kernel"] and len(every) == 5 and "3xtf32" in every
+    assert [v.name for v in propose_variants(graph, 3)] == every[:4]  # the default, 2 ranked, the kernel
+    assert [v.name for v in propose_variants(graph, 1)] == every[:2]
+    ctx = SimpleNamespace(source=path, module="Model", config=SimpleNamespace(precision="fp32"),
+                          stage=lambda *a, **k: None)
+    built = build_variants(ctx, graph, tmp_path / "out", limit=4)  # the search's default limit
+    assert sorted(built.plans) == sorted(every) and "3xtf32" in built.paths
 
 
 LEFT_TO_CUDNN = {

@@ -46,7 +46,7 @@ def propose_variants(graph: Graph, limit: int | None = 4,
                      default: Plan | None = None) -> list[PlanVariant]:
     """The built-in plan first (`default`, when the caller planned already), then alternatives
     in decisions it is unsure of, best estimated first; at most `limit` in all (None: every
-    one).  Every plan is bound to its graph."""
+    one) besides the unranked ones (within_limit).  Every plan is bound to its graph."""
     base = PlanVariant(DEFAULT_VARIANT, "the built-in planner's rules",
                        default if default is not None else plan_builtin(graph))
     others: list[PlanVariant] = []
@@ -97,15 +97,12 @@ def propose_variants(graph: Graph, limit: int | None = 4,
         others.append(split)
     others = _distinct(base, others)
     others.sort(key=lambda v: estimate_ms(v.plan))
-    # The persistent recurrent kernel, first among the alternatives and on top of `limit`: the
-    # cost model's roofline sees a few MB of weights where cuDNN's real cost is T x L dependent
-    # steps (level3/35-42: 3,072 of them), and taking another alternative's place it pushed out
-    # level3/38's 3xtf32 plan, which the search had delivered at 22.2 ms where the recurrent
-    # kernel measured 41.7 (H100, bench/results/2026-12-06-h100-s26).
+    # The persistent recurrent kernel, first among the alternatives and on top of `limit`
+    # (UNRANKED_VARIANTS): the cost model's roofline sees a few MB of weights where cuDNN's real
+    # cost is T x L dependent steps (level3/35-42: 3,072 of them).
     recurrent = _with_recurrent_kernels(base, graph)
     if recurrent is not None:
         others.insert(0, recurrent)
-        limit = None if limit is None else max(1, limit) + 1
     # Transposed convolutions as 3xTF32, only where the user's convolutions run in strict fp32
     # (precision `strict`: under PyTorch's defaults the original's own convolution is one TF32
     # pass, which three cannot beat), and there first among the alternatives: the cost model
@@ -116,7 +113,27 @@ def propose_variants(graph: Graph, limit: int | None = 4,
     conv_split = _with_conv_split_tf32(base) if strict_convs else None
     if conv_split is not None:
         others.insert(0, conv_split)
-    return [base, *others][:None if limit is None else max(1, limit)]
+    return within_limit([base, *others], limit)
+
+
+# Variants the cost model cannot rank, which come on top of any limit rather than in place of a
+# ranked alternative: the persistent recurrent kernel (see propose_variants) pushed level3/38's
+# 3xtf32 plan, which the search had delivered at 22.2 ms, out of its four variants; the recurrent
+# kernel measured 41.7 ms there (H100, bench/results/2026-12-06-h100-s26).
+UNRANKED_VARIANTS = frozenset({"recurrent-kernel"})
+
+
+def within_limit(variants: list[PlanVariant], limit: int | None) -> list[PlanVariant]:
+    """The first `limit` of `variants` (at least one: the default) that the cost model ranks, and
+    every unranked one (UNRANKED_VARIANTS) besides, in their order; None: all of them."""
+    if limit is None:
+        return list(variants)
+    kept, ranked = [], 0
+    for v in variants:
+        if v.name in UNRANKED_VARIANTS or ranked < max(1, limit):
+            kept.append(v)
+            ranked += v.name not in UNRANKED_VARIANTS
+    return kept
 
 
 def _with_recurrent_kernels(base: PlanVariant, graph: Graph) -> PlanVariant | None:

@@ -11,6 +11,8 @@ torch's output sizes and window bounds at run time, so one kernel serves every i
 
 from __future__ import annotations
 
+import math
+
 from kernelstitch.agents.coder.codegen.common import (
     CUDA_TYPE,
     TORCH_DTYPE,
@@ -142,7 +144,9 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
         return None
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
     dh, dw = tuple(spec.dilation) if spec.kind == "max" else (1, 1)
-    if kh * kw > _ROW_TAPS_MAX or (kw - 1) * dw + 1 < _ROW_OVERLAP_MIN * sw:
+    # a row's windows start every sw columns and read kw columns each, of every gcd(sw, dw)-th
+    # column: kw * gcd / sw reads a column read at all
+    if kh * kw > _ROW_TAPS_MAX or kw * math.gcd(sw, dw) < _ROW_OVERLAP_MIN * sw:
         return None
     v = ROW_OUTPUTS
     while v >= 2 and (v - 1) * sw + (kw - 1) * dw + 1 > _ROW_SPAN_MAX:
