@@ -43,6 +43,12 @@ def _problem(layer: str, features: int, x_shape: str, h0: str) -> str:
     return textwrap.dedent(PROBLEM.format(layer=layer, features=features, x_shape=x_shape, h0=h0))
 
 
+def lstm_problem(layer: str, features: int, x_shape: str, states: str) -> str:
+    """PROBLEM for an LSTM, which takes (h0, c0): `states` is the source of their tuple."""
+    return _problem(layer, features, x_shape, f"*{states}").replace(
+        "def forward(self, x, h0):", "def forward(self, x, h0, c0):").replace("self.rnn(x, h0)", "self.rnn(x, (h0, c0))")
+
+
 def test_a_long_deep_gru_is_captured_as_one_op(tmp_path):
     """512 steps x 6 layers x 2 directions (level3/41_GRUBidirectional's sizes)."""
     path = tmp_path / "gru.py"
@@ -67,11 +73,7 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_recurrent_programs_match_their_modules(name, tmp_path):
     layer, features, x_shape, h0, op = CASES[name]
-    text = _problem(layer, features, x_shape, h0)
-    if name == "lstm_proj":  # an LSTM takes (h0, c0)
-        text = text.replace("def forward(self, x, h0):", "def forward(self, x, h0, c0):").replace(
-            "self.rnn(x, h0)", "self.rnn(x, (h0, c0))").replace(f"[torch.randn({x_shape}), {h0}]",
-                                                                 f"[torch.randn({x_shape}), *{h0}]")
+    text = (lstm_problem if name == "lstm_proj" else _problem)(layer, features, x_shape, h0)
     candidate, reference, new, inputs = interpreted_problem(tmp_path, text)
     assert f"torch.ops.{op}(" in candidate.source
     step = next(s for s in candidate.plan.steps if s.nodes and (s.spec or {}).get("op") == op)

@@ -29,6 +29,7 @@ from kernelstitch.core.problem import load_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_coder import interpreted_pair  # noqa: E402
+from test_recurrent import lstm_problem  # noqa: E402
 
 PROBLEM = '''
 import torch
@@ -109,28 +110,6 @@ def test_the_default_plan_keeps_cudnn_and_the_kernel_is_a_variant(tmp_path):
     assert "wavefront" in variants[1].plan.steps[0].description
 
 
-LSTM_THEN_LINEAR = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lstm = nn.LSTM(32, 64, 2, batch_first=True, bidirectional=True)
-        self.fc = nn.Linear(128, 10)
-
-    def forward(self, x, h0, c0):
-        out, _ = self.lstm(x, (h0, c0))
-        return self.fc(out[:, -1, :])
-
-def get_inputs():
-    return [torch.randn(4, 16, 32), torch.randn(4, 4, 64), torch.randn(4, 4, 64)]
-
-def get_init_inputs():
-    return []
-'''
-
-
 def test_the_recurrent_variant_is_built_on_top_of_the_limit(tmp_path):
     """The recurrent kernel takes no other alternative's place, in the planner's proposals and in
     the variants the search builds: level3/38's 3xtf32 plan, delivered at 22.2 ms, had been pushed
@@ -140,7 +119,8 @@ def test_the_recurrent_variant_is_built_on_top_of_the_limit(tmp_path):
     from kernelstitch.agents.search import build_variants
 
     path = tmp_path / "problem.py"
-    path.write_text(LSTM_THEN_LINEAR)
+    path.write_text(lstm_problem("nn.LSTM(32, 64, 2, batch_first=True, bidirectional=True)", 128, "4, 16, 32",
+                                 "(torch.randn(4, 4, 64), torch.randn(4, 4, 64))"))  # an LSTM, then a Linear
     graph = capture(path)
     every = [v.name for v in propose_variants(graph, None)]
     assert every[:2] == ["default", "recurrent-kernel"] and len(every) == 5 and "3xtf32" in every
