@@ -8,15 +8,12 @@ import textwrap
 from pathlib import Path
 
 import torch
-from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.planner.builtin import plan_builtin
 from kernelstitch.agents.planner.capture import capture
 
-from kernelstitch.core.problem import load_problem
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import interpreted_pair  # noqa: E402
+from test_coder import interpreted_program  # noqa: E402
 
 RESIDUAL = '''
 import torch
@@ -62,14 +59,10 @@ def test_a_copy_of_a_fresh_value_fuses_with_the_chain_and_matches_the_reference(
     candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
     assert [s.technique for s in candidate.plan.steps] == ["library_call", "fused_elementwise"]
     assert any("copy op(s) (clone / detach) read as the value they copy" in n for n in candidate.plan.notes)
-    program = Path(write_candidate(candidate, tmp_path))
+    program, reference, new, x = interpreted_program(tmp_path, path, candidate)
     text = program.read_text()
     compute = text[text.index("def _compute"):]  # the wrapper's CUDA-graph replay clones its outputs
     assert "clone" not in compute and "detach" not in compute
-
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    x = problem.inputs()
     with torch.no_grad():
         torch.testing.assert_close(new(*x), reference(*x), atol=1e-5, rtol=1e-5)
 

@@ -10,16 +10,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
+from kernelstitch.agents.coder.builtin import code_builtin
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.variants import propose_variants
 from kernelstitch.agents.verifier.declaration import CandidateOrigin
 from kernelstitch.agents.verifier.static_checks import check_files
 
-from kernelstitch.core.problem import load_problem
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import interpreted_pair  # noqa: E402
+from test_coder import interpreted_program  # noqa: E402
 
 PROBLEM = '''
 import torch
@@ -77,11 +75,8 @@ def test_the_gn_stats_variant_computes_what_the_module_computes(name, tmp_path):
     # the default keeps the group_norm kernel: the variant is measured, not assumed
     assert any("group_norm over" in s.description for s in variants["default"].plan.steps)
     candidate = code_builtin(variant.plan, path, tmp_path / "model_new.py")
-    program = Path(write_candidate(candidate, tmp_path))
+    program, reference, new, inputs = interpreted_program(tmp_path, path, candidate)
     assert check_files(program, path, origin=CandidateOrigin.BUILTIN).reasons == []
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    inputs = problem.inputs()
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), atol=2e-5, rtol=2e-5)
 
@@ -122,9 +117,6 @@ def test_a_two_dim_group_norm_before_a_min(tmp_path):
     path.write_text(textwrap.dedent(LINEAR))
     variant = {v.name: v for v in propose_variants(capture(path), None)}["gn-stats"]
     candidate = code_builtin(variant.plan, path, tmp_path / "model_new.py")
-    program = Path(write_candidate(candidate, tmp_path))
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    inputs = problem.inputs()
+    _, reference, new, inputs = interpreted_program(tmp_path, path, candidate)
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), atol=2e-5, rtol=2e-5)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import code_builtin, write_candidate
+from kernelstitch.agents.coder.builtin import code_builtin
 from kernelstitch.agents.coder.codegen import emit
 from kernelstitch.agents.plan.kernel_spec import (
     RecurrentSpec,
@@ -25,10 +25,8 @@ from kernelstitch.agents.planner.variants import propose_variants
 from kernelstitch.agents.verifier.declaration import CandidateOrigin
 from kernelstitch.agents.verifier.static_checks import check_files
 
-from kernelstitch.core.problem import load_problem
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import interpreted_pair  # noqa: E402
+from test_coder import interpreted_program  # noqa: E402
 from test_recurrent import lstm_problem  # noqa: E402
 
 PROBLEM = '''
@@ -86,13 +84,10 @@ def test_the_recurrent_variant_computes_what_the_module_computes(name, tmp_path)
     step = next(s for s in variant.plan.steps if s.technique == "fused_recurrent")
     assert step.spec["type"] == "recurrent" and step.spec["cell"] in name
     candidate = code_builtin(variant.plan, path, tmp_path / "model_new.py")
-    program = Path(write_candidate(candidate, tmp_path))
+    program, reference, new, inputs = interpreted_program(tmp_path, path, candidate)
     # (input, [h0(, c0)], [weights]): aten's argument structure
     assert f"_KS.{step.spec['name']}(v_x, [v_h0{', v_c0' if lstm else ''}], [" in candidate.source
     assert check_files(program, path, origin=CandidateOrigin.BUILTIN).reasons == []
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    inputs = problem.inputs()
     with torch.no_grad():
         want, got = reference(*inputs), new(*inputs)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)  # output, h_n (and c_n): nested tuples

@@ -10,14 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelstitch.agents.coder.builtin import write_candidate
 from kernelstitch.agents.inprocess import generate_builtin
 from kernelstitch.agents.planner.dim_groups import dim_groups as _dim_groups
 
-from kernelstitch.core.problem import load_problem
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_coder import interpreted_pair  # noqa: E402
+from test_coder import interpreted_program  # noqa: E402
 
 HEADER = "import torch\nimport torch.nn as nn\n\n"
 
@@ -86,10 +83,7 @@ def _generate(tmp_path: Path, text: str):
     path = tmp_path / "problem.py"
     path.write_text(textwrap.dedent(text))
     candidate = generate_builtin(path, "Model", tmp_path / "model_new.py")
-    program = Path(write_candidate(candidate, tmp_path))
-    problem = load_problem(path, "Model")
-    reference, new = interpreted_pair(candidate, program, problem)
-    x = problem.inputs()
+    _, reference, new, x = interpreted_program(tmp_path, path, candidate)
     with torch.no_grad():
         torch.testing.assert_close(new(*x), reference(*x), atol=1e-5, rtol=1e-5)
     return candidate
