@@ -130,9 +130,11 @@ def within_limit(variants: list[PlanVariant], limit: int | None) -> list[PlanVar
         return list(variants)
     kept, ranked = [], 0
     for v in variants:
-        if v.name in UNRANKED_VARIANTS or ranked < max(1, limit):
+        if v.name in UNRANKED_VARIANTS:
             kept.append(v)
-            ranked += v.name not in UNRANKED_VARIANTS
+        elif ranked < max(1, limit):
+            kept.append(v)
+            ranked += 1
     return kept
 
 
