@@ -120,6 +120,13 @@ def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
     return {**fields, "plane_v": PLANE_OUTPUTS}
 
 
+def _reads_each_column_twice(kw: int, sw: int, dw: int) -> bool:
+    """Whether a window row reads each input column it reads at least twice: its windows start
+    every sw columns and read kw columns each, of every gcd(sw, dw)-th column, so kw * gcd / sw
+    reads a column (a form that loads a column once for several windows pays off only then)."""
+    return kw * math.gcd(sw, dw) >= 2 * sw
+
+
 # The channels-last row kernels (cuda/pool/kernel.cu's cl4r / cl4rt): ROW_OUTPUTS output columns
 # x 4 channels a thread, fewer where a window row's span of float4 columns, all loaded before its
 # arithmetic, would pass _ROW_SPAN_MAX (4 registers a column; at 12, level2/82's 4x4 / stride-4
@@ -128,25 +135,22 @@ def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
 # 2.25 -> 1.54 ms (NCHW out) and 1.79 -> 0.88 (NHWC out), where each input column is read by 3
 # windows of a row; but AlexNet's 3x3 / stride 2 (1.5 windows a column) 0.70 -> 0.75 and
 # 0.61 -> 0.73, and non-overlapping 2x2 / 4x4 windows within 4% either way.  So the row form
-# takes windows whose row reads each column at least _ROW_OVERLAP_MIN times.
+# takes windows whose row reads each column at least twice (_reads_each_column_twice).
 ROW_OUTPUTS = 4
 _ROW_SPAN_MAX = 9
 _ROW_TAPS_MAX = 27  # the cl4 kernels' unrolled window bound
-_ROW_OVERLAP_MIN = 2
 
 
 def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     """(V, KH, KW, SH, SW, PH, PW, DH, DW) of the row form of the channels-last 4-channel kernels,
     or None where the cl4 kernels stay: not float32 / other tap operands, adaptive windows, other
     than 2-D (a 3-D window, KD > 1 included), over _ROW_TAPS_MAX taps, a window row reading each
-    column fewer than _ROW_OVERLAP_MIN times, or a span too wide for 2 columns a thread."""
+    column fewer than twice, or a span too wide for 2 columns a thread."""
     if not vec4 or spec.kind not in ("max", "avg") or spec.nd != 2:
         return None
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
     dh, dw = tuple(spec.dilation) if spec.kind == "max" else (1, 1)
-    # a row's windows start every sw columns and read kw columns each, of every gcd(sw, dw)-th
-    # column: kw * gcd / sw reads a column read at all
-    if kh * kw > _ROW_TAPS_MAX or kw * math.gcd(sw, dw) < _ROW_OVERLAP_MIN * sw:
+    if kh * kw > _ROW_TAPS_MAX or not _reads_each_column_twice(kw, sw, dw):
         return None
     v = ROW_OUTPUTS
     while v >= 2 and (v - 1) * sw + (kw - 1) * dw + 1 > _ROW_SPAN_MAX:
