@@ -1046,6 +1046,64 @@ int main() {
     assert per_sample_channel > 100  # the [N, C, 1, 1] reads (mod a multiple of R, not R) are taken
 
 
+@pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
+                    reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
+def test_per_channel_operands_of_four_planes_sit_at_four_consecutive_offsets(tmp_path):
+    """ks_planes4_consecutive (ks_operand_read.h: the channels-last pools read a plane operand of
+    their 4 channels as one 16-byte load) against ks_offset's formulas: for every operand it
+    accepts, at every group of 4 planes plane0..plane0+3 (plane0 % 4 == 0) of small [N, C, S]
+    inputs, plane plane0 + j's offset is plane0's plus j.  Accepted: per channel (mod == C) and
+    per (sample, channel) (mod == N x C); rejected: full tensors, scalars, per-sample values,
+    mods that are not a multiple of 4 and divisors other than the plane."""
+    from kernelstitch.agents.coder.codegen.templates import source
+
+    (tmp_path / "p4.cpp").write_text(source("ks_shared_types.h") + source("ks_operand_read.h") + r"""
+#include <cstdio>
+#include <initializer_list>
+static int64_t offset(const KsOperand& d, int64_t i) {  // ks_offset's formulas (ks_prelude.cuh)
+  switch (d.mode) {
+    case KS_FULL: return i;
+    case KS_SCALAR: return 0;
+    case KS_ROW: return i % d.mod;
+    default: return (i / d.div) % d.mod;
+  }
+}
+int main() {
+  long long accepted = 0, rejected = 0, bad = 0, channel = 0;
+  for (int64_t N = 1; N <= 4; ++N)
+    for (int64_t C = 4; C <= 24; C += 4)
+      for (int64_t S = 1; S <= 9; ++S) {
+        KsOperand ds[12] = {};
+        int n = 0;
+        ds[n].mode = KS_FULL; ++n;
+        ds[n].mode = KS_SCALAR; ++n;
+        for (int64_t mod : {C, N * C, C + 2, C / 2, (int64_t)2}) {
+          ds[n].mode = KS_CHANNEL; ds[n].div = S; ds[n].mod = mod; ++n;
+        }
+        ds[n].mode = KS_DIVMOD; ds[n].div = C * S; ds[n].mod = N; ++n;  // per sample
+        ds[n].mode = KS_CHANNEL; ds[n].div = 2 * S; ds[n].mod = C; ++n;  // not the plane's divisor
+        ds[n].mode = KS_ROW; ds[n].mod = S; ++n;
+        for (int k = 0; k < n; ++k) {
+          const KsOperand& d = ds[k];
+          if (!ks_planes4_consecutive(d, S)) { ++rejected; continue; }
+          ++accepted;
+          if (k == 2) ++channel;  // ds[2]: per channel (mod == C)
+          for (int64_t plane0 = 0; plane0 < N * C; plane0 += 4)
+            for (int64_t j = 0; j < 4; ++j)
+              if (offset(d, (plane0 + j) * S) != offset(d, plane0 * S) + j) ++bad;
+        }
+      }
+  printf("%lld %lld %lld %lld\n", accepted, rejected, bad, channel);
+}
+""")
+    cmd = ["g++", "-O1", "-std=c++17", f"-I{_cuda_include()}", "-o", str(tmp_path / "p4"), str(tmp_path / "p4.cpp")]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    accepted, rejected, bad, channel = map(int, subprocess.run(
+        [str(tmp_path / "p4")], check=True, capture_output=True, text=True, timeout=60).stdout.split())
+    assert bad == 0 and accepted > 400 and rejected > 1000
+    assert channel == 4 * 6 * 9  # every per-channel operand (mod == C) of every geometry is taken
+
+
 def test_copies_that_differ_only_in_operand_names_share_one_binding_body():
     """An unrolled RNN's steps read differently named values: the bindings' messages differ,
     their code does not, so the copy forwards (its failed checks would name the first kernel)."""

@@ -211,6 +211,35 @@ def test_a_pooling_kept_channels_last_stores_channels_last(ext, shape):
     _check(got, want, "contiguous")
 
 
+@pytest.mark.parametrize("keep", [True, False])
+def test_plane_operands_of_every_layout_in_the_four_channel_kernels(ext, keep):
+    """The 4-channel kernels read a per-channel prologue operand of their 4 channels as one 16-byte
+    load (ks_ld_planes4); a misaligned one 4 loads, per-(sample, channel) values [N, C, 1, 1] 4
+    consecutive values too, a strided view an offset a channel: each against torch, with a
+    channels-last output (pool_max2d_cl: relu(x + b), 3x3 / stride 2, the cl4 kernel) and a
+    contiguous one (pool_avg2d_to_nchw: tanh(x + b), 2x2, times e: the tiled cl4t kernel)."""
+    torch.manual_seed(3)
+    N, C = 3, 20
+    x = torch.randn(N, C, 19, 22, device="cuda").contiguous(memory_format=torch.channels_last)
+    storage = torch.randn(2 * N * C + 1, device="cuda")
+    operands = {
+        "per channel": torch.randn(C, 1, 1, device="cuda"),
+        "misaligned": storage[1:C + 1].view(C, 1, 1),
+        "per (sample, channel)": torch.randn(N, C, 1, 1, device="cuda"),
+        "strided": storage[: 2 * C : 2].view(C, 1, 1),
+    }
+    for label, b in operands.items():
+        if keep:
+            got = ext.pool_max2d_cl(x, b)
+            assert got.is_contiguous(memory_format=torch.channels_last)
+            _check(got, F.max_pool2d(torch.relu(x + b), 3, 2, 1), f"{label} operand, channels-last out",
+                   contiguous=False)
+        else:
+            e = torch.randn(C, 9, 11, device="cuda")
+            _check(ext.pool_avg2d_to_nchw(x, b, e), F.avg_pool2d(torch.tanh(x + b), 2, 2) * e,
+                   f"{label} operand, contiguous out")
+
+
 @pytest.mark.parametrize("shape", [(2, 8, 37, 41), (3, 132, 19, 18), (1, 64, 130, 66), (2, 12, 3, 5)])
 def test_channels_last_input_pooled_into_a_contiguous_output(ext, shape):
     """The tiled 4-channel kernel: 32-position x 128-channel tiles staged in shared memory, so

@@ -160,9 +160,11 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     return v, kh, kw, sh, sw, ph, pw, dh, dw
 
 
-def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
+def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
-    row form would run (bench/pool_row_timing.py builds both to compare them)."""
+    row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
+    reads the channels-last kernels' per-channel operands an offset a channel, as before
+    ks_ld_planes4 (bench/pool_channel_operands_timing.py)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -191,6 +193,11 @@ def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
     row_pro_args = ", ".join(f"a{k}" if k == 0 or k in plane else "0.f" for k in pro_inputs)
     plane_loads_cl4 = " ".join(f"plane_vals[j][{i}] = ks_ld(p{k} + ks_offset(d{k}, plane * in_plane));"
                                for i, k in enumerate(plane))
+    plane_loads_cl4x4 = " ".join(f"ks_ld_planes4(p{k}, d{k}, plane0, in_plane, plane_vals, {i});"
+                                 for i, k in enumerate(plane))
+    if not channel_vec:  # the offset a plane and operand that ks_ld_planes4 replaced
+        plane_loads_cl4x4 = ("for (int j = 0; j < 4; ++j) { const int64_t plane = plane0 + j; (void)plane; "
+                             + plane_loads_cl4 + " }")
     plane_args_cl4 = " ".join(f"const float a{k} = plane_vals[j][{i}];" for i, k in enumerate(plane))
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     f"const KsPoolGeom& g, int cl, int64_t per_sample, int plane_ok, int vl, int row_ok, "
@@ -205,7 +212,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
         epi_loads=epi_loads, epi_args=", ".join(["acc"] + [f"e{k}" for k in epilogue] + ["acc"]),
         launcher_sig=launcher_sig, kernel_args=kernel_args, kind_id=KIND_ID[spec.kind],
         vec4=vec4, kd=window[0], kh=window[1], kw=window[2], nplane=len(plane), kw_row=kw_row, row_pro_args=row_pro_args,
-        plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4,
+        plane_loads_cl4=plane_loads_cl4, plane_loads_cl4x4=plane_loads_cl4x4, plane_args_cl4=plane_args_cl4,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
         plane_kernel=int(plane_window is not None), **plane_fields,

@@ -34,4 +34,12 @@ static inline bool ks_col_affine(const KsOperand& d, int64_t R, int64_t inner) {
     default: return false;
   }
 }
+
+// Whether an operand's values at the 4 planes plane0..plane0+3 (plane0 % 4 == 0) of an input of
+// in_plane values a (n, c) plane sit at 4 consecutive offsets: per channel, (i / in_plane) % mod
+// with 4 | mod, so plane0 % mod + j < mod.  The channels-last pools then read a per-channel
+// operand of their 4 channels as one 16-byte load (ks_ld_planes4, ks_prelude.cuh).
+KS_HD bool ks_planes4_consecutive(const KsOperand& d, int64_t in_plane) {
+  return (d.mode == KS_CHANNEL || d.mode == KS_DIVMOD) && d.div == in_plane && d.mod % 4 == 0;
+}
 #endif  // KS_OPERAND_READ_H

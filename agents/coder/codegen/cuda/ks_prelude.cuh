@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ks_shared_types.h"
+#include "ks_operand_read.h"
 
 #define KS_INF __int_as_float(0x7f800000)
 #define KS_NAN __int_as_float(0x7fffffff)
@@ -163,6 +164,41 @@ __device__ __forceinline__ int64_t ks_offset(const KsOperand& d, int64_t i) {
       return off;
     }
   }
+}
+
+// 4 consecutive elements at q as floats: one 16-byte load for aligned float (pools' per-channel operands).
+template <typename T> __device__ __forceinline__ void ks_ld4_consecutive(const T* __restrict__ q, float (&v)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = ks_ld(q + j);
+}
+__device__ __forceinline__ void ks_ld4_consecutive(const float* __restrict__ q, float (&v)[4]) {
+  if ((reinterpret_cast<uintptr_t>(q) & 15u) == 0) {
+    const float4 x = __ldg(reinterpret_cast<const float4*>(q));
+    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = __ldg(q + j);
+  }
+}
+
+// Column i of vals: a per-plane operand's values at the 4 planes plane0..plane0+3 (plane0 % 4 ==
+// 0) of an input whose (n, c) planes hold in_plane values (the channels-last pools' 4 channels a
+// thread): 4 consecutive values for a per-channel operand (ks_planes4_consecutive), else an offset
+// a plane.  The pools computed an offset (two multiply-shift divisions) a plane and operand at
+// every output: 20 for RegNet's batch_norm + ReLU prologue (conv bias, mean, rstd, weight, bias)
+// before a 2 x 2 window of 4 loads.
+template <typename T, int N>
+__device__ __forceinline__ void ks_ld_planes4(const T* __restrict__ p, const KsOperand& d, const int64_t plane0,
+                                              const int64_t in_plane, float (&vals)[4][N], const int i) {
+  float v[4];
+  if (ks_planes4_consecutive(d, in_plane)) {
+    ks_ld4_consecutive(p + ks_mod_by(plane0, d.mod, d.fmod), v);  // plane0 % mod + j never wraps
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = ks_ld(p + ks_offset(d, (plane0 + j) * in_plane));
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) vals[j][i] = v[j];
 }
 
 // The step of an operand's offset per step of r along a column of the [outer, R, inner] view, for

@@ -98,12 +98,9 @@ __device__ __forceinline__ void {{name}}_cl4_window({{device_params}}, const KsP
   for (int j = 0; j < 4; ++j) accv[j] = KIND == 0 ? -INFINITY : 0.f;
   float plane_vals[4][{{nplane}} + 1];
   (void)plane_vals;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int64_t plane = r * g.C + c0 + j;
-    (void)plane; (void)in_plane;
-    {{plane_loads_cl4}}
-  }
+  const int64_t plane0 = r * g.C + c0;  // the 4 channels' planes (ks_ld_planes4)
+  (void)plane0; (void)in_plane;
+  {{plane_loads_cl4x4}}
   const KsPoolWin wd = ks_pool_window<KIND>(od, g.in[0], g.out[0], g.k[0], g.s[0], g.p[0], g.dil[0]);
   const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
   const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
@@ -357,12 +354,9 @@ __global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4r_kernel({{params}
     for (uint32_t q = blockIdx.x * blockDim.x + threadIdx.x; q < items; q += gridDim.x * blockDim.x) {
       const uint32_t c0 = q % c4 * 4, rest = q / c4, gw = rest % groups, oh = rest / groups, ow0 = gw * V;
       float plane_vals[4][{{nplane}} + 1];  // the plane operands (a conv bias) of the 4 channels
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int64_t plane = r * g.C + c0 + j;
-        (void)plane;
-        {{plane_loads_cl4}}
-      }
+      const int64_t plane0 = r * g.C + c0;
+      (void)plane0;
+      {{plane_loads_cl4x4}}
       float res[V][4];
       {{name}}_cl4_row<KIND, V, KH, KW, SH, SW, PH, PW, DH, DW>({{device_args}}, g, r, (int)c0, (int)oh, (int)ow0,
                                                                 plane_vals, res);
