@@ -1,5 +1,6 @@
-"""What the kernel timing scripts (bench/*_timing.py) share: their command line and the loop that
-checks each variant's result, then times it with the Verifier's CUDA-event timer."""
+"""What the kernel timing scripts (bench/*_timing.py) share: their command line, the loop that
+checks each variant's result, then times it with the Verifier's CUDA-event timer, and their main
+(build one extension, measure each case, save the rows)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,25 @@ def save(out: Path | None, device: str, results: list[dict], **extra: Any) -> No
     """The rows as one JSON file at `out` (none: nothing), with the device's name."""
     if out:
         out.write_text(json.dumps({"device": device, **extra, "results": results}, indent=1))
+
+
+def run_cases(doc: str, build: Callable[[Any], Any], measure: Callable[..., list[dict]], cases: int) -> int:
+    """A timing script's main: --out / --runs from the command line, `build(torch)` once, then
+    `measure(torch, ext, timer, runs, k)` for case k = 0 .. cases - 1 (its rows printed as JSON lines
+    as they come), every row saved to --out."""
+    args = timing_args(doc)
+
+    import torch
+
+    from kernelstitch.core.cuda_timing import CudaTimer
+
+    ext = build(torch)
+    timer = CudaTimer()
+    results = []
+    for k in range(cases):
+        for row in measure(torch, ext, timer, args.runs, k):
+            results.append(row)
+            print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+    save(args.out, torch.cuda.get_device_name(), results)
+    return 0
