@@ -14,10 +14,9 @@ mismatch).  TB/s counts the input read once and the output written once.
 
 from __future__ import annotations
 
-import json
 import sys
 
-from kernel_timing import save, timed_variants, timing_args
+from kernel_timing import run_cases, timed_variants
 
 # (label, [N, C, H, W], kernel, stride, per-channel operands of the prologue)
 CASES = [
@@ -93,22 +92,7 @@ def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
 
 
 def main() -> int:
-    args = timing_args(__doc__)
-
-    import torch
-
-    from kernelstitch.core.cuda_timing import CudaTimer
-
-    ext = build(torch)
-    timer = CudaTimer()
-    results = []
-    for k in range(len(CASES)):
-        for row in measure(torch, ext, timer, args.runs, k):
-            results.append(row)
-            print(json.dumps(row), flush=True)
-        torch.cuda.empty_cache()
-    save(args.out, torch.cuda.get_device_name(), results)
-    return 0
+    return run_cases(__doc__, build, measure, len(CASES))
 
 
 if __name__ == "__main__":
