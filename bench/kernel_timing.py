@@ -41,6 +41,29 @@ def save(out: Path | None, device: str, results: list[dict], **extra: Any) -> No
         out.write_text(json.dumps({"device": device, **extra, "results": results}, indent=1))
 
 
+def pool_layout_rows(torch, ext, timer, runs: int, k: int, label: str, forms: dict[str, str],
+                     reference: Callable[..., Any], want: Any, args: tuple, close: bool = False) -> list[dict]:
+    """A pooling case over channels-last input (args[0]), timed with a contiguous (NCHW) and a
+    channels-last (NHWC) output: each form (column -> suffix of the extension's pool{k}_nchw /
+    pool{k}_cl functions) and torch's `reference`, each checked against `want` first (equal, or
+    allclose to 1e-5 with `close`).  TB/s counts the input read once and the output written once."""
+    rows = []
+    nbytes = (args[0].numel() + want.numel()) * 4
+    for keep in (False, True):
+        name = f"pool{k}_{'cl' if keep else 'nchw'}"
+        row = {"case": label, "input": list(args[0].shape), "output": "NHWC" if keep else "NCHW"}
+        variants = {form: getattr(ext, name + suffix) for form, suffix in forms.items()} | {"torch": reference}
+
+        def check(form, got, row=row):
+            same = torch.allclose(got, want, rtol=1e-5, atol=1e-5) if close else torch.equal(got, want)
+            if not same:
+                raise SystemExit(f"{form} differs from torch on {label} ({row['output']} out)")
+
+        row.update(timed_variants(timer, variants, check, nbytes, runs, *args))
+        rows.append(row)
+    return rows
+
+
 def run_cases(doc: str, build: Callable[[Any], Any], measure: Callable[..., list[dict]], cases: int) -> int:
     """A timing script's main: --out / --runs from the command line, `build(torch)` once, then
     `measure(torch, ext, timer, runs, k)` for case k = 0 .. cases - 1 (its rows printed as JSON lines

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from kernel_timing import run_cases, timed_variants
+from kernel_timing import pool_layout_rows, run_cases
 
 # (label, [N, C, H, W], kernel, stride, padding, prologue)
 CASES = [
@@ -66,21 +66,12 @@ def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
     args = (x, b) if prologue else (x,)
     src = torch.relu(x + b) if prologue else x
     want = F.max_pool2d(src, kernel, stride, pad)
-    rows = []
-    for keep in (False, True):
-        name = f"pool{k}_{'cl' if keep else 'nchw'}"
-        nbytes = (x.numel() + want.numel()) * 4
-        row = {"case": label, "input": list(shape), "output": "NHWC" if keep else "NCHW"}
-        cases = {"row": getattr(ext, name), "one_position": getattr(ext, name + "_old"),
-                 "torch": lambda *a: F.max_pool2d(torch.relu(a[0] + a[1]) if prologue else a[0], kernel, stride, pad)}
 
-        def check(form, got, row=row):
-            if not torch.equal(got, want):
-                raise SystemExit(f"{form} differs from torch on {label} ({row['output']} out)")
+    def reference(*a):
+        return F.max_pool2d(torch.relu(a[0] + a[1]) if prologue else a[0], kernel, stride, pad)
 
-        row.update(timed_variants(timer, cases, check, nbytes, runs, *args))
-        rows.append(row)
-    return rows
+    return pool_layout_rows(torch, ext, timer, runs, k, label, {"row": "", "one_position": "_old"}, reference,
+                            want, args)
 
 
 def main() -> int:
