@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from kernel_timing import run_cases, timed_variants
+from kernel_timing import pool_layout_rows, run_cases
 
 # (label, [N, C, H, W], kernel, stride, per-channel operands of the prologue)
 CASES = [
@@ -74,21 +74,8 @@ def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
             return torch.relu(((x + cb) - mean) * rstd * w + bb)
     args = (x, *per_channel)
     want = F.max_pool2d(source(*args), kernel, stride)
-    rows = []
-    for keep in (False, True):
-        name = f"pool{k}_{'cl' if keep else 'nchw'}"
-        nbytes = (x.numel() + want.numel()) * 4
-        row = {"case": label, "input": list(shape), "output": "NHWC" if keep else "NCHW"}
-        cases = {"vec4": getattr(ext, name), "per_channel": getattr(ext, name + "_old"),
-                 "torch": lambda *a: F.max_pool2d(source(*a), kernel, stride)}
-
-        def check(form, got, row=row):
-            if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
-                raise SystemExit(f"{form} differs from torch on {label} ({row['output']} out)")
-
-        row.update(timed_variants(timer, cases, check, nbytes, runs, *args))
-        rows.append(row)
-    return rows
+    return pool_layout_rows(torch, ext, timer, runs, k, label, {"vec4": "", "per_channel": "_old"},
+                            lambda *a: F.max_pool2d(source(*a), kernel, stride), want, args, close=True)
 
 
 def main() -> int:

@@ -980,6 +980,30 @@ int main() {
     assert (bad, out_of_range) == ("0", "1") and int(checked) > 2_000_000
 
 
+# ks_offset's formulas (ks_prelude.cuh) on the host, for the g++ tests of ks_operand_read.h's predicates
+_OFFSET_CPP = r"""
+static int64_t offset(const KsOperand& d, int64_t i) {  // ks_offset's formulas (ks_prelude.cuh)
+  switch (d.mode) {
+    case KS_FULL: return i;
+    case KS_SCALAR: return 0;
+    case KS_ROW: return i % d.mod;
+    default: return (i / d.div) % d.mod;
+  }
+}
+"""
+
+
+def _operand_read_program(tmp_path, main: str) -> list[int]:
+    """The integers a g++ program prints: ks_operand_read.h's predicates, _OFFSET_CPP and `main`."""
+    from kernelstitch.agents.coder.codegen.templates import source
+
+    (tmp_path / "p.cpp").write_text(source("ks_shared_types.h") + source("ks_operand_read.h") + _OFFSET_CPP + main)
+    cmd = ["g++", "-O1", "-std=c++17", f"-I{_cuda_include()}", "-o", str(tmp_path / "p"), str(tmp_path / "p.cpp")]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    return [int(v) for v in subprocess.run([str(tmp_path / "p")], check=True, capture_output=True, text=True,
+                                           timeout=60).stdout.split()]
+
+
 @pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
                     reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
 def test_column_affine_operands_read_base_plus_r_times_step(tmp_path):
@@ -989,19 +1013,10 @@ def test_column_affine_operands_read_base_plus_r_times_step(tmp_path):
     times ks_col_step's step (inner for full tensors, 1 for values per reduced index, else 0).
     Cases: full, scalar, per-channel (mod == R), per-(sample, channel) (mod == N x R: group
     statistics spread to [N, C, 1, 1]), per-column, and the rejected ones (mod not a multiple of R)."""
-    from kernelstitch.agents.coder.codegen.templates import source
 
-    (tmp_path / "ca.cpp").write_text(source("ks_shared_types.h") + source("ks_operand_read.h") + r"""
+    accepted, rejected, bad, per_sample_channel = _operand_read_program(tmp_path, r"""
 #include <cstdio>
 #include <initializer_list>
-static int64_t offset(const KsOperand& d, int64_t i) {  // ks_offset's formulas (ks_prelude.cuh)
-  switch (d.mode) {
-    case KS_FULL: return i;
-    case KS_SCALAR: return 0;
-    case KS_ROW: return i % d.mod;
-    default: return (i / d.div) % d.mod;
-  }
-}
 static int64_t step(const KsOperand& d, int64_t inner) {  // ks_col_step's rule (ks_prelude.cuh)
   if (d.mode == KS_FULL) return inner;
   if ((d.mode == KS_CHANNEL || d.mode == KS_DIVMOD) && d.div == inner) return 1;
@@ -1038,10 +1053,6 @@ int main() {
   printf("%lld %lld %lld %lld\n", accepted, rejected, bad, per_sample_channel);
 }
 """)
-    cmd = ["g++", "-O1", "-std=c++17", f"-I{_cuda_include()}", "-o", str(tmp_path / "ca"), str(tmp_path / "ca.cpp")]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
-    accepted, rejected, bad, per_sample_channel = map(int, subprocess.run(
-        [str(tmp_path / "ca")], check=True, capture_output=True, text=True, timeout=60).stdout.split())
     assert bad == 0 and accepted > 1000 and rejected > 100
     assert per_sample_channel > 100  # the [N, C, 1, 1] reads (mod a multiple of R, not R) are taken
 
@@ -1055,19 +1066,10 @@ def test_per_channel_operands_of_four_planes_sit_at_four_consecutive_offsets(tmp
     inputs, plane plane0 + j's offset is plane0's plus j.  Accepted: per channel (mod == C) and
     per (sample, channel) (mod == N x C); rejected: full tensors, scalars, per-sample values,
     mods that are not a multiple of 4 and divisors other than the plane."""
-    from kernelstitch.agents.coder.codegen.templates import source
 
-    (tmp_path / "p4.cpp").write_text(source("ks_shared_types.h") + source("ks_operand_read.h") + r"""
+    accepted, rejected, bad, channel = _operand_read_program(tmp_path, r"""
 #include <cstdio>
 #include <initializer_list>
-static int64_t offset(const KsOperand& d, int64_t i) {  // ks_offset's formulas (ks_prelude.cuh)
-  switch (d.mode) {
-    case KS_FULL: return i;
-    case KS_SCALAR: return 0;
-    case KS_ROW: return i % d.mod;
-    default: return (i / d.div) % d.mod;
-  }
-}
 int main() {
   long long accepted = 0, rejected = 0, bad = 0, channel = 0;
   for (int64_t N = 1; N <= 4; ++N)
@@ -1096,10 +1098,6 @@ int main() {
   printf("%lld %lld %lld %lld\n", accepted, rejected, bad, channel);
 }
 """)
-    cmd = ["g++", "-O1", "-std=c++17", f"-I{_cuda_include()}", "-o", str(tmp_path / "p4"), str(tmp_path / "p4.cpp")]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
-    accepted, rejected, bad, channel = map(int, subprocess.run(
-        [str(tmp_path / "p4")], check=True, capture_output=True, text=True, timeout=60).stdout.split())
     assert bad == 0 and accepted > 400 and rejected > 1000
     assert channel == 4 * 6 * 9  # every per-channel operand (mod == C) of every geometry is taken
 
