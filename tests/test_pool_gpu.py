@@ -217,7 +217,8 @@ def test_plane_operands_of_every_layout_in_the_four_channel_kernels(ext, keep):
     load (ks_ld_planes4); a misaligned one 4 loads, per-(sample, channel) values [N, C, 1, 1] 4
     consecutive values too, a strided view an offset a channel: each against torch, with a
     channels-last output (pool_max2d_cl: relu(x + b), 3x3 / stride 2, the cl4 kernel) and a
-    contiguous one (pool_avg2d_to_nchw: tanh(x + b), 2x2, times e: the tiled cl4t kernel)."""
+    contiguous one (pool_avg2d_to_nchw: tanh(x + b), 2x2, times e: the tiled cl4t kernel), and
+    through the row form (level3/6's window: cl4r / cl4rt); the kernel that ran is checked."""
     torch.manual_seed(3)
     N, C = 3, 20
     x = torch.randn(N, C, 19, 22, device="cuda").contiguous(memory_format=torch.channels_last)
@@ -228,16 +229,23 @@ def test_plane_operands_of_every_layout_in_the_four_channel_kernels(ext, keep):
         "per (sample, channel)": torch.randn(N, C, 1, 1, device="cuda"),
         "strided": storage[: 2 * C : 2].view(C, 1, 1),
     }
+    row = getattr(ext, f"pool_row0_{'cl' if keep else 'nchw'}_ops")  # level3/6's 3x3 / stride 1: the row form
     for label, b in operands.items():
         if keep:
             got = ext.pool_max2d_cl(x, b)
             assert got.is_contiguous(memory_format=torch.channels_last)
             _check(got, F.max_pool2d(torch.relu(x + b), 3, 2, 1), f"{label} operand, channels-last out",
                    contiguous=False)
+            assert any("_cl4_kernel<" in n for n in _kernel_names(ext.pool_max2d_cl, x, b)), label
         else:
             e = torch.randn(C, 9, 11, device="cuda")
             _check(ext.pool_avg2d_to_nchw(x, b, e), F.avg_pool2d(torch.tanh(x + b), 2, 2) * e,
                    f"{label} operand, contiguous out")
+            assert any("_cl4t_kernel<" in n for n in _kernel_names(ext.pool_avg2d_to_nchw, x, b, e)), label
+        e_row = torch.randn(C, 19, 22, device="cuda")  # the 3x3 / stride-1 / padding-1 window keeps 19 x 22
+        _check(row(x, b, e_row), _row_reference(ROW_GRID[0], x, b, e_row), f"{label} operand, row form",
+               contiguous=not keep)
+        assert any(("_cl4r_kernel<" if keep else "_cl4rt_kernel<") in n for n in _kernel_names(row, x, b, e_row)), label
 
 
 @pytest.mark.parametrize("shape", [(2, 8, 37, 41), (3, 132, 19, 18), (1, 64, 130, 66), (2, 12, 3, 5)])

@@ -196,8 +196,8 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True) -
     plane_loads_cl4x4 = " ".join(f"ks_ld_planes4(p{k}, d{k}, plane0, in_plane, plane_vals, {i});"
                                  for i, k in enumerate(plane))
     if not channel_vec:  # the offset a plane and operand that ks_ld_planes4 replaced
-        plane_loads_cl4x4 = ("for (int j = 0; j < 4; ++j) { const int64_t plane = plane0 + j; (void)plane; "
-                             + plane_loads_cl4 + " }")
+        plane_loads_cl4x4 = ("\n#pragma unroll\n  for (int j = 0; j < 4; ++j) { const int64_t plane = plane0 + j; "
+                             "(void)plane; " + plane_loads_cl4 + " }")
     plane_args_cl4 = " ".join(f"const float a{k} = plane_vals[j][{i}];" for i, k in enumerate(plane))
     launcher_sig = (f"void {name}_launch(const void* const* ins, const KsOperand* descs, void* out, "
                     f"const KsPoolGeom& g, int cl, int64_t per_sample, int plane_ok, int vl, int row_ok, "
