@@ -91,10 +91,12 @@ def discover(directory: Path, levels: list[str] | None = None,
                              f"(levels found: {', '.join(sorted(found, key=int)) or 'none'})")
         specs = [s for s in specs if s.level in wanted]
     if only:  # a,b or repeated; in the order named (a time-limited run reaches the first ones first)
-        names = [n.strip() for item in only for n in item.split(",") if n.strip()]
-        rank = {n: len(names) - 1 - k for k, n in enumerate(reversed(names))}  # a name's first mention
-        first = lambda s: min(rank.get(s.name, len(names)), rank.get(s.path.stem, len(names)))  # noqa: E731
-        specs = sorted((s for s in specs if s.name in rank or s.path.stem in rank), key=first)
+        rank: dict[str, int] = {}  # a name's first mention
+        for n in (n.strip() for item in only for n in item.split(",")):
+            if n:
+                rank.setdefault(n, len(rank))
+        specs = [s for s in specs if s.name in rank or s.path.stem in rank]
+        specs.sort(key=lambda s: min(rank.get(s.name, len(rank)), rank.get(s.path.stem, len(rank))))
     if not specs:
         raise BenchError(f"no problems (*.py files) to run in {directory}"
                          + (f" matching --only {' '.join(only)}" if only else ""))
