@@ -157,7 +157,7 @@ def bench(
     levels: list[str] = typer.Option(
         [], "--levels", help="only these levels: --levels 1 2 (or 1,2)"),
     only: list[str] = typer.Option(
-        [], help="only these problems, file stem or level1/stem: a,b or --only a --only b"),
+        [], help="only these problems, file stem or level1/stem: a,b or --only a --only b; run in that order"),
     coder: str = typer.Option("builtin", help="builtin (offline) or llm"),
     jobs: int = typer.Option(1, help="GPUs to measure on at once, one problem per GPU"),
     build_jobs: int | None = typer.Option(

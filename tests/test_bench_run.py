@@ -199,6 +199,9 @@ def test_levels_layout_and_filters(tmp_path):
         ["level1/10_c", "level3/5_y"]
     assert [s.name for s in discover(root, only=["10_c,level3/5_y"])] == \
         ["level1/10_c", "level3/5_y"]
+    # in the order named (a time-limited call runs its priorities first), a name's first mention
+    assert [s.name for s in discover(root, only=["level3/5_y,2_b", "level1/10_c", "2_b"])] == \
+        ["level3/5_y", "level1/2_b", "level1/10_c"]
     with pytest.raises(BenchError, match="no problems for level"):
         discover(root, levels=["4"])
     with pytest.raises(BenchError, match="level numbers"):

@@ -90,9 +90,13 @@ def discover(directory: Path, levels: list[str] | None = None,
             raise BenchError(f"no problems for level(s) {', '.join(missing)} in {directory} "
                              f"(levels found: {', '.join(sorted(found, key=int)) or 'none'})")
         specs = [s for s in specs if s.level in wanted]
-    if only:
-        names = {n.strip() for item in only for n in item.split(",") if n.strip()}  # a,b or repeated
-        specs = [s for s in specs if s.name in names or s.path.stem in names]
+    if only:  # a,b or repeated; in the order named (a time-limited run reaches the first ones first)
+        rank: dict[str, int] = {}  # a name's first mention
+        for n in (n.strip() for item in only for n in item.split(",")):
+            if n:
+                rank.setdefault(n, len(rank))
+        specs = [s for s in specs if s.name in rank or s.path.stem in rank]
+        specs.sort(key=lambda s: min(rank.get(s.name, len(rank)), rank.get(s.path.stem, len(rank))))
     if not specs:
         raise BenchError(f"no problems (*.py files) to run in {directory}"
                          + (f" matching --only {' '.join(only)}" if only else ""))
