@@ -73,9 +73,12 @@ def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
         def source(x, cb, mean, rstd, w, bb):
             return torch.relu(((x + cb) - mean) * rstd * w + bb)
     args = (x, *per_channel)
-    want = F.max_pool2d(source(*args), kernel, stride)
-    return pool_layout_rows(torch, ext, timer, runs, k, label, {"vec4": "", "per_channel": "_old"},
-                            lambda *a: F.max_pool2d(source(*a), kernel, stride), want, args, close=True)
+
+    def reference(*a):
+        return F.max_pool2d(source(*a), kernel, stride)
+
+    return pool_layout_rows(torch, ext, timer, runs, k, label, {"vec4": "", "per_channel": "_old"}, reference,
+                            reference(*args), args, close=True)
 
 
 def main() -> int:
