@@ -160,9 +160,13 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     return v, kh, kw, sh, sw, ph, pw, dh, dw
 
 
-def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
+def emit_pool(spec: PoolSpec, row_form: bool = True, plane_vl_padded: bool = True,
+              plane_staged: bool = True) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
-    row form would run (bench/pool_row_timing.py builds both to compare them)."""
+    row form would run (bench/pool_row_timing.py builds both to compare them).  The plane
+    kernel's forms (bench/pool_plane_store_timing.py compares them): plane_vl_padded=False takes
+    16-byte loads only on unpadded rows, plane_staged=False stores a thread's own V consecutive
+    outputs instead of a warp's 32 consecutive ones at a time."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -197,6 +201,9 @@ def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
                     f"cudaStream_t stream)")
     plane_window = _plane_window(spec, vec4)
     plane_fields = _plane_fields(plane_window)
+    # a span's first 16-byte load lands on a multiple of 4 (V = 4 windows a thread) where the
+    # padding is one; the binding checks the rest (W % 4, 16-byte aligned rows)
+    plane_vl = plane_fields["plane_pw"] % 4 == 0 if plane_vl_padded else plane_fields["plane_pw"] == 0
     row_window = _row_window(spec, vec4) if row_form else None
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
@@ -208,7 +215,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
         plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
-        plane_kernel=int(plane_window is not None), **plane_fields,
+        plane_kernel=int(plane_window is not None), **plane_fields, plane_staged=int(plane_staged),
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
         row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)
@@ -221,7 +228,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True) -> KernelSource:
         output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),
         divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
         keep="true" if spec.keep_channels_last else "false", vec4=vec4,
-        plane_kernel=int(plane_window is not None), plane_pw=plane_fields["plane_pw"],
+        plane_kernel=int(plane_window is not None), plane_vl=int(plane_vl),
         row_kernel=int(row_window is not None),
         out_dtype=TORCH_DTYPE[spec.out_dtype],
         ptrs=", ".join(f"&in_{k}" for k in range(n)),
