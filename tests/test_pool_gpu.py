@@ -271,8 +271,7 @@ def _shifted(x: torch.Tensor) -> torch.Tensor:
 def test_contiguous_planes_take_the_plane_kernel(ext, k, aligned):
     """Contiguous float32 inputs of 1-D / 2-D windows with >= 512 outputs a plane run the plane
     kernel (4 outputs a thread, each window row's span loaded once; 16-byte loads where the rows
-    are aligned and padded by a multiple of 4; a warp's outputs stored 32 consecutive values at a
-    time): every window option of GRID (padding, dilation, ceil mode,
+    are aligned and padded by a multiple of 4): every window option of GRID (padding, dilation, ceil mode,
     count_include_pad, divisor, rows of 11) against torch, NaN through max windows; the tail of
     a row (outputs not a multiple of 4), and a small plane takes the one-value kernel."""
     case = GRID[k]

@@ -160,13 +160,11 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     return v, kh, kw, sh, sw, ph, pw, dh, dw
 
 
-def emit_pool(spec: PoolSpec, row_form: bool = True, plane_vl_padded: bool = True,
-              plane_staged: bool = True) -> KernelSource:
+def emit_pool(spec: PoolSpec, row_form: bool = True, plane_vl_padded: bool = True) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
-    row form would run (bench/pool_row_timing.py builds both to compare them).  The plane
-    kernel's forms (bench/pool_plane_store_timing.py compares them): plane_vl_padded=False takes
-    16-byte loads only on unpadded rows, plane_staged=False stores a thread's own V consecutive
-    outputs instead of a warp's 32 consecutive ones at a time."""
+    row form would run (bench/pool_row_timing.py builds both to compare them); plane_vl_padded=False
+    gives the plane kernel 16-byte loads only on unpadded rows, as before they were taken on rows
+    padded by a multiple of 4 (bench/pool_plane_vl_timing.py compares the two)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -215,7 +213,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, plane_vl_padded: bool = Tru
         plane_loads_cl4=plane_loads_cl4, plane_args_cl4=plane_args_cl4,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
-        plane_kernel=int(plane_window is not None), **plane_fields, plane_staged=int(plane_staged),
+        plane_kernel=int(plane_window is not None), **plane_fields,
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
         row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)

@@ -467,9 +467,6 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
   constexpr int V = {{plane_v}}, KH = {{plane_kh}}, KW = {{plane_kw}}, SH = {{plane_sh}}, SW = {{plane_sw}}, PH = {{plane_ph}}, PW = {{plane_pw}},
                 DH = {{plane_dh}}, DW = {{plane_dw}};
   constexpr int SPAN = (V - 1) * SW + (KW - 1) * DW + 1, SPAN4 = (SPAN + 3) / 4 * 4;
-#if {{plane_staged}}
-  __shared__ __align__(16) float staged[256 * V];  // the block's outputs on their way out
-#endif
   const int IH = (int)g.in[1], IW = (int)g.in[2], OH = (int)g.out[1], OW = (int)g.out[2];  // < 2^31 (binding)
   const int groups = (OW + V - 1) / V, per_plane = OH * groups;
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
@@ -478,14 +475,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
     const int64_t r = plane / g.C, c = plane - r * g.C;
     {{plane_loads}}
     const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c * g.xs[1];
-#if {{plane_staged}}
-    // block-uniform (the warp's stores below read every lane's outputs): a lane past the plane's
-    // end pools its last group again and stores nothing
-    for (int q0 = blockIdx.x * blockDim.x; q0 < per_plane; q0 += gridDim.x * blockDim.x) {
-      const int q = min(q0 + (int)threadIdx.x, per_plane - 1);
-#else
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < per_plane; q += gridDim.x * blockDim.x) {
-#endif
       const int oh = q / groups, ow0 = (q - oh * groups) * V;
       const int ih0 = oh * SH - PH, iw0 = ow0 * SW - PW;
       float accs[V];
@@ -535,38 +525,6 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
             if constexpr (KIND == 0) accs[o] = ks_max(accs[o], v); else accs[o] += v;
           }
       }
-#if {{plane_staged}}
-      // The warp's 32 x V outputs through shared memory, so that each of its V stores writes 32
-      // consecutive outputs: a thread storing its own V consecutive outputs puts a warp's 4-byte
-      // stores 4V bytes apart, a 32-byte sector for every 1-2 values (L2 write traffic 4-8x the
-      // output's; 805 M outputs on level1/41).
-      const int lane = (int)threadIdx.x & 31, wbase = (int)threadIdx.x - lane;
-      float* const wstage = staged + wbase * V;
-      __syncwarp();  // the warp's reads of the previous iteration's values are done
-      if constexpr (V % 4 == 0) {
-#pragma unroll
-        for (int o = 0; o < V; o += 4)
-          *reinterpret_cast<float4*>(wstage + lane * V + o) = make_float4(accs[o], accs[o + 1], accs[o + 2], accs[o + 3]);
-      } else {
-#pragma unroll
-        for (int o = 0; o < V; ++o) wstage[lane * V + o] = accs[o];
-      }
-      __syncwarp();
-#pragma unroll
-      for (int st = 0; st < V; ++st) {
-        const int e = st * 32 + lane, qe = q0 + wbase + e / V;  // output e of the warp's 32 x V
-        const int ohe = qe / groups, ow = (qe - ohe * groups) * V + e % V;
-        if (qe >= per_plane || ow >= OW) continue;
-        const KsPoolWin wd{0, 1, 1, 1};
-        const KsPoolWin wh = ks_pool_window<KIND>(ohe, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
-        const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
-        float acc = ks_pool_finish<KIND>(wstage[e], wd, wh, ww, g);
-        const int64_t o = (plane * OH + ohe) * (int64_t)OW + ow;  // contiguous
-        {{epi_loads}}
-        {{name}}_epi({{epi_args}});
-        out[o] = acc;
-      }
-#else
       const KsPoolWin wd{0, 1, 1, 1};
       const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
 #pragma unroll
@@ -580,7 +538,6 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
         {{name}}_epi({{epi_args}});
         out[o] = acc;
       }
-#endif
     }
   }
 }

@@ -1,20 +1,20 @@
-"""The contiguous-input (NCHW) pooling plane kernel's forms against each other and PyTorch, on a GPU:
-16-byte loads on rows padded by a multiple of 4 (`vl`), a warp's outputs stored 32 consecutive
-values at a time through shared memory (`staged`), both (`both`), and neither (`main`, the form
-they would replace: 16-byte loads on unpadded rows only, a thread's own 4 consecutive outputs
-stored as they are).
+"""The contiguous-input (NCHW) pooling plane kernel's 16-byte loads on rows padded by a multiple
+of 4 (`vl`) against the form it replaced (`main`: 16-byte loads on unpadded rows only) and PyTorch,
+on a GPU.
 
-    python bench/pool_plane_store_timing.py [--out pool_plane_store.json] [--runs 30]
+    python bench/pool_plane_vl_timing.py [--out pool_plane_vl.json] [--runs 30]
 
 The windows and input shapes of level1/41 (max 1-D, 8 taps at dilation 3, stride 1, padding 4
 over [64, 192, 65536]), level1/44 (avg 1-D, 8 taps, stride 1, padding 4 over [64, 128, 65536]),
 level1/42 (max 2-D 4x4, stride 1, padding 1 over [32, 64, 512, 512]), a 3x3 / stride 1 /
 padding 1 max pool with a relu(x + b) prologue (b per channel) over [16, 64, 400, 400] (the
 cases of bench/pool_lanes_timing.py on branch pool-plane-lanes), and level3/13's 2x2 / stride 2
-average pool after relu(x + b) over [128, 32, 256, 256].  Every form is built from this tree
-(`emit_pool(spec, plane_vl_padded=..., plane_staged=...)`), timed with the Verifier's CUDA-event
-timer (median of --runs) and compared with torch (max: equal; avg: allclose; the script fails on
-a mismatch).  TB/s counts the input read once and the output written once.
+average pool after relu(x + b) over [128, 32, 256, 256].  Both forms are built from this tree
+(`emit_pool(spec, plane_vl_padded=...)`), timed with the Verifier's CUDA-event timer (median of
+--runs) and compared with torch (max: equal; avg: allclose; the script fails on a mismatch).
+TB/s counts the input read once and the output written once.  (Branch pool-plane-vl's first
+commit timed two more forms, a warp's outputs stored 32 consecutive values at a time through
+shared memory, with and without these loads: slower on every case, bench/results/2026-12-06-h100-s28.)
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ CASES = [
     ("max2d k3 s1 p1, relu(x + b)", "max", (16, 64, 400, 400), (3, 3), (1, 1), (1, 1), (1, 1), True),
     ("level3/13 avg2d k2 s2, relu(x + b)", "avg", (128, 32, 256, 256), (2, 2), (2, 2), (0, 0), (1, 1), True),
 ]
-# form -> (plane_vl_padded, plane_staged)
-FORMS = {"main": (False, False), "vl": (True, False), "staged": (False, True), "both": (True, True)}
+# form -> plane_vl_padded
+FORMS = {"main": False, "vl": True}
 
 
 def _spec(name: str, case: tuple):
@@ -54,11 +54,11 @@ def build(torch):
 
     kernels = []
     for k, case in enumerate(CASES):
-        for form, (vl_padded, staged) in FORMS.items():
-            kernels.append(emit_pool(_spec(f"pool{k}_{form}", case), plane_vl_padded=vl_padded, plane_staged=staged))
+        for form, vl_padded in FORMS.items():
+            kernels.append(emit_pool(_spec(f"pool{k}_{form}", case), plane_vl_padded=vl_padded))
             assert "#if 1\ntemplate <int KIND, bool VL>" in kernels[-1].cuda, case[0]  # the plane kernel is emitted
     cpp, cuda, functions = build_extension_sources(kernels)
-    return load_inline(name="ks_pool_plane_store_timing", cpp_sources=[cpp], cuda_sources=[cuda],
+    return load_inline(name="ks_pool_plane_vl_timing", cpp_sources=[cpp], cuda_sources=[cuda],
                        functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
                        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
 
