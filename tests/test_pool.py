@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from kernelstitch.agents.coder.builtin import code_builtin
 from kernelstitch.agents.coder.codegen import emit
+from kernelstitch.agents.coder.codegen.pool import emit_pool
 from kernelstitch.agents.plan.graph import Node, NodeRef
 from kernelstitch.agents.plan.kernel_spec import PoolSpec, spec_from_json, spec_to_json
 from kernelstitch.agents.planner.builtin import plan_builtin
@@ -260,7 +261,10 @@ def test_the_plane_kernel_is_emitted_for_fixed_float32_windows_within_its_bounds
     if window:
         kh, kw, sh, sw, ph, pw, dh, dw = window
         assert f"KH = {kh}, KW = {kw}, SH = {sh}, SW = {sw}, PH = {ph}, PW = {pw}" in kernel.cuda
-        assert f"const bool vl = plane_ok && {pw} == 0" in kernel.binding  # 16-byte loads: unpadded rows
+        # 16-byte loads where a span's first load lands on a multiple of 4: paddings of 0, 4, 8...
+        assert f"const bool vl = plane_ok && {int(pw % 4 == 0)} &&" in kernel.binding
+        old = emit_pool(spec, plane_vl_padded=False)  # the form it replaced: unpadded rows only
+        assert f"const bool vl = plane_ok && {int(pw == 0)} &&" in old.binding
 
 
 @pytest.mark.parametrize("spec, window", [

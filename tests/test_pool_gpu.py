@@ -46,6 +46,8 @@ GRID = [
     # level1/41's and 45's windows: a row of 8 dilated taps, and 11 x 11 (rows of 11 unrolled)
     ("max", 1, 8, 1, 4, 3, False, True, 0, "float32"),
     ("avg", 2, 11, 11, 0, 1, False, True, 0, "float32"),
+    # level1/44's: 8 taps at stride 1 over rows padded by 4 (16-byte loads from column -4)
+    ("avg", 1, 8, 1, 4, 1, False, True, 0, "float32"),
 ]
 ADAPTIVE = [(1, (7,), "float32"), (2, (5, 3), "float32"), (2, (4, 4), "float16"), (3, (2, 3, 4), "float32")]
 SHAPES = {1: (3, 6, 29), 2: (2, 5, 17, 23), 3: (2, 4, 9, 11, 13)}
@@ -306,7 +308,7 @@ def _shifted(x: torch.Tensor) -> torch.Tensor:
 def test_contiguous_planes_take_the_plane_kernel(ext, k, aligned):
     """Contiguous float32 inputs of 1-D / 2-D windows with >= 512 outputs a plane run the plane
     kernel (4 outputs a thread, each window row's span loaded once; 16-byte loads where the rows
-    are aligned and unpadded): every window option of GRID (padding, dilation, ceil mode,
+    are aligned and padded by a multiple of 4): every window option of GRID (padding, dilation, ceil mode,
     count_include_pad, divisor, rows of 11) against torch, NaN through max windows; the tail of
     a row (outputs not a multiple of 4), and a small plane takes the one-value kernel."""
     case = GRID[k]
@@ -321,7 +323,7 @@ def test_contiguous_planes_take_the_plane_kernel(ext, k, aligned):
     fits = _plane_window(_grid_spec(k, case), 1) is not None  # else (rows of 11): the one-value kernel
     names = _kernel_names(fn, x)
     assert fits == any(f"pool_grid{k}_plane_kernel<" in name for name in names)
-    if fits and aligned and case[4] == 0:  # unpadded rows of a width % 4 == 0: 16-byte loads
+    if fits and aligned and case[4] % 4 == 0:  # rows of a width % 4 == 0, padding % 4 == 0: 16-byte loads
         assert any(f"pool_grid{k}_plane_kernel<{int(case[0] == 'avg')}, true>" in name for name in names)
     # a view whose rows are longer than its width, an unbatched input, and a misaligned copy
     # (no 16-byte loads) take the plane kernel too
@@ -330,7 +332,7 @@ def test_contiguous_planes_take_the_plane_kernel(ext, k, aligned):
         _check(fn(view), _reference(case, view), f"{case} {label}")
         names = _kernel_names(fn, view)
         assert fits == any(f"pool_grid{k}_plane_kernel<" in name for name in names), label
-        if fits and case[4] == 0:
+        if fits and case[4] % 4 == 0:
             assert vl == any(f"pool_grid{k}_plane_kernel<{int(case[0] == 'avg')}, true>" in n for n in names), label
     span = (case[2] - 1) * case[5] + 1 + 2  # a few windows a row: a plane of < 512 outputs
     small = (x[..., :span] if case[1] == 1 else x[:, :, :span, :span]).contiguous()

@@ -160,11 +160,14 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     return v, kh, kw, sh, sw, ph, pw, dh, dw
 
 
-def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True) -> KernelSource:
+def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
+              plane_vl_padded: bool = True) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
-    ks_ld_planes4 (bench/pool_channel_operands_timing.py)."""
+    ks_ld_planes4 (bench/pool_channel_operands_timing.py); plane_vl_padded=False gives the plane
+    kernel 16-byte loads only on unpadded rows, as before they were taken on rows padded by a
+    multiple of 4 (bench/pool_plane_vl_timing.py compares the two)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -204,6 +207,9 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True) -
                     f"cudaStream_t stream)")
     plane_window = _plane_window(spec, vec4)
     plane_fields = _plane_fields(plane_window)
+    # a span's first 16-byte load lands on a multiple of 4 (V = 4 windows a thread) where the
+    # padding is one; the binding checks the rest (W % 4, 16-byte aligned rows)
+    plane_vl = plane_fields["plane_pw"] % 4 == 0 if plane_vl_padded else plane_fields["plane_pw"] == 0
     row_window = _row_window(spec, vec4) if row_form else None
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
@@ -228,7 +234,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True) -
         output_size=_ints(spec.output_size, spec.nd, 1), geometry=_geometry(spec),
         divisor=spec.divisor, count_include_pad=int(spec.count_include_pad),
         keep="true" if spec.keep_channels_last else "false", vec4=vec4,
-        plane_kernel=int(plane_window is not None), plane_pw=plane_fields["plane_pw"],
+        plane_kernel=int(plane_window is not None), plane_vl=int(plane_vl),
         row_kernel=int(row_window is not None),
         out_dtype=TORCH_DTYPE[spec.out_dtype],
         ptrs=", ".join(f"&in_{k}" for k in range(n)),

@@ -62,11 +62,11 @@ at::Tensor {{name}}({{cparams}}) {
                    aligned(g.xs[3]) && aligned(g.xs[4]) && reinterpret_cast<uintptr_t>(in_0.data_ptr()) % 16 == 0;
   // the contiguous-input plane kernel: a fixed 1-D / 2-D window (the coder's), W dense, 32-bit
   // sizes, planes of at least 512 outputs (a block works on one plane at a time); 16-byte loads
-  // where no padding shifts the spans and every row starts 16-byte aligned (at a padding of 4
-  // they ran slower: bench/results/2026-12-06-h100-s23, call 3)
+  // where every row starts 16-byte aligned and the padding keeps each span's first load on a
+  // multiple of 4 (plane_vl: pool.py's emit_pool decides from the padding)
   const bool plane_ok = {{plane_kernel}} && !cl && g.in[0] == 1 && g.xs[4] == 1 && g.in[1] * g.in[2] < (1LL << 31) &&
                         g.out[1] * g.out[2] >= 512;
-  const bool vl = plane_ok && {{plane_pw}} == 0 && g.in[2] % 4 == 0 && aligned(g.xs[0]) && aligned(g.xs[1]) &&
+  const bool vl = plane_ok && {{plane_vl}} && g.in[2] % 4 == 0 && aligned(g.xs[0]) && aligned(g.xs[1]) &&
                   aligned(g.xs[3]) && reinterpret_cast<uintptr_t>(in_0.data_ptr()) % 16 == 0;
   // the row form of the 4-channel kernels (a fixed 2-D window, pool.py's _row_window): a sample's
   // input offsets in 32 bits

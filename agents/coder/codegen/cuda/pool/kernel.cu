@@ -482,10 +482,11 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
         const int ih = ih0 + kh * DH;
         const bool row_in = ih >= 0 && ih < IH;
         const float* __restrict__ row = base + (int64_t)(row_in ? ih : 0) * g.xs[3];
-        if constexpr (VL) {  // iw0 % 4 == 0 (PW == 0), IW % 4 == 0, rows 16-byte aligned: a float4 is all in or all out
+        if constexpr (VL) {  // iw0 % 4 == 0 (PW % 4 == 0), IW % 4 == 0, rows 16-byte aligned: a float4 is all in or all out
 #pragma unroll
           for (int m = 0; m < SPAN4; m += 4) {
-            const float4 x4 = row_in && iw0 + m < IW ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m))
+            const bool in4 = row_in && (PW == 0 || iw0 + m >= 0) && iw0 + m < IW;
+            const float4 x4 = in4 ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m))
                                                      : make_float4(0.f, 0.f, 0.f, 0.f);
             x[kh][m] = x4.x; x[kh][m + 1] = x4.y; x[kh][m + 2] = x4.z; x[kh][m + 3] = x4.w;
           }
