@@ -93,6 +93,14 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   transition (BN, ReLU, 1x1 conv, 2x2 average pool): the conv runs on a quarter of the pixels and
   the full-size conv output is never stored; applied only where the pool at least halves the
   pixels.
+* `stacked_pools`: ``pool(pool(x, k1), k2)`` (two max or two average pools of the same
+  dimension, each window its own stride, no padding, dilation or ceil mode, no divisor
+  override) == ``pool(x, k1 * k2)``: output i of the second pool covers first-pool outputs
+  i*k2 .. i*k2 + k2 - 1, which cover inputs i*k1*k2 .. (i + 1)*k1*k2 - 1, one window of the
+  composed size and stride; the sizes agree (floor(floor(n / k1) / k2) == floor(n / (k1 * k2))),
+  and a max of maxes is the max (bitwise), an average of equal-sized averages the average (only
+  the fp32 summation order changes).  level2/6's two 2x2x2 max pools read the softmax once
+  and never store the first pool's output.
 * `einsum_matmul`: ``einsum("...c,cn->...n", a, b)`` (one contracted index, last of ``a`` and
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
@@ -140,7 +148,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.dim_groups import symbolic_groups
-from kernelstitch.agents.planner.fusion import broadcast, live_users
+from kernelstitch.agents.planner.fusion import broadcast, live_nodes, live_users
 from kernelstitch.agents.planner.group_norm_stats import group_norm_as_stats
 from kernelstitch.agents.planner.norm_of_normalized import norm_of_normalized
 from kernelstitch.agents.planner.ops import (
@@ -195,7 +203,7 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
     # _global_avg_pool before _conv_spatial_mean (a global pooling of a conv is its mean), which
     # precedes _conv_bias (it takes the conv with its bias)
     for rule in (_inplace_ops, _clone_alias, _constant_operands, *sdpa, _linear_sum, _pool_before_pointwise_conv,
-                 _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
+                 _stacked_pools, _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
                  _batch_stats_of_cat,
                  _max_values, *group_stats,
                  _vector_norm, norm_of_normalized, _broadcast_expands, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
@@ -468,6 +476,43 @@ def _pool_before_pointwise_conv(graph: Graph):
                                     kwargs=dict(conv.kwargs), synthetic=True))]
     notes = [f"{len(edits) // 2} average pool(s) after a 1x1 convolution moved before it (exact: both "
              "linear, the conv per pixel): the conv runs on the pooled pixels"] if edits else []
+    return edits, set(), notes
+
+
+def _tiling_window(params: dict | str) -> bool:
+    """Whether pooling `params` (pool_params) tile the input: fixed windows, each its own stride,
+    no padding, dilation, ceil mode or divisor override."""
+    return not isinstance(params, str) and params["kind"] != "adaptive_avg" \
+        and params["stride"] == params["kernel"] and not any(params["padding"]) \
+        and set(params["dilation"]) == {1} and not params["ceil_mode"] and not params["divisor"]
+
+
+def _stacked_pools(graph: Graph):
+    """``pool(pool(x, k1), k2)`` as ``pool(x, k1 * k2)`` (module docstring): the second pool
+    renamed in place, reading x; the first, read by nothing else, is left unscheduled."""
+    users = graph.users()
+    edits: list[GraphEdit] = []
+    merged: set[str] = set()
+    for outer in graph.nodes:
+        if outer.op not in POOL_OPS or not isinstance(outer.args[0], NodeRef):
+            continue
+        inner = graph.node(outer.args[0].node)
+        # a chain of three: the middle pool already merged with the first in this pass (the
+        # next pass, if any, sees the merged node)
+        if inner.op != outer.op or inner.name in merged or users.get(inner.name) != [outer.name] \
+                or not isinstance(inner.args[0], NodeRef) or inner.meta is None:
+            continue
+        src = graph.node(inner.args[0].node).meta
+        if src is None:
+            continue
+        first, second = pool_params(inner, src.rank), pool_params(outer, inner.meta.rank)
+        if not (_tiling_window(first) and _tiling_window(second)):
+            continue
+        window = [a * b for a, b in zip(first["kernel"], second["kernel"], strict=True)]
+        edits.append(GraphEdit(renamed(outer, args=(inner.args[0], window, window), kwargs={}, synthetic=True)))
+        merged.add(outer.name)
+    notes = [f"{len(edits)} pool(s) of a pool read as one pool of the composed window (exact: the "
+             "windows tile their inputs): the first pool's output is never stored"] if edits else []
     return edits, set(), notes
 
 
@@ -1249,11 +1294,14 @@ def _is_elementwise(graph: Graph, node: Node) -> bool:
 
 
 def _recompute_prologue(graph: Graph):
-    users = graph.users()
+    # readers that no output needs (a pool merged into the next one) never run: they neither
+    # anchor a recomputation nor make a chain "read elsewhere"
+    live = live_nodes(graph)
+    users = live_users(graph, live)
     edits: list[GraphEdit] = []
     notes: list[str] = []
     for node in graph.nodes:
-        if node.op not in PROLOGUE_ANCHORS or not isinstance(node.args[0], NodeRef):
+        if node.op not in PROLOGUE_ANCHORS or not isinstance(node.args[0], NodeRef) or node.name not in live:
             continue
         src = graph.node(node.args[0].node)
         if not _is_elementwise(graph, src):
