@@ -15,6 +15,25 @@ for problem in "$@"; do
   (cd "$work" && python -m kernelstitch generate "$stem.py" --no-verify --no-search --no-profile >gen.log 2>&1) \
     || { echo "$problem: generate failed"; tail -5 "$work/gen.log"; continue; }
   candidate=$(find "$work/.kernelstitch" -name model_new.py | head -1)
+  # ModelNew's example inputs: the problem's own (a candidate file carries none)
+  cat >>"$candidate" <<PY
+
+
+def _ks_problem():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ks_problem", "$work/$stem.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def get_inputs_ModelNew():
+    return _ks_problem().get_inputs()
+
+
+def get_init_inputs_ModelNew():
+    return _ks_problem().get_init_inputs()
+PY
   (cd "$work" && python -m kernelstitch profile "$candidate" --candidate --backend ncu --json-out "$OUT/c/ncu_$stem.json" \
     >"$OUT/c/ncu_$stem.log" 2>&1)
   echo "$problem: profile exit $?"
