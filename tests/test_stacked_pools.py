@@ -102,3 +102,23 @@ def test_program_matches_the_module_with_interpreted_kernels(tmp_path, first, se
     assert any(MERGED in n for n in candidate.plan.notes)
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), rtol=1e-4, atol=1e-5)
+
+
+INTEGER_POOLS = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, x):
+        return F.POOL(F.POOL(x, 2), 2)
+
+def get_inputs():
+    return [torch.randint(0, 3, (2, 3, 16, 16))]
+'''
+
+
+@pytest.mark.parametrize("pool, merged", [("avg_pool2d", False), ("max_pool2d", True)])
+def test_integer_average_pools_stay_two_and_integer_max_pools_merge(tmp_path, pool, merged):
+    """An integer average truncates after each pool (quarters summing to 7, 7, 7 and 3 give
+    0 through two 2x2 pools, 1 through one 4x4), so it is not composed; an integer max is."""
+    x = torch.tensor([[[[2, 2, 2, 2], [2, 1, 2, 1], [2, 2, 0, 1], [1, 2, 1, 1]]]])
+    assert not torch.equal(F.avg_pool2d(F.avg_pool2d(x, 2), 2), F.avg_pool2d(x, 4))
+    plan = plan_builtin(capture(write(tmp_path, INTEGER_POOLS.replace("POOL", pool))))
+    assert any(MERGED in n for n in plan.notes) == merged

@@ -98,9 +98,11 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   override) == ``pool(x, k1 * k2)``: output i of the second pool covers first-pool outputs
   i*k2 .. i*k2 + k2 - 1, which cover inputs i*k1*k2 .. (i + 1)*k1*k2 - 1, one window of the
   composed size and stride; the sizes agree (floor(floor(n / k1) / k2) == floor(n / (k1 * k2))),
-  and a max of maxes is the max (bitwise), an average of equal-sized averages the average (only
-  the fp32 summation order changes).  level2/6's two 2x2x2 max pools read the softmax once
-  and never store the first pool's output.
+  and a max of maxes is the max (the same value; of a +0 and a -0 tied, either sign), an
+  average of equal-sized floating-point averages the average (the summation order and fp16 /
+  bf16's intermediate rounding change; integer averages, which truncate after each pool, are
+  left alone).  level2/6's two 2x2x2 max pools read the softmax once and never store the first
+  pool's output.
 * `einsum_matmul`: ``einsum("...c,cn->...n", a, b)`` (one contracted index, last of ``a`` and
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
@@ -497,10 +499,13 @@ def _stacked_pools(graph: Graph):
         if outer.op not in POOL_OPS or not isinstance(outer.args[0], NodeRef):
             continue
         inner = graph.node(outer.args[0].node)
-        # a chain of three: the middle pool already merged with the first in this pass (the
-        # next pass, if any, sees the merged node)
+        # a chain of three: the middle pool already merged with the first (rules run once, so
+        # the third stays a pool of that one: correct, one pool short of the most it could be)
         if inner.op != outer.op or inner.name in merged or users.get(inner.name) != [outer.name] \
                 or not isinstance(inner.args[0], NodeRef) or inner.meta is None:
+            continue
+        # an integer average truncates after each pool: avg(avg(x)) is not the composed average
+        if POOL_OPS[outer.op][0] == "avg" and not (float_tensors(graph, inner) and float_tensors(graph, outer)):
             continue
         src = graph.node(inner.args[0].node).meta
         if src is None:
