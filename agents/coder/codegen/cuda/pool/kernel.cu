@@ -320,11 +320,12 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
       float acc = accs[u][j];
       if constexpr (KIND == 1) {
         const int taps = htaps * wtaps;
-        const int divide = g.divisor ? (int)g.divisor : g.count_include_pad ? hpad * wpad : taps;
-        // torch's acc / divide without IEEE `/`'s slow-path subroutine (its call made ptxas spill
+        // (divisor_override is any int64: converted to float as it is, never through an int)
+        const float d = g.divisor ? (float)g.divisor : (float)(g.count_include_pad ? hpad * wpad : taps);
+        // torch's acc / d without IEEE `/`'s slow-path subroutine (its call made ptxas spill
         // here): the approximate reciprocal's quotient and one FMA residual correction, within an
         // ulp of the IEEE quotient; inf / NaN sums (no finite residual) keep the plain product.
-        const float d = (float)divide, inv = __fdividef(1.f, d), q0 = acc * inv;
+        const float inv = __fdividef(1.f, d), q0 = acc * inv;
         const float q = isfinite(q0) ? fmaf(fmaf(-q0, d, acc), inv, q0) : q0;
         acc = taps > 0 ? q : 0.f;
       }
