@@ -19,6 +19,10 @@ for problem in "$@"; do
   cat >>"$candidate" <<PY
 
 
+import functools
+
+
+@functools.cache  # one execution of the problem file for both functions
 def _ks_problem():
     import importlib.util
     spec = importlib.util.spec_from_file_location("ks_problem", "$work/$stem.py")
