@@ -471,10 +471,41 @@ def attention_kernel_problem(head_dim: int, dtypes: tuple[str, ...], mask_dtype:
 
 # ---- JSON (Plan.steps[].spec) ---------------------------------------------------------------
 # The JSON is the dataclass fields plus `"type"`; tuples become lists, ElementwiseOp attrs a dict.
+# A contraction's operands: at most this many (the binding and the kernel hold them in fixed arrays).
+CONTRACTION_MAX_INPUTS = 4
+CONTRACTION_MAX_DIMS = 4  # indices a role (batch, m, n, k) may hold
+CONTRACTION_TILES = ((64, 64), (64, 16), (16, 64), (1, 256), (256, 1))  # (BM, BN): 256 threads each
+
+
+@dataclass(frozen=True)
+class ContractionSpec:
+    """torch.einsum of 1-4 float operands as one tiled contraction (cuda/contraction/), every
+    operand read through its strides (no permuted copies, no materialised products).
+
+    `equation` is normalised: letters only, explicit output ("bclhn,bhcl,bclhp->bchpn").  Each
+    input sits on side 0 (A) or 1 (B) (`sides`); the output's letters split into `batch` (in
+    operands of both sides, or of neither side's m/n), `m` (only side A's operands) and `n` (only
+    side B's), the summed letters are `k`.  For every batch index, the [m, n] output tile
+    accumulates over k the product (over side A's operands) times the product (over side B's),
+    in fp32: out[b, m, n] = sum_k prod_A a[b, m, k] * prod_B b[b, n, k].  Role strings list the
+    letters in output order (k: in order of first appearance in the inputs); `tile` is (BM, BN),
+    one of CONTRACTION_TILES.  The output is contiguous, in the equation's output order."""
+
+    name: str
+    inputs: tuple[TensorArg, ...]
+    equation: str
+    sides: tuple[int, ...]
+    batch: str
+    m: str
+    n: str
+    k: str
+    out_dtype: DType
+    tile: tuple[int, int] = (64, 64)
+
 
 Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | BatchStatsMergeSpec
         | ScanSpec | CatSpec | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec | ConvTapMeansSpec
-        | RecurrentSpec)
+        | RecurrentSpec | ContractionSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -529,6 +560,10 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "weights": [_arg(t) for t in spec.weights], "layers": spec.layers,
                 "directions": spec.directions, "has_biases": spec.has_biases,
                 "batch_first": spec.batch_first, "batch_tile": spec.batch_tile}
+    if isinstance(spec, ContractionSpec):
+        return {"type": "contraction", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
+                "equation": spec.equation, "sides": list(spec.sides), "batch": spec.batch, "m": spec.m,
+                "n": spec.n, "k": spec.k, "out_dtype": spec.out_dtype, "tile": list(spec.tile)}
     if isinstance(spec, NllLossSpec):
         return {"type": "nll", "name": spec.name, "logits": _arg(spec.logits), "target": _arg(spec.target),
                 "lse": _arg(spec.lse), "reduction": spec.reduction, "ignore_index": spec.ignore_index,
@@ -626,6 +661,11 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             cell_state=_arg_from(data.get("cell_state")), weights=tuple(_arg_from(t) for t in data.get("weights", [])),
             layers=int(data["layers"]), directions=int(data["directions"]), has_biases=bool(data["has_biases"]),
             batch_first=bool(data["batch_first"]), batch_tile=int(data["batch_tile"]))
+    if kind == "contraction":
+        return ContractionSpec(
+            name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]), equation=data["equation"],
+            sides=tuple(int(v) for v in data["sides"]), batch=data["batch"], m=data["m"], n=data["n"],
+            k=data["k"], out_dtype=data["out_dtype"], tile=(int(data["tile"][0]), int(data["tile"][1])))
     if kind == "nll":
         return NllLossSpec(
             name=data["name"], logits=_arg_from(data["logits"]), target=_arg_from(data["target"]),
