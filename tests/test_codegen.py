@@ -21,6 +21,7 @@ from kernelstitch.agents.coder.codegen import (
     BatchStatsSpec,
     CatSegment,
     CatSpec,
+    ContractionSpec,
     ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
@@ -267,6 +268,25 @@ def recurrent_specs() -> list[RecurrentSpec]:
     return [spec("rnn_lstm6", "lstm", 6, 1, 10), spec("rnn_gru6_bi", "gru", 6, 2, 10),
             spec("rnn_tanh_t16", "rnn_tanh", 2, 1, 16, biases=False, batch_first=True),
             spec("rnn_relu_t1_bi", "rnn_relu", 1, 2, 1), spec("rnn_lstm_t16_bi", "lstm", 2, 2, 16)]
+
+
+def contraction_specs() -> list[ContractionSpec]:
+    """torch.einsum contractions, one a tile (CONTRACTION_TILES) and 1-4 operands: Mamba2's chunk
+    states (3 operands, two on side B), its state passing (m empty), a bmm, a GEMV (n empty), a
+    sum over one index (one operand), four operands with 16-bit inputs and output."""
+    f = lambda n, d="float32": TensorArg(n, d)  # noqa: E731
+    return [
+        ContractionSpec("ctr_mamba_states", (f("B"), f("decay"), f("X")), "bclhn,bhcl,bclhp->bchpn", (1, 1, 0),
+                        "bch", "p", "n", "l", "float32", (64, 64)),
+        ContractionSpec("ctr_mamba_passing", (f("w"), f("S")), "bhc,bchpn->bhpn", (0, 1), "bh", "", "pn", "c",
+                        "float32", (1, 256)),
+        ContractionSpec("ctr_bmm", (f("a"), f("b")), "bij,bjk->bik", (0, 1), "b", "i", "k", "j", "float32",
+                        (64, 16)),
+        ContractionSpec("ctr_gemv", (f("a"), f("x")), "ij,j->i", (0, 1), "", "i", "", "j", "float32", (256, 1)),
+        ContractionSpec("ctr_sum", (f("a"),), "bij->bi", (0,), "b", "i", "", "j", "float32", (64, 64)),
+        ContractionSpec("ctr_four_f16", (f("a", "float16"), f("b"), f("c", "bfloat16"), f("d")),
+                        "abcd,bcd,cde,def->abef", (0, 0, 1, 1), "b", "a", "ef", "cd", "bfloat16", (16, 64)),
+    ]
 
 
 def attention_specs() -> list[AttentionSpec]:
@@ -695,7 +715,8 @@ def test_spec_validation():
 
 
 _SAFE_MESSAGE_ARG = re.compile(
-    r'^(".*"|"[^"]*"\s*#\w+\s*"[^"]*"|ks_str\(.*\)|name|t\.device\(\)|device|dtype|t\.scalar_type\(\)|t)$',
+    r'^(".*"|"[^"]*"\s*#\w+\s*"[^"]*"|ks_str\(.*\)|std::string\(.*\)|name|t\.device\(\)|device|dtype|'
+    r't\.scalar_type\(\)|t)$',
     re.S)
 
 
@@ -736,7 +757,7 @@ def test_bindings_open_with_marks_after_every_prototype():
 def test_error_messages_stream_no_numbers():
     """Integers in TORCH_CHECK messages segfaulted the extension on the H100 image: numbers
     must go through ks_str (a string), never through operator<<."""
-    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + [
+    specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + contraction_specs() + [
         GemmSpec("g_msg", TensorArg("x", "float32"), TensorArg("w", "float32"),
                  TensorArg("b", "float32"), "gelu", "float32")]
     cpp, cuda, _ = build_extension_sources([emit(s) for s in specs])
@@ -777,7 +798,7 @@ def _spill_specs() -> list:
     """The specs the spill check compiles: all of them with KERNELSTITCH_SPILL_CHECK=all, else
     every non-reduction spec and the representative reductions (tests/spill_scope.py)."""
     reductions = [s for s in reduction_specs() if full_spill_check() or s.name in REPRESENTATIVE_REDUCTIONS]
-    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() + recurrent_specs()
+    return elementwise_specs() + gemm_specs() + reductions + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() + recurrent_specs() + contraction_specs()
 
 
 def _spill_units(specs: list) -> list[list[str]]:

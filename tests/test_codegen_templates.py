@@ -26,6 +26,7 @@ from test_codegen import (
     batch_stats_merge_specs,
     batch_stats_specs,
     cat_specs,
+    contraction_specs,
     conv_taps_specs,
     elementwise_specs,
     gemm_specs,
@@ -48,7 +49,7 @@ def all_specs() -> list:
     pass only when another test of the same worker happened to render its files.)"""
     return elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + gemm_specs() + scan_specs() \
         + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() \
-        + recurrent_specs() + [
+        + recurrent_specs() + contraction_specs() + [
         GemmSpec("g_plain", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "none", "float32"),
         GemmSpec("g_tf32", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "relu", "float32",
                  precision="tf32"),

@@ -641,6 +641,8 @@ def interpret(spec: dict):
             loss = torch.where(counts, lse - picked, 0.0)
             total = {"none": loss, "sum": loss.sum(), "mean": loss.sum() / counts.sum()}[spec["reduction"]]
             return total.to(_DT[spec["out_dtype"]])
+        if spec["type"] == "contraction":  # fp32 products and sums, as the kernel
+            return torch.einsum(spec["equation"], *(t.float() for t in tensors)).to(_DT[spec["out_dtype"]])
         if spec["type"] == "conv_taps":
             return tap_means_reference(tensors[0].float(), spec["kernel"], spec["stride"], spec["padding"],
                                        spec["dilation"], spec["output_padding"], spec["transposed"])

@@ -7,8 +7,8 @@ the sources of one `torch.utils.cpp_extension.load_inline` call (pass `EXTRA_CUD
 
 The CUDA and C++ are files under cuda/ (headers at the top, one folder per emitter), filled by
 `templates.render`; the Python modules decide what fills them: `elementwise.py`, `reduction/`
-(one module per kernel family), `cluster_cols.py`, `gemm.py`, `pool.py`, `batch_stats.py`, `attention.py`, and `expr.py` (op lists -> fp32
-CUDA statements).
+(one module per kernel family), `cluster_cols.py`, `gemm.py`, `pool.py`, `batch_stats.py`, `attention.py`,
+`contraction.py` (torch.einsum), and `expr.py` (op lists -> fp32 CUDA statements).
 """
 
 from kernelstitch.agents.coder.codegen.arg_reduce import emit_arg_reduce
@@ -24,6 +24,7 @@ from kernelstitch.agents.coder.codegen.common import (
     build_extension_sources,
     split_extension_kernels,
 )
+from kernelstitch.agents.coder.codegen.contraction import emit_contraction
 from kernelstitch.agents.coder.codegen.conv_taps import emit_conv_taps
 from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops, op_expression
@@ -42,6 +43,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     BatchStatsSpec,
     CatSegment,
     CatSpec,
+    ContractionSpec,
     ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
@@ -92,6 +94,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         return emit_conv_taps(spec)
     if isinstance(spec, RecurrentSpec):
         return emit_recurrent(spec)
+    if isinstance(spec, ContractionSpec):
+        return emit_contraction(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
@@ -102,6 +106,7 @@ __all__ = [
     "BatchStatsSpec",
     "CatSegment",
     "CatSpec",
+    "ContractionSpec",
     "BINDING_PRELUDE",
     "CUDA_PRELUDE",
     "EXTRA_CFLAGS",
@@ -114,6 +119,7 @@ __all__ = [
     "NllLossSpec",
     "ConvTapMeansSpec",
     "RecurrentSpec",
+    "emit_contraction",
     "emit_conv_taps",
     "PoolSpec",
     "ReductionSpec",

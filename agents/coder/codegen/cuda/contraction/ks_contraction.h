@@ -1,0 +1,56 @@
+#ifndef KS_CONTRACTION_H
+#define KS_CONTRACTION_H
+// A contraction's run-time geometry (contraction/kernel.cu), filled by its binding: the sizes of
+// the dims of each role (batch, m, n, k; row-major within a role, the last dim fastest), their
+// multiply-shift divisors, and every operand's element strides per role dim (0 where the operand
+// lacks the index or broadcasts it).  Plain C++ shared by the binding (g++) and the kernel (nvcc).
+#include "../ks_fastdiv.h"
+
+#define KS_CONTRACTION_MAX_INPUTS 4  /* kernel_spec.CONTRACTION_MAX_INPUTS */
+#define KS_CONTRACTION_MAX_DIMS 4    /* kernel_spec.CONTRACTION_MAX_DIMS: dims a role */
+#define KS_CONTRACTION_OUT KS_CONTRACTION_MAX_INPUTS  /* stride slot of the output */
+#define KS_CONTRACTION_BK 16         /* k values a block stages per step */
+#define KS_CONTRACTION_MAX_GRID 1048576  /* blocks a launch; more tiles: each block loops */
+
+enum KsContractionRole : int { KS_CTR_BATCH = 0, KS_CTR_M = 1, KS_CTR_N = 2, KS_CTR_K = 3 };
+
+struct KsContraction {
+  int64_t size[4][KS_CONTRACTION_MAX_DIMS];  // role, dim: 1 past the role's dims
+  KsFastDiv fsize[4][KS_CONTRACTION_MAX_DIMS];
+  int64_t total[4];                          // elements a role (B, M, N, K): < 2^31, checked by the binding
+  // element strides: operands 0..3, then the output (KS_CONTRACTION_OUT, its batch / m / n dims)
+  int64_t stride[KS_CONTRACTION_MAX_INPUTS + 1][4][KS_CONTRACTION_MAX_DIMS];
+  int64_t m_tiles, n_tiles, tiles;           // tiles = B * m_tiles * n_tiles < 2^32 (n fastest, then m)
+  KsFastDiv f_m_tiles, f_n_tiles;
+};
+
+#if defined(__CUDACC__)
+// The per-dim indices of position `lin` (< 2^32) of a role's ND dims: multiply-shift divisions by
+// the inner dims' sizes; the first dim takes the rest (so a position past the role's end gives an
+// index past its first dim: callers never read there).
+template <int ND> struct KsCtrIndex { uint32_t i[ND > 0 ? ND : 1]; };
+
+template <int ND>
+__device__ __forceinline__ KsCtrIndex<ND> ks_ctr_split(uint32_t lin, const KsContraction& g, int role) {
+  KsCtrIndex<ND> x;
+  x.i[0] = 0;
+#pragma unroll
+  for (int d = ND - 1; d > 0; --d) {
+    const uint32_t q = ks_fastdiv_apply(lin, g.fsize[role][d]);
+    x.i[d] = lin - q * (uint32_t)g.size[role][d];
+    lin = q;
+  }
+  if (ND > 0) x.i[0] = lin;
+  return x;
+}
+
+// The element offset of those indices for stride slot `slot` (an operand or the output).
+template <int ND>
+__device__ __forceinline__ int64_t ks_ctr_offset(const KsCtrIndex<ND>& x, const KsContraction& g, int slot, int role) {
+  int64_t off = 0;
+#pragma unroll
+  for (int d = 0; d < ND; ++d) off += (int64_t)x.i[d] * g.stride[slot][role][d];
+  return off;
+}
+#endif
+#endif  // KS_CONTRACTION_H
