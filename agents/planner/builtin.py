@@ -21,6 +21,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     BatchStatsSpec,
     CatSegment,
     CatSpec,
+    ContractionSpec,
     ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
@@ -33,6 +34,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     TriangleSpec,
     spec_to_json,
 )
+from kernelstitch.agents.planner.contraction import choose_tile, contraction_roles
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
 from kernelstitch.agents.planner.monotone import hoist_monotone_tail
 from kernelstitch.agents.planner.ops import (
@@ -206,7 +208,7 @@ class _StepBuilder:
                  "scan": self.scan, "arg_reduce": self.arg_reduce,
                  "triangle": self.triangle, "nll": self.nll, "conv_taps": self.conv_taps, "cat": self.cat,
                  "gemm": self.gemm, "attention": self.attention,
-                 "recurrent": self.recurrent}.get(g.kind, self.torch_call)
+                 "recurrent": self.recurrent, "contraction": self.contraction}.get(g.kind, self.torch_call)
         return build(g, sid)
 
     def elementwise(self, g: Group, sid: str) -> PlanStep:
@@ -441,6 +443,23 @@ class _StepBuilder:
             source_lines=self.lines([node.name]), spec=spec_to_json(spec),
             estimated_bytes=sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(node.meta),
             estimated_flops=flops, inputs=inputs, outputs=[node.name])
+
+    def contraction(self, g: Group, sid: str) -> PlanStep:
+        node = self.node(g.anchor)
+        roles = contraction_roles(self.graph, node)
+        assert not isinstance(roles, str), roles  # fusion classified it as one
+        inputs = [r.node for r in node.arg(1, "tensors")]
+        M, N = roles.size(roles.m), roles.size(roles.n)
+        spec = ContractionSpec(
+            name=f"ks_{sid}_contraction", inputs=tuple(self.tensor_arg(i) for i in inputs),
+            equation=roles.equation, sides=roles.sides, batch=roles.batch, m=roles.m, n=roles.n, k=roles.k,
+            out_dtype=node.meta.dtype, tile=choose_tile(M, N))
+        role = lambda letters: letters or "-"  # noqa: E731
+        return self.fused_step(
+            g, sid, spec, f"einsum {roles.equation} as one tiled contraction (batch {role(roles.batch)}, "
+            f"m {role(roles.m)}, n {role(roles.n)}, summed {role(roles.k)}; tile {spec.tile[0]}x{spec.tile[1]}), "
+            "operands read through their strides",
+            sum(_nbytes(self.node(i).meta) for i in dict.fromkeys(inputs)) + _nbytes(node.meta), roles.flops, inputs)
 
     def recurrent(self, g: Group, sid: str) -> PlanStep:
         node = self.node(g.anchor)

@@ -25,6 +25,7 @@ from typing import Literal
 from kernelstitch.agents.plan.graph import Graph, Node, NodeRef, TensorMeta
 from kernelstitch.agents.plan.host_ops import is_host
 from kernelstitch.agents.planner.attention_kernel import attention_operands_problem
+from kernelstitch.agents.planner.contraction import EINSUM_OP, contraction_roles
 from kernelstitch.agents.planner.ops import (
     ARG_REDUCE_KINDS,
     BATCH_STATS_MERGE_OP,
@@ -53,7 +54,7 @@ from kernelstitch.agents.planner.ops import (
 )
 from kernelstitch.agents.planner.recurrent_kernel import recurrent_problem
 
-GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "batch_stats_merge", "scan", "arg_reduce", "triangle", "nll", "conv_taps", "cat", "gemm", "library",
+GroupKind = Literal["elementwise", "reduction", "pool", "batch_stats", "batch_stats_merge", "scan", "arg_reduce", "triangle", "nll", "conv_taps", "cat", "gemm", "library", "contraction",
                     "attention", "recurrent", "fallback"]
 Shape = tuple
 
@@ -198,6 +199,9 @@ class _Scheduler:
             return self.compiled_or_fallback(node, "batch_stats", self.operand_problem(node, "normalised value"))
         if node.op in POOL_OPS:
             return self.compiled_or_fallback(node, "pool", self.pool_problem(node))
+        if node.op == EINSUM_OP:
+            roles = contraction_roles(self.graph, node)
+            return self.compiled_or_fallback(node, "contraction", roles if isinstance(roles, str) else None)
         if node.op in GEMM_OPS:
             reason = self.gemm_problem(node)
             if reason is None:

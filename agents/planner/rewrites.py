@@ -150,6 +150,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 from kernelstitch.agents.planner.attention import attention_rewrites
 from kernelstitch.agents.planner.dim_groups import symbolic_groups
+from kernelstitch.agents.planner.einsum_rewrites import select_through_einsum, zeros_in_contraction
 from kernelstitch.agents.planner.fusion import broadcast, live_nodes, live_users
 from kernelstitch.agents.planner.group_norm_stats import group_norm_as_stats
 from kernelstitch.agents.planner.norm_of_normalized import norm_of_normalized
@@ -208,7 +209,8 @@ def apply_rewrites(graph: Graph, keep_conv_bias: frozenset[str] = frozenset(),
                  _stacked_pools, _global_avg_pool, _conv_spatial_mean, partial(_conv_bias, keep=keep_conv_bias), *norms,
                  _batch_stats_of_cat,
                  _max_values, *group_stats,
-                 _vector_norm, norm_of_normalized, _broadcast_expands, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq, _einsum_matmul,
+                 _vector_norm, norm_of_normalized, _broadcast_expands, _full_reduction, _smooth_l1, _triplet_margin, _kl_div, _cross_entropy, _masked_fill_eq,
+                 select_through_einsum, zeros_in_contraction, _einsum_matmul,
                  _reverse_scan, _exclusive_scan, _views_through_elementwise, _views_between_elementwise,
                  _recompute_prologue):
         edits, algebraic, notes = rule(result.graph)

@@ -1,0 +1,122 @@
+"""torch.einsum planned as one tiled contraction (planner/contraction.py) and the two exact
+rewrites before it (planner/einsum_rewrites.py): the role split, the tile, which einsums stay
+with torch, the identities each rewrite rests on, and level3/49 Mamba2's plan."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from kernelstitch.agents.planner.builtin import plan_builtin
+from kernelstitch.agents.planner.capture import capture
+from kernelstitch.agents.planner.contraction import choose_tile, normalise_equation, split_roles
+from test_norms import _HEADER, write
+
+MAMBA_STATES = "bclhn,bhcl,bclhp->bchpn"
+SIZES = {"b": 2048, "c": 2, "l": 64, "h": 8, "n": 16, "p": 64}
+
+
+def _roles(equation: str, sizes: dict[str, int]):
+    parts, out = normalise_equation(equation, equation.split("->")[0].count(",") + 1)
+    return split_roles(parts, out, sizes)
+
+
+def test_mamba_states_split_into_batch_m_n_and_summed_letters():
+    roles = _roles(MAMBA_STATES, SIZES)
+    assert roles.batch == "bch" and roles.k == "l"
+    assert {roles.m, roles.n} == {"n", "p"}  # one side X (p), the other B and the decay (n)
+    assert len(set(roles.sides)) == 2 and roles.sides[0] == roles.sides[1]  # B with the decay
+    assert choose_tile(roles.size(roles.m), roles.size(roles.n)) in ((16, 64), (64, 16))
+
+
+def test_a_reduction_over_a_product_keeps_an_operand_on_each_side():
+    roles = _roles("bhc,bchpn->bhpn", {**SIZES, "c": 2})
+    assert (roles.batch, roles.m, roles.n, roles.k) == ("bh", "", "pn", "c")
+    assert choose_tile(1, 64 * 16) == (1, 256)
+
+
+@pytest.mark.parametrize("equation, nops, why", [
+    ("b...i,bij->b...j", 2, "ellipsis"),
+    ("iij,j->i", 2, "diagonal"),
+    ("ij,jk->ik", 3, "operand"),
+])
+def test_equations_the_kernel_does_not_take_say_why(equation, nops, why):
+    assert why in normalise_equation(equation, nops)
+
+
+def test_an_implicit_output_is_the_letters_seen_once_in_order():
+    assert normalise_equation("ji,jk", 2) == (["ji", "jk"], "ik")
+
+
+@pytest.mark.parametrize("eq, shapes", [
+    ("bhzc,bchpn->bzhpn", [(2, 3, 4, 4), (2, 4, 3, 5, 6)]),
+    ("ij,jk->ik", [(5, 7), (7, 3)]),
+])
+def test_a_selected_output_row_is_the_einsum_of_selected_operands(eq, shapes):
+    """select_through_einsum's proof obligation: every output element sums the same terms."""
+    ops = [torch.randn(*s, dtype=torch.float64) for s in shapes]
+    full = torch.einsum(eq, *ops)
+    out = eq.split("->")[1]
+    for dim in range(len(out)):
+        letter = out[dim]
+        parts = eq.split("->")[0].split(",")
+        picked = [o.select(p.index(letter), -1) if letter in p else o for o, p in zip(ops, parts, strict=True)]
+        eq2 = ",".join(p.replace(letter, "") for p in parts) + "->" + out.replace(letter, "")
+        torch.testing.assert_close(full.select(dim, -1), torch.einsum(eq2, *picked))
+
+
+def test_zeros_concatenated_along_a_summed_letter_add_nothing():
+    w, t = torch.randn(2, 3, 4, dtype=torch.float64), torch.randn(2, 3, 3, 5, 6, dtype=torch.float64)
+    cat = torch.cat([torch.zeros_like(t[:, :1]), t], dim=1)
+    torch.testing.assert_close(torch.einsum("bhc,bchpn->bhpn", w, cat), torch.einsum("bhc,bchpn->bhpn", w[..., 1:], t))
+
+
+MAMBA_TAIL = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, w, s, x):
+        states = torch.einsum("bclh,bclp->bchp", s, x)
+        states = torch.cat([torch.zeros_like(states[:, :1]), states], dim=1)
+        return torch.einsum("bhzc,bchp->bzhp", w, states)[:, -1]
+
+def get_inputs():
+    return [torch.randn(4, 3, 5, 3), torch.randn(4, 2, 16, 3), torch.randn(4, 2, 16, 8)]
+'''
+
+
+def _contractions(plan):
+    return [s.spec for s in plan.steps if s.spec and s.spec.get("type") == "contraction"]
+
+
+def test_mamba_tail_plans_two_contractions_and_no_concatenation(tmp_path):
+    plan = plan_builtin(capture(write(tmp_path, MAMBA_TAIL)))
+    specs = _contractions(plan)
+    assert [s["equation"] for s in specs] == ["bclh,bclp->bchp", "bhc,bchp->bhp"]
+    assert "pytorch_fallback" not in [s.technique for s in plan.steps]
+    assert not any(s.spec and s.spec.get("type") == "cat" for s in plan.steps)
+    assert any("selection(s) of an einsum" in n for n in plan.notes)
+    assert any("concatenated with zeros" in n for n in plan.notes)
+
+
+LARGE_BMM = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.einsum("bij,bjk->bik", a, b)
+
+def get_inputs():
+    return [torch.randn(4, 512, 512), torch.randn(4, 512, 512)]
+'''
+
+
+def test_a_compute_bound_einsum_stays_with_torch(tmp_path):
+    plan = plan_builtin(capture(write(tmp_path, LARGE_BMM)))
+    assert not _contractions(plan)
+    assert any("compute-bound as one contraction" in n for n in plan.notes)
+
+
+def test_mamba_tail_program_matches_the_module_with_interpreted_kernels(tmp_path):
+    """The rewrites' wiring on the CPU: selected and sliced operands, the zeros left out."""
+    from test_coder import interpreted_problem
+
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, MAMBA_TAIL)
+    assert len(_contractions(candidate.plan)) == 2
+    with torch.no_grad():
+        torch.testing.assert_close(new(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)
