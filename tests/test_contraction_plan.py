@@ -120,3 +120,58 @@ def test_mamba_tail_program_matches_the_module_with_interpreted_kernels(tmp_path
     assert len(_contractions(candidate.plan)) == 2
     with torch.no_grad():
         torch.testing.assert_close(new(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)
+
+
+MUTATED = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, a, b):
+        a = a * 2
+        y = torch.einsum("ij,jk->ik", a, b)
+        a.mul_(3)
+        return y[1] + a.sum()
+
+def get_inputs():
+    return [torch.randn(4, 5), torch.randn(5, 6)]
+'''
+
+
+def test_no_einsum_rewrite_moves_a_read_past_an_in_place_write(tmp_path):
+    """A select taken through the einsum would read `a` after `a.mul_(3)` (a review's repro)."""
+    from test_coder import interpreted_problem
+
+    candidate, reference, new, inputs = interpreted_problem(tmp_path, MUTATED)
+    assert not any("selection(s) of an einsum" in n for n in candidate.plan.notes)
+    with torch.no_grad():
+        torch.testing.assert_close(new(*inputs), reference(*inputs))
+
+
+PROMOTED = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, t, b):
+        c = torch.cat([torch.zeros(1, 6, device=t.device), t], dim=0)
+        return torch.einsum("kn,km->nm", c, b)
+
+def get_inputs():
+    return [torch.randn(5, 6).half(), torch.randn(6, 3)]
+'''
+
+
+def test_zeros_that_promote_the_dtype_stay_in_the_concatenation(tmp_path):
+    plan = plan_builtin(capture(write(tmp_path, PROMOTED)))
+    assert not any("concatenated with zeros" in n for n in plan.notes)
+
+
+DOT = _HEADER + '''
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.einsum("ij,ij->", a, b)
+
+def get_inputs():
+    return [torch.randn(1024, 1024), torch.randn(1024, 1024)]
+'''
+
+
+def test_a_contraction_of_few_tiles_over_a_long_sum_stays_with_torch(tmp_path):
+    plan = plan_builtin(capture(write(tmp_path, DOT)))
+    assert not _contractions(plan)
+    assert any("too few to fill the GPU" in n for n in plan.notes)

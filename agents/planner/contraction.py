@@ -26,9 +26,15 @@ from kernelstitch.agents.plan.kernel_spec import (
 
 EINSUM_OP = "aten.einsum.default"
 FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
-# FLOPs per byte moved above which the direct contraction is compute-bound on FMA units and a
-# pairwise order through cuBLAS (torch.einsum) is the better program.
-MAX_FLOPS_PER_BYTE = 64
+_ELEMENT = {"float32": 4, "float16": 2, "bfloat16": 2}
+# FLOPs per byte moved above which the direct contraction is compute-bound and a pairwise order
+# through cuBLAS (torch.einsum) is the better program: the kernel's FMA tiles reach ~13-32
+# TFLOP/s (16x64 to 64x64 tiles) against ~3 TB/s of DRAM, a balance near 4-10 FLOP a byte.
+MAX_FLOPS_PER_BYTE = 16
+# A contraction of fewer output tiles than this (a dot product, a few long rows) leaves most SMs
+# idle while each tile walks a long k serially: torch's reductions split k.
+MIN_TILES = 264  # two per SM of an H100
+LONG_K = 256
 
 
 @dataclass(frozen=True)
@@ -48,8 +54,8 @@ class ContractionRoles:
 
     @property
     def flops(self) -> int:
-        """Multiply-adds of the direct contraction, times the operands multiplied a term."""
-        return 2 * self.size(self.batch + self.m + self.n + self.k) * max(1, len(self.sides) - 1)
+        """Multiply-adds of the direct contraction (each side's product is formed once per staged value)."""
+        return 2 * self.size(self.batch + self.m + self.n + self.k)
 
 
 def normalise_equation(equation: str, nops: int) -> tuple[list[str], str] | str:
@@ -135,8 +141,13 @@ def contraction_roles(graph: Graph, node: Node) -> ContractionRoles | str:
     roles = split_roles(parts, out, sizes)
     if isinstance(roles, str):
         return roles
-    moved = sum(m.numel * 4 for m in metas) + node.meta.numel * 4
+    moved = sum(m.numel * _ELEMENT[m.dtype] for m in metas) + node.meta.numel * _ELEMENT[node.meta.dtype]
     if roles.flops > MAX_FLOPS_PER_BYTE * max(moved, 1):
         return (f"compute-bound as one contraction ({roles.flops / max(moved, 1):.0f} FLOP a byte): "
                 "torch's pairwise order through cuBLAS")
+    tile = choose_tile(roles.size(roles.m), roles.size(roles.n))
+    tiles = roles.size(roles.batch) * math.ceil(roles.size(roles.m) / tile[0]) * math.ceil(roles.size(roles.n) / tile[1])
+    if tiles < MIN_TILES and roles.size(roles.k) > LONG_K:
+        return (f"{tiles} output tile(s) over {roles.size(roles.k)} summed values: too few to fill the GPU "
+                "(torch splits the sum)")
     return roles

@@ -10,7 +10,11 @@
   letter L at dim is summed: the zeros' terms add 0 (finite products, as every other term is
   finite or the sum is not; a 0 * inf term torch would sum as NaN is the one difference, and
   the operands here are the user's finite activations), so the operand is t and every other
-  operand holding L is sliced to t's range of L.  The concatenation is never written.
+  operand holding L is sliced to t's range of L.  The concatenation is never written.  Only where
+  t has the cat's dtype (no promotion).
+
+Both move a read to another point of the program, so neither runs on a graph that writes into a
+tensor (an in-place op or an `.out` overload).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 from kernelstitch.agents.plan.graph import Graph, GraphEdit, Node, NodeRef, TensorMeta, renamed
 from kernelstitch.agents.planner.contraction import EINSUM_OP, normalise_equation
 from kernelstitch.agents.planner.fusion import live_nodes
+from kernelstitch.agents.planner.ops import mutates
 
 _ZEROS = frozenset({"aten.zeros_like.default", "aten.zeros.default", "aten.new_zeros.default"})
 _CAT = "aten.cat.default"
@@ -60,6 +65,8 @@ def _full_slice(node: Node) -> bool:
 
 
 def select_through_einsum(graph: Graph):
+    if mutates(graph):  # the selects read where the select was: a write in between would show
+        return [], set(), []
     users, live = graph.users(), live_nodes(graph)
     edits: list[GraphEdit] = []
     for sel in graph.nodes:
@@ -113,6 +120,8 @@ def _zero_part(graph: Graph, cat: Node) -> tuple[NodeRef, int, int | None, int |
     if zeros.count(True) != 1:
         return None
     kept = zeros.index(False)
+    if graph.node(parts[kept].node).meta.dtype != cat.meta.dtype:
+        return None  # the cat promoted t's dtype: t itself would mix dtypes in the einsum
     zero_length = _static(graph.node(parts[1 - kept].node).meta, dim)
     if not zero_length:
         return None
@@ -120,6 +129,8 @@ def _zero_part(graph: Graph, cat: Node) -> tuple[NodeRef, int, int | None, int |
 
 
 def zeros_in_contraction(graph: Graph):
+    if mutates(graph):  # t is read where the einsum is, not where the cat copied it
+        return [], set(), []
     edits: list[GraphEdit] = []
     live = live_nodes(graph)
     for node in graph.nodes:

@@ -396,3 +396,20 @@ def elementwise_flops(ops: list[ElementwiseOp]) -> int:
              "softplus": 6, "mish": 12, "elu": 5, "selu": 6, "pow": 8, "sqrt": 2, "rsqrt": 2,
              "xlogy": 4}
     return sum(heavy.get(o.op, 1) for o in ops)
+
+
+def inplace_base(op: str) -> str | None:
+    """`aten.relu_.default` -> `aten.relu.default`; None for an op that is not in-place."""
+    parts = op.split(".")
+    if len(parts) != 3 or parts[0] != "aten":
+        return None
+    name = parts[1]
+    if not name.endswith("_") or name.startswith("_") or name.endswith("__"):
+        return None
+    return f"aten.{name[:-1]}.{parts[2]}"
+
+
+def mutates(graph: Graph) -> bool:
+    """Whether any op writes into an existing tensor (in place, or an `.out` overload): rules that
+    move a read to another point of the program must not run then."""
+    return any(inplace_base(n.op) is not None or n.op.endswith(".out") for n in graph.nodes)

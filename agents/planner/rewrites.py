@@ -172,6 +172,8 @@ from kernelstitch.agents.planner.ops import (
     SCAN_KINDS,
     WHERE_NONZERO_OP,
     float_tensors,
+    inplace_base,
+    mutates,
     per_dim,
     pool_params,
     translate_elementwise,
@@ -235,17 +237,6 @@ def _attention(graph: Graph, relu: bool = True):
     return edits, set(), notes
 
 
-def _inplace_base(op: str) -> str | None:
-    """`aten.relu_.default` -> `aten.relu.default`; None for an op that is not in-place."""
-    parts = op.split(".")
-    if len(parts) != 3 or parts[0] != "aten":
-        return None
-    name = parts[1]
-    if not name.endswith("_") or name.startswith("_") or name.endswith("__"):
-        return None
-    return f"aten.{name[:-1]}.{parts[2]}"
-
-
 def _fresh_and_unread(graph: Graph, users: dict[str, list[str]], node: Node) -> bool:
     """`node` (in-place) overwrites a value computed in this forward that nobody else reads:
     walk back through earlier in-place ops on the same memory to the op that made it."""
@@ -258,7 +249,7 @@ def _fresh_and_unread(graph: Graph, users: dict[str, list[str]], node: Node) -> 
         if (made.is_placeholder or made.op in VIEW_OPS or made.op in _OTHER_VIEWS
                 or made.op == "getitem" or is_host(made)):
             return False
-        if _inplace_base(made.op) is None:
+        if inplace_base(made.op) is None:
             return True
         reader, target = made.name, made.args[0] if made.args else None
 
@@ -268,7 +259,7 @@ def _inplace_ops(graph: Graph):
     edits: list[GraphEdit] = []
     done: dict[str, int] = {}
     for node in graph.nodes:
-        op = _inplace_base(node.op)
+        op = inplace_base(node.op)
         if op is None or node.meta is None or not _fresh_and_unread(graph, users, node):
             continue
         out = renamed(node, op=op, synthetic=True)
@@ -291,7 +282,7 @@ _COPY_OPS = frozenset({"aten.clone.default", "aten.detach.default", "aten.alias.
 
 
 def _clone_alias(graph: Graph):
-    if any(_inplace_base(n.op) is not None or n.op.endswith(".out") for n in graph.nodes):
+    if mutates(graph):
         return [], set(), []
     outputs = set(graph.output_names())
     source: dict[str, str] = {}  # copy node -> the fresh value it copies

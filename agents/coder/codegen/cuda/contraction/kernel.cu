@@ -83,17 +83,13 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
         }
       }
       __syncthreads();
+      // a full step unrolled; a short last one (level3/49's second einsum sums 2 values) multiplies
+      // only its rows (the branch is uniform across the block)
+      if (K - k0 >= (uint32_t)BK) {
 #pragma unroll
-      for (int kk = 0; kk < BK; ++kk) {
-        float a[RM], b[RN];
-#pragma unroll
-        for (int i = 0; i < RM; ++i) a[i] = As[kk][tm + i * TM];
-#pragma unroll
-        for (int j = 0; j < RN; ++j) b[j] = Bs[kk][tn + j * TN];
-#pragma unroll
-        for (int i = 0; i < RM; ++i)
-#pragma unroll
-          for (int j = 0; j < RN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        for (int kk = 0; kk < BK; ++kk) ks_contraction_step<RM, RN, TM, TN, BM, BN, BK>(As, Bs, kk, tm, tn, acc);
+      } else {
+        for (int kk = 0; kk < (int)(K - k0); ++kk) ks_contraction_step<RM, RN, TM, TN, BM, BN, BK>(As, Bs, kk, tm, tn, acc);
       }
     }
 

@@ -52,5 +52,20 @@ __device__ __forceinline__ int64_t ks_ctr_offset(const KsCtrIndex<ND>& x, const 
   for (int d = 0; d < ND; ++d) off += (int64_t)x.i[d] * g.stride[slot][role][d];
   return off;
 }
+
+// One k row of the staged tiles into a thread's RM x RN accumulators.
+template <int RM, int RN, int TM, int TN, int BM, int BN, int BK>
+__device__ __forceinline__ void ks_contraction_step(const float (&As)[BK][BM], const float (&Bs)[BK][BN], int kk,
+                                                    int tm, int tn, float (&acc)[RM][RN]) {
+  float a[RM], b[RN];
+#pragma unroll
+  for (int i = 0; i < RM; ++i) a[i] = As[kk][tm + i * TM];
+#pragma unroll
+  for (int j = 0; j < RN; ++j) b[j] = Bs[kk][tn + j * TN];
+#pragma unroll
+  for (int i = 0; i < RM; ++i)
+#pragma unroll
+    for (int j = 0; j < RN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+}
 #endif
 #endif  // KS_CONTRACTION_H
