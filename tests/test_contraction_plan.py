@@ -175,3 +175,14 @@ def test_a_contraction_of_few_tiles_over_a_long_sum_stays_with_torch(tmp_path):
     plan = plan_builtin(capture(write(tmp_path, DOT)))
     assert not _contractions(plan)
     assert any("too few to fill the GPU" in n for n in plan.notes)
+
+
+def test_the_search_always_times_torch_einsum_beside_the_kernel(tmp_path):
+    from kernelstitch.agents.planner.variants import propose_variants
+
+    variants = propose_variants(capture(write(tmp_path, MAMBA_TAIL)), limit=1)
+    names = [v.name for v in variants]
+    assert "einsum-in-pytorch" in names
+    plain = next(v for v in variants if v.name == "einsum-in-pytorch")
+    assert not _contractions(plain.plan)
+    assert any("einsum left to PyTorch (variant)" in n for n in plain.plan.notes)

@@ -102,7 +102,7 @@ def nothing_to_fuse(steps: list[PlanStep]) -> str | None:
 def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool = True,
                  cat_kernels: bool = True, attention_kernels: bool = True,
                  batch_norm_kernels: bool = True, recurrent_kernels: bool = False,
-                 group_norm_stats: bool = False) -> Plan:
+                 group_norm_stats: bool = False, contraction_kernels: bool = True) -> Plan:
     """`attention`: written-out attention as scaled_dot_product_attention (planner/attention.py);
     `cat_kernels`: torch.cat as our concatenation kernel (else PyTorch's, a measured variant);
     `attention_kernels`: scaled_dot_product_attention as our flash-attention kernel where it
@@ -111,12 +111,13 @@ def plan_builtin(graph: Graph, gemm_kernels: bool | None = None, attention: bool
     kernels, a measured variant); `recurrent_kernels`: RNN / LSTM / GRU stacks as our persistent
     recurrent kernel where it takes them (else cuDNN's call; the kernel is a measured variant);
     `group_norm_stats`: a group_norm only ever reduced as statistics + elementwise ops that fuse
-    into its reduction (a measured variant)."""
+    into its reduction (a measured variant); `contraction_kernels`: torch.einsum as our
+    contraction kernel where it takes it (else torch's einsum, a measured variant)."""
     use_gemm = gemm_kernels_available() if gemm_kernels is None else gemm_kernels
     rewritten = apply_rewrites(graph, attention=attention, relu_attention=attention_kernels,
                                batch_norm=batch_norm_kernels, group_norm_stats=group_norm_stats)
     kernels = {"gemm_kernels": use_gemm, "cat_kernels": cat_kernels, "attention_kernels": attention_kernels,
-               "recurrent_kernels": recurrent_kernels}
+               "recurrent_kernels": recurrent_kernels, "contraction_kernels": contraction_kernels}
     sched = schedule(rewritten.graph, **kernels)
     lone = lone_bias_adds(sched)
     if lone:  # nothing absorbs these bias adds: cuDNN adds the bias in its own pass instead

@@ -123,8 +123,10 @@ def live_users(graph: Graph, live: set[str] | None = None) -> dict[str, list[str
 
 class _Scheduler:
     def __init__(self, graph: Graph, gemm_kernels: bool, cat_kernels: bool = True,
-                 attention_kernels: bool = True, recurrent_kernels: bool = False):
+                 attention_kernels: bool = True, recurrent_kernels: bool = False,
+                 contraction_kernels: bool = True):
         self.graph = graph
+        self.contraction_kernels = contraction_kernels
         self.recurrent_kernels = recurrent_kernels
         self.gemm_kernels = gemm_kernels
         self.cat_kernels = cat_kernels
@@ -200,7 +202,7 @@ class _Scheduler:
         if node.op in POOL_OPS:
             return self.compiled_or_fallback(node, "pool", self.pool_problem(node))
         if node.op == EINSUM_OP:
-            roles = contraction_roles(self.graph, node)
+            roles = contraction_roles(self.graph, node) if self.contraction_kernels else "einsum left to PyTorch (variant)"
             return self.compiled_or_fallback(node, "contraction", roles if isinstance(roles, str) else None)
         if node.op in GEMM_OPS:
             reason = self.gemm_problem(node)
@@ -612,6 +614,8 @@ class _Scheduler:
 
 
 def schedule(graph: Graph, gemm_kernels: bool = True, cat_kernels: bool = True,
-             attention_kernels: bool = True, recurrent_kernels: bool = False) -> Schedule:
+             attention_kernels: bool = True, recurrent_kernels: bool = False,
+             contraction_kernels: bool = True) -> Schedule:
     """Group the graph's live nodes into kernels (see the module docstring)."""
-    return _Scheduler(graph, gemm_kernels, cat_kernels, attention_kernels, recurrent_kernels).run()
+    return _Scheduler(graph, gemm_kernels, cat_kernels, attention_kernels, recurrent_kernels,
+                      contraction_kernels).run()

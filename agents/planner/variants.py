@@ -109,6 +109,13 @@ def propose_variants(graph: Graph, limit: int | None = 4,
     # cannot see cuDNN's slow strict-fp32 transposed kernels, and the microbenchmark over level 2
     # measured the convolution 2.2-5.4x faster on 21 of 29
     # (bench/results/2026-11-27-h100-3xtf32-transposed).
+    # torch's einsum beside our contraction kernel, on top of the limit: the cost model sees the
+    # kernel's bytes, not its FMA tiles' speed, and the kernel was written without a GPU run
+    # (2026-12-06); the search then always measures which is faster.
+    if any((s.spec or {}).get("type") == "contraction" for s in base.plan.steps):
+        others.insert(0, PlanVariant(
+            "einsum-in-pytorch", "torch.einsum through PyTorch (its pairwise bmm order) instead of "
+            "our tiled contraction kernel", plan_builtin(graph, contraction_kernels=False)))
     strict_convs = precision_mode(base.plan.host.precision).timed_tf32_off
     conv_split = _with_conv_split_tf32(base) if strict_convs else None
     if conv_split is not None:
@@ -120,7 +127,7 @@ def propose_variants(graph: Graph, limit: int | None = 4,
 # ranked alternative: the persistent recurrent kernel (see propose_variants) pushed level3/38's
 # 3xtf32 plan, which the search had delivered at 22.2 ms, out of its four variants; the recurrent
 # kernel measured 41.7 ms there (H100, bench/results/2026-12-06-h100-s26).
-UNRANKED_VARIANTS = frozenset({"recurrent-kernel"})
+UNRANKED_VARIANTS = frozenset({"recurrent-kernel", "einsum-in-pytorch"})
 
 
 def within_limit(variants: list[PlanVariant], limit: int | None) -> list[PlanVariant]:
