@@ -1,6 +1,7 @@
 """The contiguous-input (NCHW) pooling plane kernel's 16-byte loads on rows padded by a multiple
-of 4 (`vl`) against the form it replaced (`main`: 16-byte loads on unpadded rows only) and PyTorch,
-on a GPU.
+of 4 (`vl`, the default since 2026-12-06) against the form it replaced (`main`: 16-byte loads on
+unpadded rows only), the finish of windows inside the input with a constant divisor (`inside`:
+`emit_pool(plane_inside=True)`, not yet a default) and PyTorch, on a GPU.
 
     python bench/pool_plane_vl_timing.py [--out pool_plane_vl.json] [--runs 30]
 
@@ -31,8 +32,9 @@ CASES = [
     ("max2d k3 s1 p1, relu(x + b)", "max", (16, 64, 400, 400), (3, 3), (1, 1), (1, 1), (1, 1), True),
     ("level3/13 avg2d k2 s2, relu(x + b)", "avg", (128, 32, 256, 256), (2, 2), (2, 2), (0, 0), (1, 1), True),
 ]
-# form -> plane_vl_padded
-FORMS = {"main": False, "vl": True}
+# form -> emit_pool's keywords: vl (main's default), its predecessor (16-byte loads on unpadded
+# rows only) and the windows-inside-the-input finish (plane_inside, not yet a default)
+FORMS = {"main": {"plane_vl_padded": False}, "vl": {}, "inside": {"plane_inside": True}}
 
 
 def _spec(name: str, case: tuple):
@@ -54,8 +56,8 @@ def build(torch):
 
     kernels = []
     for k, case in enumerate(CASES):
-        for form, vl_padded in FORMS.items():
-            kernels.append(emit_pool(_spec(f"pool{k}_{form}", case), plane_vl_padded=vl_padded))
+        for form, keywords in FORMS.items():
+            kernels.append(emit_pool(_spec(f"pool{k}_{form}", case), **keywords))
             assert "#if 1\ntemplate <int KIND, bool VL>" in kernels[-1].cuda, case[0]  # the plane kernel is emitted
     cpp, cuda, functions = build_extension_sources(kernels)
     return load_inline(name="ks_pool_plane_vl_timing", cpp_sources=[cpp], cuda_sources=[cuda],

@@ -161,13 +161,15 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
 
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
-              plane_vl_padded: bool = True) -> KernelSource:
+              plane_vl_padded: bool = True, plane_inside: bool = False) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
     ks_ld_planes4 (bench/pool_channel_operands_timing.py); plane_vl_padded=False gives the plane
     kernel 16-byte loads only on unpadded rows, as before they were taken on rows padded by a
-    multiple of 4 (bench/pool_plane_vl_timing.py compares the two)."""
+    multiple of 4 (bench/pool_plane_vl_timing.py compares the two); plane_inside=True lets the
+    plane kernel's threads whose windows all lie inside the input finish with a constant divisor
+    and no window bounds (written 2026-12-06, not yet timed: the same script times it)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -221,7 +223,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
         plane_loads_cl4=plane_loads_cl4, plane_loads_cl4x4=plane_loads_cl4x4, plane_args_cl4=plane_args_cl4,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
-        plane_kernel=int(plane_window is not None), **plane_fields,
+        plane_kernel=int(plane_window is not None), plane_inside=int(plane_inside), **plane_fields,
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
         row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)

@@ -520,6 +520,26 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
             if constexpr (KIND == 0) accs[o] = ks_max(accs[o], v); else accs[o] += v;
           }
       }
+#if {{plane_inside}}
+      // V windows inside the input (no padding, no clipped edge): each holds KH * KW taps, so the
+      // divisor is a constant and no 64-bit window bounds are computed (level1/44's 8-tap average
+      // was issue-bound in Nsight Compute: 68% SM throughput at 45% of DRAM bandwidth).  Off by
+      // default until timed on a GPU (emit_pool(plane_inside=True), bench/pool_plane_vl_timing.py).
+      if (ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 && iw0 + SPAN - 1 < IW && ow0 + V <= OW) {
+        const int64_t o0 = (plane * OH + oh) * (int64_t)OW + ow0;  // contiguous
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          float acc = accs[j];
+          // the division ks_pool_finish makes for these windows (divisor_override as float from int64)
+          if constexpr (KIND == 1) acc = acc / (g.divisor ? (float)g.divisor : (float)(KH * KW));
+          const int64_t o = o0 + j;
+          {{epi_loads}}
+          {{name}}_epi({{epi_args}});
+          out[o] = acc;
+        }
+        continue;
+      }
+#endif
       const KsPoolWin wd{0, 1, 1, 1};
       const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
 #pragma unroll
