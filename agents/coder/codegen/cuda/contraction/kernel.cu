@@ -15,7 +15,8 @@
 // * each thread accumulates RM x RN outputs at rows tm + i * TM, columns tn + j * TN: a warp
 //   reads consecutive words of a row of As / Bs, or one word (a broadcast), so no bank
 //   conflicts, and consecutive threads write consecutive outputs along the output's contiguous
-//   index (M_FAST: threads along m when it is an m index, else along n).
+//   index (M_FAST: threads along m when it is an m index, else along n); along the other dim,
+//   4 outputs a thread are 4 consecutive positions read as one 16-byte load (ks_ctr_pos).
 __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                         const __grid_constant__ KsContraction g) {
   constexpr int BM = {{bm}}, BN = {{bn}}, BK = KS_CONTRACTION_BK;
@@ -26,8 +27,11 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
   constexpr bool M_FAST = {{m_fast}};  // the output's last (contiguous) index is an m index
   constexpr int A_PER = (BK * BM + 255) / 256, B_PER = (BK * BN + 255) / 256;  // staged values a thread
   static_assert(TM * TN == 256 && 256 % BM == 0 && 256 % BN == 0, "256 threads over the tile");
-  __shared__ float As[BK][BM];
-  __shared__ float Bs[BK][BN];
+  // 4 outputs a thread along the dim the threads do not run along: its 4 consecutive positions
+  // read as one 16-byte shared load (the stores stay coalesced along the other dim)
+  constexpr bool ROWS4 = !M_FAST && RM == 4, COLS4 = M_FAST && RN == 4;
+  __shared__ __align__(16) float As[BK][BM];
+  __shared__ __align__(16) float Bs[BK][BN];
   __shared__ int64_t koff[NIN][BK];  // this step's k offset of each operand
 
   const int tid = threadIdx.x;
@@ -87,9 +91,9 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
       // only its rows (the branch is uniform across the block)
       if (K - k0 >= (uint32_t)BK) {
 #pragma unroll
-        for (int kk = 0; kk < BK; ++kk) ks_contraction_step<RM, RN, TM, TN, BM, BN, BK>(As, Bs, kk, tm, tn, acc);
+        for (int kk = 0; kk < BK; ++kk) ks_contraction_step<RM, RN, TM, TN, ROWS4, COLS4>(As, Bs, kk, tm, tn, acc);
       } else {
-        for (int kk = 0; kk < (int)(K - k0); ++kk) ks_contraction_step<RM, RN, TM, TN, BM, BN, BK>(As, Bs, kk, tm, tn, acc);
+        for (int kk = 0; kk < (int)(K - k0); ++kk) ks_contraction_step<RM, RN, TM, TN, ROWS4, COLS4>(As, Bs, kk, tm, tn, acc);
       }
     }
 
@@ -97,15 +101,16 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
     int64_t on[RN];
 #pragma unroll
     for (int j = 0; j < RN; ++j)
-      on[j] = ks_ctr_offset<NN>(ks_ctr_split<NN>(n0 + tn + j * TN, g, KS_CTR_N), g, KS_CONTRACTION_OUT, KS_CTR_N);
+      on[j] = ks_ctr_offset<NN>(ks_ctr_split<NN>(n0 + ks_ctr_pos<RN, TN, COLS4>(tn, j), g, KS_CTR_N), g,
+                                KS_CONTRACTION_OUT, KS_CTR_N);
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
-      const uint32_t m = m0 + tm + i * TM;
+      const uint32_t m = m0 + ks_ctr_pos<RM, TM, ROWS4>(tm, i);
       if (m >= M) continue;
       const int64_t om = obase + ks_ctr_offset<NM>(ks_ctr_split<NM>(m, g, KS_CTR_M), g, KS_CONTRACTION_OUT, KS_CTR_M);
 #pragma unroll
       for (int j = 0; j < RN; ++j)
-        if (n0 + tn + j * TN < N) out[om + on[j]] = ks_from_float<{{out_t}}>(acc[i][j]);
+        if (n0 + ks_ctr_pos<RN, TN, COLS4>(tn, j) < N) out[om + on[j]] = ks_from_float<{{out_t}}>(acc[i][j]);
     }
   }
 }

@@ -53,15 +53,31 @@ __device__ __forceinline__ int64_t ks_ctr_offset(const KsCtrIndex<ND>& x, const 
   return off;
 }
 
+// The tile row (or column) of a thread's i-th output along a dim: strided by the T threads
+// along it, or, with VEC4, 4 consecutive positions that the thread reads as one 16-byte shared
+// load (a review counted 5 scalar shared loads per 4 FMAs on level3/49's 16 x 64 tile).
+template <int R, int T, bool VEC4>
+__device__ __forceinline__ int ks_ctr_pos(int t, int i) { return VEC4 ? t * R + i : t + i * T; }
+
+template <int R, int T, bool VEC4, int W>
+__device__ __forceinline__ void ks_ctr_row(const float (&row)[W], int t, float (&v)[R]) {
+  if constexpr (VEC4) {
+    static_assert(R == 4, "16-byte shared loads take 4 outputs a thread");
+    const float4 q = *reinterpret_cast<const float4*>(&row[t * 4]);
+    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < R; ++i) v[i] = row[t + i * T];
+  }
+}
+
 // One k row of the staged tiles into a thread's RM x RN accumulators.
-template <int RM, int RN, int TM, int TN, int BM, int BN, int BK>
+template <int RM, int RN, int TM, int TN, bool ROWS4, bool COLS4, int BM, int BN, int BK>
 __device__ __forceinline__ void ks_contraction_step(const float (&As)[BK][BM], const float (&Bs)[BK][BN], int kk,
                                                     int tm, int tn, float (&acc)[RM][RN]) {
   float a[RM], b[RN];
-#pragma unroll
-  for (int i = 0; i < RM; ++i) a[i] = As[kk][tm + i * TM];
-#pragma unroll
-  for (int j = 0; j < RN; ++j) b[j] = Bs[kk][tn + j * TN];
+  ks_ctr_row<RM, TM, ROWS4>(As[kk], tm, a);
+  ks_ctr_row<RN, TN, COLS4>(Bs[kk], tn, b);
 #pragma unroll
   for (int i = 0; i < RM; ++i)
 #pragma unroll
