@@ -22,15 +22,16 @@ def _roles(equation: str, sizes: dict[str, int]):
 
 def test_mamba_states_split_into_batch_m_n_and_summed_letters():
     roles = _roles(MAMBA_STATES, SIZES)
-    assert roles.batch == "bch" and roles.k == "l"
-    assert {roles.m, roles.n} == {"n", "p"}  # one side X (p), the other B and the decay (n)
-    assert len(set(roles.sides)) == 2 and roles.sides[0] == roles.sides[1]  # B with the decay
-    assert choose_tile(roles.size(roles.m), roles.size(roles.n)) in ((16, 64), (64, 16))
+    s = roles.spec
+    assert s.batch == "bch" and s.k == "l"
+    assert {s.m, s.n} == {"n", "p"}  # one side X (p), the other B and the decay (n)
+    assert len(set(s.sides)) == 2 and s.sides[0] == s.sides[1]  # B with the decay
+    assert s.tile == choose_tile(roles.size(s.m), roles.size(s.n)) and s.tile in ((16, 64), (64, 16))
 
 
 def test_a_reduction_over_a_product_keeps_an_operand_on_each_side():
     roles = _roles("bhc,bchpn->bhpn", {**SIZES, "c": 2})
-    assert (roles.batch, roles.m, roles.n, roles.k) == ("bh", "", "pn", "c")
+    assert (roles.spec.batch, roles.spec.m, roles.spec.n, roles.spec.k) == ("bh", "", "pn", "c")
     assert choose_tile(1, 64 * 16) == (1, 256)
 
 

@@ -21,7 +21,6 @@ from kernelstitch.agents.plan.kernel_spec import (
     BatchStatsSpec,
     CatSegment,
     CatSpec,
-    ContractionSpec,
     ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
@@ -34,7 +33,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     TriangleSpec,
     spec_to_json,
 )
-from kernelstitch.agents.planner.contraction import choose_tile, contraction_roles
+from kernelstitch.agents.planner.contraction import contraction_roles
 from kernelstitch.agents.planner.fusion import Group, Schedule, schedule
 from kernelstitch.agents.planner.monotone import hoist_monotone_tail
 from kernelstitch.agents.planner.ops import (
@@ -450,15 +449,12 @@ class _StepBuilder:
         roles = contraction_roles(self.graph, node)
         assert not isinstance(roles, str), roles  # fusion classified it as one
         inputs = [r.node for r in node.arg(1, "tensors")]
-        M, N = roles.size(roles.m), roles.size(roles.n)
-        spec = ContractionSpec(
-            name=f"ks_{sid}_contraction", inputs=tuple(self.tensor_arg(i) for i in inputs),
-            equation=roles.equation, sides=roles.sides, batch=roles.batch, m=roles.m, n=roles.n, k=roles.k,
-            out_dtype=node.meta.dtype, tile=choose_tile(M, N))
+        spec = replace(roles.spec, name=f"ks_{sid}_contraction", inputs=tuple(self.tensor_arg(i) for i in inputs),
+                       out_dtype=node.meta.dtype)
         role = lambda letters: letters or "-"  # noqa: E731
         return self.fused_step(
-            g, sid, spec, f"einsum {roles.equation} as one tiled contraction (batch {role(roles.batch)}, "
-            f"m {role(roles.m)}, n {role(roles.n)}, summed {role(roles.k)}; tile {spec.tile[0]}x{spec.tile[1]}), "
+            g, sid, spec, f"einsum {spec.equation} as one tiled contraction (batch {role(spec.batch)}, "
+            f"m {role(spec.m)}, n {role(spec.n)}, summed {role(spec.k)}; tile {spec.tile[0]}x{spec.tile[1]}), "
             "operands read through their strides",
             sum(_nbytes(self.node(i).meta) for i in dict.fromkeys(inputs)) + _nbytes(node.meta), roles.flops, inputs)
 

@@ -22,6 +22,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     CONTRACTION_MAX_DIMS,
     CONTRACTION_MAX_INPUTS,
     CONTRACTION_TILES,
+    ContractionSpec,
 )
 
 EINSUM_OP = "aten.einsum.default"
@@ -39,14 +40,11 @@ LONG_K = 256
 
 @dataclass(frozen=True)
 class ContractionRoles:
-    """A normalised einsum equation with its operands' sides and the letters of each role."""
+    """An einsum's layout (a ContractionSpec whose name, inputs and dtypes the step builder fills
+    in: the normalised equation, each operand's side, the letters of each role, the tile) and
+    every letter's size."""
 
-    equation: str
-    sides: tuple[int, ...]
-    batch: str
-    m: str
-    n: str
-    k: str
+    spec: ContractionSpec
     sizes: dict[str, int]
 
     def size(self, letters: str) -> int:
@@ -55,7 +53,8 @@ class ContractionRoles:
     @property
     def flops(self) -> int:
         """Multiply-adds of the direct contraction (each side's product is formed once per staged value)."""
-        return 2 * self.size(self.batch + self.m + self.n + self.k)
+        s = self.spec
+        return 2 * self.size(s.batch + s.m + s.n + s.k)
 
 
 def normalise_equation(equation: str, nops: int) -> tuple[list[str], str] | str:
@@ -102,8 +101,10 @@ def split_roles(parts: list[str], out: str, sizes: dict[str, int]) -> Contractio
         batch = "".join(c for c in out if c not in m and c not in n)
         if max(len(batch), len(m), len(n), len(summed)) > CONTRACTION_MAX_DIMS:
             continue
-        roles = ContractionRoles(f"{','.join(parts)}->{out}", tuple(sides), batch, m, n, summed, sizes)
-        M, N = roles.size(m), roles.size(n)
+        M, N = math.prod(sizes[c] for c in m), math.prod(sizes[c] for c in n)
+        roles = ContractionRoles(ContractionSpec(
+            name="", inputs=(), equation=f"{','.join(parts)}->{out}", sides=tuple(sides), batch=batch, m=m, n=n,
+            k=summed, out_dtype="float32", tile=choose_tile(M, N)), sizes)
         # both sides hold an operand where there are two (a side of none is a product of 1)
         score = (len(set(sides)) == min(2, len(parts)), min(M, N), M * N)
         if best is None or score > best[0]:
@@ -145,9 +146,9 @@ def contraction_roles(graph: Graph, node: Node) -> ContractionRoles | str:
     if roles.flops > MAX_FLOPS_PER_BYTE * max(moved, 1):
         return (f"compute-bound as one contraction ({roles.flops / max(moved, 1):.0f} FLOP a byte): "
                 "torch's pairwise order through cuBLAS")
-    tile = choose_tile(roles.size(roles.m), roles.size(roles.n))
-    tiles = roles.size(roles.batch) * math.ceil(roles.size(roles.m) / tile[0]) * math.ceil(roles.size(roles.n) / tile[1])
-    if tiles < MIN_TILES and roles.size(roles.k) > LONG_K:
-        return (f"{tiles} output tile(s) over {roles.size(roles.k)} summed values: too few to fill the GPU "
+    s = roles.spec
+    tiles = roles.size(s.batch) * math.ceil(roles.size(s.m) / s.tile[0]) * math.ceil(roles.size(s.n) / s.tile[1])
+    if tiles < MIN_TILES and roles.size(s.k) > LONG_K:
+        return (f"{tiles} output tile(s) over {roles.size(s.k)} summed values: too few to fill the GPU "
                 "(torch splits the sum)")
     return roles
