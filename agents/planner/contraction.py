@@ -7,8 +7,10 @@ letters by both (or by neither side's m/n), and the summed letters are k.  Every
 [m, n] of a batch index is then a GEMM over k of two products of operands, each read through
 its strides: the permuted copies and the materialised elementwise products torch's pairwise
 einsum makes are never written.  The split with the most reuse (largest min(M, N), then M * N)
-wins (with an operand on each side where there are two or more); an einsum whose direct contraction does much more arithmetic than it moves bytes (a large
-bmm, a four-operand product a pairwise order would shrink) stays with torch (cuBLAS).
+wins, with an operand on each side where there are two or more.  An einsum whose direct
+contraction does much more arithmetic than it moves bytes (a large bmm, a four-operand product
+a pairwise order would shrink), or has too few output tiles to fill the GPU over a long sum (a
+dot product), stays with torch (cuBLAS, its split reductions).
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from kernelstitch.agents.plan.kernel_spec import (
     CONTRACTION_TILES,
     ContractionSpec,
 )
+from kernelstitch.agents.planner.ops import ELEMENT_SIZE, FLOAT_DTYPES
 
 EINSUM_OP = "aten.einsum.default"
-FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16"})
-_ELEMENT = {"float32": 4, "float16": 2, "bfloat16": 2}
 # FLOPs per byte moved above which the direct contraction is compute-bound and a pairwise order
 # through cuBLAS (torch.einsum) is the better program: the kernel's FMA tiles reach ~13-32
 # TFLOP/s (16x64 to 64x64 tiles) against ~3 TB/s of DRAM, a balance near 4-10 FLOP a byte.
@@ -142,7 +143,7 @@ def contraction_roles(graph: Graph, node: Node) -> ContractionRoles | str:
     roles = split_roles(parts, out, sizes)
     if isinstance(roles, str):
         return roles
-    moved = sum(m.numel * _ELEMENT[m.dtype] for m in metas) + node.meta.numel * _ELEMENT[node.meta.dtype]
+    moved = sum(m.numel * ELEMENT_SIZE[m.dtype] for m in metas) + node.meta.numel * ELEMENT_SIZE[node.meta.dtype]
     if roles.flops > MAX_FLOPS_PER_BYTE * max(moved, 1):
         return (f"compute-bound as one contraction ({roles.flops / max(moved, 1):.0f} FLOP a byte): "
                 "torch's pairwise order through cuBLAS")

@@ -22,10 +22,10 @@ from __future__ import annotations
 from kernelstitch.agents.plan.graph import Graph, GraphEdit, Node, NodeRef, TensorMeta, renamed
 from kernelstitch.agents.planner.contraction import EINSUM_OP, normalise_equation
 from kernelstitch.agents.planner.fusion import live_nodes
-from kernelstitch.agents.planner.ops import mutates
+from kernelstitch.agents.planner.ops import CAT_OP, FILL_VALUES, mutates
 
-_ZEROS = frozenset({"aten.zeros_like.default", "aten.zeros.default", "aten.new_zeros.default"})
-_CAT = "aten.cat.default"
+# the fills of zeros (FILL_VALUES' zero fills, and new_zeros)
+_ZEROS = frozenset({op for op, value in FILL_VALUES.items() if value == 0.0} | {"aten.new_zeros.default"})
 
 
 def _einsum_parts(graph: Graph, node: Node) -> tuple[list[str], str, list[NodeRef]] | None:
@@ -112,7 +112,7 @@ def _zero_part(graph: Graph, cat: Node) -> tuple[NodeRef, int, int | None, int |
     with zeros; only the zeros' length need be static (the range is [z, end) or [0, -z))."""
     parts = cat.arg(0, "tensors")
     dim = cat.arg(1, "dim", 0)
-    if cat.op != _CAT or not isinstance(parts, (list, tuple)) or len(parts) != 2 or not isinstance(dim, int) \
+    if cat.op != CAT_OP or not isinstance(parts, (list, tuple)) or len(parts) != 2 or not isinstance(dim, int) \
             or not all(isinstance(p, NodeRef) and graph.node(p.node).meta is not None for p in parts):
         return None
     dim += cat.meta.rank if dim < 0 else 0

@@ -107,6 +107,8 @@ replacing or preceding captured ones); the plan records them so the coder sees t
   first of the 2-D ``b``; the output the free indices in order) == ``a @ b``: the definition of
   matmul with ``a``'s leading dims as batch, so it plans as a GEMM (torch's einsum runs the same
   bmm).
+* einsum rules (`einsum_rewrites.py`, before `einsum_matmul`): a selection of an einsum's output
+  taken through it, and zeros concatenated along a summed letter left out.
 * `views_through_elementwise`: ``reduce(view(f(a, b)))`` == ``reduce(f(view(a), view'(b)))`` and
   ``g(view(reduce(..)), c)`` == ``view(g(reduce(..), view'(c)))`` for elementwise f, g and a
   reshape (view / reshape / flatten / unflatten of a contiguous value): an elementwise op maps

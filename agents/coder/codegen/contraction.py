@@ -42,7 +42,7 @@ HEADER = "contraction/ks_contraction.h"  # the kernel's limits (KS_CONTRACTION_*
 STEP_K = define(HEADER, "KS_CONTRACTION_BK")  # k values staged a step
 
 
-def contraction_roles(spec: ContractionSpec) -> tuple[list[str], str]:
+def _checked_terms(spec: ContractionSpec) -> tuple[list[str], str]:
     """The equation's input terms and output, checked against the spec's sides and roles
     (ValueError naming the kernel otherwise)."""
     name = spec.name
@@ -98,7 +98,7 @@ def contraction_roles(spec: ContractionSpec) -> tuple[list[str], str]:
 
 def emit_contraction(spec: ContractionSpec) -> KernelSource:
     name = check_identifier(spec.name)
-    terms, output = contraction_roles(spec)
+    terms, output = _checked_terms(spec)
     bm, bn = spec.tile
     rm, rn = THREAD_OUTPUTS[(bm, bn)]
     roles = (spec.batch, spec.m, spec.n, spec.k)

@@ -4,8 +4,8 @@
 // ---- contraction kernel {{name}}: einsum {{equation}} ----
 // out[b, m, n] = sum_k (prod of side A's operands at [b, m, k]) * (prod of side B's at [b, n, k]),
 // in fp32: an SIMT tiled GEMM whose operands are read through their strides.  A block of 256
-// threads takes a BM x BN tile of one batch position (tiles in one flat, 64-bit index: n tiles
-// fastest, then m tiles, then the batch), and walks k in steps of BK:
+// threads takes a BM x BN tile of one batch position (tiles in one flat index below 2^32, the
+// binding checks: n tiles fastest, then m tiles, then the batch), and walks k in steps of BK:
 // * the offsets of the step's BK k values, for every operand, are computed once (the first BK
 //   threads, multiply-shift divisions) into shared memory;
 // * each thread stages one m position of As[BK][BM] (the product over side A) and one n
