@@ -604,11 +604,27 @@ def test_group_norm_reads_a_channels_last_input_with_its_nhwc_kernels_only_where
                             trailing=True))
     assert all(f"ks_spatially_constant(in_{k}, nd)" in gn.binding for k in range(1, 5))
     assert "if (!gn_nhwc) in_0 = in_0.contiguous();" in gn.binding
-    assert "gn_cl_gn_nhwc_stats" in gn.cuda and "gn_cl_gn_nhwc_apply<4><<<" in gn.cuda
+    assert "gn_cl_gn_nhwc_stats" in gn.cuda and "gn_cl_gn_nhwc_apply<4, false><<<" in gn.cuda
+    assert "plan.nhwc_out = false" in gn.binding and "MemoryFormat::ChannelsLast" not in gn.binding
     assert gn.cuda.index("plan.nhwc_channels > 0") < gn.cuda.index("plan.span > 0")
     # every operand but the input is loaded once a thread (the per-channel hoists)
     for k, prefix in ((1, "a"), (2, "w"), (3, "w"), (4, "e")):
         assert f"float {prefix}{k}[1] = {{ks_ld(p{k} + ks_row_base_any(d{k}, row, S))}};" in gn.cuda
+
+
+def test_group_norm_kept_channels_last_allocates_nhwc_only_for_its_nhwc_kernels():
+    """keep_channels_last: the output is allocated NHWC / NDHWC when the NHWC kernels run (the
+    apply's KEEP instantiation stores it so, no transposing tile), else the other kernels' NCHW
+    result is copied once; ranks other than 4-5 stay as they were."""
+    args = (TensorArg("x", "float32"), TensorArg("w", "float32"), TensorArg("b", "float32"))
+    spec = ReductionSpec("gn_keep", "group_norm", args, dim=1, keepdim=False, out_dtype="float32", groups=4,
+                         weight="w", bias="b", trailing=True, keep_channels_last=True)
+    gn = emit(spec)
+    assert "plan.nhwc_out = true && (nd == 4 || nd == 5);" in gn.binding
+    assert ".memory_format(gn_nhwc && (nd == 4 || nd == 5) ? (nd == 4 ? at::MemoryFormat::ChannelsLast" in gn.binding
+    assert "if (!gn_nhwc && (nd == 4 || nd == 5)) out = out.contiguous(" in gn.binding
+    assert "gn_keep_gn_nhwc_apply<4, true><<<" in gn.cuda and "if constexpr (KEEP) return;" in gn.cuda
+    assert spec_from_json(spec_to_json(spec)) == spec
 
 
 def test_softmax_over_channels_takes_its_nhwc_kernel_only_in_builds_with_column_kernels():

@@ -138,6 +138,15 @@ def _specs():
         dim=1, keepdim=False, out_dtype="float32", groups=8, weight="w", bias="bb",
         prologue=(E("add", ("x", "cb"), "p"), E("gelu", ("p",), "g")), prologue_out="g",
         epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",), trailing=True))
+    # the same group_norm with its output kept channels-last (the coder's layout: NHWC readers)
+    specs.append(ReductionSpec(
+        "t_gn_conv_keep", "group_norm", (TensorArg("x", "float32"), TensorArg("cb", "float32"),
+                                         TensorArg("w", "float32"), TensorArg("bb", "float32"),
+                                         TensorArg("e", "float32")),
+        dim=1, keepdim=False, out_dtype="float32", groups=8, weight="w", bias="bb",
+        prologue=(E("add", ("x", "cb"), "p"), E("gelu", ("p",), "g")), prologue_out="g",
+        epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",), trailing=True,
+        keep_channels_last=True))
     # global pooling (every spatial dim; column kernels built, so a channels-last input is read as
     # [N, S, C] columns) and a reduction over all but the batch dim (rows in either layout)
     specs.append(ReductionSpec(
@@ -647,6 +656,24 @@ def test_group_norm_of_a_channels_last_input(ext, shape):
     full = rnd(*shape)  # a full-size epilogue operand: the copy
     check(poisoned(ext.t_gn_conv, x, cb, w, bb, full), _gn_conv_ref(x, cb, w, bb, full), rtol=1e-4, atol=1e-4)
     check(poisoned(ext.t_gn_conv, x.contiguous(), cb, w, bb, e), _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 62, 62), (3, 32, 7, 9), (2, 64, 6, 7, 9), (2, 264, 4, 4)])
+def test_group_norm_kept_channels_last(ext, shape):
+    """keep_channels_last: the NHWC kernels store the output channels-last where they run; an
+    NCHW input, a full-size operand or 264 channels take the other kernels and the binding
+    copies their contiguous result to channels-last: the same values every way."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    c, tail = shape[1], [1] * (len(shape) - 2)
+    x = (rnd(*shape) * 3 + 1).contiguous(memory_format=fmt)
+    cb, e = rnd(c).view(c, *tail), rnd(c).view(c, *tail)
+    w, bb = rnd(c), rnd(c)
+    for xin, ein in ((x, e), (x.contiguous(), e), (x, rnd(*shape))):
+        got = poisoned(ext.t_gn_conv_keep, xin, cb, w, bb, ein)
+        assert got.is_contiguous(memory_format=fmt), got.stride()
+        check(got, _gn_conv_ref(x, cb, w, bb, ein), rtol=1e-4, atol=1e-4)
+    ran = _kernels_run(ext.t_gn_conv_keep, x, cb, w, bb, e)
+    assert any("t_gn_conv_keep_gn_nhwc_apply<4, true>" in k for k in ran) == (c <= 256), ran
 
 
 @pytest.mark.parametrize("kind", ["softmax", "log_softmax", "logsumexp", "amax"])

@@ -20,6 +20,10 @@ from kernelstitch.agents.plan import Plan
 from kernelstitch.agents.plan.graph import Graph, NodeRef
 from kernelstitch.agents.plan.host_ops import is_host
 
+# group_norm's NHWC statistics kernel takes one channel a thread of its 256 (ks_shared_types.h's
+# KS_GN_NHWC_MAX_C); its binding copies wider inputs to NCHW.
+GN_NHWC_MAX_CHANNELS = 256
+
 # Host ops the program emits as the same tensor (program.py: identity dropout is its input), so a
 # tensor's layout passes through them: DenseNet's dropout(p=0) between a conv and the cats.
 _ALIAS_OPS = frozenset({"aten.dropout.default", "aten.feature_dropout.default", "aten.alias.default",
@@ -91,16 +95,8 @@ class ChannelsLastReaders:
                 return first
             if spec.get("type") == "batch_stats_merge":  # reads only the sizes of a full-size tensor
                 return True
-            if spec.get("type") == "reduction":  # viewed [N, S..., C], or group_norm's NHWC kernels
-                # operands permuted with it (an epilogue's keep the output's shape; group_norm's
-                # NHWC kernels load every other one once a channel, its [C] affine weights too)
-                kind = spec.get("kind")
-                skip = ({spec.get("weight"), spec.get("bias")} if kind == "group_norm"
-                        else set() if kind in ("softmax", "log_softmax")
-                        else set(spec.get("epilogue_inputs") or ()))
-                others = [i.get("name") for i in spec["inputs"][1:] if i.get("name") not in skip] if first else []
-                return (first and reads_channels_last(spec, rank)
-                        and all(self.spatially_constant(o, rank) for o in others))
+            if spec.get("type") == "reduction":
+                return self.reduction_reads_nhwc(spec, name, nhwc)
             if step.technique == "library_call" and step.channels_last and self.plan.host.channels_last:
                 return bool(step.inputs) and step.inputs[0] == name  # its NHWC input as it is
             if spec.get("type") == "cat":  # rows of channels, when every input stays NHWC
@@ -116,6 +112,32 @@ class ChannelsLastReaders:
         return bool(live) and all(
             fast(steps[u]) if u in steps else self.is_alias(u) and self.reads_any_layout(u, nhwc)
             for u in live)
+
+    def reduction_reads_nhwc(self, spec: dict, name: str, nhwc: set[str] | None) -> bool:
+        """A reduction step reads NHWC `name` at full speed: its input (inputs[0]) when it is
+        viewed [N, S..., C] (reads_channels_last) and its other operands allow that view; or,
+        for the reduce kinds (binding_channels_last.cpp permutes every operand but the
+        epilogue's with the input), a full-size operand beside an NHWC input.  group_norm's and
+        softmax's NHWC kernels load every other operand once a channel, so those must be
+        constant along the spatial dims (as a reduce kind's are unless NHWC themselves)."""
+        kind = spec.get("kind")
+        names = [i.get("name") for i in spec.get("inputs") or []]
+        if not names:
+            return False
+        skip = ({spec.get("weight"), spec.get("bias")} if kind == "group_norm"
+                else set() if kind in ("softmax", "log_softmax")
+                else set(spec.get("epilogue_inputs") or ()))
+        others = [o for o in names[1:] if o not in skip]
+        permuted = kind not in NORMALIZING  # a reduce kind: its operands are viewed with the input
+
+        def stays_nhwc(o: str | None) -> bool:
+            return permuted and nhwc is not None and self.resolve(o) in nhwc
+
+        rank = self.rank(names[0])
+        if names[0] != name and not (name in others and stays_nhwc(name) and stays_nhwc(names[0])):
+            return False
+        return reads_channels_last(spec, rank) and all(
+            self.spatially_constant(o, rank) or stays_nhwc(o) for o in others)
 
     def is_alias(self, name: str) -> bool:
         """A host op the program emits as its input tensor itself (_ALIAS_OPS)."""
@@ -222,8 +244,8 @@ class ChannelsLastReaders:
         return [n.name for n in self.graph.user_inputs() if n.name in nhwc]
 
     def kept_steps(self) -> set[str]:
-        """Ids of the elementwise, pooling and concatenation steps whose output stays NHWC (the
-        coder sets their specs' keep_channels_last)."""
+        """Ids of the elementwise, pooling, concatenation and group_norm steps whose output stays
+        NHWC (the coder sets their specs' keep_channels_last)."""
         nhwc = self.channels_last_tensors()
         return {s.id for s in self.plan.steps if not self.is_conv(s) and s.outputs and s.outputs[0] in nhwc}
 
@@ -241,7 +263,8 @@ class ChannelsLastReaders:
     def can_keep(self, step, nhwc: set[str]) -> bool:
         """Whether `step` makes an NHWC output when the tensors in `nhwc` are NHWC: a channels-
         last convolution; one fused elementwise output of rank 4-5 whose full-size inputs are all
-        NHWC; a pooling of an NHWC input; a concatenation along the channels of NHWC inputs."""
+        NHWC; a pooling of an NHWC input; a concatenation along the channels of NHWC inputs; a
+        group_norm on its NHWC kernels (group_norm_keeps)."""
         if self.is_conv(step):
             return len(step.outputs) == 1
         if len(step.outputs) != 1:
@@ -258,7 +281,19 @@ class ChannelsLastReaders:
             return bool(inputs) and self.resolve(inputs[0].get("name")) in nhwc
         if spec.get("type") == "cat":
             return self.cat_inputs_channels_last(step, nhwc)
+        if spec.get("type") == "reduction" and spec.get("kind") == "group_norm":
+            return self.group_norm_keeps(spec, shape, nhwc)
         return False
+
+    def group_norm_keeps(self, spec: dict, shape: tuple[int, ...], nhwc: set[str]) -> bool:
+        """A group_norm of an NHWC input that its binding runs on the NHWC kernels (gn_nhwc.cu:
+        every other operand constant along the spatial dims, at most KS_GN_NHWC_MAX_C channels,
+        N within a grid dim): they can store the output channels-last as they read the input."""
+        names = [i.get("name") for i in spec.get("inputs") or []]
+        affine = {spec.get("weight"), spec.get("bias")}  # [C] vectors, viewed [C, 1, ...] by the binding
+        return (bool(names) and self.resolve(names[0]) in nhwc and shape[1] <= GN_NHWC_MAX_CHANNELS
+                and shape[0] <= 65535
+                and all(o in affine or self.spatially_constant(o, len(shape)) for o in names[1:]))
 
     def cat_inputs_channels_last(self, step, nhwc: set[str]) -> bool:
         """A concatenation along the channels (dim 1) of 4-5-D tensors that are all NHWC or

@@ -124,6 +124,9 @@ class ReductionSpec:
     groups: int = 1  # group_norm only
     dim_count: int = 1  # reduce kinds: the consecutive dims dim .. dim + dim_count - 1 as one R
     trailing: bool = False
+    # group_norm only: the coder keeps the output channels-last (agents/coder/layout.py: its input
+    # is NHWC and its readers take NHWC); the NHWC kernels then write it so, others copy it after.
+    keep_channels_last: bool = False
 
 
 ScanKind = Literal["sum", "prod"]
@@ -587,7 +590,8 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "epilogue": [_op(o) for o in spec.epilogue], "epilogue_out": spec.epilogue_out,
                 "epilogue_inputs": list(spec.epilogue_inputs), "norm_ndim": spec.norm_ndim,
                 "eps": spec.eps, "weight": spec.weight, "bias": spec.bias, "groups": spec.groups,
-                "dim_count": spec.dim_count, "trailing": spec.trailing}
+                "dim_count": spec.dim_count, "trailing": spec.trailing,
+                **({"keep_channels_last": True} if spec.keep_channels_last else {})}
     if isinstance(spec, PoolSpec):
         return {"type": "pool", "name": spec.name, "kind": spec.kind,
                 "inputs": [_arg(t) for t in spec.inputs], "nd": spec.nd,
@@ -696,7 +700,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             epilogue_inputs=tuple(data.get("epilogue_inputs", [])),
             norm_ndim=int(data.get("norm_ndim", 1)), eps=float(data.get("eps", 1e-5)),
             weight=data.get("weight"), bias=data.get("bias"), groups=int(data.get("groups", 1)),
-            dim_count=int(data.get("dim_count", 1)), trailing=data.get("trailing") is True)
+            dim_count=int(data.get("dim_count", 1)), trailing=data.get("trailing") is True,
+            keep_channels_last=data.get("keep_channels_last") is True)
     if kind == "pool":
         ints = lambda key: tuple(int(v) for v in data.get(key, []))  # noqa: E731
         return PoolSpec(

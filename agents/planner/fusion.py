@@ -483,9 +483,24 @@ class _Scheduler:
                 continue
             if r in g.nodes or r in forbidden or self.ancestors[r] & set(g.nodes):
                 return False
+            if self.computed_from(r, forbidden):
+                return False
             if broadcast(self.shape(r), out_shape) != out_shape:
                 return False
         return True
+
+    def computed_from(self, name: str, tensors: set[str]) -> bool:
+        """`name` is made by an elementwise group that reads one of `tensors` (a reduction's
+        prologue inputs).  Such an operand cannot join the reduction's epilogue, which reads
+        nothing of its prologue's, so as an epilogue operand it would stay a kernel of its own: a
+        conv's bias add recomputed for a later reduction (level2/92's residual add after
+        group_norm) then made the planner keep the bias in cuDNN's own extra pass.  Left out of
+        the epilogue, the consumer joins that group, or the later reduction's prologue."""
+        g = self.group_of.get(name)
+        if g is None or g.kind != "elementwise":
+            return False
+        inside = set(g.nodes)
+        return any(r in tensors for n in g.nodes for r in self.graph.node(n).refs() if r not in inside)
 
     def prologue_inputs(self, g: Group) -> list[str]:
         inside = set(g.prologue)

@@ -67,6 +67,7 @@ struct KsRedPlan {
   int col_affine;       // colloop, tile: every operand's offset is base + r * step within a column (ks_col_affine)
   int apply_affine;     // tile path of normalising kinds, inner == 1: so are the apply kernel's (prologue, epilogue)
   int64_t nhwc_channels;  // a channels-last input's kernels (group_norm: gn_nhwc.cu, softmax kinds: softmax_nhwc.cu): its C; 0: none
+  int nhwc_out;           // group_norm's NHWC kernels: 1 stores the output channels-last (its spec's keep_channels_last)
 };
 
 // group_norm's channel-span kernels (reduction/gn_span.cu): a block per (row, share of the row's

@@ -40,12 +40,14 @@ def binding(r: Reduction) -> str:
                       out_shape=out_shape, channels_last=channels_last)
     ptrs = ", ".join(f"&in_{k}" for k in range(n))
     shapes = ", ".join("os" if k in r.roles.epilogue else "xs" for k in range(n))
+    out_format, out_finish = _kept_channels_last(spec.kind == "group_norm" and spec.keep_channels_last)
     cols_replan = ""
     if r.normalizing and spec.kind not in COLUMN_TILE_KINDS:  # no column kernel to launch
         cols_replan = render("reduction/binding_cols_replan.cpp", nf=r.nf)
     return render(
         "reduction/binding.cpp", name=name, kind=spec.kind, n=n, nf=r.nf, vec=r.vec, view=view,
         cols_replan=cols_replan, out_dtype=TORCH_DTYPE[spec.out_dtype],
+        out_format=out_format, out_finish=out_finish,
         inner_check=(f'\n  TORCH_CHECK(inner == 1, "{name}: built without column kernels (a reduction over '
                      f'the last dims), but inner = ", ks_str(inner));') if spec.trailing else "",
         normalizing="true" if r.normalizing else "false", rows32="true" if spec.kind in ROWS32_KINDS else "false",
@@ -57,11 +59,24 @@ def binding(r: Reduction) -> str:
         col_read=", ".join(str(k) for k in r.column_operands()),
         tile_read=", ".join(str(k) for k in r.roles.prologue),
         row_any="true" if row_any_layout(spec.kind) else "false",
-        span_plan=render("reduction/binding_gn_span.cpp", vec=r.vec, ptrs=ptrs, shapes=shapes)
+        span_plan=render("reduction/binding_gn_span.cpp", vec=r.vec, ptrs=ptrs, shapes=shapes,
+                         keep="true" if spec.keep_channels_last else "false")
         if spec.kind == "group_norm" else render("reduction/binding_softmax_nhwc_plan.cpp")
         if spec.kind in COLUMN_TILE_KINDS and not spec.trailing else "",
         in_ptrs=", ".join(f"in_{k}.data_ptr()" for k in range(n)),
     )
+
+
+def _kept_channels_last(keep: bool) -> tuple[str, str]:
+    """A group_norm whose output the program keeps channels-last (spec.keep_channels_last):
+    allocated NHWC / NDHWC when its NHWC kernels run (they store it so: gn_nhwc.cu's KEEP), else
+    written contiguous by the other kernels and copied once.  (allocation options, after-launch
+    code); ("", "") when not kept."""
+    if not keep:
+        return "", ""
+    fmt = "(nd == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d)"
+    return (f".memory_format(gn_nhwc && (nd == 4 || nd == 5) ? {fmt} : at::MemoryFormat::Contiguous)",
+            f"\n  if (!gn_nhwc && (nd == 4 || nd == 5)) out = out.contiguous({fmt});")
 
 
 def _channels_last_view(r: Reduction, n: int) -> str:

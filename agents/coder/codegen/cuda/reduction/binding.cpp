@@ -10,7 +10,7 @@ at::Tensor {{name}}({{cparams}}) {
   std::vector<int64_t> out_shape;
 {{view}}
   const c10::cuda::CUDAGuard guard(device);  // after validation: errors throw before it
-  at::Tensor out = at::empty(out_shape, in_0.options().dtype({{out_dtype}}));
+  at::Tensor out = at::empty(out_shape, in_0.options().dtype({{out_dtype}}){{out_format}});
   if (out.numel() == 0) return out;
   TORCH_CHECK(R > 0, "{{name}}: reduction over an empty dimension");{{inner_check}}
   const bool normalizing = {{normalizing}};
@@ -67,7 +67,7 @@ at::Tensor {{name}}({{cparams}}) {
   const void* ins[{{n}}] = {{{in_ptrs}}};
   {{name}}_launch(ins, descs, out.data_ptr(), ws, outer, R, inner, plan, vec,
       c10::cuda::getCurrentCUDAStream(device.index()).stream());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  C10_CUDA_KERNEL_LAUNCH_CHECK();{{out_finish}}
   return out;
 }
 

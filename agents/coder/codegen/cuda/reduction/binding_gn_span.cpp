@@ -2,6 +2,7 @@
     plan.path = KS_PATH_TILE;
     plan.span = gn_span;
     plan.nhwc_channels = channels;
+    plan.nhwc_out = {{keep}} && (nd == 4 || nd == 5);  // the program keeps the output NHWC
     plan.workspace_floats = ks_gn_nhwc_split(outer, x_sizes[0], gn_span, sms).workspace_floats;
   }
   // Long group_norm rows: the channel-span kernels (gn_span.cu) instead of the generic tile path,

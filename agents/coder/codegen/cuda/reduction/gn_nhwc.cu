@@ -69,8 +69,9 @@ __global__ void __launch_bounds__(256)
 // Apply: a block covers 32 channels x TILES * 32 positions of one sample.  One lane a channel
 // reads along C (coalesced), normalises with its group's statistics and its channel's operands
 // (loaded once), and parks the results in a shared tile; they leave along S (coalesced) into the
-// contiguous [N, C, S] output.
-template <int TILES>
+// contiguous [N, C, S] output.  KEEP (the program keeps the output channels-last, for readers
+// that take NHWC): each lane stores its value where it read it, [N, S, C], no tile.
+template <int TILES, bool KEEP>
 __global__ void __launch_bounds__(256)
 {{name}}_gn_nhwc_apply({{params}}, {{out_t}}* __restrict__ out, const float* __restrict__ stats,
                         const int64_t C, const int64_t S, const int64_t cg) {
@@ -93,9 +94,11 @@ __global__ void __launch_bounds__(256)
       float y = (x - m) * rs;
       {{w_upd}}
       {{epi}}
-      tile[j][ty + 8 * k][tx] = y;
+      if constexpr (KEEP) out[(n * S + s0 + sl) * C + c] = ks_from_float<{{out_t}}>(y);
+      else tile[j][ty + 8 * k][tx] = y;
     });
   }
+  if constexpr (KEEP) return;
   __syncthreads();
 #pragma unroll
   for (int k = 0; k < 4; ++k) {  // write along S, one output row (n, c) per warp and k

@@ -8,7 +8,8 @@
     static const int fin_per_sm = ks_blocks_per_sm({{name}}_finalize, 256);
     {{name}}_finalize<<<(unsigned)ks_grid(fin_per_sm, ks_cdiv(outer, 256)), 256, 0, stream>>>(
         {{args}}, o, partials, stats, outer, split.splits, R);
-    {{name}}_gn_nhwc_apply<4><<<dim3((unsigned)ks_cdiv(S, 128), (unsigned)ks_cdiv(C, 32), (unsigned)N), 256, 0, stream>>>(
-        {{args}}, o, stats, C, S, cg);
+    const dim3 grid((unsigned)ks_cdiv(S, 128), (unsigned)ks_cdiv(C, 32), (unsigned)N);
+    if (plan.nhwc_out) {{name}}_gn_nhwc_apply<4, true><<<grid, 256, 0, stream>>>({{args}}, o, stats, C, S, cg);
+    else {{name}}_gn_nhwc_apply<4, false><<<grid, 256, 0, stream>>>({{args}}, o, stats, C, S, cg);
     return;
   }
