@@ -86,8 +86,6 @@ class ChannelsLastReaders:
         users = self.users().get(name, [])
         steps = self.step_of_node()
 
-        rank = self.rank(name)
-
         def fast(step) -> bool:
             spec = step.spec or {}
             first = bool(spec.get("inputs")) and spec["inputs"][0].get("name") == name
