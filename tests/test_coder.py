@@ -267,6 +267,51 @@ def test_channels_last_readers_need_spatially_constant_operands(tmp_path):
     assert ", False)" not in sources["softmax"].split("_KS.ks_layout_swap(v_x, True)")[1]
 
 
+def test_a_group_norm_keeps_nhwc_for_a_channel_reduction_and_the_conv_keeps_no_bias_pass(tmp_path):
+    """level2/92's pattern: conv -> group_norm -> tanh -> hardswish, + the conv output, ->
+    logsumexp over the channels.  The group_norm runs its NHWC kernels and keeps its output
+    channels-last (keep_channels_last) because the logsumexp reads both NHWC tensors as rows of
+    channels; nothing is copied back to NCHW.  The residual add, whose operand is the conv's bias
+    add recomputed from the group_norm's own prologue inputs, stays out of the group_norm's
+    epilogue (fusion.computed_from), so no bias add is left alone and the conv is called
+    without its bias (it was cuDNN's extra pass).  Returned, the group_norm keeps NCHW."""
+    results = {}
+    for label, tail in (("lse", "torch.logsumexp(y + h, dim=1, keepdim=True)"), ("returned", "h")):
+        path = tmp_path / f"{label}.py"
+        path.write_text(textwrap.dedent(f"""
+            import torch
+            import torch.nn as nn
+            import torch.nn.functional as F
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 16, 3)
+                    self.norm = nn.GroupNorm(4, 16)
+                def forward(self, x):
+                    y = self.conv(x)
+                    h = F.hardswish(torch.tanh(self.norm(y)))
+                    return {tail}
+            def get_inputs():
+                return [torch.randn(2, 3, 16, 16)]
+        """))
+        results[label] = generate_builtin(path, None, tmp_path / label / "model_new.py")
+        assert results[label].plan.host.channels_last
+    lse = results["lse"]
+    assert "ks_layout_swap(v_conv2d_nobias, False)" not in lse.source
+    conv = next(s for s in lse.plan.steps if s.technique == "library_call")
+    assert conv.nodes == ["conv2d_nobias"] and not any("bias" in i for i in conv.inputs)
+    norm, reduce = (s for s in lse.plan.steps if (s.spec or {}).get("type") == "reduction")
+    assert norm.spec["kind"] == "group_norm" and reduce.spec["kind"] == "logsumexp"
+    assert norm.outputs[0] in reduce.inputs and "conv2d_nobias" in reduce.inputs
+
+    def group_norm_binding(result):
+        return next(k.binding for k in result.kernels if "group_norm" in k.function)
+
+    assert "plan.nhwc_out = true" in group_norm_binding(lse)
+    assert "plan.nhwc_out = false" in group_norm_binding(results["returned"])
+    assert "ks_layout_swap(v_conv2d_nobias, False)" not in results["returned"].source
+
+
 def test_an_elementwise_step_between_channels_last_convolutions_keeps_nhwc(tmp_path):
     """conv -> batch_norm -> ReLU -> conv -> ReLU: the batch_norm apply + ReLU step reads only NHWC
     tensors and feeds only a channels-last convolution, so its kernel keeps the output NHWC (no
