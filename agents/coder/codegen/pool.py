@@ -161,17 +161,17 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
 
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
-              plane_vl_padded: bool = True, plane_inside: bool = True) -> KernelSource:
+              plane_vl_padded: bool = True, plane_inside: bool = False) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
     ks_ld_planes4 (bench/pool_channel_operands_timing.py); plane_vl_padded=False gives the plane
     kernel 16-byte loads only on unpadded rows, as before they were taken on rows padded by a
-    multiple of 4 (bench/pool_plane_vl_timing.py compares the two); plane_inside=False leaves out
-    the finish of a thread's windows that all lie inside the input with a constant divisor and no
-    window bounds (the default since 2026-12-07: on an H100 it took level1/44's plane kernel from
-    3.10 to 2.90 ms, level1/41's from 3.65 to 3.54, level3/13's pool from 0.566 to 0.476, and two
-    max2d cases within 1%: bench/results/2026-12-07-h100-s30)."""
+    multiple of 4 (bench/pool_plane_vl_timing.py compares the two); plane_inside=True adds the
+    finish of a thread's windows that all lie inside the input with a constant divisor and no
+    window bounds (on an H100 it took level1/44's plane kernel from 3.10 to 2.90 ms, level1/41's
+    from 3.65 to 3.54, level3/13's pool from 0.566 to 0.476, two max2d cases within 1%:
+    bench/results/2026-12-07-h100-s30; off by default until the pool GPU tests pass with it)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
