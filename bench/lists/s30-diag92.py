@@ -1,7 +1,6 @@
-"""Thirtieth session, call 2: level2/92's captured graph and built-in plan on the GPU machine's
-torch (call 1's Nsight Compute run there generated the plan with the conv bias in cuDNN and the
-copy back to NCHW, which this checkout's plan on the CPU machine's torch has neither of).
-Writes the graph and the plan's steps under $OUT/c."""
+"""Thirtieth session, call 2: level2/92's captured graph and built-in plan on the GPU machine
+(the group_norm-keeps-NHWC plan: conv without its bias, no copy back to NCHW), printed before
+its Nsight Compute run.  Writes the graph under $OUT/c."""
 import json
 import os
 import sys
