@@ -187,3 +187,22 @@ def test_the_search_always_times_torch_einsum_beside_the_kernel(tmp_path):
     plain = next(v for v in variants if v.name == "einsum-in-pytorch")
     assert not _contractions(plain.plan)
     assert any("einsum left to PyTorch (variant)" in n for n in plain.plan.notes)
+
+
+def test_the_search_times_the_pipelined_contraction_beside_the_default(tmp_path):
+    """`contraction-pipelined` (unranked, always measured): the default plan with every
+    contraction step's spec marked pipelined, nothing else changed; the emitted kernel then
+    takes kernel.cu's PIPELINED loop."""
+    from kernelstitch.agents.coder.codegen import emit
+    from kernelstitch.agents.plan.kernel_spec import spec_from_json
+    from kernelstitch.agents.planner.variants import UNRANKED_VARIANTS, propose_variants
+
+    variants = {v.name: v for v in propose_variants(capture(write(tmp_path, MAMBA_TAIL)), limit=1)}
+    assert "contraction-pipelined" in variants and "contraction-pipelined" in UNRANKED_VARIANTS
+    base, piped = variants["default"].plan, variants["contraction-pipelined"].plan
+    assert [s.nodes for s in piped.steps] == [s.nodes for s in base.steps]
+    assert _contractions(piped) and all(c.get("pipelined") is True for c in _contractions(piped))
+    assert not any(c.get("pipelined") for c in _contractions(base))
+    spec = spec_from_json(_contractions(piped)[0])
+    assert spec.pipelined and "constexpr bool PIPELINED = true;" in emit(spec).cuda
+    assert "constexpr bool PIPELINED = false;" in emit(spec_from_json(_contractions(base)[0])).cuda

@@ -97,6 +97,9 @@ def _checked_terms(spec: ContractionSpec) -> tuple[list[str], str]:
 
 
 def emit_contraction(spec: ContractionSpec) -> KernelSource:
+    """spec.pipelined: fetch the next k step's offsets and values while this one multiplies
+    (kernel.cu's PIPELINED; written 2026-12-07 after level3/49's first contraction read as
+    latency-bound in Nsight Compute; a measured variant, not yet a default)."""
     name = check_identifier(spec.name)
     terms, output = _checked_terms(spec)
     bm, bn = spec.tile
@@ -108,7 +111,7 @@ def emit_contraction(spec: ContractionSpec) -> KernelSource:
     nin = len(spec.inputs)
 
     def product(side: int) -> str:  # " * value" for each operand of one side, at staged k value kk
-        return "".join(f" * ks_ld(p{o} + off[{o}] + koff[{o}][kk])" for o in range(nin) if spec.sides[o] == side)
+        return "".join(f" * ks_ld(p{o} + off[{o}] + koff[buf][{o}][kk])" for o in range(nin) if spec.sides[o] == side)
 
     launcher_sig = (f"void {name}_launch(const void* const* ins, void* out, const KsContraction& g, "
                     "cudaStream_t stream)")
@@ -118,6 +121,7 @@ def emit_contraction(spec: ContractionSpec) -> KernelSource:
         m_fast="true" if output and output[-1] in spec.m else "false",
         params=", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{o}" for o, t in enumerate(spec.inputs)),
         a_product=product(0), b_product=product(1), out_t=CUDA_TYPE[spec.out_dtype], launcher_sig=launcher_sig,
+        pipelined="true" if spec.pipelined else "false",
         launch_args=", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{o}])"
                               for o, t in enumerate(spec.inputs)))
     max_rank = max(1, *(len(t) for t in terms))

@@ -32,7 +32,12 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
   constexpr bool ROWS4 = !M_FAST && RM == 4, COLS4 = M_FAST && RN == 4;
   __shared__ __align__(16) float As[BK][BM];
   __shared__ __align__(16) float Bs[BK][BN];
-  __shared__ int64_t koff[NIN][BK];  // this step's k offset of each operand
+  // PIPELINED (emit_contraction(pipelined=True), off by default until timed): the next step's k
+  // offsets and operand values are fetched while this step multiplies (koff double-buffered,
+  // the values in registers), so a block's global loads overlap its FMAs instead of waiting
+  // between two barriers (level3/49's first contraction: long-scoreboard stalls, 43% of DRAM).
+  constexpr bool PIPELINED = {{pipelined}};
+  __shared__ int64_t koff[PIPELINED ? 2 : 1][NIN][BK];  // a step's k offset of each operand
 
   const int tid = threadIdx.x;
   const int tm = M_FAST ? tid % TM : tid / TN;
@@ -61,39 +66,96 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
 #pragma unroll
       for (int j = 0; j < RN; ++j) acc[i][j] = 0.0f;
 
-    for (uint32_t k0 = 0; k0 < K; k0 += BK) {
+    // the step at k0's k offsets (first BK threads) into koff[buf]
+    auto k_offsets = [&](uint32_t k0, int buf) {
       if (tid < BK) {
         const KsCtrIndex<NK> ki = ks_ctr_split<NK>(k0 + tid, g, KS_CTR_K);
 #pragma unroll
-        for (int o = 0; o < NIN; ++o) koff[o][tid] = ks_ctr_offset<NK>(ki, g, o, KS_CTR_K);
+        for (int o = 0; o < NIN; ++o) koff[buf][o][tid] = ks_ctr_offset<NK>(ki, g, o, KS_CTR_K);
       }
-      __syncthreads();  // koff written; the last step's (or tile's) reads of As, Bs done
+    };
+    // the step at k0's staged values of this thread (products of each side), from koff[buf]
+    float av[A_PER], bv[B_PER];
+    auto fetch = [&](uint32_t k0, int buf) {
 #pragma unroll
       for (int r = 0; r < A_PER; ++r) {
         const int kk = tid / BM + r * (256 / BM);
-        if (BK * BM >= 256 || kk < BK) {  // BM = 1: the first BK threads stage
-          float v = 0.0f;
-          if (a_in && k0 + kk < K) v = 1.0f{{a_product}};
-          As[kk][am] = v;
-        }
+        av[r] = 0.0f;
+        if ((BK * BM >= 256 || kk < BK) && a_in && k0 + kk < K) av[r] = 1.0f{{a_product}};
       }
 #pragma unroll
       for (int r = 0; r < B_PER; ++r) {
         const int kk = tid / BN + r * (256 / BN);
-        if (BK * BN >= 256 || kk < BK) {
-          float v = 0.0f;
-          if (b_in && k0 + kk < K) v = 1.0f{{b_product}};
-          Bs[kk][bn] = v;
-        }
+        bv[r] = 0.0f;
+        if ((BK * BN >= 256 || kk < BK) && b_in && k0 + kk < K) bv[r] = 1.0f{{b_product}};
       }
-      __syncthreads();
-      // a full step unrolled; a short last one (level3/49's second einsum sums 2 values) multiplies
-      // only its rows (the branch is uniform across the block)
+    };
+    auto stage = [&]() {
+#pragma unroll
+      for (int r = 0; r < A_PER; ++r) {
+        const int kk = tid / BM + r * (256 / BM);
+        if (BK * BM >= 256 || kk < BK) As[kk][am] = av[r];  // BM = 1: the first BK threads stage
+      }
+#pragma unroll
+      for (int r = 0; r < B_PER; ++r) {
+        const int kk = tid / BN + r * (256 / BN);
+        if (BK * BN >= 256 || kk < BK) Bs[kk][bn] = bv[r];
+      }
+    };
+    // a full step unrolled; a short last one (level3/49's second einsum sums 2 values) multiplies
+    // only its rows (the branch is uniform across the block)
+    auto multiply = [&](uint32_t k0) {
       if (K - k0 >= (uint32_t)BK) {
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) ks_contraction_step<RM, RN, TM, TN, ROWS4, COLS4>(As, Bs, kk, tm, tn, acc);
       } else {
         for (int kk = 0; kk < (int)(K - k0); ++kk) ks_contraction_step<RM, RN, TM, TN, ROWS4, COLS4>(As, Bs, kk, tm, tn, acc);
+      }
+    };
+
+    if constexpr (!PIPELINED) {  // the form measured on an H100 (2026-12-07), as it was written
+      constexpr int buf = 0;
+      for (uint32_t k0 = 0; k0 < K; k0 += BK) {
+        k_offsets(k0, buf);
+        __syncthreads();  // koff written; the last step's (or tile's) reads of As, Bs done
+#pragma unroll
+        for (int r = 0; r < A_PER; ++r) {
+          const int kk = tid / BM + r * (256 / BM);
+          if (BK * BM >= 256 || kk < BK) {  // BM = 1: the first BK threads stage
+            float v = 0.0f;
+            if (a_in && k0 + kk < K) v = 1.0f{{a_product}};
+            As[kk][am] = v;
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < B_PER; ++r) {
+          const int kk = tid / BN + r * (256 / BN);
+          if (BK * BN >= 256 || kk < BK) {
+            float v = 0.0f;
+            if (b_in && k0 + kk < K) v = 1.0f{{b_product}};
+            Bs[kk][bn] = v;
+          }
+        }
+        __syncthreads();
+        multiply(k0);
+      }
+    } else {
+      // step s's values are fetched (into registers) while step s - 1 multiplies; koff[s % 2]
+      // holds step s's offsets, written during step s - 1 after a barrier that follows step
+      // s - 2's fetch, the buffer's last reader.  Each helper has one call site (inlined: a
+      // second made ptxas keep the registers on a stack).
+      __syncthreads();  // the last tile's reads of As, Bs and koff done
+      k_offsets(0, 0);
+      __syncthreads();
+      int buf = 0;
+      for (uint32_t kf = 0;; kf += BK, buf ^= 1) {  // kf: the step being fetched
+        if (kf < K) fetch(kf, buf);
+        if (kf > 0) multiply(kf - BK);
+        if (kf >= K) break;
+        __syncthreads();  // step kf - BK's reads of As, Bs done
+        stage();
+        if (kf + BK < K) k_offsets(kf + BK, buf ^ 1);
+        __syncthreads();  // As, Bs of step kf and the next koff written
       }
     }
 
