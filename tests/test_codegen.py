@@ -605,6 +605,7 @@ def test_group_norm_reads_a_channels_last_input_with_its_nhwc_kernels_only_where
     assert all(f"ks_spatially_constant(in_{k}, nd)" in gn.binding for k in range(1, 5))
     assert "if (!gn_nhwc) in_0 = in_0.contiguous();" in gn.binding
     assert "gn_cl_gn_nhwc_stats" in gn.cuda and "gn_cl_gn_nhwc_apply<4, false><<<" in gn.cuda
+    assert "gn_nhwc_apply<4, true>" not in gn.cuda  # the KEEP form only where a spec keeps
     assert "plan.nhwc_out = false" in gn.binding and "MemoryFormat::ChannelsLast" not in gn.binding
     assert gn.cuda.index("plan.nhwc_channels > 0") < gn.cuda.index("plan.span > 0")
     # every operand but the input is loaded once a thread (the per-channel hoists)

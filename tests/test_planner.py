@@ -173,6 +173,22 @@ def test_reduction_epilogue_and_recomputed_prologue():
     assert ew.inputs[:2] == ["x", "residual"] and ew.outputs == ["mul_1"]
 
 
+def test_an_epilogue_operand_made_from_the_prologue_inputs_joins_only_when_stored_anyway(tmp_path):
+    """fusion.computed_from: a residual computed from the reduction's own input stays out of
+    its epilogue when the epilogue is its only reader (the add then joins the residual's kernel:
+    level2/92's bias add), and joins it when the residual is returned anyway (refusing would
+    write the group_norm's result as one more tensor)."""
+    init = "self.norm = nn.GroupNorm(4, 16)"
+    inputs = "[torch.randn(2, 16, 8, 8)]"
+    alone = plan_of(write(tmp_path, "a = torch.relu(x * 2.0)\nreturn self.norm(x) + a", inputs, init, "a.py"))
+    stored = plan_of(write(tmp_path, "a = torch.relu(x * 2.0)\nreturn self.norm(x) + a, a", inputs, init, "b.py"))
+    norm_alone = next(st for st in alone.steps if st.technique == "fused_reduction")
+    norm_stored = next(st for st in stored.steps if st.technique == "fused_reduction")
+    assert not norm_alone.spec["epilogue"] and norm_alone.outputs == ["group_norm"]
+    assert [o["op"] for o in norm_stored.spec["epilogue"]] == ["add"]
+    assert techniques(stored) == ["fused_elementwise", "fused_reduction"]
+
+
 def test_linear_sum_rewrite(tmp_path):
     path = write(tmp_path, "return self.fc(x).sum(dim=-1)", "[torch.randn(8, 16)]",
                  "self.fc = nn.Linear(16, 32)")

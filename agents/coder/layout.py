@@ -128,8 +128,9 @@ class ChannelsLastReaders:
         others = [o for o in names[1:] if o not in skip]
         permuted = kind not in NORMALIZING  # a reduce kind: its operands are viewed with the input
 
-        def stays_nhwc(o: str | None) -> bool:
-            return permuted and nhwc is not None and self.resolve(o) in nhwc
+        def stays_nhwc(o: str | None) -> bool:  # full-size (the input's shape) and NHWC
+            return (permuted and nhwc is not None and self.resolve(o) in nhwc
+                    and self.shape(self.resolve(o)) == self.shape(names[0]))
 
         rank = self.rank(names[0])
         if names[0] != name and not (name in others and stays_nhwc(name) and stays_nhwc(names[0])):

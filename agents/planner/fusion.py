@@ -483,23 +483,27 @@ class _Scheduler:
                 continue
             if r in g.nodes or r in forbidden or self.ancestors[r] & set(g.nodes):
                 return False
-            if self.computed_from(r, forbidden):
+            if self.computed_from(r, forbidden, node.name):
                 return False
             if broadcast(self.shape(r), out_shape) != out_shape:
                 return False
         return True
 
-    def computed_from(self, name: str, tensors: set[str]) -> bool:
-        """`name` is made by an elementwise group that reads one of `tensors` (a reduction's
-        prologue inputs).  Such an operand cannot join the reduction's epilogue, which reads
-        nothing of its prologue's, so as an epilogue operand it would stay a kernel of its own: a
-        conv's bias add recomputed for a later reduction (level2/92's residual add after
-        group_norm) then made the planner keep the bias in cuDNN's own extra pass.  Left out of
-        the epilogue, the consumer joins that group, or the later reduction's prologue."""
+    def computed_from(self, name: str, tensors: set[str], consumer: str) -> bool:
+        """`name` exists only for `consumer` and is made by an elementwise group that reads one of
+        `tensors` (a reduction's prologue inputs).  Such an operand cannot join the reduction's
+        epilogue, which reads nothing of its prologue's, so as an epilogue operand it would stay a
+        kernel of its own: a conv's bias add recomputed for a later reduction (level2/92's
+        residual add after group_norm) then made the planner keep the bias in cuDNN's own extra
+        pass.  Left out of the epilogue, the consumer joins that group, or the later reduction's
+        prologue.  An operand stored for other readers anyway is left to the epilogue (refusing
+        it would cost one more full-size write: the reduction's own result)."""
         g = self.group_of.get(name)
         if g is None or g.kind != "elementwise":
             return False
         inside = set(g.nodes)
+        if any(u != consumer and u not in inside for u in self.users.get(name, [])):
+            return False
         return any(r in tensors for n in g.nodes for r in self.graph.node(n).refs() if r not in inside)
 
     def prologue_inputs(self, g: Group) -> list[str]:

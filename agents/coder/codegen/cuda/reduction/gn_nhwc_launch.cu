@@ -9,7 +9,6 @@
     {{name}}_finalize<<<(unsigned)ks_grid(fin_per_sm, ks_cdiv(outer, 256)), 256, 0, stream>>>(
         {{args}}, o, partials, stats, outer, split.splits, R);
     const dim3 grid((unsigned)ks_cdiv(S, 128), (unsigned)ks_cdiv(C, 32), (unsigned)N);
-    if (plan.nhwc_out) {{name}}_gn_nhwc_apply<4, true><<<grid, 256, 0, stream>>>({{args}}, o, stats, C, S, cg);
-    else {{name}}_gn_nhwc_apply<4, false><<<grid, 256, 0, stream>>>({{args}}, o, stats, C, S, cg);
+    {{keep_launch}}{{name}}_gn_nhwc_apply<4, false><<<grid, 256, 0, stream>>>({{args}}, o, stats, C, S, cg);
     return;
   }
