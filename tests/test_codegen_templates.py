@@ -54,6 +54,10 @@ def all_specs() -> list:
         GemmSpec("g_tf32", TensorArg("x", "float32"), TensorArg("w", "float32"), None, "relu", "float32",
                  precision="tf32"),
         GemmSpec("g_gelu_nobias", TensorArg("x", "float16"), TensorArg("w", "float16"), None, "gelu", "float16"),
+        # a group_norm the coder keeps channels-last (its KEEP apply's launch)
+        ReductionSpec("gn_keep", "group_norm", (TensorArg("x", "float32"), TensorArg("w", "float32"),
+                                                TensorArg("b", "float32")), dim=1, keepdim=False, out_dtype="float32",
+                      groups=4, weight="w", bias="b", trailing=True, keep_channels_last=True),
     ]
 
 

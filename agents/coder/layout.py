@@ -118,15 +118,11 @@ class ChannelsLastReaders:
         epilogue's with the input), a full-size operand beside an NHWC input.  group_norm's and
         softmax's NHWC kernels load every other operand once a channel, so those must be
         constant along the spatial dims (as a reduce kind's are unless NHWC themselves)."""
-        kind = spec.get("kind")
         names = [i.get("name") for i in spec.get("inputs") or []]
         if not names:
             return False
-        skip = ({spec.get("weight"), spec.get("bias")} if kind == "group_norm"
-                else set() if kind in ("softmax", "log_softmax")
-                else set(spec.get("epilogue_inputs") or ()))
-        others = [o for o in names[1:] if o not in skip]
-        permuted = kind not in NORMALIZING  # a reduce kind: its operands are viewed with the input
+        others = viewed_operands(spec)
+        permuted = spec.get("kind") not in NORMALIZING  # a reduce kind: its operands are viewed with the input
 
         def stays_nhwc(o: str | None) -> bool:  # full-size (the input's shape) and NHWC
             return (permuted and nhwc is not None and self.resolve(o) in nhwc
@@ -289,10 +285,8 @@ class ChannelsLastReaders:
         every other operand constant along the spatial dims, at most KS_GN_NHWC_MAX_C channels,
         N within a grid dim): they can store the output channels-last as they read the input."""
         names = [i.get("name") for i in spec.get("inputs") or []]
-        affine = {spec.get("weight"), spec.get("bias")}  # [C] vectors, viewed [C, 1, ...] by the binding
         return (bool(names) and self.resolve(names[0]) in nhwc and shape[1] <= GN_NHWC_MAX_CHANNELS
-                and shape[0] <= 65535
-                and all(o in affine or self.spatially_constant(o, len(shape)) for o in names[1:]))
+                and shape[0] <= 65535 and all(self.spatially_constant(o, len(shape)) for o in viewed_operands(spec)))
 
     def cat_inputs_channels_last(self, step, nhwc: set[str]) -> bool:
         """A concatenation along the channels (dim 1) of 4-5-D tensors that are all NHWC or
@@ -310,6 +304,17 @@ class ChannelsLastReaders:
     def shape(self, name: str) -> tuple[int, ...] | None:
         meta = self.graph.node(name).meta if self.graph.has(name) else None
         return tuple(meta.example_shape) if meta is not None else None
+
+
+def viewed_operands(spec: dict) -> list[str | None]:
+    """A reduction spec's operands after inputs[0] that its channels-last bindings read with the
+    input's view: not group_norm's [C] affine vectors (viewed [C, 1, ...]), not a reduce kind's
+    epilogue operands (they keep the output's shape); every other operand of a softmax kind."""
+    kind = spec.get("kind")
+    skip = ({spec.get("weight"), spec.get("bias")} if kind == "group_norm"
+            else set() if kind in ("softmax", "log_softmax")
+            else set(spec.get("epilogue_inputs") or ()))
+    return [i.get("name") for i in (spec.get("inputs") or [])[1:] if i.get("name") not in skip]
 
 
 def reads_channels_last(spec: dict, rank: int | None) -> bool:

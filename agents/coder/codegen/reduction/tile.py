@@ -76,8 +76,8 @@ def launch(r: Reduction) -> str:
     """The launcher's last part: every plan that no other family took."""
     apply_launch = render("reduction/apply_launch.cu", name=r.name, args=r.args) if r.normalizing else ""
     # the KEEP apply is instantiated only for a spec that keeps its output channels-last
-    keep_launch = (f"if (plan.nhwc_out) {r.name}_gn_nhwc_apply<4, true><<<grid, 256, 0, stream>>>({r.args}, o, "
-                   "stats, C, S, cg);\n    else " if r.spec.keep_channels_last else "")
+    keep_launch = (render("reduction/gn_nhwc_keep_launch.cu", name=r.name, args=r.args)
+                   if r.spec.keep_channels_last else "")
     spans = (render("reduction/gn_nhwc_launch.cu", name=r.name, args=r.args, keep_launch=keep_launch)
              + render("reduction/gn_span_launch.cu", name=r.name, args=r.args, vec=r.vec)) if r.kind == "group_norm" else ""
     return spans + render("reduction/tile_launch.cu", name=r.name, args=r.args, nf=r.nf, apply_launch=apply_launch)

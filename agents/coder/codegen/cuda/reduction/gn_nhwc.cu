@@ -3,8 +3,8 @@
 // binding checks, ks_spatially_constant): the statistics read the NHWC memory as it lies, and
 // the apply computes in that layout and writes the contiguous NCHW result through a transposed
 // shared tile (the scheme of elementwise/nhwc.cu), or, where the program keeps the output
-// channels-last (the spec's keep_channels_last), stores it as it was read.  Without them the program copied the conv
-// output back to NCHW first, one more read and write of the whole tensor.  Every operand but
+// channels-last (the spec's keep_channels_last), stores it as it was read.  Without them the
+// program copied the conv output back to NCHW first, one more read and write of the whole tensor.  Every operand but
 // the input is loaded once a thread: its channel is fixed (row = n * C + c of the [N * C, S]
 // view the descriptors describe).
 
