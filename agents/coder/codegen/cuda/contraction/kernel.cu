@@ -142,8 +142,8 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
     } else {
       // step s's values are fetched (into registers) while step s - 1 multiplies; koff[s % 2]
       // holds step s's offsets, written during step s - 1 after a barrier that follows step
-      // s - 2's fetch, the buffer's last reader.  Each helper has one call site (inlined: a
-      // second made ptxas keep the registers on a stack).
+      // s - 2's fetch, the buffer's last reader.  fetch has one call site: with a second (a
+      // peeled first step), ptxas kept av / bv on a stack (spills in two of the nvcc test's specs).
       __syncthreads();  // the last tile's reads of As, Bs and koff done
       k_offsets(0, 0);
       __syncthreads();
