@@ -206,3 +206,34 @@ def test_the_search_times_the_pipelined_contraction_beside_the_default(tmp_path)
     spec = spec_from_json(_contractions(piped)[0])
     assert spec.pipelined and "constexpr bool PIPELINED = true;" in emit(spec).cuda
     assert "constexpr bool PIPELINED = false;" in emit(spec_from_json(_contractions(base)[0])).cuda
+
+
+DUCK_SIZED_EINSUM = _HEADER + '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Parameter(torch.randn(2, 8, 5))
+
+    def forward(self, x):
+        xb = x.reshape(x.size(0), x.size(1) // 4, 4, x.size(2), x.size(3))
+        cb = self.c.reshape(2, 2, 4, 5)
+        y = torch.einsum("bcln,bcsn,bcshp->bclhp", cb, cb, xb)
+        return y.reshape(2, 8, 3, x.size(3)) * 2
+
+def get_inputs():
+    return [torch.randn(2, 8, 3, 4)]
+'''
+
+
+def test_a_three_operand_einsum_keeps_the_input_sizes_dynamic_under_opt_einsum(tmp_path):
+    """With opt_einsum installed (the GPU machine's image has it) torch.einsum asks it for an
+    order with the traced sizes; export then fixed x's last size (4, equal to the block length)
+    and the program reshaped to the captured shape (level3/48's rejection at d_head 67)."""
+    pytest.importorskip("opt_einsum")
+    assert torch.backends.opt_einsum.is_available()
+    graph = capture(write(tmp_path, DUCK_SIZED_EINSUM))
+    out = graph.node(graph.output_names()[0])
+    einsum = next(n for n in graph.nodes if n.op == "aten.einsum.default")
+    assert isinstance(einsum.outputs[0].shape[-1], str)  # p: x's last size, symbolic
+    assert "path" not in einsum.kwargs
+    assert isinstance(out.outputs[0].shape[-1], str)
