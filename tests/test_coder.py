@@ -916,3 +916,29 @@ def test_the_forward_reads_tensors_from_a_table_walked_again_after_a_registratio
         torch.testing.assert_close(torch.func.functional_call(new, weights, (x,)),
                                    torch.func.functional_call(reference, weights, (x,)))
         torch.testing.assert_close(new._compute(x), reference(x))  # its own weights again after
+
+
+def test_global_pooling_of_a_kept_group_norm_output_gets_its_column_kernels(tmp_path):
+    """A group_norm of an NHWC conv output may keep its output NHWC (layout.group_norm_keeps);
+    the global pooling reading it then needs the column kernels (`trailing` False, planner's
+    layout_readers), or its binding would copy the output back to NCHW first."""
+    path = tmp_path / "gn_pool.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 16, 3)
+                self.norm = nn.GroupNorm(4, 16)
+            def forward(self, x):
+                return torch.tanh(self.norm(self.conv(x))).mean(dim=[2, 3])
+        def get_inputs():
+            return [torch.randn(2, 3, 16, 16)]
+    """))
+    result = generate_builtin(path, None, tmp_path / "out" / "model_new.py")
+    assert result.plan.host.channels_last
+    reductions = [s.spec for s in result.plan.steps if (s.spec or {}).get("type") == "reduction"]
+    assert [r["kind"] for r in reductions] == ["group_norm", "mean"]
+    assert reductions[1]["trailing"] is False
+    assert ", False)" not in result.source.split("_KS.ks_layout_swap(v_x, True)")[1]  # nothing copied back

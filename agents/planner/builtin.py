@@ -696,15 +696,17 @@ def measured_layout_conv(step: PlanStep, graph: Graph) -> bool:
 def layout_readers(steps: list[PlanStep], graph: Graph, channels_last: bool) -> list[PlanStep]:
     """`steps` with each reduction over every spatial dim of a 3-5-D tensor built for the layout
     it reads: where a channels-last convolution step (with `channels_last`, the plan's host
-    setting) makes that tensor, or an elementwise, pooling or concatenation step of such a
-    tensor that the coder may keep NHWC, the reduction binding reads it as [N, S, C] columns
+    setting) makes that tensor, or an elementwise, pooling, concatenation or group_norm step of
+    such a tensor that the coder may keep NHWC, the reduction binding reads it as [N, S, C] columns
     (cuda/reduction/binding_channels_last.cpp), which needs the column kernels a reduction over
     the trailing dims is built without (`trailing`: fewer kernels to compile); otherwise the
     trailing build.  The coder then keeps the convolution's output NHWC for it."""
     nhwc = {name for s in steps if channels_last and s.channels_last for name in s.outputs}
     for step in steps:  # outputs that may stay NHWC after them (the coder decides: coder/layout.py)
-        if ((step.spec or {}).get("type") in ("elementwise", "pool", "cat") and len(step.outputs) == 1
-                and any(i in nhwc for i in step.inputs)):
+        spec = step.spec or {}
+        kept = spec.get("type") in ("elementwise", "pool", "cat") or (
+            spec.get("type") == "reduction" and spec.get("kind") == "group_norm")  # group_norm_keeps
+        if kept and len(step.outputs) == 1 and any(i in nhwc for i in step.inputs):
             nhwc.add(step.outputs[0])
     out = []
     for step in steps:
