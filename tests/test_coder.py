@@ -688,6 +688,11 @@ def interpret(spec: dict):
             return total.to(_DT[spec["out_dtype"]])
         if spec["type"] == "contraction":  # fp32 products and sums, as the kernel
             return torch.einsum(spec["equation"], *(t.float() for t in tensors)).to(_DT[spec["out_dtype"]])
+        if spec["type"] == "conv_epilogue":  # the conv in fp32, then the chain with its output as the operand
+            x, w, *others = (t.float() for t in tensors)
+            y = torch.nn.functional.conv2d(x, w, None, spec["stride"], spec["padding"])
+            operands = others[:spec["operand"]] + [y] + others[spec["operand"]:]
+            return interpret(spec["epilogue"])(*operands)
         if spec["type"] == "conv_taps":
             return tap_means_reference(tensors[0].float(), spec["kernel"], spec["stride"], spec["padding"],
                                        spec["dilation"], spec["output_padding"], spec["transposed"])

@@ -509,9 +509,47 @@ class ContractionSpec:
     pipelined: bool = False
 
 
+# Input channels x taps up to which the planner proposes a direct convolution (ConvEpilogueSpec):
+# past it the FMAs an output value outweigh the passes over the output the fusion saves.
+CONV_EPILOGUE_MAX_REDUCTION = 80
+# The direct convolution's block tile (cuda/conv_epilogue/kernel.cu): 4 warps of 8 output
+# channels, 8 output rows a thread, one output column a lane; its static shared memory limit.
+CONV_EPILOGUE_WARPS, CONV_EPILOGUE_ROWS, CONV_EPILOGUE_COLS = 4, 8, 32
+CONV_EPILOGUE_SMEM = 48 * 1024
+
+
+def conv_epilogue_staged_channels(kernel: tuple[int, int], stride: tuple[int, int], cin: int) -> int:
+    """Input channels the direct convolution stages at a time: the most (up to 8, and up to
+    C_in) whose input tile and weights fit CONV_EPILOGUE_SMEM; 0 when not even one does."""
+    (kh, kw), (sh, sw) = kernel, stride
+    tile = ((CONV_EPILOGUE_ROWS - 1) * sh + kh) * ((CONV_EPILOGUE_COLS - 1) * sw + kw)
+    per_channel = 4 * (tile + kh * kw * 8 * CONV_EPILOGUE_WARPS)
+    return max(0, min(8, cin, CONV_EPILOGUE_SMEM // per_channel))
+
+
+@dataclass(frozen=True)
+class ConvEpilogueSpec:
+    """A 2-D convolution (float32, dilation 1, one group, no bias of its own) computed directly
+    in fp32 with an elementwise chain applied before the only store (cuda/conv_epilogue/): the
+    chain's input `operand` is the convolution's output, never stored.  The binding takes the
+    conv input and weight, then the chain's other inputs in order, and returns the chain's
+    outputs, contiguous [N, C_out, H_out, W_out].  `kernel`, `stride`, `padding` are (h, w)
+    constants; `ci_tile` the input channels staged in shared memory at a time."""
+
+    name: str
+    x: TensorArg
+    weight: TensorArg
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    epilogue: ElementwiseSpec
+    operand: int
+    ci_tile: int = 8
+
+
 Spec = (ElementwiseSpec | ReductionSpec | GemmSpec | PoolSpec | BatchStatsSpec | BatchStatsMergeSpec
         | ScanSpec | CatSpec | ArgReduceSpec | TriangleSpec | NllLossSpec | AttentionSpec | ConvTapMeansSpec
-        | RecurrentSpec | ContractionSpec)
+        | RecurrentSpec | ContractionSpec | ConvEpilogueSpec)
 
 
 def _arg(t: TensorArg | None) -> Any:
@@ -566,6 +604,10 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "weights": [_arg(t) for t in spec.weights], "layers": spec.layers,
                 "directions": spec.directions, "has_biases": spec.has_biases,
                 "batch_first": spec.batch_first, "batch_tile": spec.batch_tile}
+    if isinstance(spec, ConvEpilogueSpec):
+        return {"type": "conv_epilogue", "name": spec.name, "x": _arg(spec.x), "weight": _arg(spec.weight),
+                "kernel": list(spec.kernel), "stride": list(spec.stride), "padding": list(spec.padding),
+                "epilogue": spec_to_json(spec.epilogue), "operand": spec.operand, "ci_tile": spec.ci_tile}
     if isinstance(spec, ContractionSpec):
         return {"type": "contraction", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "equation": spec.equation, "sides": list(spec.sides), "batch": spec.batch, "m": spec.m,
@@ -669,6 +711,15 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             cell_state=_arg_from(data.get("cell_state")), weights=tuple(_arg_from(t) for t in data.get("weights", [])),
             layers=int(data["layers"]), directions=int(data["directions"]), has_biases=bool(data["has_biases"]),
             batch_first=bool(data["batch_first"]), batch_tile=int(data["batch_tile"]))
+    if kind == "conv_epilogue":
+        pair = lambda key: (int(data[key][0]), int(data[key][1]))  # noqa: E731
+        epilogue = spec_from_json(data["epilogue"])
+        if not isinstance(epilogue, ElementwiseSpec):
+            raise ValueError(f"{data.get('name')}: a conv epilogue must be an elementwise spec")
+        return ConvEpilogueSpec(
+            name=data["name"], x=_arg_from(data["x"]), weight=_arg_from(data["weight"]), kernel=pair("kernel"),
+            stride=pair("stride"), padding=pair("padding"), epilogue=epilogue, operand=int(data["operand"]),
+            ci_tile=int(data.get("ci_tile", 8)))
     if kind == "contraction":
         return ContractionSpec(
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]), equation=data["equation"],

@@ -26,6 +26,7 @@ from kernelstitch.agents.planner.builtin import (
     plan_builtin,
 )
 from kernelstitch.agents.planner.cost import estimate_ms
+from kernelstitch.agents.planner.direct_conv import direct_conv_steps
 from kernelstitch.agents.planner.group_norm_stats import NORMALIZATION_OPS
 from kernelstitch.agents.planner.ops import CONV_OPS, RECURRENT_LIBRARY_OPS, base_op
 from kernelstitch.agents.planner.precision import with_precision
@@ -118,6 +119,9 @@ def propose_variants(graph: Graph, limit: int | None = 4,
             "our tiled contraction kernel", plan_builtin(graph, contraction_kernels=False)))
         # the pipelined k loop (written 2026-12-07, not yet timed): measured beside the default
         others.insert(1, _with_pipelined_contractions(base))
+    direct = _with_direct_convs(base)
+    if direct is not None:
+        others.insert(0, direct)
     strict_convs = precision_mode(base.plan.host.precision).timed_tf32_off
     conv_split = _with_conv_split_tf32(base) if strict_convs else None
     if conv_split is not None:
@@ -129,7 +133,7 @@ def propose_variants(graph: Graph, limit: int | None = 4,
 # ranked alternative: the persistent recurrent kernel (see propose_variants) pushed level3/38's
 # 3xtf32 plan, which the search had delivered at 22.2 ms, out of its four variants; the recurrent
 # kernel measured 41.7 ms there (H100, bench/results/2026-12-06-h100-s26).
-UNRANKED_VARIANTS = frozenset({"recurrent-kernel", "einsum-in-pytorch", "contraction-pipelined"})
+UNRANKED_VARIANTS = frozenset({"recurrent-kernel", "einsum-in-pytorch", "contraction-pipelined", "conv-direct"})
 
 
 def within_limit(variants: list[PlanVariant], limit: int | None) -> list[PlanVariant]:
@@ -238,6 +242,22 @@ def _with_pipelined_contractions(base: PlanVariant) -> PlanVariant:
              if (step.spec or {}).get("type") == "contraction" else step for step in base.plan.steps]
     return PlanVariant("contraction-pipelined", "contraction kernels with the next k step's loads in "
                        "flight while one multiplies", replace(base.plan, steps=steps))
+
+
+def _with_direct_convs(base: PlanVariant) -> PlanVariant | None:
+    """The NCHW plan with its few-input-channel 2-D convolutions computed directly with their
+    elementwise epilogues (planner/direct_conv.py); None when none qualifies.  Unranked: the cost
+    model knows cuDNN's TF32 tensor cores no better than this kernel's fp32 FMAs (written
+    2026-12-07, timed by the search)."""
+    nchw = _with_channels_last(base, False).plan if base.plan.host.channels_last else base.plan
+    steps = direct_conv_steps(nchw)
+    if steps is None:
+        return None
+    host = replace(nchw.host, reasons=[*nchw.host.reasons, "variant: few-channel convolutions computed "
+                                       "directly with their epilogues (measured against cuDNN)"])
+    return PlanVariant("conv-direct", "2-D convolutions of few input channels computed directly in fp32 "
+                       "with their elementwise epilogue instead of cuDNN + an epilogue kernel",
+                       replace(nchw, steps=steps, host=host))
 
 
 def _with_split_tf32(variant: PlanVariant) -> PlanVariant | None:

@@ -25,6 +25,7 @@ from kernelstitch.agents.coder.codegen.common import (
     split_extension_kernels,
 )
 from kernelstitch.agents.coder.codegen.contraction import emit_contraction
+from kernelstitch.agents.coder.codegen.conv_epilogue import emit_conv_epilogue
 from kernelstitch.agents.coder.codegen.conv_taps import emit_conv_taps
 from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
 from kernelstitch.agents.coder.codegen.expr import c_float, compile_ops, op_expression
@@ -44,6 +45,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     CatSegment,
     CatSpec,
     ContractionSpec,
+    ConvEpilogueSpec,
     ConvTapMeansSpec,
     ElementwiseOp,
     ElementwiseSpec,
@@ -96,6 +98,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         return emit_recurrent(spec)
     if isinstance(spec, ContractionSpec):
         return emit_contraction(spec)
+    if isinstance(spec, ConvEpilogueSpec):
+        return emit_conv_epilogue(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
@@ -117,9 +121,11 @@ __all__ = [
     "GemmSpec",
     "KernelSource",
     "NllLossSpec",
+    "ConvEpilogueSpec",
     "ConvTapMeansSpec",
     "RecurrentSpec",
     "emit_contraction",
+    "emit_conv_epilogue",
     "emit_conv_taps",
     "PoolSpec",
     "ReductionSpec",

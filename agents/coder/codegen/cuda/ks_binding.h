@@ -43,6 +43,15 @@ static inline std::vector<int64_t> ks_broadcast_shape(const std::vector<at::Tens
   return shape;
 }
 
+// Whether t broadcasts to `shape` without growing it (torch's rules, trailing dims aligned).
+static inline bool ks_broadcasts_to(const at::Tensor& t, c10::IntArrayRef shape) {
+  const int64_t d = (int64_t)shape.size();
+  if (t.dim() > d) return false;
+  for (int64_t k = 1; k <= t.dim(); ++k)
+    if (t.size(t.dim() - k) != 1 && t.size(t.dim() - k) != shape[d - k]) return false;
+  return true;
+}
+
 static inline bool ks_aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // Describes how tensor t, broadcast to `shape` (the contiguous iteration space), is read.

@@ -1,0 +1,139 @@
+"""Few-channel 2-D convolutions computed directly with their elementwise epilogue (planner/
+direct_conv.py, coder/codegen/conv_epilogue.py; CPU): which convolutions the `conv-direct`
+variant takes, its program against the module with every kernel interpreted in torch, the spec's
+JSON, and the kernel through ptxas without spills."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from kernelstitch.agents.coder.builtin import code_builtin
+from kernelstitch.agents.coder.codegen import ElementwiseOp, ElementwiseSpec, TensorArg, emit
+from kernelstitch.agents.plan.kernel_spec import (
+    ConvEpilogueSpec,
+    conv_epilogue_staged_channels,
+    spec_from_json,
+    spec_to_json,
+)
+from kernelstitch.agents.planner.capture import capture
+from kernelstitch.agents.planner.variants import propose_variants
+from spill_scope import nvcc_report
+from test_coder import interpreted_program
+
+
+def module(cin: int, forward: str, conv: str = "nn.Conv2d(cin, 20, 3)", shape: str = "2, cin, 19, 37",
+           extra_inputs: str = "") -> str:
+    return textwrap.dedent(f"""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        cin = {cin}
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = {conv}
+            def forward(self, x{", z" if extra_inputs else ""}):
+                y = self.conv(x)
+                return {forward}
+        def get_inputs():
+            return [torch.randn({shape}){", " + extra_inputs if extra_inputs else ""}]
+    """)
+
+
+def variant(tmp_path: Path, text: str, name: str = "conv-direct"):
+    path = tmp_path / "problem.py"
+    path.write_text(text)
+    found = {v.name: v for v in propose_variants(capture(path), None)}
+    return path, found.get(name)
+
+
+@pytest.mark.parametrize("cin, conv, forward, extra", [
+    (8, "nn.Conv2d(cin, 20, 3)", "F.mish(y - 0.5)", ""),  # level2/87's shape of chain, odd sizes
+    (3, "nn.Conv2d(cin, 20, 3, stride=2, padding=1)", "torch.relu(F.hardswish(y))", ""),
+    (4, "nn.Conv2d(cin, 20, (3, 5), padding=(1, 2))", "torch.tanh(y) * z", "torch.randn(2, 20, 19, 37)"),
+    (8, "nn.Conv2d(cin, 40, 1)", "torch.sigmoid(y) + 1.0", ""),
+])
+def test_the_direct_program_matches_the_module(tmp_path, cin, conv, forward, extra):
+    """The variant's program (the conv and its chain as one step) with every kernel interpreted
+    in torch against the module: strides, padding, a rectangular kernel, a full-size operand."""
+    path, direct = variant(tmp_path, module(cin, forward, conv, extra_inputs=extra))
+    assert direct is not None
+    steps = [s for s in direct.plan.steps if (s.spec or {}).get("type") == "conv_epilogue"]
+    assert len(steps) == 1 and not any(s.technique == "library_call" for s in direct.plan.steps)
+    assert not direct.plan.host.channels_last
+    candidate = code_builtin(direct.plan, path, tmp_path / "out" / "model_new.py")
+    assert "ks_layout_swap(" not in candidate.source.split("def _compute")[1]
+    _, reference, new, inputs = interpreted_program(tmp_path, path, candidate)
+    with torch.no_grad():
+        torch.testing.assert_close(new(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("why, cin, conv, forward", [
+    ("many input channels", 16, "nn.Conv2d(cin, 20, 3)", "torch.relu(y)"),
+    ("read twice", 8, "nn.Conv2d(cin, 20, 3)", "torch.relu(y) + torch.amax(y, dim=1, keepdim=True)"),
+    ("returned", 8, "nn.Conv2d(cin, 20, 3, bias=False)", "(y, torch.relu(y))"),
+    ("dilated", 8, "nn.Conv2d(cin, 20, 3, dilation=2)", "torch.relu(y)"),
+    ("grouped", 8, "nn.Conv2d(cin, 20, 3, groups=4)", "torch.relu(y)"),
+    ("followed by a reduction", 8, "nn.Conv2d(cin, 20, 3)", "torch.sum(y, dim=1)"),
+])
+def test_convolutions_the_direct_kernel_does_not_take(tmp_path, why, cin, conv, forward):
+    """(A biased conv's output returned beside its chain is taken: the chain stores it.)"""
+    _, direct = variant(tmp_path, module(cin, forward, conv))
+    assert direct is None, why
+
+
+def test_the_spec_round_trips_and_stages_what_fits():
+    ew = ElementwiseSpec(name="e", inputs=(TensorArg("b", "float32"), TensorArg("y", "float32")),
+                         ops=(ElementwiseOp("add", ("y", "b"), "t"), ElementwiseOp("relu", ("t",), "o")),
+                         outputs=("o",), out_dtype="float32")
+    spec = ConvEpilogueSpec("ks_s1_conv_epilogue", TensorArg("x", "float32"), TensorArg("w", "float32"),
+                            (3, 3), (1, 1), (1, 1), ew, operand=1, ci_tile=8)
+    assert spec_from_json(spec_to_json(spec)) == spec
+    assert emit(spec).python_args == ("x", "w", "b")  # the conv's output is no argument
+    assert conv_epilogue_staged_channels((3, 3), (1, 1), 8) == 8
+    assert conv_epilogue_staged_channels((3, 3), (1, 1), 3) == 3
+    # 7 x 7 at stride 2: a 21 x 69 input tile and 49 x 32 weights a channel, 12 KB: 4 fit 48 KB
+    assert conv_epilogue_staged_channels((7, 7), (2, 2), 8) == 4
+
+
+def nvcc_specs() -> list[ConvEpilogueSpec]:
+    full = ElementwiseSpec(name="e", inputs=(TensorArg("y", "float32"), TensorArg("b", "float32"),
+                                             TensorArg("z", "float32")),
+                           ops=(ElementwiseOp("add", ("y", "b"), "t"), ElementwiseOp("mish", ("t",), "u"),
+                                ElementwiseOp("mul", ("u", "z"), "o")),
+                           outputs=("u", "o"), out_dtype="float32")
+    one = ElementwiseSpec(name="e", inputs=(TensorArg("y", "float32"),),
+                          ops=(ElementwiseOp("relu", ("y",), "o"),), outputs=("o",), out_dtype="float32")
+    geometry = [((3, 3), (1, 1), (0, 0)), ((3, 3), (2, 2), (1, 1)), ((1, 1), (1, 1), (0, 0)), ((5, 5), (1, 1), (2, 2))]
+    return [ConvEpilogueSpec(f"ks_c{i}_{j}", TensorArg("x", "float32"), TensorArg("w", "float32"), k, s, p, ew, 0,
+                             conv_epilogue_staged_channels(k, s, 8))
+            for i, (k, s, p) in enumerate(geometry) for j, ew in enumerate((full, one))]
+
+
+@pytest.mark.nvcc
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_kernel_compiles_without_spills():
+    """ptxas -v, sm_90a, -O3 (nvcc 13.0, 2026-12-07): 168 registers for 3 x 3 with 3 operands and
+    2 outputs under the 3-blocks-an-SM bound of 4 warps (170), no stack."""
+    specs = nvcc_specs()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "conv_epilogue.cu"
+        path.write_text("\n".join(emit(s).cuda for s in specs))
+        flags = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-cubin", "-o", "/dev/null"]
+        rc, log = nvcc_report(flags, path, timeout_s=800)
+    assert rc == 0, log[-4000:]
+    report = {}
+    for entry in log.split("Compiling entry function")[1:]:
+        kernel = re.match(r" '_Z\d+(\w+?)_kernel", entry).group(1)
+        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", entry)
+        report[kernel] = (int(re.search(r"Used (\d+) registers", entry).group(1)), spills.group(0))
+    assert sorted(report) == sorted(s.name for s in specs), report
+    clean = "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+    assert not {k: v for k, v in report.items() if v[1] != clean}, report

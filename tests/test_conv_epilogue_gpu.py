@@ -1,0 +1,100 @@
+"""The direct convolution + epilogue kernel on a GPU (coder/codegen/conv_epilogue.py) against
+torch in float64: odd spatial sizes (partial row and column tiles), output channels not a
+multiple of the block's 32, strides, padding, 1 x 1 and rectangular kernels, more input channels
+than one staged chunk, a full-size and a per-channel epilogue operand, two outputs, a
+non-contiguous input, an empty batch, and the binding's refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelstitch.agents.coder.codegen import ElementwiseOp, ElementwiseSpec, TensorArg  # noqa: E402
+from kernelstitch.agents.plan.kernel_spec import ConvEpilogueSpec, conv_epilogue_staged_channels  # noqa: E402
+from test_codegen_gpu import load_kernels  # noqa: E402
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+F = torch.nn.functional
+f32 = lambda n: TensorArg(n, "float32")  # noqa: E731
+# y: the conv output (operand 0); b: per channel [C, 1, 1]; z: full size
+CHAIN = ElementwiseSpec(name="e", inputs=(f32("y"), f32("b"), f32("z")),
+                        ops=(ElementwiseOp("add", ("y", "b"), "t"), ElementwiseOp("mish", ("t",), "u"),
+                             ElementwiseOp("mul", ("u", "z"), "o")),
+                        outputs=("u", "o"), out_dtype="float32")
+RELU = ElementwiseSpec(name="e", inputs=(f32("b"), f32("y")),
+                       ops=(ElementwiseOp("add", ("y", "b"), "t"), ElementwiseOp("relu", ("t",), "o")),
+                       outputs=("o",), out_dtype="float32")
+GEOMETRY = {  # name: (kernel, stride, padding, staged input channels: None = what fits)
+    "k3": ((3, 3), (1, 1), (0, 0), None),
+    "k3s2p1": ((3, 3), (2, 2), (1, 1), None),
+    "k1": ((1, 1), (1, 1), (0, 0), None),
+    "k3x5p": ((3, 5), (1, 1), (1, 2), None),
+    "k3_chunks": ((3, 3), (1, 1), (1, 1), 2),  # 2 channels a chunk: the chunk loop and its barrier
+}
+
+
+def specs() -> list[ConvEpilogueSpec]:
+    out = []
+    for g, (k, s, p, ci) in GEOMETRY.items():
+        tile = ci or conv_epilogue_staged_channels(k, s, 8)
+        out.append(ConvEpilogueSpec(f"chain_{g}", f32("x"), f32("w"), k, s, p, CHAIN, 0, tile))
+        out.append(ConvEpilogueSpec(f"relu_{g}", f32("x"), f32("w"), k, s, p, RELU, 1, tile))
+    return out
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return load_kernels("ks_conv_epilogue_gpu_tests", specs())
+
+
+def reference(x, w, stride, padding, b, z=None):
+    y = F.conv2d(x.double(), w.double(), None, stride, padding)
+    t = y + b.double()
+    if z is None:
+        return torch.relu(t)
+    u = F.mish(t)
+    return u, u * z.double()
+
+
+@pytest.mark.parametrize("geometry", list(GEOMETRY))
+@pytest.mark.parametrize("n, cin, cout, h, w", [(2, 8, 64, 37, 45), (1, 3, 20, 9, 70), (3, 5, 33, 16, 31)])
+def test_chain_with_two_outputs_and_a_full_operand(ext, geometry, n, cin, cout, h, w):
+    (kh, kw), stride, padding, _ = GEOMETRY[geometry]
+    x = torch.randn(n, cin, h, w, device="cuda")
+    wt = torch.randn(cout, cin, kh, kw, device="cuda") * 0.3
+    b = torch.randn(cout, 1, 1, device="cuda")
+    ho = (h + 2 * padding[0] - kh) // stride[0] + 1
+    wo = (w + 2 * padding[1] - kw) // stride[1] + 1
+    z = torch.randn(n, cout, ho, wo, device="cuda")
+    u, o = getattr(ext, f"chain_{geometry}")(x, wt, b, z)
+    want_u, want_o = reference(x, wt, stride, padding, b, z)
+    assert u.shape == (n, cout, ho, wo) and u.is_contiguous() and o.is_contiguous()
+    torch.testing.assert_close(u.double(), want_u, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(o.double(), want_o, rtol=1e-4, atol=1e-4)
+    got = getattr(ext, f"relu_{geometry}")(x, wt, b.view(-1)[None, :, None, None])
+    torch.testing.assert_close(got.double(), reference(x, wt, stride, padding, b), rtol=1e-4, atol=1e-4)
+
+
+def test_a_non_contiguous_input_and_an_empty_batch(ext):
+    x = torch.randn(2, 19, 23, 8, device="cuda").permute(0, 3, 1, 2)  # channels-last memory
+    wt = torch.randn(40, 8, 3, 3, device="cuda")
+    b = torch.randn(40, 1, 1, device="cuda")
+    torch.testing.assert_close(ext.relu_k3(x, wt, b).double(), reference(x, wt, (1, 1), (0, 0), b),
+                               rtol=1e-4, atol=1e-4)
+    empty = ext.relu_k3(torch.randn(0, 8, 19, 23, device="cuda"), wt, b)
+    assert empty.shape == (0, 40, 17, 21)
+
+
+def test_the_binding_refuses_bad_operands(ext):
+    x = torch.randn(2, 8, 19, 23, device="cuda")
+    with pytest.raises(RuntimeError, match="weight must be"):
+        ext.relu_k3(x, torch.randn(40, 8, 5, 5, device="cuda"), torch.randn(40, 1, 1, device="cuda"))
+    with pytest.raises(RuntimeError, match="does not broadcast"):
+        ext.relu_k3(x, torch.randn(40, 8, 3, 3, device="cuda"), torch.randn(7, 1, 1, device="cuda"))
+    with pytest.raises(RuntimeError, match="dtype"):
+        ext.relu_k3(x.double(), torch.randn(40, 8, 3, 3, device="cuda"), torch.randn(40, 1, 1, device="cuda"))
