@@ -66,6 +66,7 @@ def test_the_direct_program_matches_the_module(tmp_path, cin, conv, forward, ext
     assert direct is not None
     steps = [s for s in direct.plan.steps if (s.spec or {}).get("type") == "conv_epilogue"]
     assert len(steps) == 1 and not any(s.technique == "library_call" for s in direct.plan.steps)
+    assert steps[0].technique == "fused_convolution"  # compute-bound: not in the bandwidth metric
     assert not direct.plan.host.channels_last
     candidate = code_builtin(direct.plan, path, tmp_path / "out" / "model_new.py")
     assert "ks_layout_swap(" not in candidate.source.split("def _compute")[1]

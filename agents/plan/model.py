@@ -21,12 +21,12 @@ from kernelstitch.core.precision import PrecisionError, precision_mode
 SCHEMA_VERSION = 1
 Technique = Literal[
     "fused_elementwise", "fused_reduction", "gemm_epilogue", "library_call",
-    "pytorch_fallback", "algebraic_rewrite", "fused_attention", "fused_recurrent",
+    "pytorch_fallback", "algebraic_rewrite", "fused_attention", "fused_recurrent", "fused_convolution",
 ]
 TECHNIQUES: tuple[str, ...] = get_args(Technique)
 # Steps that run a kernel the candidate compiles itself (the rest call PyTorch).
 KERNEL_TECHNIQUES = frozenset({"fused_elementwise", "fused_reduction", "gemm_epilogue",
-                               "algebraic_rewrite", "fused_attention", "fused_recurrent"})
+                               "algebraic_rewrite", "fused_attention", "fused_recurrent", "fused_convolution"})
 
 
 class PlanError(ValueError):
@@ -264,6 +264,7 @@ _TECHNIQUE_LABEL = {
     "algebraic_rewrite": "algebraic rewrite",
     "fused_attention": "flash attention kernel",
     "fused_recurrent": "persistent recurrent kernel",
+    "fused_convolution": "direct convolution + fused epilogue",
 }
 
 

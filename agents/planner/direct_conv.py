@@ -12,7 +12,9 @@ for the slower arithmetic is the search's measurement, never an assumption.
 A conv step qualifies when it is `aten.conv2d.default` of a float32 4-D input with dilation 1,
 one group and no bias of its own (the planner moves the bias into the epilogue), its output read
 by exactly one step, a fused elementwise step of the same output shape that reads it once, and
-not returned.  The merged step takes the elementwise step's place (its other inputs exist by then).
+not returned.  The merged step takes the elementwise step's place (its other inputs exist by then),
+as a `fused_convolution` step: compute-bound by design, so the bench's bandwidth metric (issue
+22's, over memory-bound steps) leaves it out.
 """
 
 from __future__ import annotations
@@ -107,7 +109,8 @@ def direct_conv_steps(plan: Plan) -> list[PlanStep] | None:
             ci_tile=conv_epilogue_staged_channels(kernel, stride, cin))
         others = [n for n in names if n != out]
         merged[epi.id] = replace(
-            epi, nodes=[*conv.nodes, *epi.nodes], spec=spec_to_json(direct), inputs=[x, w, *others],
+            epi, technique="fused_convolution", nodes=[*conv.nodes, *epi.nodes], spec=spec_to_json(direct),
+            inputs=[x, w, *others],
             source_lines=sorted({*conv.source_lines, *epi.source_lines}), channels_last=False,
             description=f"conv2d {kernel[0]}x{kernel[1]} computed directly in fp32 with its epilogue "
                         f"({epi.description}): the conv output never stored",
