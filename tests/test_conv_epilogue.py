@@ -1,6 +1,6 @@
 """Few-channel 2-D convolutions computed directly with their elementwise epilogue (planner/
 direct_conv.py, coder/codegen/conv_epilogue.py; CPU): which convolutions the `conv-direct`
-variant takes, its program against the module with every kernel interpreted in torch, the spec's
+variant takes (with an elementwise chain or a pooling whose windows tile the output), its program against the module with every kernel interpreted in torch, the spec's
 JSON, and the kernel through ptxas without spills."""
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 from kernelstitch.agents.coder.builtin import code_builtin
-from kernelstitch.agents.coder.codegen import ElementwiseOp, ElementwiseSpec, TensorArg, emit
+from kernelstitch.agents.coder.codegen import (
+    ElementwiseOp,
+    ElementwiseSpec,
+    PoolSpec,
+    TensorArg,
+    emit,
+)
 from kernelstitch.agents.plan.kernel_spec import (
     ConvEpilogueSpec,
     conv_epilogue_staged_channels,
@@ -58,6 +64,10 @@ def variant(tmp_path: Path, text: str, name: str = "conv-direct"):
     (3, "nn.Conv2d(cin, 20, 3, stride=2, padding=1)", "torch.relu(F.hardswish(y))", ""),
     (4, "nn.Conv2d(cin, 20, (3, 5), padding=(1, 2))", "torch.tanh(y) * z", "torch.randn(2, 20, 19, 37)"),
     (8, "nn.Conv2d(cin, 40, 1)", "torch.sigmoid(y) + 1.0", ""),
+    # pools whose windows tile the output (level2/82, 65): odd sizes drop the last partial window
+    (8, "nn.Conv2d(cin, 40, 3)", "F.max_pool2d(torch.tanh(y) * 2.0 + 1.5, 4)", ""),
+    (5, "nn.Conv2d(cin, 20, 3, padding=1)", "torch.sigmoid(F.avg_pool2d(y, (2, 8))).sum(dim=[1, 2, 3])", ""),
+    (3, "nn.Conv2d(cin, 20, 3)", "F.max_pool2d(y, 2) * z", "torch.randn(2, 20, 8, 17)"),
 ])
 def test_the_direct_program_matches_the_module(tmp_path, cin, conv, forward, extra):
     """The variant's program (the conv and its chain as one step) with every kernel interpreted
@@ -82,6 +92,8 @@ def test_the_direct_program_matches_the_module(tmp_path, cin, conv, forward, ext
     ("dilated", 8, "nn.Conv2d(cin, 20, 3, dilation=2)", "torch.relu(y)"),
     ("grouped", 8, "nn.Conv2d(cin, 20, 3, groups=4)", "torch.relu(y)"),
     ("followed by a reduction", 8, "nn.Conv2d(cin, 20, 3)", "torch.sum(y, dim=1)"),
+    ("overlapping pool windows", 8, "nn.Conv2d(cin, 20, 3)", "F.max_pool2d(y, 3, 2)"),
+    ("a pool window taller than the block's rows", 8, "nn.Conv2d(cin, 20, 3)", "F.max_pool2d(y, (16, 2))"),
 ])
 def test_convolutions_the_direct_kernel_does_not_take(tmp_path, why, cin, conv, forward):
     """(A biased conv's output returned beside its chain is taken: the chain stores it.)"""
@@ -114,7 +126,22 @@ def nvcc_specs() -> list[ConvEpilogueSpec]:
     geometry = [((3, 3), (1, 1), (0, 0)), ((3, 3), (2, 2), (1, 1)), ((1, 1), (1, 1), (0, 0)), ((5, 5), (1, 1), (2, 2))]
     return [ConvEpilogueSpec(f"ks_c{i}_{j}", TensorArg("x", "float32"), TensorArg("w", "float32"), k, s, p, ew, 0,
                              conv_epilogue_staged_channels(k, s, 8))
-            for i, (k, s, p) in enumerate(geometry) for j, ew in enumerate((full, one))]
+            for i, (k, s, p) in enumerate(geometry) for j, ew in enumerate((full, one, *pool_specs()))]
+
+
+def pool_specs() -> list[PoolSpec]:
+    """level2/82's max pool (prologue tanh * 2 + plane bias) and an avg pool with an epilogue operand."""
+    f32 = lambda n: TensorArg(n, "float32")  # noqa: E731
+    return [
+        PoolSpec("p", "max", (f32("y"), f32("cb"), f32("b")), 2, "float32", kernel=(4, 4), stride=(4, 4),
+                 padding=(0, 0), dilation=(1, 1),
+                 prologue=(ElementwiseOp("add", ("y", "cb"), "t"), ElementwiseOp("tanh", ("t",), "u"),
+                           ElementwiseOp("mul", ("u", 2.0), "v"), ElementwiseOp("add", ("v", "b"), "o")),
+                 prologue_out="o", plane_inputs=("cb", "b")),
+        PoolSpec("p", "avg", (f32("y"), f32("z")), 2, "float32", kernel=(2, 8), stride=(2, 8), padding=(0, 0),
+                 epilogue=(ElementwiseOp("sigmoid", ("acc",), "s"), ElementwiseOp("mul", ("s", "z"), "o")),
+                 epilogue_out="o", epilogue_inputs=("z",)),
+    ]
 
 
 @pytest.mark.nvcc
@@ -122,7 +149,7 @@ def nvcc_specs() -> list[ConvEpilogueSpec]:
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_the_kernel_compiles_without_spills():
     """ptxas -v, sm_90a, -O3 (nvcc 13.0, 2026-12-07): 168 registers for 3 x 3 with 3 operands and
-    2 outputs under the 3-blocks-an-SM bound of 4 warps (170), no stack."""
+    2 outputs under the 3-blocks-an-SM bound of 4 warps (170), no stack; the pooled stores too."""
     specs = nvcc_specs()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conv_epilogue.cu"

@@ -1,8 +1,9 @@
 """The direct convolution + epilogue kernel on a GPU (coder/codegen/conv_epilogue.py) against
 torch in float64: odd spatial sizes (partial row and column tiles), output channels not a
 multiple of the block's 32, strides, padding, 1 x 1 and rectangular kernels, more input channels
-than one staged chunk, a full-size and a per-channel epilogue operand, two outputs, a
-non-contiguous input, an empty batch, and the binding's refusals."""
+than one staged chunk, a full-size and a per-channel epilogue operand, two outputs, pooled stores
+(max and avg windows tiling the output), a non-contiguous input, an empty batch, and the binding's
+refusals."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ torch = pytest.importorskip("torch")
 from kernelstitch.agents.coder.codegen import ElementwiseOp, ElementwiseSpec, TensorArg  # noqa: E402
 from kernelstitch.agents.plan.kernel_spec import ConvEpilogueSpec, conv_epilogue_staged_channels  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
+from test_conv_epilogue import pool_specs  # noqa: E402
 
 pytestmark = [
     pytest.mark.gpu,
@@ -44,6 +46,9 @@ def specs() -> list[ConvEpilogueSpec]:
         tile = ci or conv_epilogue_staged_channels(k, s, 8)
         out.append(ConvEpilogueSpec(f"chain_{g}", f32("x"), f32("w"), k, s, p, CHAIN, 0, tile))
         out.append(ConvEpilogueSpec(f"relu_{g}", f32("x"), f32("w"), k, s, p, RELU, 1, tile))
+    maxpool, avgpool = pool_specs()  # tests/test_conv_epilogue.py's: level2/82's max pool, an avg pool
+    out.append(ConvEpilogueSpec("maxpool_k3", f32("x"), f32("w"), (3, 3), (1, 1), (0, 0), maxpool, 0, 8))
+    out.append(ConvEpilogueSpec("avgpool_k3p1", f32("x"), f32("w"), (3, 3), (1, 1), (1, 1), avgpool, 0, 8))
     return out
 
 
@@ -78,6 +83,26 @@ def test_chain_with_two_outputs_and_a_full_operand(ext, geometry, n, cin, cout, 
     torch.testing.assert_close(o.double(), want_o, rtol=1e-4, atol=1e-4)
     got = getattr(ext, f"relu_{geometry}")(x, wt, b.view(-1)[None, :, None, None])
     torch.testing.assert_close(got.double(), reference(x, wt, stride, padding, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n, cin, cout, h, w", [(2, 8, 64, 37, 45), (1, 3, 20, 70, 9), (3, 8, 33, 10, 131)])
+def test_pooled_stores(ext, n, cin, cout, h, w):
+    """level2/82's 4 x 4 max pool after tanh * 2 + biases (odd sizes: partial windows dropped, as
+    torch's floor mode), and a 2 x 8 avg pool with an epilogue operand."""
+    x = torch.randn(n, cin, h, w, device="cuda")
+    wt = torch.randn(cout, cin, 3, 3, device="cuda") * 0.3
+    cb, b = torch.randn(cout, 1, 1, device="cuda"), torch.randn(cout, 1, 1, device="cuda")
+    y = F.conv2d(x.double(), wt.double())
+    want = F.max_pool2d(torch.tanh(y + cb.double()) * 2.0 + b.double(), 4)
+    got = ext.maxpool_k3(x, wt, cb, b)
+    assert got.shape == want.shape and got.is_contiguous()
+    torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4)
+    y1 = F.conv2d(x.double(), wt.double(), None, 1, 1)
+    z = torch.randn(n, cout, y1.shape[2] // 2, y1.shape[3] // 8, device="cuda")
+    want = torch.sigmoid(F.avg_pool2d(y1, (2, 8))) * z.double()
+    got = ext.avgpool_k3p1(x, wt, z)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4)
 
 
 def test_a_non_contiguous_input_and_an_empty_batch(ext):

@@ -527,14 +527,27 @@ def conv_epilogue_staged_channels(kernel: tuple[int, int], stride: tuple[int, in
     return max(0, min(8, cin, CONV_EPILOGUE_SMEM // per_channel))
 
 
+def conv_epilogue_pools(pool: PoolSpec) -> bool:
+    """Whether the direct convolution's store can take this pooling: 2-D max / avg windows that
+    tile the output (stride = kernel, no padding, no dilation, floor mode), their rows dividing
+    the block's and their columns a warp's (shuffles across lanes), NCHW output."""
+    return (pool.kind in ("max", "avg") and pool.nd == 2 and len(pool.kernel) == 2
+            and tuple(pool.kernel) == tuple(pool.stride) and tuple(pool.padding) == (0, 0)
+            and tuple(pool.dilation) in ((1, 1), ()) and not pool.ceil_mode and not pool.keep_channels_last
+            and CONV_EPILOGUE_ROWS % pool.kernel[0] == 0 and CONV_EPILOGUE_COLS % pool.kernel[1] == 0)
+
+
 @dataclass(frozen=True)
 class ConvEpilogueSpec:
     """A 2-D convolution (float32, dilation 1, one group, no bias of its own) computed directly
-    in fp32 with an elementwise chain applied before the only store (cuda/conv_epilogue/): the
-    chain's input `operand` is the convolution's output, never stored.  The binding takes the
-    conv input and weight, then the chain's other inputs in order, and returns the chain's
-    outputs, contiguous [N, C_out, H_out, W_out].  `kernel`, `stride`, `padding` are (h, w)
-    constants; `ci_tile` the input channels staged in shared memory at a time."""
+    in fp32 with its epilogue applied before the only store (cuda/conv_epilogue/): an
+    elementwise chain, or a pooling whose windows tile the output (stride = kernel, no padding:
+    conv_epilogue_pools) with its prologue and epilogue.  The epilogue's input
+    `operand` (a pooling's: 0) is the convolution's output, never stored.  The binding takes the
+    conv input and weight, then the epilogue's other inputs in order, and returns its outputs,
+    contiguous ([N, C_out, H_out, W_out], pooled: [N, C_out, H_out / kh, W_out / kw]).
+    `kernel`, `stride`, `padding` are (h, w) constants; `ci_tile` the input channels staged in
+    shared memory at a time."""
 
     name: str
     x: TensorArg
@@ -542,7 +555,7 @@ class ConvEpilogueSpec:
     kernel: tuple[int, int]
     stride: tuple[int, int]
     padding: tuple[int, int]
-    epilogue: ElementwiseSpec
+    epilogue: ElementwiseSpec | PoolSpec
     operand: int
     ci_tile: int = 8
 
@@ -714,8 +727,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
     if kind == "conv_epilogue":
         pair = lambda key: (int(data[key][0]), int(data[key][1]))  # noqa: E731
         epilogue = spec_from_json(data["epilogue"])
-        if not isinstance(epilogue, ElementwiseSpec):
-            raise ValueError(f"{data.get('name')}: a conv epilogue must be an elementwise spec")
+        if not isinstance(epilogue, (ElementwiseSpec, PoolSpec)):
+            raise ValueError(f"{data.get('name')}: a conv epilogue must be an elementwise or pooling spec")
         return ConvEpilogueSpec(
             name=data["name"], x=_arg_from(data["x"]), weight=_arg_from(data["weight"]), kernel=pair("kernel"),
             stride=pair("stride"), padding=pair("padding"), epilogue=epilogue, operand=int(data["operand"]),

@@ -11,8 +11,9 @@ for the slower arithmetic is the search's measurement, never an assumption.
 
 A conv step qualifies when it is `aten.conv2d.default` of a float32 4-D input with dilation 1,
 one group and no bias of its own (the planner moves the bias into the epilogue), its output read
-by exactly one step, a fused elementwise step of the same output shape that reads it once, and
-not returned.  The merged step takes the elementwise step's place (its other inputs exist by then),
+by exactly one step, and not returned; that step reads it once and is a fused elementwise step of
+the same output shape, or a pooling whose windows tile the output (kernel_spec.conv_epilogue_pools:
+level2/82's 4 x 4 max pool after tanh, scale and bias, level2/65's 4 x 4 average pool).  The merged step takes the elementwise step's place (its other inputs exist by then),
 as a `fused_convolution` step: compute-bound by design, so the bench's bandwidth metric (issue
 22's, over memory-bound steps) leaves it out.
 """
@@ -27,7 +28,9 @@ from kernelstitch.agents.plan.kernel_spec import (
     CONV_EPILOGUE_MAX_REDUCTION,
     ConvEpilogueSpec,
     ElementwiseSpec,
+    PoolSpec,
     TensorArg,
+    conv_epilogue_pools,
     conv_epilogue_staged_channels,
     spec_to_json,
 )
@@ -91,14 +94,15 @@ def direct_conv_steps(plan: Plan) -> list[PlanStep] | None:
         if geometry is None or out in returned or len(users) != 1:
             continue
         epi = users[0]
-        spec = epi.kernel_spec() if epi.technique == "fused_elementwise" and epi.id not in merged else None
-        if not isinstance(spec, ElementwiseSpec) or spec.keep_channels_last:
+        spec = epi.kernel_spec() if epi.is_kernel and epi.id not in merged else None
+        if isinstance(spec, ElementwiseSpec) and not spec.keep_channels_last:
+            shape = graph.node(out).meta.shape  # every output the conv's shape: no broadcast grows it
+            if any(graph.node(o).meta is None or graph.node(o).meta.shape != shape for o in epi.outputs):
+                continue
+        elif not (isinstance(spec, PoolSpec) and conv_epilogue_pools(spec) and spec.inputs[0].name == out):
             continue
         names = [t.name for t in spec.inputs]
         if names.count(out) != 1 or list(epi.inputs) != names:
-            continue
-        shape = graph.node(out).meta.shape
-        if any(graph.node(o).meta is None or graph.node(o).meta.shape != shape for o in epi.outputs):
             continue
         x, w, kernel, stride, padding = geometry
         cin = graph.node(w).meta.shape[1]
@@ -112,7 +116,8 @@ def direct_conv_steps(plan: Plan) -> list[PlanStep] | None:
             epi, technique="fused_convolution", nodes=[*conv.nodes, *epi.nodes], spec=spec_to_json(direct),
             inputs=[x, w, *others],
             source_lines=sorted({*conv.source_lines, *epi.source_lines}), channels_last=False,
-            description=f"conv2d {kernel[0]}x{kernel[1]} computed directly in fp32 with its epilogue "
+            description=f"conv2d {kernel[0]}x{kernel[1]} computed directly in fp32 with "
+                        f"{'its pooling' if isinstance(spec, PoolSpec) else 'its epilogue'} "
                         f"({epi.description}): the conv output never stored",
             estimated_flops=conv.estimated_flops + epi.estimated_flops,
             estimated_bytes=max(0, epi.estimated_bytes - 2 * _bytes(graph, out)) + _bytes(graph, x) + _bytes(graph, w))

@@ -1,13 +1,18 @@
-"""Direct convolution + elementwise epilogue emitter (cuda/conv_epilogue/): a 2-D convolution of
-few input channels computed in fp32 FMAs, its elementwise chain applied in registers, one store.
+"""Direct convolution + epilogue emitter (cuda/conv_epilogue/): a 2-D convolution of few input
+channels computed in fp32 FMAs, then in registers either an elementwise chain (one store of each
+of its outputs) or a pooling whose windows tile the block (its prologue, the window's max or
+mean, its epilogue: one store a window).
 
-The geometry (kernel, stride, padding) and the staged input-channel count are compiled in; the
-batch, channel and spatial sizes are read at run time.  The chain is the elementwise emitter's
-device function (`compile_ops`), its inputs other than the convolution's output read through the
-same run-time descriptors (`KsOperand`) as the elementwise kernels.
+The geometry (kernel, stride, padding, pooling window) and the staged input-channel count are
+compiled in; the batch, channel and spatial sizes are read at run time.  The chains are
+`compile_ops` device functions, their inputs other than the convolution's output read through the
+same run-time descriptors (`KsOperand`) as the elementwise kernels: against the convolution's
+output (elementwise inputs, a pool's prologue inputs) or the pooled output (a pool's epilogue).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from kernelstitch.agents.coder.codegen.common import CUDA_TYPE, TORCH_DTYPE, check_identifier
 from kernelstitch.agents.coder.codegen.expr import compile_ops
@@ -18,6 +23,9 @@ from kernelstitch.agents.plan.kernel_spec import (
     CONV_EPILOGUE_ROWS,
     CONV_EPILOGUE_WARPS,
     ConvEpilogueSpec,
+    ElementwiseSpec,
+    PoolSpec,
+    conv_epilogue_pools,
     conv_epilogue_staged_channels,
 )
 
@@ -26,77 +34,143 @@ _JOIN = "\n      "
 
 def emit_conv_epilogue(spec: ConvEpilogueSpec) -> KernelSource:
     name = check_identifier(spec.name)
-    ew = spec.epilogue
+    epi = spec.epilogue
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
     if spec.x.dtype != "float32" or spec.weight.dtype != "float32":
         raise ValueError(f"{name}: the direct convolution reads float32 input and weight")
     if kh < 1 or kw < 1 or sh < 1 or sw < 1 or ph < 0 or pw < 0:
         raise ValueError(f"{name}: invalid geometry {spec.kernel} / {spec.stride} / {spec.padding}")
-    if not 0 <= spec.operand < len(ew.inputs) or not ew.outputs:
+    if not 0 <= spec.operand < len(epi.inputs):
         raise ValueError(f"{name}: the epilogue's operand {spec.operand} is not one of its inputs")
     if not 1 <= spec.ci_tile <= max(1, conv_epilogue_staged_channels(spec.kernel, spec.stride, spec.ci_tile)):
         raise ValueError(f"{name}: {spec.ci_tile} staged input channels do not fit the block's shared memory")
-    others = [k for k in range(len(ew.inputs)) if k != spec.operand]
-    nout = len(ew.outputs)
-    out_t = CUDA_TYPE[ew.out_dtype]
-    fn = compile_ops(f"{name}_f", tuple(t.name for t in ew.inputs), ew.ops, ew.outputs)
+    if isinstance(epi, PoolSpec):
+        store = _pool_store(name, spec, epi)
+    else:
+        store = _elementwise_store(name, spec)
+    others = [k for k in range(len(epi.inputs)) if k != spec.operand]
+    out_t = CUDA_TYPE[epi.out_dtype]
+    params = [f"const {CUDA_TYPE[epi.inputs[k].dtype]}* __restrict__ in{k}, const __grid_constant__ KsOperand d{k}"
+              for k in others] + [f"{out_t}* __restrict__ out{k}" for k in range(store.nout)]
+    launcher_sig = (
+        f"void {name}_launch(const float* x, const float* w, "
+        + "".join(f"const void* in{k}, KsOperand d{k}, " for k in others)
+        + "".join(f"void* out{k}, " for k in range(store.nout))
+        + "int64_t N, int64_t Cin, int64_t H, int64_t W, int64_t Co, int64_t Ho, int64_t Wo, cudaStream_t stream)")
+    kernel_args = "".join(f"static_cast<const {CUDA_TYPE[epi.inputs[k].dtype]}*>(in{k}), d{k}, " for k in others)
+    kernel_args += "".join(f"static_cast<{out_t}*>(out{k}), " for k in range(store.nout))
+    cuda = render(
+        "conv_epilogue/kernel.cu", name=name, kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw, ci_tile=spec.ci_tile,
+        warps=CONV_EPILOGUE_WARPS, rows=CONV_EPILOGUE_ROWS, cols=CONV_EPILOGUE_COLS,
+        device_fn=store.device_fn, params="".join(p + ", " for p in params), store=store.text,
+        launcher_sig=launcher_sig, kernel_args=kernel_args)
 
-    params = [f"const {CUDA_TYPE[ew.inputs[k].dtype]}* __restrict__ in{k}, const __grid_constant__ KsOperand d{k}"
-              for k in others] + [f"{out_t}* __restrict__ out{k}" for k in range(nout)]
-    # operand k's value for output index idx (plane orow, position s): constant along the plane
-    # (hoisted: h), at b + s (full, or rows of the plane), else through its descriptor
+    # the binding: operands checked and described against the conv output (s) or the pooled one (sp)
+    checks = "\n  ".join(
+        f'ks_check_tensor(in_{k}, "{name}: epilogue input {k} ({epi.inputs[k].name})", '
+        f'{TORCH_DTYPE[epi.inputs[k].dtype]}, device);' for k in others)
+    shape_checks = "\n  ".join(
+        f'TORCH_CHECK(ks_broadcasts_to(in_{k}, {store.shapes[k]}), "{name}: operand {k} ({epi.inputs[k].name}) of shape ", '
+        f'ks_str(in_{k}.sizes()), " does not broadcast to ", ks_str({store.shapes[k]}));' for k in others)
+    describe = "\n  ".join(f"ks_describe(in_{k}, {store.shapes[k]}, 1, descs[{j}]);  // may materialise it: pointers after"
+                           for j, k in enumerate(others))
+    launch_args = "".join(f"in_{k}.data_ptr(), descs[{j}], " for j, k in enumerate(others))
+    launch_args += "".join(f"out_{k}.data_ptr(), " for k in range(store.nout))
+    if store.nout == 1:
+        ret_type, ret = "at::Tensor", "out_0"
+    else:
+        ret_type, ret = "std::vector<at::Tensor>", "{" + ", ".join(f"out_{k}" for k in range(store.nout)) + "}"
+    out_shape = "sp" if isinstance(epi, PoolSpec) else "s"
+    binding = render(
+        "conv_epilogue/binding.cpp", name=name, kh=kh, kw=kw, sh=sh, sw=sw, ph2=2 * ph, pw2=2 * pw,
+        returns="one tensor" if store.nout == 1 else f"{store.nout} tensors", ret_type=ret_type, ret=ret,
+        cparams=", ".join(["at::Tensor x", "at::Tensor weight", *(f"at::Tensor in_{k}" for k in others)]),
+        x_name=spec.x.name, w_name=spec.weight.name, checks=checks, shape_checks=shape_checks,
+        pooled=store.pooled_shape, what=store.what,
+        outs_alloc="\n  ".join(f"at::Tensor out_{k} = at::empty({out_shape}, x.options().dtype({TORCH_DTYPE[epi.out_dtype]}));"
+                               for k in range(store.nout)),
+        ndesc=max(1, len(others)), describe=describe, launch_args=launch_args)
+    return KernelSource(
+        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
+        python_args=(spec.x.name, spec.weight.name, *(epi.inputs[k].name for k in others)),
+        notes=(f"a {kh} x {kw} convolution computed directly in fp32 (input tile and 32 output channels' "
+               f"weights in shared memory, 8 channels x 8 rows a thread), {store.what} applied in registers: "
+               "the convolution's output never stored",
+               "operands through run-time descriptors, those constant along a plane loaded once"),
+    )
+
+
+@dataclass(frozen=True)
+class _Store:
+    """The kernel's store block for one kind of epilogue, and what the binding needs of it."""
+
+    text: str  # the rendered block (kernel.cu's {{store}})
+    device_fn: str  # the device functions it calls
+    nout: int
+    shapes: dict[int, str]  # operand index -> the binding's shape it is described against
+    pooled_shape: str  # the binding's line defining sp (the pooled output's shape), or ""
+    what: str
+
+
+def _operand_values(others: list[int], operand: int, inputs: range | list[int]) -> tuple[str, str]:
+    """(hoists, loads): operand k's value for the conv output index idx (plane orow, position s):
+    constant along the plane (hoisted: h), at b + s (full, or rows of the plane), else through its
+    descriptor; the convolution's output `operand` is the accumulator."""
     hoists = _JOIN.join(
         f"const int64_t b{k} = d{k}.mode == KS_STRIDED ? -1 : ks_row_base_any(d{k}, orow, S); "
         f"const bool h{k} = b{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
         f"const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;" for k in others) or "(void)orow;"
     loads = _JOIN.join(
-        f"float a{k}[1] = {{acc[i][j]}};" if k == spec.operand else
+        f"float a{k}[1] = {{acc[i][j]}};" if k == operand else
         f"float a{k}[1]; if (h{k}) a{k}[0] = v{k}; else if (b{k} >= 0) a{k}[0] = ks_ld(in{k} + b{k} + s); "
-        f"else a{k}[0] = ks_ld(in{k} + ks_row_any_offset(d{k}, idx));" for k in range(len(ew.inputs)))
-    call_args = [f"a{k}[0]" for k in range(len(ew.inputs))] + [f"r{k}[0]" for k in range(nout)]
-    launcher_sig = (
-        f"void {name}_launch(const float* x, const float* w, "
-        + "".join(f"const void* in{k}, KsOperand d{k}, " for k in others)
-        + "".join(f"void* out{k}, " for k in range(nout))
-        + "int64_t N, int64_t Cin, int64_t H, int64_t W, int64_t Co, int64_t Ho, int64_t Wo, cudaStream_t stream)")
-    kernel_args = "".join(f"static_cast<const {CUDA_TYPE[ew.inputs[k].dtype]}*>(in{k}), d{k}, " for k in others)
-    kernel_args += "".join(f"static_cast<{out_t}*>(out{k}), " for k in range(nout))
-    cuda = render(
-        "conv_epilogue/kernel.cu", name=name, kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw, ci_tile=spec.ci_tile,
-        warps=CONV_EPILOGUE_WARPS, rows=CONV_EPILOGUE_ROWS, cols=CONV_EPILOGUE_COLS,
-        device_fn=fn.source, params="".join(p + ", " for p in params), hoists=hoists, loads=loads,
-        outs=" ".join(f"float r{k}[1];" for k in range(nout)), call_args=", ".join(call_args),
-        stores=" ".join(f"out{k}[idx] = ks_from_float<{out_t}>(r{k}[0]);" for k in range(nout)),
-        launcher_sig=launcher_sig, kernel_args=kernel_args)
+        f"else a{k}[0] = ks_ld(in{k} + ks_row_any_offset(d{k}, idx));" for k in inputs)
+    return hoists, loads
 
-    checks = "\n  ".join(
-        f'ks_check_tensor(in_{k}, "{name}: epilogue input {k} ({ew.inputs[k].name})", '
-        f'{TORCH_DTYPE[ew.inputs[k].dtype]}, device);' for k in others)
-    shape_checks = "\n  ".join(
-        f'TORCH_CHECK(ks_broadcasts_to(in_{k}, s), "{name}: operand {k} '
-        f'({ew.inputs[k].name}) of shape ", ks_str(in_{k}.sizes()), " does not broadcast to the output ", ks_str(s));'
-        for k in others)
-    describe = "\n  ".join(f"ks_describe(in_{k}, s, 1, descs[{j}]);  // may materialise it: pointers after"
-                           for j, k in enumerate(others))
-    launch_args = "".join(f"in_{k}.data_ptr(), descs[{j}], " for j, k in enumerate(others))
-    launch_args += "".join(f"out_{k}.data_ptr(), " for k in range(nout))
-    if nout == 1:
-        ret_type, ret = "at::Tensor", "out_0"
-    else:
-        ret_type, ret = "std::vector<at::Tensor>", "{" + ", ".join(f"out_{k}" for k in range(nout)) + "}"
-    binding = render(
-        "conv_epilogue/binding.cpp", name=name, kh=kh, kw=kw, sh=sh, sw=sw, ph2=2 * ph, pw2=2 * pw,
-        returns="one tensor" if nout == 1 else f"{nout} tensors", ret_type=ret_type, ret=ret,
-        cparams=", ".join(["at::Tensor x", "at::Tensor weight", *(f"at::Tensor in_{k}" for k in others)]),
-        x_name=spec.x.name, w_name=spec.weight.name, checks=checks, shape_checks=shape_checks,
-        outs_alloc="\n  ".join(f"at::Tensor out_{k} = at::empty(shape, x.options().dtype({TORCH_DTYPE[ew.out_dtype]}));"
-                               for k in range(nout)),
-        ndesc=max(1, len(others)), describe=describe, launch_args=launch_args)
-    return KernelSource(
-        function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";",
-        python_args=(spec.x.name, spec.weight.name, *(ew.inputs[k].name for k in others)),
-        notes=(f"a {kh} x {kw} convolution computed directly in fp32 (input tile and 32 output channels' "
-               "weights in shared memory, 8 channels x 8 rows a thread), the elementwise chain applied "
-               "in registers: its output never stored",
-               "epilogue operands through run-time descriptors, those constant along a plane loaded once"),
-    )
+
+def _elementwise_store(name: str, spec: ConvEpilogueSpec) -> _Store:
+    ew = spec.epilogue
+    assert isinstance(ew, ElementwiseSpec)
+    if not ew.outputs:
+        raise ValueError(f"{name}: the elementwise epilogue stores nothing")
+    nin, nout = len(ew.inputs), len(ew.outputs)
+    others = [k for k in range(nin) if k != spec.operand]
+    fn = compile_ops(f"{name}_f", tuple(t.name for t in ew.inputs), ew.ops, ew.outputs)
+    hoists, loads = _operand_values(others, spec.operand, range(nin))
+    out_t = CUDA_TYPE[ew.out_dtype]
+    text = render(
+        "conv_epilogue/store_elementwise.cu", name=name, hoists=hoists, loads=loads,
+        outs=" ".join(f"float r{k}[1];" for k in range(nout)),
+        call_args=", ".join([f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]),
+        stores=" ".join(f"out{k}[idx] = ks_from_float<{out_t}>(r{k}[0]);" for k in range(nout)))
+    return _Store(text, fn.source, nout, {k: "s" for k in others}, "", "the elementwise chain")
+
+
+def _pool_store(name: str, spec: ConvEpilogueSpec, pool: PoolSpec) -> _Store:
+    if not conv_epilogue_pools(pool) or spec.operand != 0:
+        raise ValueError(f"{name}: the pooling ({pool.kind} {pool.kernel} / {pool.stride} / {pool.padding}) "
+                         "does not tile the direct kernel's block")
+    names = [t.name for t in pool.inputs]
+    epilogue = [names.index(n) for n in pool.epilogue_inputs]
+    prologue = [k for k in range(len(names)) if k not in epilogue]  # tap and plane operands, 0 first
+    pro_out = pool.prologue_out or (pool.prologue[-1].out if pool.prologue else names[0])
+    pro = compile_ops(f"{name}_pro", tuple(names[k] for k in prologue), pool.prologue, (pro_out,))
+    epi = compile_ops(f"{name}_epi", ("acc",) + tuple(names[k] for k in epilogue), pool.epilogue,
+                      (pool.epilogue_out,))
+    hoists, loads = _operand_values([k for k in prologue if k != 0], 0, prologue)
+    pkh, pkw = pool.kernel
+    divisor = pool.divisor or pkh * pkw
+    combine = "ks_max(m, v[0])" if pool.kind == "max" else "m + v[0]"
+    text = render(
+        "conv_epilogue/store_pool.cu", name=name, pkh=pkh, pkw=pkw, kind=pool.kind, hoists=hoists, loads=loads,
+        init="-INFINITY" if pool.kind == "max" else "0.f", combine=combine,
+        combine_o="ks_max(m, o)" if pool.kind == "max" else "m + o",
+        finish="m" if pool.kind == "max" else f"m / {divisor}.f",
+        pro_args=", ".join([f"a{k}[0]" for k in prologue] + ["v[0]"]),
+        epi_loads=_JOIN.join(f"const float e{k} = ks_ld(in{k} + ks_row_any_offset(d{k}, pidx));" for k in epilogue),
+        epi_args=", ".join(["acc_v", *(f"e{k}" for k in epilogue), "r0[0]"]),
+        out_t=CUDA_TYPE[pool.out_dtype])
+    shapes = {k: ("sp" if k in epilogue else "s") for k in range(1, len(names))}
+    pooled = (f"const std::vector<int64_t> pshape = {{N, Co, Ho / {pkh}, Wo / {pkw}}};  // floor mode\n"
+              "  const c10::IntArrayRef sp(pshape);")
+    return _Store(text, pro.source + "\n" + epi.source, 1, shapes, pooled,
+                  f"its {pkh} x {pkw} {pool.kind} pooling")

@@ -1,5 +1,5 @@
 
-// ---- binding {{name}}: {{kh}} x {{kw}} convolution + elementwise epilogue, returns {{returns}} ----
+// ---- binding {{name}}: {{kh}} x {{kw}} convolution + {{what}}, returns {{returns}} ----
 {{ret_type}} {{name}}({{cparams}}) {
   TORCH_CHECK(x.is_cuda(), "{{name}}: expected CUDA tensors");
   const at::Device device = x.device();
@@ -18,10 +18,11 @@
   const c10::cuda::CUDAGuard guard(device);
   const std::vector<int64_t> shape = {N, Co, Ho, Wo};
   const c10::IntArrayRef s(shape);
+  {{pooled}}
   {{shape_checks}}
   at::Tensor xc = x.contiguous(), wc = weight.contiguous();
   {{outs_alloc}}
-  if (N == 0 || Co == 0 || Ho == 0 || Wo == 0) return {{ret}};
+  if (out_0.numel() == 0) return {{ret}};
   KsOperand descs[{{ndesc}}];
   {{describe}}
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
