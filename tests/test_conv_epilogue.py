@@ -29,7 +29,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.variants import propose_variants
-from spill_scope import nvcc_report
+from spill_scope import full_spill_check, nvcc_report
 from test_coder import interpreted_program
 
 
@@ -149,8 +149,11 @@ def pool_specs() -> list[PoolSpec]:
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_the_kernel_compiles_without_spills():
     """ptxas -v, sm_90a, -O3 (nvcc 13.0, 2026-12-07): 168 registers for 3 x 3 with 3 operands and
-    2 outputs under the 3-blocks-an-SM bound of 4 warps (170), no stack; the pooled stores too."""
+    2 outputs under the 3-blocks-an-SM bound of 4 warps (170), no stack; the pooled stores too
+    (all 16 specs with KERNELSTITCH_SPILL_CHECK=all: passed 2026-12-07)."""
     specs = nvcc_specs()
+    if not full_spill_check():  # CI (2 cores): the heaviest chain and a pooled store, ~40 s of ptxas each
+        specs = [s for s in specs if s.name in ("ks_c0_0", "ks_c0_2")]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conv_epilogue.cu"
         path.write_text("\n".join(emit(s).cuda for s in specs))
