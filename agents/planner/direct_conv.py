@@ -79,6 +79,9 @@ def direct_conv_steps(plan: Plan) -> list[PlanStep] | None:
     The plan must be NCHW (the variant is built from the NCHW layout variant)."""
     graph = plan.graph
     returned = {v.node for v in graph.outputs if isinstance(v, NodeRef)}
+    # every reader in the graph: a view the program computes on the host (flatten, a size) reads
+    # the conv output without being a step's input, and would lose its producer
+    graph_users = graph.users()
     readers: dict[str, list[PlanStep]] = {}
     for step in plan.steps:
         for value in dict.fromkeys(step.inputs):
@@ -96,13 +99,14 @@ def direct_conv_steps(plan: Plan) -> list[PlanStep] | None:
         epi = users[0]
         spec = epi.kernel_spec() if epi.is_kernel and epi.id not in merged else None
         if isinstance(spec, ElementwiseSpec) and not spec.keep_channels_last:
-            shape = graph.node(out).meta.shape  # every output the conv's shape: no broadcast grows it
-            if any(graph.node(o).meta is None or graph.node(o).meta.shape != shape for o in epi.outputs):
+            meta = graph.node(out).meta  # every output the conv's shape: no broadcast grows it
+            if meta is None or any(graph.node(o).meta is None or graph.node(o).meta.shape != meta.shape
+                                   for o in epi.outputs):
                 continue
         elif not (isinstance(spec, PoolSpec) and conv_epilogue_pools(spec) and spec.inputs[0].name == out):
             continue
         names = [t.name for t in spec.inputs]
-        if names.count(out) != 1 or list(epi.inputs) != names:
+        if names.count(out) != 1 or list(epi.inputs) != names or set(graph_users.get(out, [])) - set(epi.nodes):
             continue
         x, w, kernel, stride, padding = geometry
         cin = graph.node(w).meta.shape[1]

@@ -42,7 +42,7 @@ def emit_conv_epilogue(spec: ConvEpilogueSpec) -> KernelSource:
         raise ValueError(f"{name}: invalid geometry {spec.kernel} / {spec.stride} / {spec.padding}")
     if not 0 <= spec.operand < len(epi.inputs):
         raise ValueError(f"{name}: the epilogue's operand {spec.operand} is not one of its inputs")
-    if not 1 <= spec.ci_tile <= max(1, conv_epilogue_staged_channels(spec.kernel, spec.stride, spec.ci_tile)):
+    if not 1 <= spec.ci_tile <= conv_epilogue_staged_channels(spec.kernel, spec.stride, spec.ci_tile):
         raise ValueError(f"{name}: {spec.ci_tile} staged input channels do not fit the block's shared memory")
     if isinstance(epi, PoolSpec):
         store = _pool_store(name, spec, epi)

@@ -2,7 +2,7 @@
 #include "../ks_prelude.cuh"
 
 // ---- {{name}}: a {{kh}} x {{kw}} convolution (stride {{sh}} x {{sw}}, padding {{ph}} x {{pw}}) computed
-// directly in fp32, its elementwise epilogue applied before the only store (agents/coder/codegen/
+// directly in fp32, its epilogue (an elementwise chain, or a pooling) applied before the only store (agents/coder/codegen/
 // conv_epilogue.py) ----
 // For few input channels (C_in * kh * kw <= the planner's bound) the convolution is a handful of
 // FMAs an output value, and the cuDNN path pays three full passes over the output: cuDNN writes it
@@ -34,7 +34,9 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_kernel(
   constexpr int THREADS = 32 * {{name}}_WARPS, OCB = {{name}}_OCB, ROWS = {{name}}_ROWS, COLS = {{name}}_COLS, CI = {{name}}_CI;
   constexpr int IH = {{name}}_IH, IW = {{name}}_IW, KH = {{kh}}, KW = {{kw}}, SH = {{sh}}, SW = {{sw}};
   __shared__ float xs[CI][IH][IW];
-  __shared__ __align__(16) float ws[CI][KH][KW][OCB];  // one tap's OCB channels contiguous
+  // one tap's OCB channels contiguous (16-byte reads of a warp's 8), rows padded by 4 floats: the
+  // staging loop's consecutive lanes write consecutive taps, 4-way bank conflicts instead of 32
+  __shared__ __align__(16) float ws[CI][KH][KW][OCB + 4];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col_tiles = (Wo + COLS - 1) / COLS;
   const int oh0 = (blockIdx.x / col_tiles) * ROWS, ow0 = (blockIdx.x % col_tiles) * COLS;
