@@ -7,7 +7,9 @@ the cuDNN path costs passes over the output, not FLOPs: the NCHW -> NHWC copy of
 cuDNN's store of the output, and the epilogue kernel's read and write of it.  The direct kernel
 reads the NCHW input once and stores the epilogue's result once, contiguous.  It computes in fp32
 FMAs, where cuDNN under PyTorch's defaults runs TF32 tensor cores: whether the saved passes pay
-for the slower arithmetic is the search's measurement, never an assumption.
+for the slower arithmetic is the search's measurement, never an assumption.  Measured on an H100
+(2026-12-07, bench/results/2026-12-07-h100-s31): correct, but 11.5-16 TFLOP/s, behind cuDNN, so
+the search passes it over until the kernel's staging is rewritten.
 
 A conv step qualifies when it is `aten.conv2d.default` of a float32 4-D input with dilation 1,
 one group and no bias of its own (the planner moves the bias into the epilogue), its output read
