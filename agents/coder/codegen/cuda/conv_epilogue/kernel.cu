@@ -51,7 +51,11 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_kernel(
 
   for (int c0 = 0; c0 < Cin; c0 += CI) {
     if (c0 > 0) __syncthreads();  // the previous chunk's reads are done
-    // the input tile, zero outside the image (padding) and past C_in
+    // the input tile, zero outside the image (padding) and past C_in.  Unrolled (constant trip
+    // counts) so every global load of the phase is issued before the first shared store: the
+    // first timing (one load, then one store, a round trip an iteration) ran the kernel at 11.5-16
+    // TFLOP/s on an H100 (bench/results/2026-12-07-h100-s31; this form not yet timed).
+#pragma unroll
     for (int e = threadIdx.x; e < CI * IH * IW; e += THREADS) {
       const int c = e / (IH * IW), r = (e / IW) % IH, q = e % IW;
       const int ih = ih0 + r, iw = iw0 + q;
@@ -61,6 +65,7 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_kernel(
       xs[c][r][q] = v;
     }
     // the weights [Co, Cin, KH, KW] of this chunk, channels innermost
+#pragma unroll
     for (int e = threadIdx.x; e < OCB * CI * KH * KW; e += THREADS) {
       const int o = e / (CI * KH * KW), t = e % (CI * KH * KW);
       const int c = t / (KH * KW), kk = t % (KH * KW);
