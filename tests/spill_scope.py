@@ -87,3 +87,22 @@ def nvcc_report(flags: list[str], path, timeout_s: float) -> tuple[int, str]:
         except OSError:
             pass  # a read-only home: no cache, same result
     return done.returncode, output
+
+
+# What ptxas -v says of a kernel with no spills and no stack.
+NO_SPILLS = "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+
+
+def ptxas_kernels(log: str) -> dict[str, tuple[int, str]]:
+    """ptxas -v's report per `<name>_kernel` entry function of `log`: (registers, the stack and
+    spill line, e.g. NO_SPILLS), keyed by <name>."""
+    import re
+
+    report = {}
+    for entry in log.split("Compiling entry function")[1:]:
+        kernel = re.match(r" '_Z\d+(\w+?)_kernel", entry).group(1)
+        registers = int(re.search(r"Used (\d+) registers", entry).group(1))
+        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", entry)
+        report[kernel] = (registers, spills.group(0))
+    return report
+

@@ -4,7 +4,6 @@ spec checks; the CPU interpretation; every tile with 1-4 operands through ptxas,
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from dataclasses import replace
@@ -26,7 +25,7 @@ from kernelstitch.agents.plan.kernel_spec import (
     spec_from_json,
     spec_to_json,
 )
-from spill_scope import nvcc_report
+from spill_scope import NO_SPILLS, nvcc_report, ptxas_kernels
 from test_codegen import contraction_specs
 
 f32 = lambda n, d="float32": TensorArg(n, d)  # noqa: E731
@@ -198,14 +197,9 @@ def test_every_tile_and_operand_count_compiles_without_spills(pipelined):
         flags = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-cubin", "-o", "/dev/null"]
         rc, log = nvcc_report(flags, path, timeout_s=800)  # tests/spill_scope.py: cached by text
     assert rc == 0, log[-4000:]
-    report = {}
-    for entry in log.split("Compiling entry function")[1:]:
-        kernel = re.match(r" '_Z\d+(\w+?)_kernel", entry).group(1)
-        registers = int(re.search(r"Used (\d+) registers", entry).group(1))
-        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", entry)
-        report[kernel] = (registers, spills.group(0))
+    report = ptxas_kernels(log)
     assert sorted(report) == sorted(s.name for s in specs), report
-    problems = {k: v for k, v in report.items() if v[1] != "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+    problems = {k: v for k, v in report.items() if v[1] != NO_SPILLS
                 or v[0] > 128}  # 256 threads: 2 blocks an SM at least
     assert not problems, problems
     print("\n".join(f"{k}: {r} registers" for k, (r, _) in sorted(report.items())))

@@ -5,7 +5,6 @@ JSON, and the kernel through ptxas without spills."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 import textwrap
@@ -29,7 +28,7 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.variants import propose_variants
-from spill_scope import full_spill_check, nvcc_report
+from spill_scope import NO_SPILLS, full_spill_check, nvcc_report, ptxas_kernels
 from test_coder import interpreted_program
 
 
@@ -163,11 +162,6 @@ def test_the_kernel_compiles_without_spills():
         flags = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-cubin", "-o", "/dev/null"]
         rc, log = nvcc_report(flags, path, timeout_s=800)
     assert rc == 0, log[-4000:]
-    report = {}
-    for entry in log.split("Compiling entry function")[1:]:
-        kernel = re.match(r" '_Z\d+(\w+?)_kernel", entry).group(1)
-        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", entry)
-        report[kernel] = (int(re.search(r"Used (\d+) registers", entry).group(1)), spills.group(0))
+    report = ptxas_kernels(log)
     assert sorted(report) == sorted(s.name for s in specs), report
-    clean = "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
-    assert not {k: v for k, v in report.items() if v[1] != clean}, report
+    assert not {k: v for k, v in report.items() if v[1] != NO_SPILLS}, report
