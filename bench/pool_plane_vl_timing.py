@@ -1,7 +1,7 @@
 """The contiguous-input (NCHW) pooling plane kernel's 16-byte loads on rows padded by a multiple
 of 4 (`vl`, the default since 2026-12-06) against the form it replaced (`main`: 16-byte loads on
 unpadded rows only), the finish of windows inside the input with a constant divisor (`inside`:
-`emit_pool(plane_inside=True)`, not yet a default: its GPU tests have not run) and PyTorch, on a GPU.
+the default since 2026-12-07; `vl` is `emit_pool(plane_inside=False)`) and PyTorch, on a GPU.
 
     python bench/pool_plane_vl_timing.py [--out pool_plane_vl.json] [--runs 30]
 
@@ -33,7 +33,7 @@ CASES = [
     ("level3/13 avg2d k2 s2, relu(x + b)", "avg", (128, 32, 256, 256), (2, 2), (2, 2), (0, 0), (1, 1), True),
 ]
 # form -> emit_pool's keywords: vl (main's default), its predecessor (16-byte loads on unpadded
-# rows only) and the windows-inside-the-input finish (plane_inside, timed faster, not yet a default)
+# rows only) and the windows-inside-the-input finish (plane_inside, the default since 2026-12-07)
 FORMS = {"main": {"plane_vl_padded": False, "plane_inside": False}, "vl": {"plane_inside": False},
          "inside": {"plane_inside": True}}
 

@@ -121,7 +121,7 @@ def _operand_values(others: list[int], operand: int, inputs: range | list[int]) 
         f"const bool h{k} = b{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
         f"const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;" for k in others) or "(void)orow;"
     loads = _JOIN.join(
-        f"float a{k}[1] = {{acc[i][j]}};" if k == operand else
+        f"float a{k}[1] = {{at[i][j][lane]}};" if k == operand else
         f"float a{k}[1]; if (h{k}) a{k}[0] = v{k}; else if (b{k} >= 0) a{k}[0] = ks_ld(in{k} + b{k} + s); "
         f"else a{k}[0] = ks_ld(in{k} + ks_row_any_offset(d{k}, idx));" for k in inputs)
     return hoists, loads

@@ -161,7 +161,7 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
 
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
-              plane_vl_padded: bool = True, plane_inside: bool = False) -> KernelSource:
+              plane_vl_padded: bool = True, plane_inside: bool = True) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
@@ -171,7 +171,8 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     finish of a thread's windows that all lie inside the input with a constant divisor and no
     window bounds (on an H100 it took level1/44's plane kernel from 3.10 to 2.90 ms, level1/41's
     from 3.65 to 3.54, level3/13's pool from 0.566 to 0.476, two max2d cases within 1%:
-    bench/results/2026-12-07-h100-s30; off by default until the pool GPU tests pass with it)."""
+    bench/results/2026-12-07-h100-s30; the default since the pool GPU tests passed with it,
+    bench/results/2026-12-07-h100-s32)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]

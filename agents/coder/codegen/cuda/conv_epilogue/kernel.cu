@@ -33,10 +33,21 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_kernel(
     const int Cin, const int H, const int W, const int Co, const int Ho, const int Wo) {
   constexpr int THREADS = 32 * {{name}}_WARPS, OCB = {{name}}_OCB, ROWS = {{name}}_ROWS, COLS = {{name}}_COLS, CI = {{name}}_CI;
   constexpr int IH = {{name}}_IH, IW = {{name}}_IW, KH = {{kh}}, KW = {{kw}}, SH = {{sh}}, SW = {{sw}};
-  __shared__ float xs[CI][IH][IW];
-  // one tap's OCB channels contiguous (16-byte reads of a warp's 8), rows padded by 4 floats: the
-  // staging loop's consecutive lanes write consecutive taps, 4-way bank conflicts instead of 32
-  __shared__ __align__(16) float ws[CI][KH][KW][OCB + 4];
+  // The staged input tile and weights, then (once every warp's sums are done) the accumulators:
+  // the epilogue reads them back in rolled loops.  Unrolled over the 64 register accumulators, the
+  // epilogue's code (operand descriptors, the chain) was half a MB of SASS and half the kernel's
+  // time was instruction-fetch stalls (ncu, bench/results/2026-12-07-h100-s32).
+  __shared__ __align__(16) union {
+    struct {
+      // one tap's OCB channels contiguous (16-byte reads of a warp's 8), rows padded by 4 floats:
+      // the staging loop's consecutive lanes write consecutive taps, 4-way bank conflicts, not 32
+      float ws[CI][KH][KW][OCB + 4];
+      float xs[CI][IH][IW];
+    } in;
+    float acc[{{name}}_WARPS][8][ROWS][COLS];  // a warp's 8 channels x ROWS rows x 32 columns
+  } sm;
+  auto& xs = sm.in.xs;
+  auto& ws = sm.in.ws;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col_tiles = (Wo + COLS - 1) / COLS;
   const int oh0 = (blockIdx.x / col_tiles) * ROWS, ow0 = (blockIdx.x % col_tiles) * COLS;
@@ -94,6 +105,13 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_kernel(
     }
   }
 
+  __syncthreads();  // every warp's reads of the tile are done: the accumulators take its place
+  auto& at = sm.acc[warp];  // this warp's, lane-contiguous (conflict-free), read back by their own thread
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < ROWS; ++j) at[i][j][lane] = acc[i][j];
+  __syncwarp();
 {{store}}
 }
 

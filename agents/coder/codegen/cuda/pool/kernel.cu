@@ -524,8 +524,8 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
       // V windows inside the input (no padding, no clipped edge): each holds KH * KW taps, so the
       // divisor is a constant and no 64-bit window bounds are computed (level1/44's 8-tap average
       // was issue-bound in Nsight Compute: 68% SM throughput at 45% of DRAM bandwidth; this took
-      // it from 3.10 to 2.90 ms on an H100, bench/pool_plane_vl_timing.py).  Off by default until
-      // the pool GPU tests pass with it (emit_pool(plane_inside=True)).
+      // it from 3.10 to 2.90 ms on an H100, bench/pool_plane_vl_timing.py).  The default since the
+      // pool GPU tests passed with it (emit_pool(plane_inside=False) leaves it out).
       if (ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 && iw0 + SPAN - 1 < IW && ow0 + V <= OW) {
         const int64_t o0 = (plane * OH + oh) * (int64_t)OW + ow0;  // contiguous
 #pragma unroll
