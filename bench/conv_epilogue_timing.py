@@ -3,7 +3,10 @@ cuDNN + an epilogue, on a GPU: level 2's few-channel 3 x 3 convolutions at their
 bias + ReLU chain.  Columns, each checked against `cudnn` first (fp32 tolerance of a TF32
 convolution: rtol/atol 1e-2, since cuDNN runs TF32 under PyTorch's defaults):
 
-- `direct`: our kernel, one pass (NCHW in, NCHW out);
+- `direct`: our kernel, one pass (NCHW in, NCHW out): the persistent form (resident blocks walk
+  the tiles, the next tile's input copied with cp.async while this one computes; the default
+  for C_in <= 8);
+- `direct_tiles`: the block-a-tile form (`emit_conv_epilogue(spec, persistent=False)`);
 - `cudnn`: F.conv2d (PyTorch's defaults: NCHW, TF32 allowed) then relu(y + b) in PyTorch;
 - `cudnn_nhwc`: the same on a channels-last copy of the input (the plan's default layout).
 
@@ -35,18 +38,21 @@ def build(torch):
         ElementwiseOp,
         ElementwiseSpec,
         TensorArg,
-        emit,
     )
     from kernelstitch.agents.coder.codegen.common import build_extension_sources
+    from kernelstitch.agents.coder.codegen.conv_epilogue import emit_conv_epilogue
     from kernelstitch.agents.plan.kernel_spec import ConvEpilogueSpec, conv_epilogue_staged_channels
     from torch.utils.cpp_extension import load_inline
 
     chain = ElementwiseSpec(name="e", inputs=(TensorArg("y", "float32"), TensorArg("b", "float32")),
                             ops=(ElementwiseOp("add", ("y", "b"), "t"), ElementwiseOp("relu", ("t",), "o")),
                             outputs=("o",), out_dtype="float32")
-    spec = ConvEpilogueSpec("direct_k3", TensorArg("x", "float32"), TensorArg("w", "float32"), (3, 3), (1, 1),
-                            (0, 0), chain, 0, conv_epilogue_staged_channels((3, 3), (1, 1), 8))
-    cpp, cuda, functions = build_extension_sources([emit(spec)])
+    forms = []
+    for name, persistent in (("direct_k3", True), ("direct_tiles_k3", False)):
+        spec = ConvEpilogueSpec(name, TensorArg("x", "float32"), TensorArg("w", "float32"), (3, 3), (1, 1),
+                                (0, 0), chain, 0, conv_epilogue_staged_channels((3, 3), (1, 1), 8))
+        forms.append(emit_conv_epilogue(spec, persistent=persistent))
+    cpp, cuda, functions = build_extension_sources(forms)
     return load_inline(name="ks_conv_epilogue_timing", cpp_sources=[cpp], cuda_sources=[cuda],
                        functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
                        extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
@@ -73,7 +79,7 @@ def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
             raise SystemExit(f"{form} differs from cuDNN on {label}")
 
     row = {"case": label, "shape": [n, cin, cout, h, w]}
-    variants = {"direct": ext.direct_k3, "cudnn": cudnn, "cudnn_nhwc": cudnn_nhwc}
+    variants = {"direct": ext.direct_k3, "direct_tiles": ext.direct_tiles_k3, "cudnn": cudnn, "cudnn_nhwc": cudnn_nhwc}
     nbytes = (x.numel() + want.numel()) * 4
     with torch.no_grad():
         row.update(timed_variants(timer, variants, check, nbytes, runs, x, wt, b))

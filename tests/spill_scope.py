@@ -94,13 +94,15 @@ NO_SPILLS = "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
 
 
 def ptxas_kernels(log: str) -> dict[str, tuple[int, str]]:
-    """ptxas -v's report per `<name>_kernel` entry function of `log`: (registers, the stack and
-    spill line, e.g. NO_SPILLS), keyed by <name>."""
+    """ptxas -v's report per entry function of `log`: (registers, the stack and spill line, e.g.
+    NO_SPILLS), keyed by the function's name less a `_kernel` suffix."""
     import re
 
     report = {}
     for entry in log.split("Compiling entry function")[1:]:
-        kernel = re.match(r" '_Z\d+(\w+?)_kernel", entry).group(1)
+        length = re.match(r" '_Z(\d+)", entry)  # the mangled name's length prefix
+        start = length.end()
+        kernel = entry[start:start + int(length.group(1))].removesuffix("_kernel")
         registers = int(re.search(r"Used (\d+) registers", entry).group(1))
         spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", entry)
         report[kernel] = (registers, spills.group(0))

@@ -1,7 +1,8 @@
 """The direct convolution + epilogue kernel on a GPU (coder/codegen/conv_epilogue.py) against
 torch in float64: odd spatial sizes (partial row and column tiles), output channels not a
 multiple of the block's 32, strides, padding, 1 x 1 and rectangular kernels, more input channels
-than one staged chunk, a full-size and a per-channel epilogue operand, two outputs, pooled stores
+than one staged chunk (the block-a-tile kernel), the persistent kernel's walk over more tiles
+than resident blocks, a full-size and a per-channel epilogue operand, two outputs, pooled stores
 (max and avg windows tiling the output), a non-contiguous input, an empty batch, and the binding's
 refusals."""
 
@@ -103,6 +104,31 @@ def test_pooled_stores(ext, n, cin, cout, h, w):
     got = ext.avgpool_k3p1(x, wt, z)
     assert got.shape == want.shape
     torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("geometry", ["k3", "k3s2p1", "k3x5p"])
+def test_the_persistent_walk_over_more_tiles_than_resident_blocks(ext, geometry):
+    """Thousands of (channel block, sample, tile) units: each resident block of the persistent
+    kernel walks many, its next tile's input copied while it computes, its weights restaged where
+    its walk crosses into another channel block (70 channels: a partial third block)."""
+    (kh, kw), stride, padding, _ = GEOMETRY[geometry]
+    n, cin, cout, h, w = 24, 8, 70, 67, 67
+    x = torch.randn(n, cin, h, w, device="cuda")
+    wt = torch.randn(cout, cin, kh, kw, device="cuda") * 0.3
+    b = torch.randn(cout, 1, 1, device="cuda")
+    ho = (h + 2 * padding[0] - kh) // stride[0] + 1
+    wo = (w + 2 * padding[1] - kw) // stride[1] + 1
+    units = n * 3 * -(-ho // 8) * -(-wo // 32)
+    assert units > 3 * torch.cuda.get_device_properties(0).multi_processor_count
+    z = torch.randn(n, cout, ho, wo, device="cuda")
+    u, o = getattr(ext, f"chain_{geometry}")(x, wt, b, z)
+    want_u, want_o = reference(x, wt, stride, padding, b, z)
+    torch.testing.assert_close(u.double(), want_u, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(o.double(), want_o, rtol=1e-4, atol=1e-4)
+    if geometry == "k3":
+        cb = torch.randn(cout, 1, 1, device="cuda")
+        want = F.max_pool2d(torch.tanh(F.conv2d(x.double(), wt.double()) + cb.double()) * 2.0 + b.double(), 4)
+        torch.testing.assert_close(ext.maxpool_k3(x, wt, cb, b).double(), want, rtol=1e-4, atol=1e-4)
 
 
 def test_a_non_contiguous_input_and_an_empty_batch(ext):

@@ -32,7 +32,23 @@ from kernelstitch.agents.plan.kernel_spec import (
 _JOIN = "\n      "
 
 
-def emit_conv_epilogue(spec: ConvEpilogueSpec) -> KernelSource:
+# The persistent kernel's shared memory (weights, two input tiles, the accumulators) must leave
+# room for 3 blocks an SM (the register bound's): H100's 227 KB, 1 KB a block reserved.
+_PERSISTENT_SMEM_MAX = 227 * 1024 // 3 - 1024
+
+
+def persistent_smem(spec: ConvEpilogueSpec) -> int:
+    """Bytes of shared memory the persistent kernel of `spec` takes."""
+    (kh, kw), (sh, sw) = spec.kernel, spec.stride
+    ih, iw = (CONV_EPILOGUE_ROWS - 1) * sh + kh, (CONV_EPILOGUE_COLS - 1) * sw + kw
+    weights = spec.ci_tile * kh * kw * (8 * CONV_EPILOGUE_WARPS + 4)
+    return 4 * (weights + 2 * spec.ci_tile * ih * iw + CONV_EPILOGUE_WARPS * 8 * CONV_EPILOGUE_ROWS * CONV_EPILOGUE_COLS)
+
+
+def emit_conv_epilogue(spec: ConvEpilogueSpec, persistent: bool = True) -> KernelSource:
+    """The kernels of `spec`.  persistent=False launches the block-a-tile kernel for every C_in;
+    by default C_in <= spec.ci_tile runs the persistent one where its shared memory fits 3 blocks
+    an SM (bench/conv_epilogue_timing.py times the two)."""
     name = check_identifier(spec.name)
     epi = spec.epilogue
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
@@ -59,11 +75,16 @@ def emit_conv_epilogue(spec: ConvEpilogueSpec) -> KernelSource:
         + "int64_t N, int64_t Cin, int64_t H, int64_t W, int64_t Co, int64_t Ho, int64_t Wo, cudaStream_t stream)")
     kernel_args = "".join(f"static_cast<const {CUDA_TYPE[epi.inputs[k].dtype]}*>(in{k}), d{k}, " for k in others)
     kernel_args += "".join(f"static_cast<{out_t}*>(out{k}), " for k in range(store.nout))
+    store_params = "".join(f", const {CUDA_TYPE[epi.inputs[k].dtype]}* __restrict__ in{k}, const KsOperand& d{k}"
+                           for k in others) + "".join(f", {out_t}* __restrict__ out{k}" for k in range(store.nout))
+    store_args = "".join(f", in{k}, d{k}" for k in others) + "".join(f", out{k}" for k in range(store.nout))
+    persistent = persistent and persistent_smem(spec) <= _PERSISTENT_SMEM_MAX
     cuda = render(
         "conv_epilogue/kernel.cu", name=name, kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw, ci_tile=spec.ci_tile,
         warps=CONV_EPILOGUE_WARPS, rows=CONV_EPILOGUE_ROWS, cols=CONV_EPILOGUE_COLS,
         device_fn=store.device_fn, params="".join(p + ", " for p in params), store=store.text,
-        launcher_sig=launcher_sig, kernel_args=kernel_args)
+        launcher_sig=launcher_sig, kernel_args=kernel_args, store_params=store_params, store_args=store_args,
+        persistent="true" if persistent else "false")
 
     # the binding: operands checked and described against the conv output (s) or the pooled one (sp)
     checks = "\n  ".join(

@@ -619,6 +619,18 @@ __device__ __forceinline__ float ks_pool_finish(float acc, const KsPoolWin& wd, 
   }
 }
 
+// ---- asynchronous global -> shared copies (sm_80+): 4 bytes, zero-filled when `valid` is false
+// (no byte of src read then; src must still be a mapped address) ----
+__device__ __forceinline__ void ks_cp_async4(float* dst, const float* src, bool valid) {
+  const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void ks_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// until at most N of this thread's committed groups are still in flight
+template <int N> __device__ __forceinline__ void ks_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // Resident blocks per SM for a kernel (launchers cache it in a static): grids are sized to fill
 // every SM exactly once with grid-stride loops, never more than the work needs.
 template <typename K>

@@ -15,6 +15,13 @@
 // once per thread and channel.  Stores leave along the output row, 32 consecutive values a warp.
 // Sums run over the input channels in order, then the taps row by row, in fp32 FMAs (PyTorch's
 // strict-fp32 cuDNN kernels sum in another order: rounding-level differences only).
+//
+// Two kernels: `_tiles` (a block a tile, the input channels in staged chunks) for any C_in, and
+// `_persistent` for C_in <= the staged chunk (level 2's few-channel convolutions): resident
+// blocks walk the tiles, the next tile's input copied into shared memory (cp.async) while this
+// one multiplies and stores, the weights staged once a run of tiles of the same channel block.
+// In `_tiles` the load phase waited on its global loads with nothing else to do (ncu, s32: a
+// quarter of the kernel's stall samples).
 {{device_fn}}
 
 constexpr int {{name}}_WARPS = {{warps}};
@@ -25,99 +32,217 @@ static_assert({{name}}_COLS == 32, "one output column a lane");
 constexpr int {{name}}_CI = {{ci_tile}};  // input channels staged at a time
 constexpr int {{name}}_IH = ({{name}}_ROWS - 1) * {{sh}} + {{kh}};
 constexpr int {{name}}_IW = ({{name}}_COLS - 1) * {{sw}} + {{kw}};
+// one tap's OCB channels contiguous (16-byte reads of a warp's 8), rows padded by 4 floats: the
+// staging loop's consecutive lanes write consecutive taps, 4-way bank conflicts instead of 32
+typedef float {{name}}_Weights[{{name}}_CI][{{kh}}][{{kw}}][{{name}}_OCB + 4];
+typedef float {{name}}_Input[{{name}}_CI][{{name}}_IH][{{name}}_IW];
+// a warp's 8 channels x ROWS rows x 32 columns; each thread reads back only its own values
+typedef float {{name}}_Acc[8][{{name}}_ROWS][{{name}}_COLS];
+// the persistent kernel's dynamic shared memory: weights, two input tiles, the accumulators
+constexpr size_t {{name}}_PERSISTENT_SMEM =
+    sizeof({{name}}_Weights) + 2 * sizeof({{name}}_Input) + {{name}}_WARPS * sizeof({{name}}_Acc);
+
+// the input tile of channels [c0, c0 + CI) at (ih0, iw0), zero outside the image (padding) and
+// past C_in.  Unrolled (constant trip counts): every global load of the phase issues before the
+// first shared store.
+__device__ __forceinline__ void {{name}}_stage_input({{name}}_Input& xs, const float* __restrict__ x, const int64_t n,
+                                                     const int c0, const int ih0, const int iw0, const int Cin,
+                                                     const int H, const int W) {
+  constexpr int THREADS = 32 * {{name}}_WARPS, CI = {{name}}_CI, IH = {{name}}_IH, IW = {{name}}_IW;
+#pragma unroll
+  for (int e = threadIdx.x; e < CI * IH * IW; e += THREADS) {
+    const int c = e / (IH * IW), r = (e / IW) % IH, q = e % IW;
+    const int ih = ih0 + r, iw = iw0 + q;
+    float v = 0.f;
+    if (c0 + c < Cin && ih >= 0 && ih < H && iw >= 0 && iw < W)
+      v = __ldg(x + ((n * Cin + c0 + c) * H + ih) * (int64_t)W + iw);
+    xs[c][r][q] = v;
+  }
+}
+
+// the same tile copied asynchronously (complete after ks_cp_async_wait and a barrier)
+__device__ __forceinline__ void {{name}}_copy_input({{name}}_Input& xs, const float* __restrict__ x, const int64_t n,
+                                                    const int ih0, const int iw0, const int Cin, const int H,
+                                                    const int W) {
+  constexpr int THREADS = 32 * {{name}}_WARPS, CI = {{name}}_CI, IH = {{name}}_IH, IW = {{name}}_IW;
+#pragma unroll
+  for (int e = threadIdx.x; e < CI * IH * IW; e += THREADS) {
+    const int c = e / (IH * IW), r = (e / IW) % IH, q = e % IW;
+    const int ih = ih0 + r, iw = iw0 + q;
+    const bool in = c < Cin && ih >= 0 && ih < H && iw >= 0 && iw < W;
+    ks_cp_async4(&xs[c][r][q], in ? x + ((n * Cin + c) * H + ih) * (int64_t)W + iw : x, in);
+  }
+}
+
+// the weights [Co, Cin, KH, KW] of output channels [oc0, oc0 + OCB) and input channels
+// [c0, c0 + CI), channels innermost
+__device__ __forceinline__ void {{name}}_stage_weights({{name}}_Weights& ws, const float* __restrict__ w,
+                                                       const int oc0, const int c0, const int Cin, const int Co) {
+  constexpr int THREADS = 32 * {{name}}_WARPS, OCB = {{name}}_OCB, CI = {{name}}_CI, KH = {{kh}}, KW = {{kw}};
+#pragma unroll
+  for (int e = threadIdx.x; e < OCB * CI * KH * KW; e += THREADS) {
+    const int o = e / (CI * KH * KW), t = e % (CI * KH * KW);
+    const int c = t / (KH * KW), kk = t % (KH * KW);
+    float v = 0.f;
+    if (oc0 + o < Co && c0 + c < Cin) v = __ldg(w + ((int64_t)(oc0 + o) * Cin + c0 + c) * (KH * KW) + kk);
+    ws[c][kk / KW][kk % KW][o] = v;
+  }
+}
+
+// acc += the staged chunk's sums for this thread's 8 channels x ROWS rows of column `lane`
+__device__ __forceinline__ void {{name}}_multiply(const {{name}}_Input& xs, const {{name}}_Weights& ws, const int warp,
+                                                  const int lane, float (&acc)[8][{{name}}_ROWS]) {
+  constexpr int ROWS = {{name}}_ROWS, CI = {{name}}_CI, KH = {{kh}}, KW = {{kw}}, SH = {{sh}}, SW = {{sw}};
+#pragma unroll 1
+  for (int c = 0; c < CI; ++c) {
+#pragma unroll
+    for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+      for (int kw = 0; kw < KW; ++kw) {
+        const float4 wa = *reinterpret_cast<const float4*>(&ws[c][kh][kw][warp * 8]);
+        const float4 wb = *reinterpret_cast<const float4*>(&ws[c][kh][kw][warp * 8 + 4]);
+        const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+#pragma unroll
+        for (int j = 0; j < ROWS; ++j) {
+          const float xv = xs[c][j * SH + kh][lane * SW + kw];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[i][j] = fmaf(wv[i], xv, acc[i][j]);
+        }
+      }
+    }
+  }
+}
+
+// The epilogue and the stores of one tile, from the accumulators in shared memory (`at`): rolled
+// loops, so the chain's code is there once or twice.  Unrolled over the 64 register accumulators
+// it was half a MB of SASS and half the kernel's time was instruction-fetch stalls (ncu,
+// bench/results/2026-12-07-h100-s32).
+__device__ __forceinline__ void {{name}}_store(const {{name}}_Acc& at, const int warp, const int lane, const int64_t n,
+                                               const int oc0, const int oh0, const int ow0, const int Co,
+                                               const int Ho, const int Wo{{store_params}}) {
+  constexpr int ROWS = {{name}}_ROWS;
+{{store}}
+}
 
 // 4 warps and 3 blocks an SM: ptxas holds the 64 accumulators and the reused input values in
-// 168 registers without spills (8 warps at 2 blocks an SM capped it at 128 and spilled).
-__global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_kernel(
+// registers without spills (8 warps at 2 blocks an SM capped it at 128 and spilled).
+__global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_tiles(
     const float* __restrict__ x, const float* __restrict__ w, {{params}}
     const int Cin, const int H, const int W, const int Co, const int Ho, const int Wo) {
-  constexpr int THREADS = 32 * {{name}}_WARPS, OCB = {{name}}_OCB, ROWS = {{name}}_ROWS, COLS = {{name}}_COLS, CI = {{name}}_CI;
-  constexpr int IH = {{name}}_IH, IW = {{name}}_IW, KH = {{kh}}, KW = {{kw}}, SH = {{sh}}, SW = {{sw}};
-  // The staged input tile and weights, then (once every warp's sums are done) the accumulators:
-  // the epilogue reads them back in rolled loops.  Unrolled over the 64 register accumulators, the
-  // epilogue's code (operand descriptors, the chain) was half a MB of SASS and half the kernel's
-  // time was instruction-fetch stalls (ncu, bench/results/2026-12-07-h100-s32).
+  constexpr int ROWS = {{name}}_ROWS, COLS = {{name}}_COLS, CI = {{name}}_CI;
+  // the staged input tile and weights, then (once every warp's sums are done) the accumulators
   __shared__ __align__(16) union {
     struct {
-      // one tap's OCB channels contiguous (16-byte reads of a warp's 8), rows padded by 4 floats:
-      // the staging loop's consecutive lanes write consecutive taps, 4-way bank conflicts, not 32
-      float ws[CI][KH][KW][OCB + 4];
-      float xs[CI][IH][IW];
+      {{name}}_Weights ws;
+      {{name}}_Input xs;
     } in;
-    float acc[{{name}}_WARPS][8][ROWS][COLS];  // a warp's 8 channels x ROWS rows x 32 columns
+    {{name}}_Acc acc[{{name}}_WARPS];
   } sm;
-  auto& xs = sm.in.xs;
-  auto& ws = sm.in.ws;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col_tiles = (Wo + COLS - 1) / COLS;
   const int oh0 = (blockIdx.x / col_tiles) * ROWS, ow0 = (blockIdx.x % col_tiles) * COLS;
-  const int oc0 = blockIdx.y * OCB;
+  const int oc0 = blockIdx.y * {{name}}_OCB;
   const int64_t n = blockIdx.z;
-  const int ih0 = oh0 * SH - {{ph}}, iw0 = ow0 * SW - {{pw}};
   float acc[8][ROWS];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < ROWS; ++j) acc[i][j] = 0.f;
-
   for (int c0 = 0; c0 < Cin; c0 += CI) {
     if (c0 > 0) __syncthreads();  // the previous chunk's reads are done
-    // the input tile, zero outside the image (padding) and past C_in.  Unrolled (constant trip
-    // counts) so every global load of the phase is issued before the first shared store: the
-    // first timing (one load, then one store, a round trip an iteration) ran the kernel at 11.5-16
-    // TFLOP/s on an H100 (bench/results/2026-12-07-h100-s31; this form not yet timed).
-#pragma unroll
-    for (int e = threadIdx.x; e < CI * IH * IW; e += THREADS) {
-      const int c = e / (IH * IW), r = (e / IW) % IH, q = e % IW;
-      const int ih = ih0 + r, iw = iw0 + q;
-      float v = 0.f;
-      if (c0 + c < Cin && ih >= 0 && ih < H && iw >= 0 && iw < W)
-        v = __ldg(x + ((n * Cin + c0 + c) * H + ih) * (int64_t)W + iw);
-      xs[c][r][q] = v;
-    }
-    // the weights [Co, Cin, KH, KW] of this chunk, channels innermost
-#pragma unroll
-    for (int e = threadIdx.x; e < OCB * CI * KH * KW; e += THREADS) {
-      const int o = e / (CI * KH * KW), t = e % (CI * KH * KW);
-      const int c = t / (KH * KW), kk = t % (KH * KW);
-      float v = 0.f;
-      if (oc0 + o < Co && c0 + c < Cin) v = __ldg(w + ((int64_t)(oc0 + o) * Cin + c0 + c) * (KH * KW) + kk);
-      ws[c][kk / KW][kk % KW][o] = v;
-    }
+    {{name}}_stage_input(sm.in.xs, x, n, c0, oh0 * {{sh}} - {{ph}}, ow0 * {{sw}} - {{pw}}, Cin, H, W);
+    {{name}}_stage_weights(sm.in.ws, w, oc0, c0, Cin, Co);
     __syncthreads();
-#pragma unroll 1
-    for (int c = 0; c < CI; ++c) {
-#pragma unroll
-      for (int kh = 0; kh < KH; ++kh) {
-#pragma unroll
-        for (int kw = 0; kw < KW; ++kw) {
-          const float4 wa = *reinterpret_cast<const float4*>(&ws[c][kh][kw][warp * 8]);
-          const float4 wb = *reinterpret_cast<const float4*>(&ws[c][kh][kw][warp * 8 + 4]);
-          const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
-#pragma unroll
-          for (int j = 0; j < ROWS; ++j) {
-            const float xv = xs[c][j * SH + kh][lane * SW + kw];
-#pragma unroll
-            for (int i = 0; i < 8; ++i) acc[i][j] = fmaf(wv[i], xv, acc[i][j]);
-          }
-        }
-      }
-    }
+    {{name}}_multiply(sm.in.xs, sm.in.ws, warp, lane, acc);
   }
-
   __syncthreads();  // every warp's reads of the tile are done: the accumulators take its place
-  auto& at = sm.acc[warp];  // this warp's, lane-contiguous (conflict-free), read back by their own thread
+  {{name}}_Acc& at = sm.acc[warp];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < ROWS; ++j) at[i][j][lane] = acc[i][j];
-  __syncwarp();
-{{store}}
+  {{name}}_store(at, warp, lane, n, oc0, oh0, ow0, Co, Ho, Wo{{store_args}});
+}
+
+// Units (channel block, sample, tile), tiles fastest and channel blocks slowest, walked with a
+// stride of the grid: a block's consecutive units share their channel block (weights staged once)
+// except where a channel block ends.
+__global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
+    const float* __restrict__ x, const float* __restrict__ w, {{params}}
+    const int Cin, const int H, const int W, const int Co, const int Ho, const int Wo, const int N,
+    const int64_t units) {
+  constexpr int ROWS = {{name}}_ROWS, COLS = {{name}}_COLS;
+  extern __shared__ __align__(16) unsigned char {{name}}_smem[];
+  {{name}}_Weights& ws = *reinterpret_cast<{{name}}_Weights*>({{name}}_smem);
+  {{name}}_Input* xs = reinterpret_cast<{{name}}_Input*>({{name}}_smem + sizeof({{name}}_Weights));
+  {{name}}_Acc* accs = reinterpret_cast<{{name}}_Acc*>({{name}}_smem + sizeof({{name}}_Weights) + 2 * sizeof({{name}}_Input));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int col_tiles = (Wo + COLS - 1) / COLS;
+  const int64_t tiles = (int64_t)((Ho + ROWS - 1) / ROWS) * col_tiles;
+  // unit -> its sample, first output row / column and first output channel
+  auto place = [&](int64_t u, int64_t& n, int& oh0, int& ow0, int& oc0) {
+    const int64_t tile = u % tiles, rest = u / tiles;
+    n = rest % N;
+    oc0 = (int)(rest / N) * {{name}}_OCB;
+    oh0 = (int)(tile / col_tiles) * ROWS;
+    ow0 = (int)(tile % col_tiles) * COLS;
+  };
+  int64_t u = blockIdx.x;
+  if (u >= units) return;
+  {
+    int64_t n; int oh0, ow0, oc0;
+    place(u, n, oh0, ow0, oc0);
+    {{name}}_copy_input(xs[0], x, n, oh0 * {{sh}} - {{ph}}, ow0 * {{sw}} - {{pw}}, Cin, H, W);
+    ks_cp_async_commit();
+  }
+  int staged_oc0 = -1;
+  for (int buf = 0; u < units; u += gridDim.x, buf ^= 1) {
+    int64_t n; int oh0, ow0, oc0;
+    place(u, n, oh0, ow0, oc0);
+    // the last unit's multiply (the barrier after it) is done with the weights and xs[buf ^ 1]
+    if (oc0 != staged_oc0) {  // the same for the whole block
+      {{name}}_stage_weights(ws, w, oc0, 0, Cin, Co);
+      staged_oc0 = oc0;
+    }
+    if (u + gridDim.x < units) {
+      int64_t nn; int noh0, now0, noc0;
+      place(u + gridDim.x, nn, noh0, now0, noc0);
+      {{name}}_copy_input(xs[buf ^ 1], x, nn, noh0 * {{sh}} - {{ph}}, now0 * {{sw}} - {{pw}}, Cin, H, W);
+    }
+    ks_cp_async_commit();  // possibly empty: the wait below always leaves one group in flight
+    ks_cp_async_wait<1>();  // this unit's copies (this thread's) have landed
+    __syncthreads();        // ... and every thread's, and the weights
+    float acc[8][ROWS];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int j = 0; j < ROWS; ++j) acc[i][j] = 0.f;
+    {{name}}_multiply(xs[buf], ws, warp, lane, acc);
+    __syncthreads();  // every warp's reads of xs[buf] and the weights are done
+    {{name}}_Acc& at = accs[warp];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int j = 0; j < ROWS; ++j) at[i][j][lane] = acc[i][j];
+    {{name}}_store(at, warp, lane, n, oc0, oh0, ow0, Co, Ho, Wo{{store_args}});
+  }
 }
 
 {{launcher_sig}} {
   if (N <= 0 || Co <= 0 || Ho <= 0 || Wo <= 0) return;
   const int64_t tiles = ks_cdiv(Ho, {{name}}_ROWS) * ks_cdiv(Wo, {{name}}_COLS);
+  constexpr int THREADS = 32 * {{name}}_WARPS;
+  if ({{persistent}} && Cin <= {{name}}_CI) {
+    static const bool sized = cudaFuncSetAttribute({{name}}_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   (int){{name}}_PERSISTENT_SMEM) == cudaSuccess;
+    if (sized) {
+      static const int per_sm = ks_blocks_per_sm({{name}}_persistent, THREADS, {{name}}_PERSISTENT_SMEM);
+      const int64_t units = tiles * N * ks_cdiv(Co, {{name}}_OCB);
+      {{name}}_persistent<<<(unsigned)ks_grid(per_sm, units), THREADS, {{name}}_PERSISTENT_SMEM, stream>>>(
+          x, w, {{kernel_args}} (int)Cin, (int)H, (int)W, (int)Co, (int)Ho, (int)Wo, (int)N, units);
+      return;
+    }
+  }
   const dim3 grid((unsigned)tiles, (unsigned)ks_cdiv(Co, {{name}}_OCB), (unsigned)N);
-  {{name}}_kernel<<<grid, 32 * {{name}}_WARPS, 0, stream>>>(x, w, {{kernel_args}} (int)Cin, (int)H, (int)W, (int)Co, (int)Ho, (int)Wo);
+  {{name}}_tiles<<<grid, THREADS, 0, stream>>>(x, w, {{kernel_args}} (int)Cin, (int)H, (int)W, (int)Co, (int)Ho, (int)Wo);
 }
