@@ -133,19 +133,26 @@ class _Store:
     what: str
 
 
-def _operand_values(others: list[int], operand: int, inputs: range | list[int]) -> tuple[str, str]:
-    """(hoists, loads): operand k's value for the conv output index idx (plane orow, position s):
-    constant along the plane (hoisted: h), at b + s (full, or rows of the plane), else through its
-    descriptor; the convolution's output `operand` is the accumulator."""
+def _operand_values(others: list[int], operand: int, inputs: range | list[int]) -> tuple[str, str, str]:
+    """(lane_hoists, hoists, loads): operand k's value for the conv output index idx (plane orow,
+    position s): constant along the plane (h), at b + s (full, or rows of the plane), else through
+    its descriptor; the convolution's output `operand` is the accumulator.  Each of the warp's 8
+    channels' plane base and constant is found once, by lane (channel) l < 8 in parallel
+    (lane_hoists: integer divisions, serial in every thread they were a third of the kernel's
+    stall samples, ncu s32), and taken by the channel loop with shuffles (hoists)."""
+    lane_hoists = "\n  ".join(
+        ["const int64_t orow_l = n * Co + min(oc0 + warp * 8 + (lane & 7), Co - 1);  // lane l: channel l's plane"]
+        + [f"const int64_t lb{k} = d{k}.mode == KS_STRIDED ? -1 : ks_row_base_any(d{k}, orow_l, S); "
+           f"const int lh{k} = lb{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
+           f"const float lv{k} = lh{k} ? ks_ld(in{k} + lb{k}) : 0.f;" for k in others]) if others else ""
     hoists = _JOIN.join(
-        f"const int64_t b{k} = d{k}.mode == KS_STRIDED ? -1 : ks_row_base_any(d{k}, orow, S); "
-        f"const bool h{k} = b{k} >= 0 && d{k}.mode != KS_FULL && d{k}.mode != KS_ROW; "
-        f"const float v{k} = h{k} ? ks_ld(in{k} + b{k}) : 0.f;" for k in others) or "(void)orow;"
+        f"const int64_t b{k} = __shfl_sync(0xffffffffu, lb{k}, i); const bool h{k} = __shfl_sync(0xffffffffu, lh{k}, i); "
+        f"const float v{k} = __shfl_sync(0xffffffffu, lv{k}, i);" for k in others)
     loads = _JOIN.join(
         f"float a{k}[1] = {{at[i][j][lane]}};" if k == operand else
         f"float a{k}[1]; if (h{k}) a{k}[0] = v{k}; else if (b{k} >= 0) a{k}[0] = ks_ld(in{k} + b{k} + s); "
         f"else a{k}[0] = ks_ld(in{k} + ks_row_any_offset(d{k}, idx));" for k in inputs)
-    return hoists, loads
+    return lane_hoists, hoists, loads
 
 
 def _elementwise_store(name: str, spec: ConvEpilogueSpec) -> _Store:
@@ -156,10 +163,10 @@ def _elementwise_store(name: str, spec: ConvEpilogueSpec) -> _Store:
     nin, nout = len(ew.inputs), len(ew.outputs)
     others = [k for k in range(nin) if k != spec.operand]
     fn = compile_ops(f"{name}_f", tuple(t.name for t in ew.inputs), ew.ops, ew.outputs)
-    hoists, loads = _operand_values(others, spec.operand, range(nin))
+    lane_hoists, hoists, loads = _operand_values(others, spec.operand, range(nin))
     out_t = CUDA_TYPE[ew.out_dtype]
     text = render(
-        "conv_epilogue/store_elementwise.cu", name=name, hoists=hoists, loads=loads,
+        "conv_epilogue/store_elementwise.cu", name=name, lane_hoists=lane_hoists, hoists=hoists, loads=loads,
         outs=" ".join(f"float r{k}[1];" for k in range(nout)),
         call_args=", ".join([f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]),
         stores=" ".join(f"out{k}[idx] = ks_from_float<{out_t}>(r{k}[0]);" for k in range(nout)))
@@ -177,12 +184,13 @@ def _pool_store(name: str, spec: ConvEpilogueSpec, pool: PoolSpec) -> _Store:
     pro = compile_ops(f"{name}_pro", tuple(names[k] for k in prologue), pool.prologue, (pro_out,))
     epi = compile_ops(f"{name}_epi", ("acc",) + tuple(names[k] for k in epilogue), pool.epilogue,
                       (pool.epilogue_out,))
-    hoists, loads = _operand_values([k for k in prologue if k != 0], 0, prologue)
+    lane_hoists, hoists, loads = _operand_values([k for k in prologue if k != 0], 0, prologue)
     pkh, pkw = pool.kernel
     divisor = pool.divisor or pkh * pkw
     combine = "ks_max(m, v[0])" if pool.kind == "max" else "m + v[0]"
     text = render(
-        "conv_epilogue/store_pool.cu", name=name, pkh=pkh, pkw=pkw, kind=pool.kind, hoists=hoists, loads=loads,
+        "conv_epilogue/store_pool.cu", name=name, pkh=pkh, pkw=pkw, kind=pool.kind, lane_hoists=lane_hoists,
+        hoists=hoists, loads=loads,
         init="-INFINITY" if pool.kind == "max" else "0.f", combine=combine,
         combine_o="ks_max(m, o)" if pool.kind == "max" else "m + o",
         finish="m" if pool.kind == "max" else f"m / {divisor}.f",

@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_tiles(
 __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
     const float* __restrict__ x, const float* __restrict__ w, {{params}}
     const int Cin, const int H, const int W, const int Co, const int Ho, const int Wo, const int N,
-    const int64_t units) {
+    const int units) {
   constexpr int ROWS = {{name}}_ROWS, COLS = {{name}}_COLS;
   extern __shared__ __align__(16) unsigned char {{name}}_smem[];
   {{name}}_Weights& ws = *reinterpret_cast<{{name}}_Weights*>({{name}}_smem);
@@ -178,16 +178,17 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
   {{name}}_Acc* accs = reinterpret_cast<{{name}}_Acc*>({{name}}_smem + sizeof({{name}}_Weights) + 2 * sizeof({{name}}_Input));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col_tiles = (Wo + COLS - 1) / COLS;
-  const int64_t tiles = (int64_t)((Ho + ROWS - 1) / ROWS) * col_tiles;
-  // unit -> its sample, first output row / column and first output channel
-  auto place = [&](int64_t u, int64_t& n, int& oh0, int& ow0, int& oc0) {
-    const int64_t tile = u % tiles, rest = u / tiles;
-    n = rest % N;
-    oc0 = (int)(rest / N) * {{name}}_OCB;
-    oh0 = (int)(tile / col_tiles) * ROWS;
-    ow0 = (int)(tile % col_tiles) * COLS;
+  const unsigned tiles = (unsigned)((Ho + ROWS - 1) / ROWS) * col_tiles;  // units < 2^30 (the launcher's check)
+  // unit -> its sample, first output row / column and first output channel (32-bit divisions:
+  // 64-bit ones were a software routine a unit)
+  auto place = [&](int u, int64_t& n, int& oh0, int& ow0, int& oc0) {
+    const unsigned tile = (unsigned)u % tiles, rest = (unsigned)u / tiles;
+    n = rest % (unsigned)N;
+    oc0 = (int)(rest / (unsigned)N) * {{name}}_OCB;
+    oh0 = (int)(tile / (unsigned)col_tiles) * ROWS;
+    ow0 = (int)(tile % (unsigned)col_tiles) * COLS;
   };
-  int64_t u = blockIdx.x;
+  int u = blockIdx.x;
   if (u >= units) return;
   {
     int64_t n; int oh0, ow0, oc0;
@@ -196,7 +197,7 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
     ks_cp_async_commit();
   }
   int staged_oc0 = -1;
-  for (int buf = 0; u < units; u += gridDim.x, buf ^= 1) {
+  for (int buf = 0; u < units; u += (int)gridDim.x, buf ^= 1) {
     int64_t n; int oh0, ow0, oc0;
     place(u, n, oh0, ow0, oc0);
     // the last unit's multiply (the barrier after it) is done with the weights and xs[buf ^ 1]
@@ -204,9 +205,9 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
       {{name}}_stage_weights(ws, w, oc0, 0, Cin, Co);
       staged_oc0 = oc0;
     }
-    if (u + gridDim.x < units) {
+    if (units - u > (int)gridDim.x) {  // no overflow past units
       int64_t nn; int noh0, now0, noc0;
-      place(u + gridDim.x, nn, noh0, now0, noc0);
+      place(u + (int)gridDim.x, nn, noh0, now0, noc0);
       {{name}}_copy_input(xs[buf ^ 1], x, nn, noh0 * {{sh}} - {{ph}}, now0 * {{sw}} - {{pw}}, Cin, H, W);
     }
     ks_cp_async_commit();  // possibly empty: the wait below always leaves one group in flight
@@ -232,14 +233,14 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
   if (N <= 0 || Co <= 0 || Ho <= 0 || Wo <= 0) return;
   const int64_t tiles = ks_cdiv(Ho, {{name}}_ROWS) * ks_cdiv(Wo, {{name}}_COLS);
   constexpr int THREADS = 32 * {{name}}_WARPS;
-  if ({{persistent}} && Cin <= {{name}}_CI) {
+  const int64_t units = tiles * N * ks_cdiv(Co, {{name}}_OCB);
+  if ({{persistent}} && Cin <= {{name}}_CI && units <= INT32_MAX / 2) {  // u + the grid never overflows
     static const bool sized = cudaFuncSetAttribute({{name}}_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                    (int){{name}}_PERSISTENT_SMEM) == cudaSuccess;
     if (sized) {
       static const int per_sm = ks_blocks_per_sm({{name}}_persistent, THREADS, {{name}}_PERSISTENT_SMEM);
-      const int64_t units = tiles * N * ks_cdiv(Co, {{name}}_OCB);
       {{name}}_persistent<<<(unsigned)ks_grid(per_sm, units), THREADS, {{name}}_PERSISTENT_SMEM, stream>>>(
-          x, w, {{kernel_args}} (int)Cin, (int)H, (int)W, (int)Co, (int)Ho, (int)Wo, (int)N, units);
+          x, w, {{kernel_args}} (int)Cin, (int)H, (int)W, (int)Co, (int)Ho, (int)Wo, (int)N, (int)units);
       return;
     }
   }

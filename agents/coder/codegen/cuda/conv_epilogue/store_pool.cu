@@ -4,16 +4,18 @@
 // ({{pkw}} divides 32: a butterfly of shuffles); then the pool's epilogue and one store a window.
 // Values past the output's edge are computed on clamped positions and never stored: a window
 // that holds one lies past Ho / {{pkh}} or Wo / {{pkw}}.  Rolled loops over the accumulators in
-// shared memory (`at`): the prologue's code is there {{pkh}} times, not 64.
+// shared memory (`at`): the prologue's code is there {{pkh}} times, not 64.  Plane-constant operands
+// as in the elementwise store: found by lanes 0-7, one channel each, and shuffled.
   const int ow = min(ow0 + lane, Wo - 1);
   const int64_t S = (int64_t)Ho * Wo;
   const int Hp = Ho / {{pkh}}, Wp = Wo / {{pkw}};
   const int64_t Sp = (int64_t)Hp * Wp;
   const int pw = (ow0 + lane) / {{pkw}};
+  {{lane_hoists}}
 #pragma unroll 1
   for (int i = 0; i < 8; ++i) {
     const int oc = oc0 + warp * 8 + i;
-    if (oc >= Co) continue;  // the warp's own channels: every lane takes the same branch
+    if (oc >= Co) break;  // the warp's own channels: every lane takes the same branch
     const int64_t orow = n * Co + oc;  // the (n, oc) plane of the convolution's output
     const int64_t prow = orow;         // ... and of the pooled output
     {{hoists}}
