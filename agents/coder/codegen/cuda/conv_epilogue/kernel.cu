@@ -60,17 +60,25 @@ __device__ __forceinline__ void {{name}}_stage_input({{name}}_Input& xs, const f
   }
 }
 
-// the same tile copied asynchronously (complete after ks_cp_async_wait and a barrier)
+// the same tile copied asynchronously (complete after ks_cp_async_wait and a barrier): a warp a
+// row, a lane a column, so a row's bounds and base are found once (a flat walk's divisions by the
+// tile's sizes took 10% of the persistent kernel's stall samples in ncu, s32 call 3)
 __device__ __forceinline__ void {{name}}_copy_input({{name}}_Input& xs, const float* __restrict__ x, const int64_t n,
                                                     const int ih0, const int iw0, const int Cin, const int H,
                                                     const int W) {
-  constexpr int THREADS = 32 * {{name}}_WARPS, CI = {{name}}_CI, IH = {{name}}_IH, IW = {{name}}_IW;
+  constexpr int WARPS = {{name}}_WARPS, CI = {{name}}_CI, IH = {{name}}_IH, IW = {{name}}_IW;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll 2
+  for (int rr = warp; rr < CI * IH; rr += WARPS) {
+    const int c = rr / IH, r = rr - c * IH, ih = ih0 + r;
+    const bool row_in = c < Cin && ih >= 0 && ih < H;
+    const float* const row = x + ((n * Cin + (row_in ? c : 0)) * H + (row_in ? ih : 0)) * (int64_t)W;
 #pragma unroll
-  for (int e = threadIdx.x; e < CI * IH * IW; e += THREADS) {
-    const int c = e / (IH * IW), r = (e / IW) % IH, q = e % IW;
-    const int ih = ih0 + r, iw = iw0 + q;
-    const bool in = c < Cin && ih >= 0 && ih < H && iw >= 0 && iw < W;
-    ks_cp_async4(&xs[c][r][q], in ? x + ((n * Cin + c) * H + ih) * (int64_t)W + iw : x, in);
+    for (int q = lane; q < IW; q += 32) {
+      const int iw = iw0 + q;
+      const bool in = row_in && iw >= 0 && iw < W;
+      ks_cp_async4(&xs[c][r][q], in ? row + iw : x, in);
+    }
   }
 }
 
@@ -120,7 +128,7 @@ __device__ __forceinline__ void {{name}}_multiply(const {{name}}_Input& xs, cons
 __device__ __forceinline__ void {{name}}_store(const {{name}}_Acc& at, const int warp, const int lane, const int64_t n,
                                                const int oc0, const int oh0, const int ow0, const int Co,
                                                const int Ho, const int Wo{{store_params}}) {
-  constexpr int ROWS = {{name}}_ROWS;
+  constexpr int ROWS = {{name}}_ROWS, COLS = {{name}}_COLS;
 {{store}}
 }
 

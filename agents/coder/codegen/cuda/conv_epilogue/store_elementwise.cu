@@ -1,6 +1,9 @@
 // The elementwise chain's store (conv_epilogue/kernel.cu's store block): one output channel at a
 // time, its plane-constant operands found once (lane_hoists) and shuffled to the channel's turn;
-// a channel's rows walked with 64-bit index increments.
+// a channel's accumulators read through one pointer (`ap`: recomputed from the thread index at
+// every value, the address was most of the loop's issue in ncu, s32 call 3).  Where every operand
+// is constant along the plane (a conv bias, per-channel scales, scalars) the rows take a loop
+// with the operands in registers.
   const int ow = ow0 + lane;
   const int64_t S = (int64_t)Ho * Wo;
   const int rows = min(ROWS, Ho - oh0);
@@ -12,12 +15,23 @@
     {{hoists}}
     if (ow >= Wo) continue;  // after the shuffles, which take every lane
     const int64_t orow = n * Co + oc;  // the (n, oc) output plane
+    const float* const ap = &at[i][0][lane];
     int64_t s = (int64_t)oh0 * Wo + ow, idx = orow * S + s;
+    if ({{all_plane}}) {
+#pragma unroll 4
+      for (int j = 0; j < rows; ++j, idx += Wo) {
+        {{plane_loads}}
+        {{outs}}
+        {{name}}_f({{call_args}});
+        {{stores}}
+      }
+    } else {
 #pragma unroll 2
-    for (int j = 0; j < rows; ++j, s += Wo, idx += Wo) {
-      {{loads}}
-      {{outs}}
-      {{name}}_f({{call_args}});
-      {{stores}}
+      for (int j = 0; j < rows; ++j, s += Wo, idx += Wo) {
+        {{loads}}
+        {{outs}}
+        {{name}}_f({{call_args}});
+        {{stores}}
+      }
     }
   }

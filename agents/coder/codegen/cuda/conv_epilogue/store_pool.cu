@@ -19,6 +19,7 @@
     const int64_t orow = n * Co + oc;  // the (n, oc) plane of the convolution's output
     const int64_t prow = orow;         // ... and of the pooled output
     {{hoists}}
+    const float* const ap = &at[i][0][lane];  // this thread's accumulators of channel i
 #pragma unroll 1
     for (int wr = 0; wr < ROWS / {{pkh}}; ++wr) {
       float m = {{init}};
