@@ -150,18 +150,16 @@ def _operand_values(others: list[int], operand: int, inputs: range | list[int]) 
         f"const float v{k} = __shfl_sync(0xffffffffu, lv{k}, i);" for k in others)
     loads = _JOIN.join(
         f"float a{k}[1] = {{ap[j * COLS]}};" if k == operand else
-        f"float a{k}[1]; if (h{k}) a{k}[0] = v{k}; else if (b{k} >= 0) a{k}[0] = ks_ld(in{k} + b{k} + s); "
+        f"float a{k}[1]; if (PLANE || h{k}) a{k}[0] = v{k}; else if (b{k} >= 0) a{k}[0] = ks_ld(in{k} + b{k} + s); "
         f"else a{k}[0] = ks_ld(in{k} + ks_row_any_offset(d{k}, idx));" for k in inputs)
     return lane_hoists, hoists, loads
 
 
-def _plane_loads(others: list[int], operand: int, inputs: range | list[int]) -> tuple[str, str]:
-    """(condition, loads): the loads when every operand but the accumulator is constant along
-    the plane (the condition, uniform across the warp): registers only."""
-    condition = " && ".join(f"h{k}" for k in others) or "true"
-    loads = _JOIN.join(f"float a{k}[1] = {{ap[j * COLS]}};" if k == operand else f"float a{k}[1] = {{v{k}}};"
-                       for k in inputs)
-    return condition, loads
+def _all_plane(others: list[int]) -> str:
+    """The condition (uniform across the warp) under which every operand but the accumulator is
+    constant along the channel's plane: the stores' loops then take them from registers
+    (their PLANE instance; a branch an operand and value otherwise)."""
+    return " && ".join(f"h{k}" for k in others) or "true"
 
 
 def _elementwise_store(name: str, spec: ConvEpilogueSpec) -> _Store:
@@ -173,11 +171,10 @@ def _elementwise_store(name: str, spec: ConvEpilogueSpec) -> _Store:
     others = [k for k in range(nin) if k != spec.operand]
     fn = compile_ops(f"{name}_f", tuple(t.name for t in ew.inputs), ew.ops, ew.outputs)
     lane_hoists, hoists, loads = _operand_values(others, spec.operand, range(nin))
-    all_plane, plane_loads = _plane_loads(others, spec.operand, range(nin))
     out_t = CUDA_TYPE[ew.out_dtype]
     text = render(
         "conv_epilogue/store_elementwise.cu", name=name, lane_hoists=lane_hoists, hoists=hoists, loads=loads,
-        all_plane=all_plane, plane_loads=plane_loads,
+        all_plane=_all_plane(others),
         outs=" ".join(f"float r{k}[1];" for k in range(nout)),
         call_args=", ".join([f"a{k}[0]" for k in range(nin)] + [f"r{k}[0]" for k in range(nout)]),
         stores=" ".join(f"out{k}[idx] = ks_from_float<{out_t}>(r{k}[0]);" for k in range(nout)))
@@ -195,13 +192,14 @@ def _pool_store(name: str, spec: ConvEpilogueSpec, pool: PoolSpec) -> _Store:
     pro = compile_ops(f"{name}_pro", tuple(names[k] for k in prologue), pool.prologue, (pro_out,))
     epi = compile_ops(f"{name}_epi", ("acc",) + tuple(names[k] for k in epilogue), pool.epilogue,
                       (pool.epilogue_out,))
-    lane_hoists, hoists, loads = _operand_values([k for k in prologue if k != 0], 0, prologue)
+    plane = [k for k in prologue if k != 0]
+    lane_hoists, hoists, loads = _operand_values(plane, 0, prologue)
     pkh, pkw = pool.kernel
     divisor = pool.divisor or pkh * pkw
     combine = "ks_max(m, v[0])" if pool.kind == "max" else "m + v[0]"
     text = render(
         "conv_epilogue/store_pool.cu", name=name, pkh=pkh, pkw=pkw, kind=pool.kind, lane_hoists=lane_hoists,
-        hoists=hoists, loads=loads,
+        hoists=hoists, loads=loads, all_plane=_all_plane(plane),
         init="-INFINITY" if pool.kind == "max" else "0.f", combine=combine,
         combine_o="ks_max(m, o)" if pool.kind == "max" else "m + o",
         finish="m" if pool.kind == "max" else f"m / {divisor}.f",

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdint.h>
+#include <type_traits>
 
 #include "ks_shared_types.h"
 #include "ks_operand_read.h"

@@ -20,33 +20,37 @@
     const int64_t prow = orow;         // ... and of the pooled output
     {{hoists}}
     const float* const ap = &at[i][0][lane];  // this thread's accumulators of channel i
+    // PLANE: every prologue operand constant along the plane (registers, no branch a value)
+    const auto windows = [&](auto plane) {
+      constexpr bool PLANE = decltype(plane)::value;
 #pragma unroll 1
-    for (int wr = 0; wr < ROWS / {{pkh}}; ++wr) {
-      float m = {{init}};
+      for (int wr = 0; wr < ROWS / {{pkh}}; ++wr) {
+        float m = {{init}};
 #pragma unroll
-      for (int r = 0; r < {{pkh}}; ++r) {
-        const int j = wr * {{pkh}} + r;
-        const int64_t s = (int64_t)min(oh0 + j, Ho - 1) * Wo + ow;
-        const int64_t idx = orow * S + s;
-        {{loads}}
-        float v[1];
-        {{name}}_pro({{pro_args}});
-        m = {{combine}};
-      }
+        for (int r = 0; r < {{pkh}}; ++r) {
+          const int j = wr * {{pkh}} + r;
+          const int64_t s = (int64_t)min(oh0 + j, Ho - 1) * Wo + ow;
+          const int64_t idx = orow * S + s;
+          {{loads}}
+          float v[1];
+          {{name}}_pro({{pro_args}});
+          m = {{combine}};
+        }
 #pragma unroll
-      for (int off = 1; off < {{pkw}}; off <<= 1) {
-        const float o = __shfl_xor_sync(0xffffffffu, m, off);
-        m = {{combine_o}};
+        for (int off = 1; off < {{pkw}}; off <<= 1) {
+          const float o = __shfl_xor_sync(0xffffffffu, m, off);
+          m = {{combine_o}};
+        }
+        const int ph = oh0 / {{pkh}} + wr;
+        if (lane % {{pkw}} == 0 && ph < Hp && pw < Wp) {
+          const int64_t pidx = prow * Sp + (int64_t)ph * Wp + pw;
+          const float acc_v = {{finish}};
+          {{epi_loads}}
+          float r0[1];
+          {{name}}_epi({{epi_args}});
+          out0[pidx] = ks_from_float<{{out_t}}>(r0[0]);
+        }
       }
-      const int ph = oh0 / {{pkh}} + wr;
-      if (lane % {{pkw}} == 0 && ph < Hp && pw < Wp) {
-        const int64_t pidx = prow * Sp + (int64_t)ph * Wp + pw;
-        const float acc_v = {{finish}};
-        {{epi_loads}}
-        float r0[1];
-        {{name}}_epi({{epi_args}});
-        out0[pidx] = ks_from_float<{{out_t}}>(r0[0]);
-      }
-    }
+    };
+    if ({{all_plane}}) windows(std::true_type{}); else windows(std::false_type{});
   }
-
