@@ -24,19 +24,17 @@ pytestmark = [
 f32 = lambda n, d="float32": TensorArg(n, d)  # noqa: E731
 TILES = {f"{bm}x{bn}": (bm, bn) for bm, bn in CONTRACTION_TILES}
 MAMBA_STATES = "bclhn,bhcl,bclhp->bchpn"
-FORMS = {"": False, "_piped": True}  # name suffix -> ContractionSpec.pipelined
 
 
 def gpu_specs() -> list[ContractionSpec]:
     specs = list(contraction_specs())
     for t, tile in TILES.items():
-        for form, pipelined in FORMS.items():  # the pipelined k loop (a measured variant) too
-            specs += [
-                ContractionSpec(f"states_{t}{form}", (f32("B"), f32("decay"), f32("X")), MAMBA_STATES, (1, 1, 0),
-                                "bch", "p", "n", "l", "float32", tile, pipelined),
-                ContractionSpec(f"bmm_{t}{form}", (f32("a"), f32("b")), "bij,bjk->bik", (0, 1), "b", "i", "k", "j",
-                                "float32", tile, pipelined),
-            ]
+        specs += [
+            ContractionSpec(f"states_{t}", (f32("B"), f32("decay"), f32("X")), MAMBA_STATES, (1, 1, 0),
+                            "bch", "p", "n", "l", "float32", tile),
+            ContractionSpec(f"bmm_{t}", (f32("a"), f32("b")), "bij,bjk->bik", (0, 1), "b", "i", "k", "j",
+                            "float32", tile),
+        ]
     return specs + [
         ContractionSpec("dot", (f32("x"), f32("y")), "i,i->", (0, 1), "", "", "", "i", "float32", (1, 256)),
         ContractionSpec("ewise", (f32("x"), f32("y")), "b,b->b", (0, 1), "b", "", "", "", "float32", (1, 256)),
@@ -65,12 +63,11 @@ def mamba_inputs(b=3, c=2, length=5, h=3, n=7, p=9):
             torch.randn(b, c, length, h, p, device="cuda"))
 
 
-@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("tile", TILES)
 @pytest.mark.parametrize("length", [5, 17, 64])
-def test_mamba2_chunk_states_every_tile(ext, tile, length, form):
+def test_mamba2_chunk_states_every_tile(ext, tile, length):
     torch.manual_seed(length)
-    check(getattr(ext, f"states_{tile}{form}"), MAMBA_STATES, *mamba_inputs(length=length))
+    check(getattr(ext, f"states_{tile}"), MAMBA_STATES, *mamba_inputs(length=length))
 
 
 def test_mamba2_chunk_states_from_views(ext):
@@ -95,13 +92,12 @@ def test_mamba2_state_passing(ext, c):
     check(ext.ctr_mamba_passing, "bhc,bchpn->bhpn", w, s.transpose(-1, -2).contiguous().transpose(-1, -2))
 
 
-@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("tile", TILES)
 @pytest.mark.parametrize("b, i, j, k", [(3, 67, 129, 45), (2, 70, 1024, 33), (1, 1, 1, 1), (5, 255, 3, 257)])
-def test_bmm_odd_sizes_every_tile(ext, tile, b, i, j, k, form):
+def test_bmm_odd_sizes_every_tile(ext, tile, b, i, j, k):
     torch.manual_seed(i + j + k)
     a, w = torch.randn(b, i, j, device="cuda"), torch.randn(b, j, k, device="cuda")
-    check(getattr(ext, f"bmm_{tile}{form}"), "bij,bjk->bik", a, w)
+    check(getattr(ext, f"bmm_{tile}"), "bij,bjk->bik", a, w)
 
 
 def test_bmm_non_contiguous_and_broadcast(ext):

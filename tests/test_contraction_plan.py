@@ -189,23 +189,20 @@ def test_the_search_always_times_torch_einsum_beside_the_kernel(tmp_path):
     assert any("einsum left to PyTorch (variant)" in n for n in plain.plan.notes)
 
 
-def test_the_search_times_the_pipelined_contraction_beside_the_default(tmp_path):
-    """`contraction-pipelined` (unranked, always measured): the default plan with every
-    contraction step's spec marked pipelined, nothing else changed; the emitted kernel then
-    takes kernel.cu's PIPELINED loop."""
+def test_a_plan_from_before_the_pipelined_loop_became_the_only_one_still_reads(tmp_path):
+    """Specs stored before 2026-12-07 may carry `"pipelined": true` (the search's former
+    `contraction-pipelined` variant, now the only k loop): read, they emit the same kernel."""
     from kernelstitch.agents.coder.codegen import emit
-    from kernelstitch.agents.plan.kernel_spec import spec_from_json
+    from kernelstitch.agents.plan.kernel_spec import spec_from_json, spec_to_json
     from kernelstitch.agents.planner.variants import UNRANKED_VARIANTS, propose_variants
 
     variants = {v.name: v for v in propose_variants(capture(write(tmp_path, MAMBA_TAIL)), limit=1)}
-    assert "contraction-pipelined" in variants and "contraction-pipelined" in UNRANKED_VARIANTS
-    base, piped = variants["default"].plan, variants["contraction-pipelined"].plan
-    assert [s.nodes for s in piped.steps] == [s.nodes for s in base.steps]
-    assert _contractions(piped) and all(c.get("pipelined") is True for c in _contractions(piped))
-    assert not any(c.get("pipelined") for c in _contractions(base))
-    spec = spec_from_json(_contractions(piped)[0])
-    assert spec.pipelined and "constexpr bool PIPELINED = true;" in emit(spec).cuda
-    assert "constexpr bool PIPELINED = false;" in emit(spec_from_json(_contractions(base)[0])).cuda
+    assert "contraction-pipelined" not in variants and "contraction-pipelined" not in UNRANKED_VARIANTS
+    stored = _contractions(variants["default"].plan)[0]
+    assert "pipelined" not in stored
+    old = spec_from_json({**stored, "pipelined": True})
+    assert spec_to_json(old) == stored and emit(old).cuda == emit(spec_from_json(stored)).cuda
+    assert "koff[2][NIN][BK]" in emit(old).cuda
 
 
 DUCK_SIZED_EINSUM = _HEADER + '''

@@ -504,9 +504,6 @@ class ContractionSpec:
     k: str
     out_dtype: DType
     tile: tuple[int, int] = (64, 64)
-    # the next k step's offsets and values fetched while this one multiplies (kernel.cu's
-    # PIPELINED): the measured search's `contraction-pipelined` variant, not yet a default
-    pipelined: bool = False
 
 
 # Input channels x taps up to which the planner proposes a direct convolution (ConvEpilogueSpec):
@@ -624,8 +621,7 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
     if isinstance(spec, ContractionSpec):
         return {"type": "contraction", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "equation": spec.equation, "sides": list(spec.sides), "batch": spec.batch, "m": spec.m,
-                "n": spec.n, "k": spec.k, "out_dtype": spec.out_dtype, "tile": list(spec.tile),
-                **({"pipelined": True} if spec.pipelined else {})}
+                "n": spec.n, "k": spec.k, "out_dtype": spec.out_dtype, "tile": list(spec.tile)}
     if isinstance(spec, NllLossSpec):
         return {"type": "nll", "name": spec.name, "logits": _arg(spec.logits), "target": _arg(spec.target),
                 "lse": _arg(spec.lse), "reduction": spec.reduction, "ignore_index": spec.ignore_index,
@@ -737,8 +733,7 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
         return ContractionSpec(
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]), equation=data["equation"],
             sides=tuple(int(v) for v in data["sides"]), batch=data["batch"], m=data["m"], n=data["n"],
-            k=data["k"], out_dtype=data["out_dtype"], tile=(int(data["tile"][0]), int(data["tile"][1])),
-            pipelined=data.get("pipelined") is True)
+            k=data["k"], out_dtype=data["out_dtype"], tile=(int(data["tile"][0]), int(data["tile"][1])))
     if kind == "nll":
         return NllLossSpec(
             name=data["name"], logits=_arg_from(data["logits"]), target=_arg_from(data["target"]),

@@ -117,8 +117,6 @@ def propose_variants(graph: Graph, limit: int | None = 4,
         others.insert(0, PlanVariant(
             "einsum-in-pytorch", "torch.einsum through PyTorch (its pairwise bmm order) instead of "
             "our tiled contraction kernel", plan_builtin(graph, contraction_kernels=False)))
-        # the pipelined k loop (written 2026-12-07, not yet timed): measured beside the default
-        others.insert(1, _with_pipelined_contractions(base))
     direct = _with_direct_convs(base)
     if direct is not None:
         others.insert(0, direct)
@@ -133,7 +131,7 @@ def propose_variants(graph: Graph, limit: int | None = 4,
 # ranked alternative: the persistent recurrent kernel (see propose_variants) pushed level3/38's
 # 3xtf32 plan, which the search had delivered at 22.2 ms, out of its four variants; the recurrent
 # kernel measured 41.7 ms there (H100, bench/results/2026-12-06-h100-s26).
-UNRANKED_VARIANTS = frozenset({"recurrent-kernel", "einsum-in-pytorch", "contraction-pipelined", "conv-direct"})
+UNRANKED_VARIANTS = frozenset({"recurrent-kernel", "einsum-in-pytorch", "conv-direct"})
 
 
 def within_limit(variants: list[PlanVariant], limit: int | None) -> list[PlanVariant]:
@@ -233,15 +231,6 @@ def _with_channels_last_nd(variant: PlanVariant) -> PlanVariant:
                             "NHWC; measured against the default layout)"])
     return PlanVariant(_join(variant.name, "ndhwc"), "3-D / transposed convolutions "
                        "channels-last", replace(plan, steps=steps, host=host))
-
-
-def _with_pipelined_contractions(base: PlanVariant) -> PlanVariant:
-    """The default plan with its contraction kernels fetching the next k step while one
-    multiplies (ContractionSpec.pipelined); called only for plans that have one."""
-    steps = [replace(step, spec={**step.spec, "pipelined": True})
-             if (step.spec or {}).get("type") == "contraction" else step for step in base.plan.steps]
-    return PlanVariant("contraction-pipelined", "contraction kernels with the next k step's loads in "
-                       "flight while one multiplies", replace(base.plan, steps=steps))
 
 
 def _with_direct_convs(base: PlanVariant) -> PlanVariant | None:

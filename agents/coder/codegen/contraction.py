@@ -97,9 +97,6 @@ def _checked_terms(spec: ContractionSpec) -> tuple[list[str], str]:
 
 
 def emit_contraction(spec: ContractionSpec) -> KernelSource:
-    """spec.pipelined: fetch the next k step's offsets and values while this one multiplies
-    (kernel.cu's PIPELINED; written 2026-12-07 after level3/49's first contraction read as
-    latency-bound in Nsight Compute; a measured variant, not yet a default)."""
     name = check_identifier(spec.name)
     terms, output = _checked_terms(spec)
     bm, bn = spec.tile
@@ -121,7 +118,6 @@ def emit_contraction(spec: ContractionSpec) -> KernelSource:
         m_fast="true" if output and output[-1] in spec.m else "false",
         params=", ".join(f"const {CUDA_TYPE[t.dtype]}* __restrict__ p{o}" for o, t in enumerate(spec.inputs)),
         a_product=product(0), b_product=product(1), out_t=CUDA_TYPE[spec.out_dtype], launcher_sig=launcher_sig,
-        pipelined="true" if spec.pipelined else "false",
         launch_args=", ".join(f"static_cast<const {CUDA_TYPE[t.dtype]}*>(ins[{o}])"
                               for o, t in enumerate(spec.inputs)))
     max_rank = max(1, *(len(t) for t in terms))

@@ -32,12 +32,12 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
   constexpr bool ROWS4 = !M_FAST && RM == 4, COLS4 = M_FAST && RN == 4;
   __shared__ __align__(16) float As[BK][BM];
   __shared__ __align__(16) float Bs[BK][BN];
-  // PIPELINED (emit_contraction(pipelined=True), off by default until timed): the next step's k
-  // offsets and operand values are fetched while this step multiplies (koff double-buffered,
-  // the values in registers), so a block's global loads overlap its FMAs instead of waiting
-  // between two barriers (level3/49's first contraction: long-scoreboard stalls, 43% of DRAM).
-  constexpr bool PIPELINED = {{pipelined}};
-  __shared__ int64_t koff[PIPELINED ? 2 : 1][NIN][BK];  // a step's k offset of each operand
+  // The next step's k offsets and operand values are fetched while this step multiplies (koff
+  // double-buffered, the values in registers), so a block's global loads overlap its FMAs
+  // instead of waiting between two barriers (level3/49's first contraction read as
+  // long-scoreboard stalls at 43% of DRAM; this loop took its chunk-state einsum from 0.586 to
+  // 0.406 ms and a bmm from 0.332 to 0.293 on an H100, bench/results/2026-12-07-h100-s32).
+  __shared__ int64_t koff[2][NIN][BK];  // a step's k offset of each operand
 
   const int tid = threadIdx.x;
   const int tm = M_FAST ? tid % TM : tid / TN;
@@ -113,50 +113,22 @@ __global__ void __launch_bounds__(256) {{name}}_kernel({{params}}, {{out_t}}* __
       }
     };
 
-    if constexpr (!PIPELINED) {  // the form measured on an H100 (2026-12-07), as it was written
-      constexpr int buf = 0;
-      for (uint32_t k0 = 0; k0 < K; k0 += BK) {
-        k_offsets(k0, buf);
-        __syncthreads();  // koff written; the last step's (or tile's) reads of As, Bs done
-#pragma unroll
-        for (int r = 0; r < A_PER; ++r) {
-          const int kk = tid / BM + r * (256 / BM);
-          if (BK * BM >= 256 || kk < BK) {  // BM = 1: the first BK threads stage
-            float v = 0.0f;
-            if (a_in && k0 + kk < K) v = 1.0f{{a_product}};
-            As[kk][am] = v;
-          }
-        }
-#pragma unroll
-        for (int r = 0; r < B_PER; ++r) {
-          const int kk = tid / BN + r * (256 / BN);
-          if (BK * BN >= 256 || kk < BK) {
-            float v = 0.0f;
-            if (b_in && k0 + kk < K) v = 1.0f{{b_product}};
-            Bs[kk][bn] = v;
-          }
-        }
-        __syncthreads();
-        multiply(k0);
-      }
-    } else {
-      // step s's values are fetched (into registers) while step s - 1 multiplies; koff[s % 2]
-      // holds step s's offsets, written during step s - 1 after a barrier that follows step
-      // s - 2's fetch, the buffer's last reader.  fetch has one call site: with a second (a
-      // peeled first step), ptxas kept av / bv on a stack (spills in two of the nvcc test's specs).
-      __syncthreads();  // the last tile's reads of As, Bs and koff done
-      k_offsets(0, 0);
-      __syncthreads();
-      int buf = 0;
-      for (uint32_t kf = 0;; kf += BK, buf ^= 1) {  // kf: the step being fetched
-        if (kf < K) fetch(kf, buf);
-        if (kf > 0) multiply(kf - BK);
-        if (kf >= K) break;
-        __syncthreads();  // step kf - BK's reads of As, Bs done
-        stage();
-        if (kf + BK < K) k_offsets(kf + BK, buf ^ 1);
-        __syncthreads();  // As, Bs of step kf and the next koff written
-      }
+    // step s's values are fetched (into registers) while step s - 1 multiplies; koff[s % 2]
+    // holds step s's offsets, written during step s - 1 after a barrier that follows step
+    // s - 2's fetch, the buffer's last reader.  fetch has one call site: with a second (a
+    // peeled first step), ptxas kept av / bv on a stack (spills in two of the nvcc test's specs).
+    __syncthreads();  // the last tile's reads of As, Bs and koff done
+    k_offsets(0, 0);
+    __syncthreads();
+    int buf = 0;
+    for (uint32_t kf = 0;; kf += BK, buf ^= 1) {  // kf: the step being fetched
+      if (kf < K) fetch(kf, buf);
+      if (kf > 0) multiply(kf - BK);
+      if (kf >= K) break;
+      __syncthreads();  // step kf - BK's reads of As, Bs done
+      stage();
+      if (kf + BK < K) k_offsets(kf + BK, buf ^ 1);
+      __syncthreads();  // As, Bs of step kf and the next koff written
     }
 
     const int64_t obase = ks_ctr_offset<NB>(bi, g, KS_CONTRACTION_OUT, KS_CTR_BATCH);
