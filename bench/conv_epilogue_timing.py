@@ -7,6 +7,8 @@ convolution: rtol/atol 1e-2, since cuDNN runs TF32 under PyTorch's defaults):
   the tiles, the next tile's input copied with cp.async while this one computes; the default
   for C_in <= 8);
 - `direct_tiles`: the block-a-tile form (`emit_conv_epilogue(spec, persistent=False)`);
+- `direct_vec`: the persistent form copying input rows in 16-byte pieces
+  (`emit_conv_epilogue(spec, vector_copy=True)`, not yet a default);
 - `cudnn`: F.conv2d (PyTorch's defaults: NCHW, TF32 allowed) then relu(y + b) in PyTorch;
 - `cudnn_nhwc`: the same on a channels-last copy of the input (the plan's default layout).
 
@@ -48,10 +50,11 @@ def build(torch):
                             ops=(ElementwiseOp("add", ("y", "b"), "t"), ElementwiseOp("relu", ("t",), "o")),
                             outputs=("o",), out_dtype="float32")
     forms = []
-    for name, persistent in (("direct_k3", True), ("direct_tiles_k3", False)):
+    for name, keywords in (("direct_k3", {}), ("direct_tiles_k3", {"persistent": False}),
+                           ("direct_vec_k3", {"vector_copy": True})):
         spec = ConvEpilogueSpec(name, TensorArg("x", "float32"), TensorArg("w", "float32"), (3, 3), (1, 1),
                                 (0, 0), chain, 0, conv_epilogue_staged_channels((3, 3), (1, 1), 8))
-        forms.append(emit_conv_epilogue(spec, persistent=persistent))
+        forms.append(emit_conv_epilogue(spec, **keywords))
     cpp, cuda, functions = build_extension_sources(forms)
     return load_inline(name="ks_conv_epilogue_timing", cpp_sources=[cpp], cuda_sources=[cuda],
                        functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
@@ -79,7 +82,8 @@ def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
             raise SystemExit(f"{form} differs from cuDNN on {label}")
 
     row = {"case": label, "shape": [n, cin, cout, h, w]}
-    variants = {"direct": ext.direct_k3, "direct_tiles": ext.direct_tiles_k3, "cudnn": cudnn, "cudnn_nhwc": cudnn_nhwc}
+    variants = {"direct": ext.direct_k3, "direct_tiles": ext.direct_tiles_k3, "direct_vec": ext.direct_vec_k3,
+                "cudnn": cudnn, "cudnn_nhwc": cudnn_nhwc}
     nbytes = (x.numel() + want.numel()) * 4
     with torch.no_grad():
         row.update(timed_variants(timer, variants, check, nbytes, runs, x, wt, b))

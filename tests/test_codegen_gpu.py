@@ -35,6 +35,7 @@ from kernelstitch.agents.coder.codegen import (
     emit,
     split_extension_kernels,
 )
+from kernelstitch.agents.coder.codegen.kernel_source import KernelSource  # noqa: E402
 from kernelstitch.agents.plan.kernel_spec import UNARY_OPS
 
 E = ElementwiseOp
@@ -226,7 +227,8 @@ def load_kernels(name: str, specs: list, parts: int | None = None):
     core, and one unit of the codegen specs took 170-240 s on the 16-core GPU machine)."""
     from torch.utils.cpp_extension import load_inline
 
-    groups = split_extension_kernels([emit(s) for s in specs], extension_parts() if parts is None else parts)
+    sources = [s if isinstance(s, KernelSource) else emit(s) for s in specs]  # specs or emitted kernels
+    groups = split_extension_kernels(sources, extension_parts() if parts is None else parts)
     sources = [build_extension_sources(group) for group in groups]
     names = [name] if len(groups) == 1 else [f"{name}_p{k}" for k in range(len(groups))]
     flags = {"cflags": list(EXTRA_CFLAGS), "cuda_cflags": list(EXTRA_CUDA_CFLAGS), "ldflags": list(EXTRA_LDFLAGS)}

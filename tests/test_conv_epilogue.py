@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -167,17 +168,19 @@ def test_the_kernel_compiles_without_spills():
     """ptxas -v, sm_90a, -O3 (nvcc 13.0, 2026-12-07): both kernels of every spec within the
     3-blocks-an-SM bound of 4 warps (170 registers) without stack or spills: 145-168 registers
     for the block-a-tile kernel, 108-168 for the persistent one (all 16 specs with
-    KERNELSTITCH_SPILL_CHECK=all)."""
+    KERNELSTITCH_SPILL_CHECK=all); the 16-byte row copies (vector_copy=True, suffix _vec) too."""
     specs = nvcc_specs()
     if not full_spill_check():  # CI (2 cores): the heaviest chain and a pooled store
         specs = [s for s in specs if s.name in ("ks_c0_0", "ks_c0_2")]
+    vector = [replace(s, name=f"{s.name}_vec") for s in specs if s.stride == (1, 1)]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conv_epilogue.cu"
-        path.write_text("\n".join(emit(s).cuda for s in specs))
+        path.write_text("\n".join([*(emit(s).cuda for s in specs),
+                                   *(emit_conv_epilogue(s, vector_copy=True).cuda for s in vector)]))
         flags = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-Xptxas", "-v", "-cubin", "-o", "/dev/null"]
         rc, log = nvcc_report(flags, path, timeout_s=800)
     assert rc == 0, log[-4000:]
     report = ptxas_kernels(log)
     # every spec compiles both kernels (the launcher takes the persistent one where it may)
-    assert sorted(report) == sorted(f"{s.name}_{k}" for s in specs for k in ("tiles", "persistent")), report
+    assert sorted(report) == sorted(f"{s.name}_{k}" for s in [*specs, *vector] for k in ("tiles", "persistent")), report
     assert not {k: v for k, v in report.items() if v[1] != NO_SPILLS}, report

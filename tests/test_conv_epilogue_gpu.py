@@ -2,7 +2,7 @@
 torch in float64: odd spatial sizes (partial row and column tiles), output channels not a
 multiple of the block's 32, strides, padding, 1 x 1 and rectangular kernels, more input channels
 than one staged chunk (the block-a-tile kernel), the persistent kernel's walk over more tiles
-than resident blocks, a full-size and a per-channel epilogue operand, two outputs, pooled stores
+than resident blocks, its 16-byte row copies (aligned and not), a full-size and a per-channel epilogue operand, two outputs, pooled stores
 (max and avg windows tiling the output), a non-contiguous input, an empty batch, and the binding's
 refusals."""
 
@@ -12,7 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from dataclasses import replace  # noqa: E402
+
 from kernelstitch.agents.coder.codegen import ElementwiseOp, ElementwiseSpec, TensorArg  # noqa: E402
+from kernelstitch.agents.coder.codegen.conv_epilogue import emit_conv_epilogue  # noqa: E402
 from kernelstitch.agents.plan.kernel_spec import ConvEpilogueSpec, conv_epilogue_staged_channels  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_conv_epilogue import pool_specs  # noqa: E402
@@ -53,9 +56,21 @@ def specs() -> list[ConvEpilogueSpec]:
     return out
 
 
+# the persistent kernel's 16-byte row copies (emit_conv_epilogue(vector_copy=True), not yet a
+# default): every stride-1 geometry's chain, name suffix _vec (rows aligned when W % 4 == 0 and
+# the padding is 0 or a multiple of 4; otherwise the 4-byte copies)
+VECTOR_COPY = ("k3", "k3x5p", "k1")
+
+
+def vector_copy_kernels() -> list:
+    named = {s.name: s for s in specs()}
+    return [emit_conv_epilogue(replace(named[f"{chain}_{g}"], name=f"{chain}_{g}_vec"), vector_copy=True)
+            for g in VECTOR_COPY for chain in ("chain", "relu")]
+
+
 @pytest.fixture(scope="module")
 def ext():
-    return load_kernels("ks_conv_epilogue_gpu_tests", specs())
+    return load_kernels("ks_conv_epilogue_gpu_tests", [*specs(), *vector_copy_kernels()])
 
 
 def reference(x, w, stride, padding, b, z=None):
@@ -129,6 +144,28 @@ def test_the_persistent_walk_over_more_tiles_than_resident_blocks(ext, geometry)
         cb = torch.randn(cout, 1, 1, device="cuda")
         want = F.max_pool2d(torch.tanh(F.conv2d(x.double(), wt.double()) + cb.double()) * 2.0 + b.double(), 4)
         torch.testing.assert_close(ext.maxpool_k3(x, wt, cb, b).double(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("geometry", VECTOR_COPY)
+@pytest.mark.parametrize("n, cin, cout, h, w", [(24, 8, 70, 67, 68), (2, 8, 64, 37, 44), (3, 5, 33, 16, 31)])
+def test_the_16_byte_row_copies(ext, geometry, n, cin, cout, h, w):
+    """W a multiple of 4 (68, 44: the 16-byte copies, with many units a block for the first) and
+    not (31: the 4-byte copies of the same kernel); k3x5p pads by 2 columns, so its rows start
+    off a 16-byte boundary and take the 4-byte copies too; a storage offset misaligns x."""
+    (kh, kw), stride, padding, _ = GEOMETRY[geometry]
+    base = torch.randn(n * cin * h * w + 1, device="cuda")
+    for x in (base[:-1].view(n, cin, h, w), base[1:].view(n, cin, h, w)):  # aligned, then 4 bytes off
+        wt = torch.randn(cout, cin, kh, kw, device="cuda") * 0.3
+        b = torch.randn(cout, 1, 1, device="cuda")
+        ho = (h + 2 * padding[0] - kh) // stride[0] + 1
+        wo = (w + 2 * padding[1] - kw) // stride[1] + 1
+        z = torch.randn(n, cout, ho, wo, device="cuda")
+        u, o = getattr(ext, f"chain_{geometry}_vec")(x, wt, b, z)
+        want_u, want_o = reference(x, wt, stride, padding, b, z)
+        torch.testing.assert_close(u.double(), want_u, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(o.double(), want_o, rtol=1e-4, atol=1e-4)
+        got = getattr(ext, f"relu_{geometry}_vec")(x, wt, b)
+        torch.testing.assert_close(got.double(), reference(x, wt, stride, padding, b), rtol=1e-4, atol=1e-4)
 
 
 def test_a_non_contiguous_input_and_an_empty_batch(ext):

@@ -37,18 +37,28 @@ _JOIN = "\n      "
 _PERSISTENT_SMEM_MAX = 227 * 1024 // 3 - 1024
 
 
-def persistent_smem(spec: ConvEpilogueSpec) -> int:
+def _pitch(spec: ConvEpilogueSpec, vector_copy: bool) -> int:
+    """Floats a staged input row takes: its width, rounded up to 4 for 16-byte copies."""
+    iw = (CONV_EPILOGUE_COLS - 1) * spec.stride[1] + spec.kernel[1]
+    return -(-iw // 4) * 4 if vector_copy else iw
+
+
+def persistent_smem(spec: ConvEpilogueSpec, vector_copy: bool = False) -> int:
     """Bytes of shared memory the persistent kernel of `spec` takes."""
-    (kh, kw), (sh, sw) = spec.kernel, spec.stride
-    ih, iw = (CONV_EPILOGUE_ROWS - 1) * sh + kh, (CONV_EPILOGUE_COLS - 1) * sw + kw
+    (kh, kw), (sh, _) = spec.kernel, spec.stride
+    ih = (CONV_EPILOGUE_ROWS - 1) * sh + kh
     weights = spec.ci_tile * kh * kw * (8 * CONV_EPILOGUE_WARPS + 4)
-    return 4 * (weights + 2 * spec.ci_tile * ih * iw + CONV_EPILOGUE_WARPS * 8 * CONV_EPILOGUE_ROWS * CONV_EPILOGUE_COLS)
+    return 4 * (weights + 2 * spec.ci_tile * ih * _pitch(spec, vector_copy)
+                + CONV_EPILOGUE_WARPS * 8 * CONV_EPILOGUE_ROWS * CONV_EPILOGUE_COLS)
 
 
-def emit_conv_epilogue(spec: ConvEpilogueSpec, persistent: bool = True) -> KernelSource:
+def emit_conv_epilogue(spec: ConvEpilogueSpec, persistent: bool = True, vector_copy: bool = False) -> KernelSource:
     """The kernels of `spec`.  persistent=False launches the block-a-tile kernel for every C_in;
     by default C_in <= spec.ci_tile runs the persistent one where its shared memory fits 3 blocks
-    an SM (bench/conv_epilogue_timing.py times the two)."""
+    an SM (bench/conv_epilogue_timing.py times the two).  vector_copy=True: the persistent
+    kernel copies input rows in 16-byte pieces where their alignment allows (staged rows padded
+    to a multiple of 4 floats); written 2026-12-07 after the last GPU call, not yet run on a GPU,
+    so off by default (the timing script's `direct_vec` form)."""
     name = check_identifier(spec.name)
     epi = spec.epilogue
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
@@ -78,13 +88,14 @@ def emit_conv_epilogue(spec: ConvEpilogueSpec, persistent: bool = True) -> Kerne
     store_params = "".join(f", const {CUDA_TYPE[epi.inputs[k].dtype]}* __restrict__ in{k}, const KsOperand& d{k}"
                            for k in others) + "".join(f", {out_t}* __restrict__ out{k}" for k in range(store.nout))
     store_args = "".join(f", in{k}, d{k}" for k in others) + "".join(f", out{k}" for k in range(store.nout))
-    persistent = persistent and persistent_smem(spec) <= _PERSISTENT_SMEM_MAX
+    persistent = persistent and persistent_smem(spec, vector_copy) <= _PERSISTENT_SMEM_MAX
     cuda = render(
         "conv_epilogue/kernel.cu", name=name, kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw, ci_tile=spec.ci_tile,
         warps=CONV_EPILOGUE_WARPS, rows=CONV_EPILOGUE_ROWS, cols=CONV_EPILOGUE_COLS,
         device_fn=store.device_fn, params="".join(p + ", " for p in params), store=store.text,
         launcher_sig=launcher_sig, kernel_args=kernel_args, store_params=store_params, store_args=store_args,
-        persistent="true" if persistent else "false")
+        persistent="true" if persistent else "false", pitch=_pitch(spec, vector_copy),
+        vector_copy="true" if vector_copy else "false")
 
     # the binding: operands checked and described against the conv output (s) or the pooled one (sp)
     checks = "\n  ".join(

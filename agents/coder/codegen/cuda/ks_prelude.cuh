@@ -626,6 +626,11 @@ __device__ __forceinline__ void ks_cp_async4(float* dst, const float* src, bool 
   const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
 }
+// 16 bytes, both addresses 16-byte aligned, bypassing L1 (.cg), zero-filled when `valid` is false
+__device__ __forceinline__ void ks_cp_async16(float* dst, const float* src, bool valid) {
+  const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
 __device__ __forceinline__ void ks_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // until at most N of this thread's committed groups are still in flight
 template <int N> __device__ __forceinline__ void ks_cp_async_wait() {

@@ -32,10 +32,11 @@ static_assert({{name}}_COLS == 32, "one output column a lane");
 constexpr int {{name}}_CI = {{ci_tile}};  // input channels staged at a time
 constexpr int {{name}}_IH = ({{name}}_ROWS - 1) * {{sh}} + {{kh}};
 constexpr int {{name}}_IW = ({{name}}_COLS - 1) * {{sw}} + {{kw}};
+constexpr int {{name}}_IWP = {{pitch}};  // a staged row's floats: IW, or IW rounded up to 4 (16-byte rows)
 // one tap's OCB channels contiguous (16-byte reads of a warp's 8), rows padded by 4 floats: the
 // staging loop's consecutive lanes write consecutive taps, 4-way bank conflicts instead of 32
 typedef float {{name}}_Weights[{{name}}_CI][{{kh}}][{{kw}}][{{name}}_OCB + 4];
-typedef float {{name}}_Input[{{name}}_CI][{{name}}_IH][{{name}}_IW];
+typedef float {{name}}_Input[{{name}}_CI][{{name}}_IH][{{name}}_IWP];
 // a warp's 8 channels x ROWS rows x 32 columns; each thread reads back only its own values
 typedef float {{name}}_Acc[8][{{name}}_ROWS][{{name}}_COLS];
 // the persistent kernel's dynamic shared memory: weights, two input tiles, the accumulators
@@ -68,6 +69,27 @@ __device__ __forceinline__ void {{name}}_copy_input({{name}}_Input& xs, const fl
                                                     const int W) {
   constexpr int WARPS = {{name}}_WARPS, CI = {{name}}_CI, IH = {{name}}_IH, IW = {{name}}_IW;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if constexpr ({{vector_copy}}) {
+    // 16-byte copies where the rows allow them (W and the tile's first column multiples of 4, x
+    // 16-byte aligned; every 4-float chunk then lies wholly inside or outside [0, W)): a row is
+    // CH chunks, RPW rows a warp pass, ~7 copies a thread for level 2's 3 x 3 tiles instead of ~40
+    // (in ncu, s32 call 4, the 4-byte copy loop was 13% of the kernel's instructions).
+    constexpr int IWP = {{name}}_IWP, CH = IWP / 4, RPW = 32 / CH;
+    // (checked in the discarded branch too: this is no template)
+    static_assert(!{{vector_copy}} || (IWP % 4 == 0 && CH <= 32), "16-byte rows of at most 32 chunks");
+    if ((W & 3) == 0 && (iw0 & 3) == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+      const int sub = lane / CH, k = lane - sub * CH;
+      if (sub < RPW) {
+#pragma unroll 2
+        for (int rr = warp * RPW + sub; rr < CI * IH; rr += WARPS * RPW) {
+          const int c = rr / IH, r = rr - c * IH, ih = ih0 + r, iw = iw0 + 4 * k;
+          const bool in = c < Cin && ih >= 0 && ih < H && iw >= 0 && iw < W;
+          ks_cp_async16(&xs[c][r][4 * k], in ? x + ((n * Cin + c) * H + ih) * (int64_t)W + iw : x, in);
+        }
+      }
+      return;
+    }
+  }
 #pragma unroll 2
   for (int rr = warp; rr < CI * IH; rr += WARPS) {
     const int c = rr / IH, r = rr - c * IH, ih = ih0 + r;

@@ -19,6 +19,7 @@
     const float* const ap = &at[i][0][lane];
     const auto walk = [&](auto plane) {
       constexpr bool PLANE = decltype(plane)::value;
+      (void)PLANE;  // unused where no operand is read
       int64_t s = (int64_t)oh0 * Wo + ow, idx = orow * S + s;
 #pragma unroll 4
       for (int j = 0; j < rows; ++j, s += Wo, idx += Wo) {

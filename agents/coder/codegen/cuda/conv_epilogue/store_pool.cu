@@ -23,6 +23,7 @@
     // PLANE: every prologue operand constant along the plane (registers, no branch a value)
     const auto windows = [&](auto plane) {
       constexpr bool PLANE = decltype(plane)::value;
+      (void)PLANE;  // unused where no operand is read
 #pragma unroll 1
       for (int wr = 0; wr < ROWS / {{pkh}}; ++wr) {
         float m = {{init}};
