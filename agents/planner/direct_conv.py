@@ -8,8 +8,9 @@ cuDNN's store of the output, and the epilogue kernel's read and write of it.  Th
 reads the NCHW input once and stores the epilogue's result once, contiguous.  It computes in fp32
 FMAs, where cuDNN under PyTorch's defaults runs TF32 tensor cores: whether the saved passes pay
 for the slower arithmetic is the search's measurement, never an assumption.  Measured on an H100
-(2026-12-07, bench/results/2026-12-07-h100-s31): correct, but 11.5-16 TFLOP/s, behind cuDNN, so
-the search passes it over until the kernel's staging is rewritten.
+(2026-12-07, bench/results/2026-12-07-h100-s32): 27-29 TFLOP/s, 2.2x cuDNN's NCHW convolution +
+epilogue at level 2's 8-channel shapes; the search delivered it on level2/87, 69 and 65 and kept
+cuDNN on level2/82.
 
 A conv step qualifies when it is `aten.conv2d.default` of a float32 4-D input with dilation 1,
 one group and no bias of its own (the planner moves the bias into the epilogue), its output read

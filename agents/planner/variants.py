@@ -236,8 +236,8 @@ def _with_channels_last_nd(variant: PlanVariant) -> PlanVariant:
 def _with_direct_convs(base: PlanVariant) -> PlanVariant | None:
     """The NCHW plan with its few-input-channel 2-D convolutions computed directly with their
     elementwise epilogues (planner/direct_conv.py); None when none qualifies.  Unranked: the cost
-    model knows cuDNN's TF32 tensor cores no better than this kernel's fp32 FMAs (first timed
-    2026-12-07: 11.5-16 TFLOP/s, behind cuDNN; the search decides per problem)."""
+    model knows cuDNN's TF32 tensor cores no better than this kernel's fp32 FMAs (2026-12-07:
+    faster on level2/87, 69 and 65, slower on 82; the search decides per problem)."""
     nchw = _with_channels_last(base, False).plan if base.plan.host.channels_last else base.plan
     steps = direct_conv_steps(nchw)
     if steps is None:
