@@ -82,23 +82,31 @@ def reference(x, w, stride, padding, b, z=None):
     return u, u * z.double()
 
 
-@pytest.mark.parametrize("geometry", list(GEOMETRY))
-@pytest.mark.parametrize("n, cin, cout, h, w", [(2, 8, 64, 37, 45), (1, 3, 20, 9, 70), (3, 5, 33, 16, 31)])
-def test_chain_with_two_outputs_and_a_full_operand(ext, geometry, n, cin, cout, h, w):
+def check_chains(ext, geometry: str, x, cout: int, suffix: str = ""):
+    """chain_<geometry><suffix> (mish chain: two outputs, a per-channel and a full-size operand)
+    and relu_<geometry><suffix> (its bias as [1, C, 1, 1]) on x against float64 torch; returns
+    the weight and bias drawn."""
     (kh, kw), stride, padding, _ = GEOMETRY[geometry]
-    x = torch.randn(n, cin, h, w, device="cuda")
+    n, cin, h, w = x.shape
     wt = torch.randn(cout, cin, kh, kw, device="cuda") * 0.3
     b = torch.randn(cout, 1, 1, device="cuda")
     ho = (h + 2 * padding[0] - kh) // stride[0] + 1
     wo = (w + 2 * padding[1] - kw) // stride[1] + 1
     z = torch.randn(n, cout, ho, wo, device="cuda")
-    u, o = getattr(ext, f"chain_{geometry}")(x, wt, b, z)
+    u, o = getattr(ext, f"chain_{geometry}{suffix}")(x, wt, b, z)
     want_u, want_o = reference(x, wt, stride, padding, b, z)
     assert u.shape == (n, cout, ho, wo) and u.is_contiguous() and o.is_contiguous()
     torch.testing.assert_close(u.double(), want_u, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(o.double(), want_o, rtol=1e-4, atol=1e-4)
-    got = getattr(ext, f"relu_{geometry}")(x, wt, b.view(-1)[None, :, None, None])
+    got = getattr(ext, f"relu_{geometry}{suffix}")(x, wt, b.view(-1)[None, :, None, None])
     torch.testing.assert_close(got.double(), reference(x, wt, stride, padding, b), rtol=1e-4, atol=1e-4)
+    return wt, b
+
+
+@pytest.mark.parametrize("geometry", list(GEOMETRY))
+@pytest.mark.parametrize("n, cin, cout, h, w", [(2, 8, 64, 37, 45), (1, 3, 20, 9, 70), (3, 5, 33, 16, 31)])
+def test_chain_with_two_outputs_and_a_full_operand(ext, geometry, n, cin, cout, h, w):
+    check_chains(ext, geometry, torch.randn(n, cin, h, w, device="cuda"), cout)
 
 
 @pytest.mark.parametrize("n, cin, cout, h, w", [(2, 8, 64, 37, 45), (1, 3, 20, 70, 9), (3, 8, 33, 10, 131)])
@@ -126,20 +134,13 @@ def test_the_persistent_walk_over_more_tiles_than_resident_blocks(ext, geometry)
     """Thousands of (channel block, sample, tile) units: each resident block of the persistent
     kernel walks many, its next tile's input copied while it computes, its weights restaged where
     its walk crosses into another channel block (70 channels: a partial third block)."""
-    (kh, kw), stride, padding, _ = GEOMETRY[geometry]
     n, cin, cout, h, w = 24, 8, 70, 67, 67
-    x = torch.randn(n, cin, h, w, device="cuda")
-    wt = torch.randn(cout, cin, kh, kw, device="cuda") * 0.3
-    b = torch.randn(cout, 1, 1, device="cuda")
-    ho = (h + 2 * padding[0] - kh) // stride[0] + 1
-    wo = (w + 2 * padding[1] - kw) // stride[1] + 1
-    units = n * 3 * -(-ho // 8) * -(-wo // 32)
+    (kh, kw), stride, padding, _ = GEOMETRY[geometry]
+    ho, wo = (h + 2 * padding[0] - kh) // stride[0] + 1, (w + 2 * padding[1] - kw) // stride[1] + 1
+    units = 3 * n * -(-ho // 8) * -(-wo // 32)  # channel blocks x samples x tiles of 8 x 32
     assert units > 3 * torch.cuda.get_device_properties(0).multi_processor_count
-    z = torch.randn(n, cout, ho, wo, device="cuda")
-    u, o = getattr(ext, f"chain_{geometry}")(x, wt, b, z)
-    want_u, want_o = reference(x, wt, stride, padding, b, z)
-    torch.testing.assert_close(u.double(), want_u, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(o.double(), want_o, rtol=1e-4, atol=1e-4)
+    x = torch.randn(n, cin, h, w, device="cuda")
+    wt, b = check_chains(ext, geometry, x, cout)
     if geometry == "k3":
         cb = torch.randn(cout, 1, 1, device="cuda")
         want = F.max_pool2d(torch.tanh(F.conv2d(x.double(), wt.double()) + cb.double()) * 2.0 + b.double(), 4)
@@ -152,20 +153,9 @@ def test_the_16_byte_row_copies(ext, geometry, n, cin, cout, h, w):
     """W a multiple of 4 (68, 44: the 16-byte copies, with many units a block for the first) and
     not (31: the 4-byte copies of the same kernel); k3x5p pads by 2 columns, so its rows start
     off a 16-byte boundary and take the 4-byte copies too; a storage offset misaligns x."""
-    (kh, kw), stride, padding, _ = GEOMETRY[geometry]
     base = torch.randn(n * cin * h * w + 1, device="cuda")
     for x in (base[:-1].view(n, cin, h, w), base[1:].view(n, cin, h, w)):  # aligned, then 4 bytes off
-        wt = torch.randn(cout, cin, kh, kw, device="cuda") * 0.3
-        b = torch.randn(cout, 1, 1, device="cuda")
-        ho = (h + 2 * padding[0] - kh) // stride[0] + 1
-        wo = (w + 2 * padding[1] - kw) // stride[1] + 1
-        z = torch.randn(n, cout, ho, wo, device="cuda")
-        u, o = getattr(ext, f"chain_{geometry}_vec")(x, wt, b, z)
-        want_u, want_o = reference(x, wt, stride, padding, b, z)
-        torch.testing.assert_close(u.double(), want_u, rtol=1e-4, atol=1e-4)
-        torch.testing.assert_close(o.double(), want_o, rtol=1e-4, atol=1e-4)
-        got = getattr(ext, f"relu_{geometry}_vec")(x, wt, b)
-        torch.testing.assert_close(got.double(), reference(x, wt, stride, padding, b), rtol=1e-4, atol=1e-4)
+        check_chains(ext, geometry, x, cout, "_vec")
 
 
 def test_a_non_contiguous_input_and_an_empty_batch(ext):

@@ -5,10 +5,12 @@
 # persistent and block-a-tile) (where the time goes: load phase vs FMA pipe,
 # occupancy, stall reasons, by source line), then the pipelined contraction loop against the
 # default and torch.einsum (make it the default only if faster and its GPU tests pass).
+# bash s32-after.sh [conv [launches]]: "conv" skips the steps after the convolution's; launches:
+# the ncu report's kernel launches (default 2: the first two forms the timing checks)
 set -u
 mkdir -p "$OUT/c"
 python bench/conv_epilogue_timing.py --out "$OUT/c/conv_epilogue.json"; echo "conv_epilogue_timing exit $?"
-ncu --kernel-name regex:direct_ --launch-count 2 --set full --import-source yes \
+ncu --kernel-name regex:direct_ --launch-count "${2:-2}" --set full --import-source yes \
   -o "$OUT/c/conv_direct" python bench/conv_epilogue_timing.py --runs 1 >"$OUT/c/conv_direct_ncu.log" 2>&1
 echo "ncu exit $?"
 ncu --import "$OUT/c/conv_direct.ncu-rep" --page details --csv >"$OUT/c/conv_direct_details.csv" 2>&1
