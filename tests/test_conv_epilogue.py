@@ -21,7 +21,11 @@ from kernelstitch.agents.coder.codegen import (
     TensorArg,
     emit,
 )
-from kernelstitch.agents.coder.codegen.conv_epilogue import emit_conv_epilogue, persistent_smem
+from kernelstitch.agents.coder.codegen.conv_epilogue import (
+    emit_conv_epilogue,
+    persistent_smem,
+    vector_copy_fits,
+)
 from kernelstitch.agents.plan.kernel_spec import (
     ConvEpilogueSpec,
     conv_epilogue_staged_channels,
@@ -117,6 +121,24 @@ def test_the_spec_round_trips_and_stages_what_fits():
     assert conv_epilogue_staged_channels((3, 3), (1, 1), 3) == 3
     # 7 x 7 at stride 2: a 21 x 69 input tile and 49 x 36 weights (rows padded) a channel, 12.9 KB: 3 fit 48 KB
     assert conv_epilogue_staged_channels((7, 7), (2, 2), 8) == 3
+    # 4 x 4 at stride 3: a 25 x 97 tile and 16 x 36 weights, 12.0 KB a channel: 4 fit (rows padded
+    # to 100 for the 16-byte copies would fit 3; the planner's sizing counts them unpadded)
+    assert conv_epilogue_staged_channels((4, 4), (3, 3), 8) == 4
+
+
+def test_the_16_byte_copies_are_taken_only_where_they_fit():
+    """vector_copy=True falls back to the 4-byte copies (if constexpr (false)) where a padded row
+    has more than 32 chunks (5 x 5 at stride 4: 129 floats) or the padded tile overflows the
+    block-a-tile kernel's 48 KB (4 x 4 at stride 3, 4 channels); level 2's 3 x 3 takes them."""
+    def spec(kernel, stride, ci):
+        return ConvEpilogueSpec("c", TensorArg("x", "float32"), TensorArg("w", "float32"), kernel, stride, (0, 0),
+                                nvcc_specs()[1].epilogue, 0, ci)
+    taken = "  if constexpr ({}) {{\n    // 16-byte copies"
+    for geometry, fits in ((((3, 3), (1, 1), 8), True), (((5, 5), (4, 4), 2), False), (((4, 4), (3, 3), 4), False)):
+        assert vector_copy_fits(spec(*geometry)) is fits
+        cuda = emit_conv_epilogue(spec(*geometry), vector_copy=True).cuda
+        assert taken.format("true" if fits else "false") in cuda, geometry
+    assert taken.format("false") in emit_conv_epilogue(spec((3, 3), (1, 1), 8)).cuda  # off by default
 
 
 def nvcc_specs() -> list[ConvEpilogueSpec]:
@@ -159,6 +181,8 @@ def test_the_persistent_kernel_is_launched_only_where_3_blocks_fit_an_sm():
     assert launch.format("true") in emit_conv_epilogue(k3).cuda
     assert launch.format("false") in emit_conv_epilogue(k5).cuda
     assert launch.format("false") in emit_conv_epilogue(k3, persistent=False).cuda
+    # the shared-memory opt-in and the occupancy are per device (ks_device_slot), as in reduction/cols_launch.cu
+    assert "opted_in[dev] = cudaFuncSetAttribute(" in emit_conv_epilogue(k3).cuda
 
 
 @pytest.mark.nvcc

@@ -519,8 +519,7 @@ def conv_epilogue_staged_channels(kernel: tuple[int, int], stride: tuple[int, in
     """Input channels the direct convolution stages at a time: the most (up to 8, and up to
     C_in) whose input tile and weights fit CONV_EPILOGUE_SMEM; 0 when not even one does."""
     (kh, kw), (sh, sw) = kernel, stride
-    # rows sized as the kernel's 16-byte copies pad them (a multiple of 4 floats)
-    tile = ((CONV_EPILOGUE_ROWS - 1) * sh + kh) * (-(-((CONV_EPILOGUE_COLS - 1) * sw + kw) // 4) * 4)
+    tile = ((CONV_EPILOGUE_ROWS - 1) * sh + kh) * ((CONV_EPILOGUE_COLS - 1) * sw + kw)
     per_channel = 4 * (tile + kh * kw * (8 * CONV_EPILOGUE_WARPS + 4))  # weight rows padded by 4
     return max(0, min(8, cin, CONV_EPILOGUE_SMEM // per_channel))
 

@@ -21,6 +21,7 @@ from kernelstitch.agents.coder.codegen.templates import render
 from kernelstitch.agents.plan.kernel_spec import (
     CONV_EPILOGUE_COLS,
     CONV_EPILOGUE_ROWS,
+    CONV_EPILOGUE_SMEM,
     CONV_EPILOGUE_WARPS,
     ConvEpilogueSpec,
     ElementwiseSpec,
@@ -43,6 +44,18 @@ def _pitch(spec: ConvEpilogueSpec, vector_copy: bool) -> int:
     return -(-iw // 4) * 4 if vector_copy else iw
 
 
+def vector_copy_fits(spec: ConvEpilogueSpec) -> bool:
+    """Whether the 16-byte row copies can take `spec`: a padded row of at most 32 chunks, and the
+    padded input tile and weights of its staged channels still within the block-a-tile kernel's
+    static shared memory (its sizing, kernel_spec.conv_epilogue_staged_channels, counts unpadded
+    rows)."""
+    (kh, kw), (sh, _) = spec.kernel, spec.stride
+    pitch = _pitch(spec, True)
+    ih = (CONV_EPILOGUE_ROWS - 1) * sh + kh
+    staged = 4 * spec.ci_tile * (ih * pitch + kh * kw * (8 * CONV_EPILOGUE_WARPS + 4))
+    return pitch <= 128 and staged <= CONV_EPILOGUE_SMEM
+
+
 def persistent_smem(spec: ConvEpilogueSpec, vector_copy: bool = False) -> int:
     """Bytes of shared memory the persistent kernel of `spec` takes."""
     (kh, kw), (sh, _) = spec.kernel, spec.stride
@@ -57,8 +70,9 @@ def emit_conv_epilogue(spec: ConvEpilogueSpec, persistent: bool = True, vector_c
     by default C_in <= spec.ci_tile runs the persistent one where its shared memory fits 3 blocks
     an SM (bench/conv_epilogue_timing.py times the two).  vector_copy=True: the persistent
     kernel copies input rows in 16-byte pieces where their alignment allows (staged rows padded
-    to a multiple of 4 floats); written 2026-12-07 after the last GPU call, not yet run on a GPU,
-    so off by default (the timing script's `direct_vec` form)."""
+    to a multiple of 4 floats; W and the tile's first column multiples of 4, so never with a
+    padding of 1 or 2 columns; where vector_copy_fits); written 2026-12-07 after the last GPU
+    call, not yet run on a GPU, so off by default (the timing script's `direct_vec` form)."""
     name = check_identifier(spec.name)
     epi = spec.epilogue
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
@@ -88,6 +102,7 @@ def emit_conv_epilogue(spec: ConvEpilogueSpec, persistent: bool = True, vector_c
     store_params = "".join(f", const {CUDA_TYPE[epi.inputs[k].dtype]}* __restrict__ in{k}, const KsOperand& d{k}"
                            for k in others) + "".join(f", {out_t}* __restrict__ out{k}" for k in range(store.nout))
     store_args = "".join(f", in{k}, d{k}" for k in others) + "".join(f", out{k}" for k in range(store.nout))
+    vector_copy = vector_copy and vector_copy_fits(spec)
     persistent = persistent and persistent_smem(spec, vector_copy) <= _PERSISTENT_SMEM_MAX
     cuda = render(
         "conv_epilogue/kernel.cu", name=name, kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw, ci_tile=spec.ci_tile,

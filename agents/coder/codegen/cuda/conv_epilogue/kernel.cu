@@ -265,11 +265,17 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
   constexpr int THREADS = 32 * {{name}}_WARPS;
   const int64_t units = tiles * N * ks_cdiv(Co, {{name}}_OCB);
   if ({{persistent}} && Cin <= {{name}}_CI && units <= INT32_MAX / 2) {  // u + the grid never overflows
-    static const bool sized = cudaFuncSetAttribute({{name}}_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   (int){{name}}_PERSISTENT_SMEM) == cudaSuccess;
-    if (sized) {
-      static const int per_sm = ks_blocks_per_sm({{name}}_persistent, THREADS, {{name}}_PERSISTENT_SMEM);
-      {{name}}_persistent<<<(unsigned)ks_grid(per_sm, units), THREADS, {{name}}_PERSISTENT_SMEM, stream>>>(
+    static bool opted_in[64] = {false};  // the attribute (and the occupancy) is per device
+    static int per_sm[64] = {0};
+    const int dev = ks_device_slot();
+    if (!opted_in[dev]) {
+      opted_in[dev] = cudaFuncSetAttribute({{name}}_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int){{name}}_PERSISTENT_SMEM) == cudaSuccess;
+      if (opted_in[dev]) per_sm[dev] = ks_blocks_per_sm({{name}}_persistent, THREADS, {{name}}_PERSISTENT_SMEM);
+      else (void)cudaGetLastError();  // not left pending for the binding's launch check: the tiles kernel runs
+    }
+    if (opted_in[dev]) {
+      {{name}}_persistent<<<(unsigned)ks_grid(per_sm[dev], units), THREADS, {{name}}_PERSISTENT_SMEM, stream>>>(
           x, w, {{kernel_args}} (int)Cin, (int)H, (int)W, (int)Co, (int)Ho, (int)Wo, (int)N, (int)units);
       return;
     }
