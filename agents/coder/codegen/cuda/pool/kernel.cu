@@ -531,8 +531,15 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
 #pragma unroll
         for (int j = 0; j < V; ++j) {
           float acc = accs[j];
-          // the division ks_pool_finish makes for these windows (divisor_override as float from int64)
-          if constexpr (KIND == 1) acc = acc / (g.divisor ? (float)g.divisor : (float)(KH * KW));
+          // the division ks_pool_finish makes for these windows (divisor_override as float from
+          // int64); by a power-of-two tap count as a multiplication by its reciprocal, which is
+          // exact: the same float as the IEEE division, without its ~10 instructions an output
+          // (level1/44's 8-tap average is issue-bound)
+          if constexpr (KIND == 1) {
+            constexpr int TAPS = KH * KW;
+            if (g.divisor == 0 && (TAPS & (TAPS - 1)) == 0) acc *= 1.f / TAPS;
+            else acc = acc / (g.divisor ? (float)g.divisor : (float)TAPS);
+          }
           const int64_t o = o0 + j;
           {{epi_loads}}
           {{name}}_epi({{epi_args}});
