@@ -354,3 +354,23 @@ def test_memory_bound_kernels_bandwidth_from_plan_bytes_and_profiled_kernel_time
     markdown = render_markdown(outcomes, summary, {}, "cmd")
     assert "| k 143% |" in markdown  # the kernels' fraction, marked as such
     assert "DRAM bandwidth of our memory-bound kernels" in markdown and "at >= 80%: 1" in markdown
+
+
+def test_the_summary_names_noisy_torch_compile_baselines_and_a_p10_geomean():
+    """torch.compile's p10-p90 spread: a geomean against its p10 (its faster runs) beside the
+    median-based one, and the problems whose p90 exceeds 1.15 x its p10 (level2/69 in the
+    2026-12-07 run: median 1.07 ms, p10 0.88)."""
+    steady = dataclasses.replace(outcome("a", "accepted", 2.0, 2.0), compiled_ms=2.0, candidate_ms=1.0,
+                                 compiled_spread_ms=[1.9, 2.1])
+    noisy = dataclasses.replace(outcome("b", "accepted", 2.0, 1.5), compiled_ms=1.5, candidate_ms=1.0,
+                                compiled_spread_ms=[1.0, 1.6])
+    untimed = outcome("c", "accepted", 2.0)  # no torch.compile time: in neither geomean
+    summary = summarise([steady, noisy, untimed])
+    assert math.isclose(summary["geomean_speedup_vs_compiled"], math.sqrt(2.0 * 1.5))
+    assert math.isclose(summary["geomean_speedup_vs_compiled_p10"], math.sqrt(1.9 * 1.0))
+    assert summary["compiled_p10_problems"] == 2 and summary["noisy_compiled"] == ["b"]
+    text = render_markdown([steady, noisy, untimed], summary, {"date": "d", "device": "H100"}, "cmd")
+    assert "against torch.compile's p10 instead of its median (its faster runs; 2 problems): 1.38" in text
+    assert "p90 over 1.15x its p10 on 1: b" in text
+    quiet = summarise([steady])
+    assert quiet["noisy_compiled"] == [] and "on 0" in render_markdown([steady], quiet, {}, "cmd")

@@ -8,6 +8,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from kernelstitch.bench.metrics import NOISY_SPREAD
 from kernelstitch.bench.outcome import ProblemOutcome
 from kernelstitch.core.precision import precision_mode
 
@@ -89,6 +90,18 @@ def _error(o: ProblemOutcome) -> str:
     return f"{ours}{fp32}" if ours != "-" or fp32 else "-"
 
 
+def _compiled_noise_lines(summary: dict[str, Any]) -> list[str]:
+    """The vs-torch.compile geomean against torch.compile's p10, and its noisy problems."""
+    if summary.get("geomean_speedup_vs_compiled_p10") is None:
+        return []
+    noisy = summary.get("noisy_compiled") or []
+    return [f"- the same against torch.compile's p10 instead of its median (its faster runs; "
+            f"{summary.get('compiled_p10_problems')} problems): "
+            f"{_fmt(summary['geomean_speedup_vs_compiled_p10'], '.2f')}; torch.compile's p90 over "
+            f"{NOISY_SPREAD:.2f}x its p10 on {len(noisy)}"
+            + (f": {', '.join(noisy)}" if noisy else "")]
+
+
 def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
                     env: dict[str, Any], command: str, precision: str | None = None) -> str:
     """`precision`: the run's setting (None: read from the outcomes, as a merge of runs does)."""
@@ -156,6 +169,7 @@ def render_markdown(outcomes: list[ProblemOutcome], summary: dict[str, Any],
          f"{_fmt(summary['geomean_speedup_vs_compiled'], '.2f')}"
          + (f" ({summary['without_compiled_time']} correct without a torch.compile time left out)"
             if summary.get("without_compiled_time") else "")),
+        *_compiled_noise_lines(summary),
         *([f"- geomean speedup vs fp32 eager ({precision}; correct only): "
            f"{_fmt(summary.get('geomean_speedup_vs_eager_fp32'), '.2f')}; largest error of a "
            f"delivered program from float64: {_fmt(summary.get('max_rel_error'), '.1e')} x RMS"]
