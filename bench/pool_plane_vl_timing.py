@@ -1,5 +1,5 @@
 """The contiguous-input (NCHW) pooling plane kernel's 16-byte loads on rows padded by a multiple
-of 4 (`vl`, the default since 2026-12-06) against the form it replaced (`main`: 16-byte loads on
+of 4 (`vl`, the default from 2026-12-06 to 2026-12-07) against the form it replaced (`main`: 16-byte loads on
 unpadded rows only), the finish of windows inside the input with a constant divisor (`inside`:
 the default since 2026-12-07; `vl` is `emit_pool(plane_inside=False)`) and PyTorch, on a GPU.
 
@@ -32,7 +32,7 @@ CASES = [
     ("max2d k3 s1 p1, relu(x + b)", "max", (16, 64, 400, 400), (3, 3), (1, 1), (1, 1), (1, 1), True),
     ("level3/13 avg2d k2 s2, relu(x + b)", "avg", (128, 32, 256, 256), (2, 2), (2, 2), (0, 0), (1, 1), True),
 ]
-# form -> emit_pool's keywords: vl (main's default), its predecessor (16-byte loads on unpadded
+# form -> emit_pool's keywords: vl (main's default until 2026-12-07), its predecessor (16-byte loads on unpadded
 # rows only) and the windows-inside-the-input finish (plane_inside, the default since 2026-12-07)
 FORMS = {"main": {"plane_vl_padded": False, "plane_inside": False}, "vl": {"plane_inside": False},
          "inside": {"plane_inside": True}}

@@ -8,7 +8,7 @@ cuDNN's store of the output, and the epilogue kernel's read and write of it.  Th
 reads the NCHW input once and stores the epilogue's result once, contiguous.  It computes in fp32
 FMAs, where cuDNN under PyTorch's defaults runs TF32 tensor cores: whether the saved passes pay
 for the slower arithmetic is the search's measurement, never an assumption.  Measured on an H100
-(2026-12-07, bench/results/2026-12-07-h100-s32): 27-29 TFLOP/s, 2.2x cuDNN's NCHW convolution +
+(2026-12-07, bench/results/2026-12-07-h100-s32): 27-29 TFLOP/s, 2.1-2.2x cuDNN's NCHW convolution +
 epilogue at level 2's 8-channel shapes; the search delivered it on level2/87, 69 and 65 and kept
 cuDNN on level2/82.
 

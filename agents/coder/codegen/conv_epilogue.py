@@ -1,5 +1,6 @@
 """Direct convolution + epilogue emitter (cuda/conv_epilogue/): a 2-D convolution of few input
-channels computed in fp32 FMAs, then in registers either an elementwise chain (one store of each
+channels computed in fp32 FMAs, then, from the accumulators read back from shared memory, either
+an elementwise chain (one store of each
 of its outputs) or a pooling whose windows tile the block (its prologue, the window's max or
 mean, its epilogue: one store a window).
 

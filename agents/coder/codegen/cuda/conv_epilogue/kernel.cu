@@ -12,7 +12,7 @@
 // column in registers: per (input channel, tap) two broadcast 16-byte weight loads and 8 input
 // loads feed 64 FMAs.  The epilogue's operands are read through the elementwise kernels'
 // descriptors (ks_load); those constant along an output plane (a conv bias, a per-channel scale)
-// once per thread and channel.  Stores leave along the output row, 32 consecutive values a warp.
+// found once by lanes 0-7, one channel each, and shuffled.  Stores leave along the output row, 32 consecutive values a warp.
 // Sums run over the input channels in order, then the taps row by row, in fp32 FMAs (PyTorch's
 // strict-fp32 cuDNN kernels sum in another order: rounding-level differences only).
 //
@@ -145,8 +145,8 @@ __device__ __forceinline__ void {{name}}_multiply(const {{name}}_Input& xs, cons
 
 // The epilogue and the stores of one tile, from the accumulators in shared memory (`at`): rolled
 // loops, so the chain's code is there once or twice.  Unrolled over the 64 register accumulators
-// it was half a MB of SASS and half the kernel's time was instruction-fetch stalls (ncu,
-// bench/results/2026-12-07-h100-s32).
+// it was half a MB of SASS, which held half the kernel's stall samples, 30% of all of them
+// instruction-fetch stalls (ncu, bench/results/2026-12-07-h100-s32).
 __device__ __forceinline__ void {{name}}_store(const {{name}}_Acc& at, const int warp, const int lane, const int64_t n,
                                                const int oc0, const int oh0, const int ow0, const int Co,
                                                const int Ho, const int Wo{{store_params}}) {

@@ -534,7 +534,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
           // the division ks_pool_finish makes for these windows (divisor_override as float from
           // int64); by a power-of-two tap count as a multiplication by its reciprocal, which is
           // exact: the same float as the IEEE division, without its ~10 instructions an output
-          // (level1/44's 8-tap average is issue-bound)
+          // (level1/44's 8-tap average is issue-bound; written 2026-12-07, not yet run on a GPU)
           if constexpr (KIND == 1) {
             constexpr int TAPS = KH * KW;
             if (g.divisor == 0 && (TAPS & (TAPS - 1)) == 0) acc *= 1.f / TAPS;
