@@ -181,8 +181,11 @@ def test_the_persistent_kernel_is_launched_only_where_3_blocks_fit_an_sm():
     assert launch.format("true") in emit_conv_epilogue(k3).cuda
     assert launch.format("false") in emit_conv_epilogue(k5).cuda
     assert launch.format("false") in emit_conv_epilogue(k3, persistent=False).cuda
-    # the shared-memory opt-in and the occupancy are per device (ks_device_slot), as in reduction/cols_launch.cu
-    assert "opted_in[dev] = cudaFuncSetAttribute(" in emit_conv_epilogue(k3).cuda
+    # the shared-memory opt-in and the occupancy are per device (ks_device_slot): the prelude's
+    # ks_smem_opt_in, which reduction/cols_launch.cu's launcher takes too
+    cuda = emit_conv_epilogue(k3).cuda
+    assert "ks_smem_opt_in(ks_c0_1_persistent, (int)ks_c0_1_PERSISTENT_SMEM, opted_in)" in cuda
+    assert "opted[dev] = cudaFuncSetAttribute(kernel," in cuda and "if (per_sm[dev] == 0)" in cuda
 
 
 @pytest.mark.nvcc

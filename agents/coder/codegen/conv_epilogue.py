@@ -45,25 +45,26 @@ def _pitch(spec: ConvEpilogueSpec, vector_copy: bool) -> int:
     return -(-iw // 4) * 4 if vector_copy else iw
 
 
+def _staged_floats(spec: ConvEpilogueSpec, pitch: int) -> tuple[int, int]:
+    """(weights, one input tile) in floats for the staged channels, input rows of `pitch` floats."""
+    (kh, kw), (sh, _) = spec.kernel, spec.stride
+    ih = (CONV_EPILOGUE_ROWS - 1) * sh + kh
+    return spec.ci_tile * kh * kw * (8 * CONV_EPILOGUE_WARPS + 4), spec.ci_tile * ih * pitch
+
+
 def vector_copy_fits(spec: ConvEpilogueSpec) -> bool:
     """Whether the 16-byte row copies can take `spec`: a padded row of at most 32 chunks, and the
     padded input tile and weights of its staged channels still within the block-a-tile kernel's
     static shared memory (its sizing, kernel_spec.conv_epilogue_staged_channels, counts unpadded
     rows)."""
-    (kh, kw), (sh, _) = spec.kernel, spec.stride
     pitch = _pitch(spec, True)
-    ih = (CONV_EPILOGUE_ROWS - 1) * sh + kh
-    staged = 4 * spec.ci_tile * (ih * pitch + kh * kw * (8 * CONV_EPILOGUE_WARPS + 4))
-    return pitch <= 128 and staged <= CONV_EPILOGUE_SMEM
+    return pitch <= 128 and 4 * sum(_staged_floats(spec, pitch)) <= CONV_EPILOGUE_SMEM
 
 
 def persistent_smem(spec: ConvEpilogueSpec, vector_copy: bool = False) -> int:
     """Bytes of shared memory the persistent kernel of `spec` takes."""
-    (kh, kw), (sh, _) = spec.kernel, spec.stride
-    ih = (CONV_EPILOGUE_ROWS - 1) * sh + kh
-    weights = spec.ci_tile * kh * kw * (8 * CONV_EPILOGUE_WARPS + 4)
-    return 4 * (weights + 2 * spec.ci_tile * ih * _pitch(spec, vector_copy)
-                + CONV_EPILOGUE_WARPS * 8 * CONV_EPILOGUE_ROWS * CONV_EPILOGUE_COLS)
+    weights, tile = _staged_floats(spec, _pitch(spec, vector_copy))
+    return 4 * (weights + 2 * tile + CONV_EPILOGUE_WARPS * 8 * CONV_EPILOGUE_ROWS * CONV_EPILOGUE_COLS)
 
 
 def emit_conv_epilogue(spec: ConvEpilogueSpec, persistent: bool = True, vector_copy: bool = False) -> KernelSource:

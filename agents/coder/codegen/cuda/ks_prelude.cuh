@@ -637,6 +637,20 @@ template <int N> __device__ __forceinline__ void ks_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// Dynamic shared memory past 48 KB for `kernel` on the current device, asked once a device
+// (`opted`: the call site's static table, the attribute being per device); whether it was
+// granted.  A refusal's error is not left pending for the binding's launch check: the caller
+// launches another way, or the launch that needed it fails with its own error.
+template <typename K>
+static inline bool ks_smem_opt_in(K kernel, int bytes, bool (&opted)[64]) {
+  const int dev = ks_device_slot();
+  if (!opted[dev]) {
+    opted[dev] = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess;
+    if (!opted[dev]) (void)cudaGetLastError();
+  }
+  return opted[dev];
+}
+
 // Resident blocks per SM for a kernel (launchers cache it in a static): grids are sized to fill
 // every SM exactly once with grid-stride loops, never more than the work needs.
 template <typename K>

@@ -143,14 +143,20 @@ __device__ __forceinline__ void {{name}}_multiply(const {{name}}_Input& xs, cons
   }
 }
 
-// The epilogue and the stores of one tile, from the accumulators in shared memory (`at`): rolled
-// loops, so the chain's code is there once or twice.  Unrolled over the 64 register accumulators
+// The epilogue and the stores of one tile: the register accumulators parked in this warp's
+// shared slice `at` (each thread writes and reads back only its own values), then rolled loops,
+// so the chain's code is there once or twice.  Unrolled over the 64 register accumulators
 // it was half a MB of SASS, which held half the kernel's stall samples, 30% of all of them
 // instruction-fetch stalls (ncu, bench/results/2026-12-07-h100-s32).
-__device__ __forceinline__ void {{name}}_store(const {{name}}_Acc& at, const int warp, const int lane, const int64_t n,
+__device__ __forceinline__ void {{name}}_store({{name}}_Acc& at, const float (&acc)[8][{{name}}_ROWS],
+                                               const int warp, const int lane, const int64_t n,
                                                const int oc0, const int oh0, const int ow0, const int Co,
                                                const int Ho, const int Wo{{store_params}}) {
   constexpr int ROWS = {{name}}_ROWS, COLS = {{name}}_COLS;
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < ROWS; ++j) at[i][j][lane] = acc[i][j];
 {{store}}
 }
 
@@ -173,11 +179,7 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_tiles(
   const int oh0 = (blockIdx.x / col_tiles) * ROWS, ow0 = (blockIdx.x % col_tiles) * COLS;
   const int oc0 = blockIdx.y * {{name}}_OCB;
   const int64_t n = blockIdx.z;
-  float acc[8][ROWS];
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-#pragma unroll
-    for (int j = 0; j < ROWS; ++j) acc[i][j] = 0.f;
+  float acc[8][ROWS] = {};
   for (int c0 = 0; c0 < Cin; c0 += CI) {
     if (c0 > 0) __syncthreads();  // the previous chunk's reads are done
     {{name}}_stage_input(sm.in.xs, x, n, c0, oh0 * {{sh}} - {{ph}}, ow0 * {{sw}} - {{pw}}, Cin, H, W);
@@ -186,12 +188,7 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_tiles(
     {{name}}_multiply(sm.in.xs, sm.in.ws, warp, lane, acc);
   }
   __syncthreads();  // every warp's reads of the tile are done: the accumulators take its place
-  {{name}}_Acc& at = sm.acc[warp];
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-#pragma unroll
-    for (int j = 0; j < ROWS; ++j) at[i][j][lane] = acc[i][j];
-  {{name}}_store(at, warp, lane, n, oc0, oh0, ow0, Co, Ho, Wo{{store_args}});
+  {{name}}_store(sm.acc[warp], acc, warp, lane, n, oc0, oh0, ow0, Co, Ho, Wo{{store_args}});
 }
 
 // Units (channel block, sample, tile), tiles fastest and channel blocks slowest, walked with a
@@ -218,14 +215,16 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
     oh0 = (int)(tile / (unsigned)col_tiles) * ROWS;
     ow0 = (int)(tile % (unsigned)col_tiles) * COLS;
   };
+  // unit v's input tile into xs[buf], asynchronously
+  auto prefetch = [&](int v, int buf) {
+    int64_t n; int oh0, ow0, oc0;
+    place(v, n, oh0, ow0, oc0);
+    {{name}}_copy_input(xs[buf], x, n, oh0 * {{sh}} - {{ph}}, ow0 * {{sw}} - {{pw}}, Cin, H, W);
+  };
   int u = blockIdx.x;
   if (u >= units) return;
-  {
-    int64_t n; int oh0, ow0, oc0;
-    place(u, n, oh0, ow0, oc0);
-    {{name}}_copy_input(xs[0], x, n, oh0 * {{sh}} - {{ph}}, ow0 * {{sw}} - {{pw}}, Cin, H, W);
-    ks_cp_async_commit();
-  }
+  prefetch(u, 0);
+  ks_cp_async_commit();
   int staged_oc0 = -1;
   for (int buf = 0; u < units; u += (int)gridDim.x, buf ^= 1) {
     int64_t n; int oh0, ow0, oc0;
@@ -235,27 +234,14 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
       {{name}}_stage_weights(ws, w, oc0, 0, Cin, Co);
       staged_oc0 = oc0;
     }
-    if (units - u > (int)gridDim.x) {  // no overflow past units
-      int64_t nn; int noh0, now0, noc0;
-      place(u + (int)gridDim.x, nn, noh0, now0, noc0);
-      {{name}}_copy_input(xs[buf ^ 1], x, nn, noh0 * {{sh}} - {{ph}}, now0 * {{sw}} - {{pw}}, Cin, H, W);
-    }
+    if (units - u > (int)gridDim.x) prefetch(u + (int)gridDim.x, buf ^ 1);  // no overflow past units
     ks_cp_async_commit();  // possibly empty: the wait below always leaves one group in flight
     ks_cp_async_wait<1>();  // this unit's copies (this thread's) have landed
     __syncthreads();        // ... and every thread's, and the weights
-    float acc[8][ROWS];
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int j = 0; j < ROWS; ++j) acc[i][j] = 0.f;
+    float acc[8][ROWS] = {};
     {{name}}_multiply(xs[buf], ws, warp, lane, acc);
     __syncthreads();  // every warp's reads of xs[buf] and the weights are done
-    {{name}}_Acc& at = accs[warp];
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int j = 0; j < ROWS; ++j) at[i][j][lane] = acc[i][j];
-    {{name}}_store(at, warp, lane, n, oc0, oh0, ow0, Co, Ho, Wo{{store_args}});
+    {{name}}_store(accs[warp], acc, warp, lane, n, oc0, oh0, ow0, Co, Ho, Wo{{store_args}});
   }
 }
 
@@ -265,16 +251,11 @@ __global__ void __launch_bounds__(32 * {{name}}_WARPS, 3) {{name}}_persistent(
   constexpr int THREADS = 32 * {{name}}_WARPS;
   const int64_t units = tiles * N * ks_cdiv(Co, {{name}}_OCB);
   if ({{persistent}} && Cin <= {{name}}_CI && units <= INT32_MAX / 2) {  // u + the grid never overflows
-    static bool opted_in[64] = {false};  // the attribute (and the occupancy) is per device
-    static int per_sm[64] = {0};
-    const int dev = ks_device_slot();
-    if (!opted_in[dev]) {
-      opted_in[dev] = cudaFuncSetAttribute({{name}}_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int){{name}}_PERSISTENT_SMEM) == cudaSuccess;
-      if (opted_in[dev]) per_sm[dev] = ks_blocks_per_sm({{name}}_persistent, THREADS, {{name}}_PERSISTENT_SMEM);
-      else (void)cudaGetLastError();  // not left pending for the binding's launch check: the tiles kernel runs
-    }
-    if (opted_in[dev]) {
+    static bool opted_in[64] = {false};
+    static int per_sm[64] = {0};  // the occupancy, per device as the opt-in
+    if (ks_smem_opt_in({{name}}_persistent, (int){{name}}_PERSISTENT_SMEM, opted_in)) {  // else the tiles kernel
+      const int dev = ks_device_slot();
+      if (per_sm[dev] == 0) per_sm[dev] = ks_blocks_per_sm({{name}}_persistent, THREADS, {{name}}_PERSISTENT_SMEM);
       {{name}}_persistent<<<(unsigned)ks_grid(per_sm[dev], units), THREADS, {{name}}_PERSISTENT_SMEM, stream>>>(
           x, w, {{kernel_args}} (int)Cin, (int)H, (int)W, (int)Co, (int)Ho, (int)Wo, (int)N, (int)units);
       return;

@@ -1,14 +1,8 @@
   if (plan.path == KS_PATH_COLS) {
     const size_t smem = (size_t)R * plan.threads_x * sizeof(float);
-    static bool opted_in[64] = {false};  // the attribute is per device
-    const int dev = ks_device_slot();
-    if (!opted_in[dev]) {
-      opted_in[dev] = cudaFuncSetAttribute({{name}}_cols, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           ks_smem_optin() - KS_COLS_STATIC_SMEM) == cudaSuccess;
-      // Not left pending for the binding's launch check: a tile that needed the opt-in fails
-      // its own launch, with that error.
-      if (!opted_in[dev]) (void)cudaGetLastError();
-    }
+    static bool opted_in[64] = {false};
+    // refused: a tile that needed the opt-in fails its own launch, with that error
+    ks_smem_opt_in({{name}}_cols, ks_smem_optin() - KS_COLS_STATIC_SMEM, opted_in);
     const int threads = plan.threads_x * plan.threads_y;
     const int per_sm = ks_blocks_per_sm({{name}}_cols, threads, smem);  // R sets it: not cached
     const int64_t blocks = ks_grid(per_sm, outer * ks_cdiv(inner, plan.threads_x));
