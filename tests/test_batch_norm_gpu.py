@@ -233,3 +233,30 @@ def test_pytorch_batch_norm_variant_matches_and_updates_the_running_statistics(t
     program = write_candidate(code_builtin(variant.plan, path, tmp_path / "bn_pt" / "model_new.py"),
                               tmp_path / "bn_pt")
     _matches_and_updates_running_statistics(path, program, cuda_graph)
+
+
+def _group_stats_reference(v: "torch.Tensor", groups: int, eps: float) -> "torch.Tensor":
+    var, mean = torch.var_mean(v.reshape(v.shape[0] * groups, -1).double(), 1, correction=0)
+    return torch.stack((mean, torch.rsqrt(var + eps))).float()
+
+
+@pytest.mark.parametrize("shape", [(3, 8, 9, 7), (128, 64, 12, 13), (2, 12, 5, 6, 7), (5, 8), (2, 8, 1, 1)], ids=str)
+def test_group_statistics_read_nchw_and_channels_last_sources_as_they_lie(ext, shape):
+    """group_norm's statistics (BatchStatsSpec.groups, the gn-stats variant's kernel) per
+    (sample, group) with a conv bias in the prologue: channels-last sources take per-sample parts
+    merged per group, NCHW ones a group as a row (the bias picked per value), strided views a
+    copy; torch's group statistics every time."""
+    torch.manual_seed(shape[0] * 7 + len(shape))
+    x = torch.randn(*shape, device="cuda") * 3 + 1
+    b = torch.randn(shape[1], *([1] * (len(shape) - 2)), device="cuda")
+    layouts = [("contiguous", x)] + ([("strided", x[..., ::2])] if len(shape) > 2 and shape[-1] > 1 else [])
+    if len(shape) in (4, 5):
+        fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+        layouts.append(("channels_last", x.contiguous(memory_format=fmt)))
+    for label, view in layouts:
+        want = _group_stats_reference(view + b, 4, 1e-5)
+        got = ext.bstats_groups(view, b)
+        assert got.shape == want.shape, label
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4, msg=label)
+        bare = ext.bstats_groups_bare(view)
+        torch.testing.assert_close(bare, _group_stats_reference(view, 2, 1e-5), atol=1e-4, rtol=1e-4, msg=label)

@@ -372,6 +372,10 @@ def batch_stats_specs() -> list[BatchStatsSpec]:
                        (E("add", ("x", "b"), "t"), E("mul", ("t", "y"), "u"), E("relu", ("u",), "w")), "w",
                        ("b",), "rm", "rv"),
         BatchStatsSpec("bstats_half", (TensorArg("x", "float16"),), 1e-3, 0.0),
+        # group_norm's statistics (a conv bias in the prologue: per thread on channels-last rows,
+        # per value on an NCHW group's row) and a bare grouped one (the NCHW 16-byte form)
+        BatchStatsSpec("bstats_groups", (x, b), 1e-5, 0.0, (E("add", ("x", "b"), "t"),), "t", ("b",), groups=4),
+        BatchStatsSpec("bstats_groups_bare", (x,), 1e-5, 0.0, groups=2),
     ]
 
 

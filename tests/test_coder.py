@@ -750,6 +750,8 @@ def interpret(spec: dict):
         if spec["type"] == "batch_stats":  # [2, C]: means, 1 / sqrt(biased variance + eps)
             _run_ops(spec["prologue"], env)
             x = env[spec["prologue_out"] or spec["inputs"][0]["name"]]
+            if spec.get("groups"):  # [2, N * groups]: per (sample, group of channels)
+                x = x.reshape(1, x.shape[0] * spec["groups"], -1)
             dims = [0] + list(range(2, x.dim()))
             var, mean = torch.var_mean(x, dims, correction=0)
             return torch.stack((mean, torch.rsqrt(var + spec["eps"])))

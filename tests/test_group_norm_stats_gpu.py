@@ -1,6 +1,6 @@
 """The gn-stats variant's programs on a GPU (tests/test_group_norm_stats.py's modules): built,
-then verified end to end like any candidate (the batch_norm statistics kernel over the groups'
-view, the normalization in the reduction's prologue)."""
+then verified end to end like any candidate (the statistics kernel's group form reading the conv
+output as it lies, the normalization in the reduction's prologue)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_the_gn_stats_variant_is_accepted_by_the_verifier(name, tmp_path):
 
     path = _write(tmp_path, name)
     variants = {v.name: v for v in propose_variants(capture(path), None)}
-    variant = variants.get("gn-stats") or variants["gn-stats-nchw"]
+    variant = variants["gn-stats"]
     out = tmp_path / "out"
     candidate = Path(write_candidate(code_builtin(variant.plan, path, out / "model_new.py"), out))
     verdict = verify(path, candidate, options=QUICK, origin=CandidateOrigin.BUILTIN)

@@ -338,7 +338,11 @@ class BatchStatsSpec:
     `channel_inputs` are prologue inputs constant over all dims but the channel (a conv bias),
     read once per thread.  When `running_mean` / `running_var` name inputs, the kernel updates
     them in place as torch does (`(1 - momentum) * old + momentum * new`, the variance unbiased).
-    Normalising with the statistics is elementwise work for the kernels that follow."""
+    Normalising with the statistics is elementwise work for the kernels that follow.
+
+    `groups` > 0: group_norm's statistics instead, per (sample n, group of C / groups channels)
+    over the group's channels and every dim past 1, stored [2, N * groups] (row n * groups + g);
+    no running statistics.  The kernel reads NCHW and channels-last inputs as they lie."""
 
     name: str
     inputs: tuple[TensorArg, ...]
@@ -349,6 +353,7 @@ class BatchStatsSpec:
     channel_inputs: tuple[str, ...] = ()
     running_mean: str | None = None
     running_var: str | None = None
+    groups: int = 0
 
 
 # The merge kernel's parameter block holds this many parts (a DenseNet201 block concatenates 33).
@@ -665,7 +670,7 @@ def spec_to_json(spec: Spec) -> dict[str, Any]:
                 "eps": spec.eps, "momentum": spec.momentum,
                 "prologue": [_op(o) for o in spec.prologue], "prologue_out": spec.prologue_out,
                 "channel_inputs": list(spec.channel_inputs), "running_mean": spec.running_mean,
-                "running_var": spec.running_var}
+                "running_var": spec.running_var, **({"groups": spec.groups} if spec.groups else {})}
     if isinstance(spec, BatchStatsMergeSpec):
         return {"type": "batch_stats_merge", "name": spec.name, "inputs": [_arg(t) for t in spec.inputs],
                 "parts": spec.parts, "eps": spec.eps, "momentum": spec.momentum,
@@ -789,7 +794,8 @@ def spec_from_json(data: dict[str, Any]) -> Spec:
             prologue=tuple(_op_from(o) for o in data.get("prologue", [])),
             prologue_out=data.get("prologue_out", ""),
             channel_inputs=tuple(data.get("channel_inputs", [])),
-            running_mean=data.get("running_mean"), running_var=data.get("running_var"))
+            running_mean=data.get("running_mean"), running_var=data.get("running_var"),
+            groups=int(data.get("groups", 0)))
     if kind == "batch_stats_merge":
         return BatchStatsMergeSpec(
             name=data["name"], inputs=tuple(_arg_from(t) for t in data["inputs"]), parts=int(data["parts"]),

@@ -494,10 +494,14 @@ class _StepBuilder:
             eps=float(anchor.kwargs["eps"]), momentum=float(anchor.kwargs["momentum"]),
             prologue=tuple(self.ops(g.prologue)), prologue_out=anchor.args[0].node if g.prologue else "",
             channel_inputs=tuple(i for i in pro_inputs[1:] if per_channel(i)),
-            running_mean=running[0] if running else None, running_var=running[1] if running else None)
+            running_mean=running[0] if running else None, running_var=running[1] if running else None,
+            groups=int(anchor.kwargs.get("groups", 0)))
+        what = (f"group_norm statistics per (sample, group of {src.shape[1] // spec.groups} channels)"
+                if spec.groups and isinstance(src.shape[1], int) else
+                "batch_norm statistics per channel (training mode"
+                f"{'; updates the running statistics' if running else ''})")
         return self.fused_step(
-            g, sid, spec, "batch_norm statistics per channel (training mode"
-                          f"{'; updates the running statistics' if running else ''}){self.fused_parts(g)}",
+            g, sid, spec, f"{what}{self.fused_parts(g)}",
             sum(_nbytes(self.node(i).meta) for i in inputs) + _nbytes(anchor.meta),
             src.numel * (elementwise_flops(list(spec.prologue)) + 4), inputs)
 

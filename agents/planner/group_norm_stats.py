@@ -5,9 +5,9 @@ mean.  The group_norm kernel writes its normalized tensor and the reduction afte
 back; here the statistics are one pass over the input and the normalization becomes the
 reduction's prologue, so the normalized tensor is never stored.
 
-The statistics are batch_norm's kernel over the input seen as [1, N * G, C / G * spatial] (the
-groups as channels: mean and 1 / sqrt(biased variance + eps) of each, which is group_norm's
-definition); the [2, N * G] result is spread to [N, C, 1, ...] per-channel operands (a copy of
+The statistics are batch_norm's kernel in its group form (BatchStatsSpec.groups: mean and
+1 / sqrt(biased variance + eps) of each (sample, group), group_norm's definition, reading NCHW or
+channels-last input as it lies); the [2, N * G] result is spread to [N, C, 1, ...] per-channel operands (a copy of
 N x C values), and `(x - mean) * rstd * weight + bias` is elementwise.  A plan variant
 (`gn-stats`): the group_norm kernel family stays the default, the search measures both.
 """
@@ -94,10 +94,6 @@ def _stats_nodes(graph: Graph, node: Node) -> list[Node] | None:
     common = synthetic_fields(node)
     n, ex_n, spatial = meta.shape[0], meta.example_shape[0], meta.rank - 2
     per_group = channels // groups
-    length = _product((per_group, *meta.shape[2:]))
-    ex_length = per_group
-    for s in meta.example_shape[2:]:
-        ex_length *= s
     rows, ex_rows = _product((n, groups)), ex_n * groups
     new: list[Node] = []
 
@@ -107,15 +103,10 @@ def _stats_nodes(graph: Graph, node: Node) -> list[Node] | None:
                         **common))
         return NodeRef(new[-1].name)
 
-    # x as [1, N * G, C / G * spatial]: views of a contiguous tensor (flatten copies otherwise)
-    flat = op("flat", "aten.flatten.using_ints", (x, 1, -1), (n, _product(meta.shape[1:])),
-              (ex_n, channels * ex_length // per_group))
-    split = op("groups", "aten.unflatten.int", (flat, 1, [groups, -1]), (n, groups, length),
-               (ex_n, groups, ex_length))
-    rowed = op("rows", "aten.flatten.using_ints", (split, 0, 1), (rows, length), (ex_rows, ex_length))
-    seen = op("as_channels", "aten.unsqueeze.default", (rowed, 0), (1, rows, length), (1, ex_rows, ex_length))
-    stats = op("stats", BATCH_STATS_OP, (seen, None, None), (2, rows), (2, ex_rows),
-               {"eps": float(eps), "momentum": 0.0})
+    # the statistics kernel reads x as it lies (NCHW: a group is one contiguous row; channels-last:
+    # per-sample parts of each channel merged per group), so the conv before it may stay NHWC
+    stats = op("stats", BATCH_STATS_OP, (x, None, None), (2, rows), (2, ex_rows),
+               {"eps": float(eps), "momentum": 0.0, "groups": groups})
     vec_shape, vec_example = (n, channels) + (1,) * spatial, (ex_n, channels) + (1,) * spatial
 
     def per_channel(row: int, label: str) -> NodeRef:  # [N * G] -> [N, C, 1, ...]

@@ -760,7 +760,7 @@ def _batch_stats_of_cat(graph: Graph):
     variance over the batch and spatial dims are that channel's.  Only where a concatenated
     tensor is shared by two such statistics (else the parts cost what the cat did, in more
     launches)."""
-    candidates = {n.name: parts for n in graph.nodes if n.op == BATCH_STATS_OP
+    candidates = {n.name: parts for n in graph.nodes if n.op == BATCH_STATS_OP and not n.kwargs.get("groups")
                   for parts in [_concatenated_parts(graph, n)] if parts}
     counts: dict[tuple[str, float], int] = {}  # (tensor, eps): statistics of one eps are shared
     for name, parts in candidates.items():
@@ -777,7 +777,7 @@ def _batch_stats_of_cat(graph: Graph):
             continue
         parts = candidates.get(node.name)
         if not parts:
-            if isinstance(node.args[0], NodeRef):
+            if isinstance(node.args[0], NodeRef) and not node.kwargs.get("groups"):  # per channel only
                 moments.setdefault((node.args[0].node, float(node.kwargs["eps"])), node.name)
             continue
         eps = float(node.kwargs["eps"])

@@ -88,10 +88,8 @@ def propose_variants(graph: Graph, limit: int | None = 4,
                          "the reduction after it (the normalized tensor never stored) instead of the "
                          "group_norm kernel", plan_builtin(graph, group_norm_stats=True))
         if _signature(gn.plan) != _signature(base.plan):
-            # the statistics read the input through views of its NCHW memory: a channels-last
-            # convolution's output would be copied back first, a pass the variant exists to save
-            if gn.plan.host.channels_last:
-                gn = _with_channels_last(gn, False)
+            # the statistics read a channels-last convolution's output as it lies (BatchStatsSpec.
+            # groups), so the variant keeps the default's layout
             others.append(gn)
     split = _with_split_tf32(base)
     if split is not None:

@@ -60,12 +60,21 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
                     "float* running_mean, float* running_var, const KsBnGeom& g, int rows, int flat, int v4, float eps, "
                     "float momentum, cudaStream_t stream)")
     per_sm_sig = f"int {name}_per_sm(int rows, int flat, int v4)"
+    if spec.groups < 0 or (spec.groups and running):
+        raise ValueError(f"{name}: group statistics ({spec.groups} groups) take no running statistics")
     # the NCHW 16-byte form (kernel.cu's V4): float32 values, no operand read per value but them
-    v4 = int(taps == [0] and spec.inputs[0].dtype == "float32")
+    # (group statistics of an NCHW source read a group as one row: its channel operands vary
+    # along it, loaded per value)
+    v4 = int(taps == [0] and spec.inputs[0].dtype == "float32" and not (spec.groups and channel))
     cuda = render(
         "batch_stats/kernel.cu", name=name, pro_fn=pro.source, params=params, kernel_args=kernel_args,
-        per_sm_sig=per_sm_sig, taps_need_index="true" if any(k != 0 for k in taps) else "false",
-        channel_loads=" ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, c * g.S));" for k in channel),
+        per_sm_sig=per_sm_sig,
+        channel_loads=" ".join(_channel_load(spec, k) for k in channel),
+        # group statistics of an NCHW source: a thread's row is a group, so its channel operands
+        # vary along it (the logical index li picks the channel); channels-last rows keep a channel
+        group_plane_loads=" ".join(f"const float a{k} = ROWS ? ch{k} : ks_ld(p{k} + ks_offset(d{k}, li));"
+                                   for k in channel) if spec.groups else "",
+        taps_need_index="true" if any(k != 0 for k in taps) or (spec.groups and channel) else "false",
         tap_loads=" ".join(f"const float a{k} = ks_ld(p{k} + ks_offset(d{k}, li));" for k in taps if k != 0),
         pro_args=", ".join(f"a{k}" for k in operands), launcher_sig=launcher_sig, v4=v4)
     n = len(operands)
@@ -79,7 +88,7 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
         ptrs=", ".join(f"&in_{k}" for k in operands), shapes=", ".join("xs" for _ in operands),
         in_ptrs="".join(f", in_{k}.data_ptr()" for k in operands[1:]),
         running_ptrs=f"{rm}.data_ptr<float>(), {rv}.data_ptr<float>()" if rm else "nullptr, nullptr", v4=v4,
-        eps=c_float(spec.eps), momentum=c_float(spec.momentum))
+        eps=c_float(spec.eps), momentum=c_float(spec.momentum), groups=spec.groups)
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";\n" + per_sm_sig + ";",
         python_args=tuple(names),
@@ -89,6 +98,13 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
             "blocks along a channel's contiguous values (NCHW) or across 32 channels (channel stride 1)",
         ),
     )
+
+
+def _channel_load(spec: BatchStatsSpec, k: int) -> str:
+    """Channel operand k loaded once a thread: the prologue's own a{k}, or for group statistics
+    ch{k}, which only channels-last rows use (kernel.cu's group_plane_loads pick a{k} per value)."""
+    load = f"ks_ld(p{k} + ks_offset(d{k}, c * g.S))"
+    return f"const float ch{k} = ROWS ? {load} : 0.f;" if spec.groups else f"const float a{k} = {load};"
 
 
 def _running_checks(name: str, rm: str | None, rv: str | None, channels: str) -> str:

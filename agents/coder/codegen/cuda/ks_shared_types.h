@@ -143,6 +143,10 @@ struct KsBnGeom {
   int64_t sN, sC, sS;  // the source's strides along n, c and the collapsed spatial dims
   int64_t parts, per_part;
   KsFastDiv fS;  // e / S for every e < M when M fits 32 bits; m == 0: divide (ks_div)
+  // group_norm statistics of a channels-last source (G > 0): a part never crosses a sample
+  // (pps parts a sample, part y of sample y / pps), and the finalize merges a group's cg
+  // channels x pps parts into statistics per (n, group).  G == 0: per channel.
+  int64_t G, cg, pps;
 };
 
 // The current device's index into the per-device caches below (64 slots).

@@ -13,7 +13,8 @@ at::Tensor {{name}}({{cparams}}) {
   for (int64_t k = 2; k < rank; ++k) g.S *= in_0.size(k);
   g.M = g.N * g.S;
   if (g.M <= (int64_t)0xffffffffLL) g.fS = ks_fastdiv_make(g.S);
-  TORCH_CHECK(g.M != 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
+  const int64_t groups = {{groups}};  // > 0: group_norm statistics per (n, group), [2, N * groups]
+  TORCH_CHECK(groups > 0 || g.M != 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
               ks_str(in_0.sizes()));
   {{running_checks}}
   // The spatial dims must collapse into one stride (contiguous or channels-last do; dims of size 1
@@ -37,12 +38,34 @@ at::Tensor {{name}}({{cparams}}) {
   g.sN = x.stride(0);
   g.sC = x.stride(1);
   if (g.S == 1) g.sS = g.sN;  // one value a sample: e = n
-  const int rows = g.C > 1 && g.sC == 1 ? 1 : 0;  // [N, C] or channels-last: threads along C
+  int rows = g.C > 1 && g.sC == 1 ? 1 : 0;  // [N, C] or channels-last: threads along C
+  if (groups > 0) {  // group_norm statistics: [2, N * groups]
+    TORCH_CHECK(g.C % groups == 0, "{{name}}: ", ks_str(g.C), " channels in ", ks_str(groups), " groups");
+    TORCH_CHECK(g.C / groups * g.S > 1, "{{name}}: group_norm statistics need more than 1 value a group, got input sizes ",
+                ks_str(in_0.sizes()));
+    if (rows && g.S > 1 && g.sS == g.C && g.sN == g.S * g.C) {  // channels-last: per-sample parts, merged per group
+      g.G = groups;
+      g.cg = g.C / groups;
+    } else {  // each (n, group) one contiguous row: the [1, N * groups, C / groups * S] view, a channel a group
+      if (!x.is_contiguous()) x = x.contiguous();
+      rows = 0;
+      g.C = g.N * groups;
+      g.S = g.S * (in_0.size(1) / groups);
+      g.N = 1;
+      g.sS = 1;
+      g.sC = g.S;
+      g.sN = g.C * g.S;
+      g.M = g.S;
+      g.fS = KsFastDiv{};
+      if (g.M <= (int64_t)0xffffffffLL) g.fS = ks_fastdiv_make(g.S);
+    }
+  }
   const int flat = rows && g.sN == g.S * g.sS ? 1 : 0;  // value e at e * sS (no division)
   const c10::cuda::CUDAGuard guard(device);
   // An empty batch or no channels: nothing to compute or update (and no partition to size: the
   // divisions below by the channel blocks and the part length would trap on the host).
-  if (g.M == 0 || g.C == 0) return at::zeros({2, g.C}, in_0.options().dtype(at::kFloat));
+  const int64_t outs = g.G ? g.N * g.G : g.C;  // statistics: per channel or (n, group)
+  if (g.M == 0 || g.C == 0) return at::zeros({2, outs}, in_0.options().dtype(at::kFloat));
   const int64_t channel_blocks = rows ? ks_cdiv(g.C, 32) : g.C;
   const int64_t min_part = rows ? 8 * 16 : 256 * 8;  // >= 16 values per thread
   // NCHW with each plane's values dense and 16-byte aligned: 16-byte loads (parts of whole float4s)
@@ -54,10 +77,21 @@ at::Tensor {{name}}({{cparams}}) {
   if (parts > ks_cdiv(g.M, min_part)) parts = ks_cdiv(g.M, min_part);
   if (parts > 4096) parts = 4096;  // the finalize's warps of a channel merge them all
   if (parts < 1) parts = 1;
-  g.per_part = ks_cdiv(g.M, parts);
-  if (v4) g.per_part = ks_cdiv(g.per_part, 4) * 4;  // M % 4 == 0 (S % 4 == 0): every part whole float4s
-  g.parts = ks_cdiv(g.M, g.per_part);
-  at::Tensor stats = at::empty({2, g.C}, in_0.options().dtype(at::kFloat));
+  if (g.G) {  // whole samples: pps parts each, none crossing into the next
+    g.pps = ks_cdiv(parts, g.N);
+    if (g.pps > ks_cdiv(g.S, min_part)) g.pps = ks_cdiv(g.S, min_part);
+    if (g.pps * g.cg > 4096) g.pps = 4096 / g.cg > 0 ? 4096 / g.cg : 1;  // a group's states, one finalize block
+    if (g.pps < 1) g.pps = 1;
+    g.per_part = ks_cdiv(g.S, g.pps);
+    g.pps = ks_cdiv(g.S, g.per_part);
+    g.parts = g.N * g.pps;
+    TORCH_CHECK(g.parts <= 65535, "{{name}}: ", ks_str(g.N), " samples exceed the launch grid");
+  } else {
+    g.per_part = ks_cdiv(g.M, parts);
+    if (v4) g.per_part = ks_cdiv(g.per_part, 4) * 4;  // M % 4 == 0 (S % 4 == 0): every part whole float4s
+    g.parts = ks_cdiv(g.M, g.per_part);
+  }
+  at::Tensor stats = at::empty({2, outs}, in_0.options().dtype(at::kFloat));
   at::Tensor ws = at::empty({g.C * g.parts * 3}, in_0.options().dtype(at::kFloat));
   KsOperand descs[{{n}}];
   const c10::IntArrayRef xs = in_0.sizes();

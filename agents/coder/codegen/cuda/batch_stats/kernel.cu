@@ -22,8 +22,10 @@ template <bool ROWS, bool FLAT, bool V4>
 __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __restrict__ ws, const KsBnGeom g) {
   __shared__ float sm[3][256];
   const int t = threadIdx.x;
-  const int64_t e0 = (int64_t)blockIdx.y * g.per_part;
-  const int64_t e1 = e0 + g.per_part < g.M ? e0 + g.per_part : g.M;
+  // G > 0 (group statistics of a channels-last source): part y covers part y % pps of sample y / pps
+  const int64_t y = blockIdx.y, sample_end = g.G ? (y / g.pps + 1) * g.S : g.M;
+  const int64_t e0 = g.G ? (y / g.pps) * g.S + (y % g.pps) * g.per_part : y * g.per_part;
+  const int64_t e1 = e0 + g.per_part < sample_end ? e0 + g.per_part : sample_end;
   const int64_t c = ROWS ? (int64_t)blockIdx.x * 32 + (t & 31) : (int64_t)blockIdx.x;
   const int64_t first = ROWS ? e0 + (t >> 5) : e0 + t, step = ROWS ? 8 : 256;
   KsStateWelford st = KsStateWelford::init();
@@ -66,6 +68,7 @@ __global__ void __launch_bounds__(256) {{name}}_partial({{params}}, float* __res
       (void)li;
       const float a0 = FLAT ? ks_ld(p0 + e * g.sS + c * g.sC) : ks_ld(p0 + n * g.sN + c * g.sC + s * g.sS);
       {{tap_loads}}
+      {{group_plane_loads}}
       float v;
       {{name}}_pro({{pro_args}}, v);
       return v;
@@ -102,11 +105,16 @@ __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, w = warp & ((1 << wlog) - 1);
   const int64_t c = (int64_t)blockIdx.x * (8 >> wlog) + (warp >> wlog);
   KsStateWelford st = KsStateWelford::init();
-  if (c < g.C) {  // (a warp past C still takes part in the block's barrier below, with no state)
-    const float* __restrict__ part = ws + c * g.parts * 3;
+  // the statistics' count: channels, or (G > 0) the N * G groups, each merging its cg channels'
+  // states of its sample's pps parts
+  const int64_t outs = g.G ? g.N * g.G : g.C, states = g.G ? g.cg * g.pps : g.parts;
+  if (c < outs) {  // (a warp past them still takes part in the block's barrier below, with no state)
+    const int64_t n = g.G ? c / g.G : 0, first = g.G ? (c - n * g.G) * g.cg : c;
 #pragma unroll 2
-    for (int64_t p = (int64_t)w * 32 + lane; p < g.parts; p += (int64_t)32 << wlog)
-      st.merge(KsStateWelford::load(part + p * 3));
+    for (int64_t p = (int64_t)w * 32 + lane; p < states; p += (int64_t)32 << wlog) {
+      const int64_t ch = g.G ? first + p / g.pps : c, part = g.G ? n * g.pps + p % g.pps : p;
+      st.merge(KsStateWelford::load(ws + (ch * g.parts + part) * 3));
+    }
   }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) {
@@ -122,10 +130,10 @@ __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict
   } else if (lane != 0) {
     return;
   }
-  if (c >= g.C) return;
-  const float var = st.m2 / st.n;  // n = M >= 2 (the binding checks)
+  if (c >= outs) return;
+  const float var = st.m2 / st.n;  // n >= 2 values (the binding checks)
   stats[c] = st.mean;
-  stats[g.C + c] = rsqrtf(var + eps);
+  stats[outs + c] = rsqrtf(var + eps);
   if (running_mean) running_mean[c] = (1.f - momentum) * running_mean[c] + momentum * st.mean;
   if (running_var) running_var[c] = (1.f - momentum) * running_var[c] + momentum * (st.m2 / (st.n - 1.f));
 }
@@ -152,7 +160,8 @@ __global__ void __launch_bounds__(256) {{name}}_finalize(const float* __restrict
 #endif
   else {{name}}_partial<false, false, false><<<grid, 256, 0, stream>>>({{kernel_args}}, ws, g);
   (void)v4;
-  const int wlog = g.parts <= 64 ? 0 : g.parts <= 128 ? 1 : g.parts <= 256 ? 2 : 3;  // warps a channel: 2^wlog
-  {{name}}_finalize<<<(unsigned)ks_cdiv(g.C, 8 >> wlog), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps,
-                                                                            momentum, wlog);
+  const int64_t states = g.G ? g.cg * g.pps : g.parts, outs = g.G ? g.N * g.G : g.C;
+  const int wlog = states <= 64 ? 0 : states <= 128 ? 1 : states <= 256 ? 2 : 3;  // warps a statistic: 2^wlog
+  {{name}}_finalize<<<(unsigned)ks_cdiv(outs, 8 >> wlog), 256, 0, stream>>>(ws, stats, running_mean, running_var, g, eps,
+                                                                           momentum, wlog);
 }
