@@ -235,7 +235,7 @@ def test_pytorch_batch_norm_variant_matches_and_updates_the_running_statistics(t
     _matches_and_updates_running_statistics(path, program, cuda_graph)
 
 
-def _group_stats_reference(v: "torch.Tensor", groups: int, eps: float) -> "torch.Tensor":
+def _group_stats_reference(v: torch.Tensor, groups: int, eps: float) -> torch.Tensor:
     var, mean = torch.var_mean(v.reshape(v.shape[0] * groups, -1).double(), 1, correction=0)
     return torch.stack((mean, torch.rsqrt(var + eps))).float()
 
