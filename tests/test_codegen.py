@@ -1101,6 +1101,51 @@ int main() {
 
 @pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
                     reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
+def test_strided_row_operands_read_a_base_a_row_plus_the_column(tmp_path):
+    """ks_strided_rows (ks_operand_read.h: general strides the row kernels read as a base a row
+    plus col, or the base alone) against the general-strides offset: for every [outer, R] view and
+    strided operand [A, B, L] (strides (sa, sb, sl)) it accepts, every value of every row sits at
+    the row's first value's offset plus col (sl == 1) or at it (sl == 0).  Cases: the per-(sample,
+    channel) operand of a channels-last row view ((C, 0, 1): accepted), a broadcast row, a last
+    dim not a row (L != R) or strided (sl == 2): rejected."""
+    accepted, rejected, bad = _operand_read_program(tmp_path, r"""
+#include <cstdio>
+#include <initializer_list>
+static int64_t general(const KsOperand& d, int64_t i) {  // ks_offset's KS_STRIDED loop
+  int64_t off = 0;
+  for (int k = d.rank - 1; k >= 0; --k) { off += (i % d.size[k]) * d.stride[k]; i /= d.size[k]; }
+  return off;
+}
+int main() {
+  long long accepted = 0, rejected = 0, bad = 0;
+  for (int64_t a = 1; a <= 4; ++a)
+    for (int64_t b = 1; b <= 5; ++b)
+      for (int64_t L = 1; L <= 6; ++L)
+        for (int64_t R : {L, L + 1, 2 * L}) {
+          if ((a * b * L) % R) continue;
+          const int64_t strides[4][3] = {{L, 0, 1}, {b * L, L, 1}, {1, 0, 0}, {b * 2 * L, 2 * L, 2}};
+          for (const auto& st : strides) {
+            KsOperand d = {};
+            d.mode = KS_STRIDED; d.rank = 3;
+            d.size[0] = a; d.size[1] = b; d.size[2] = L;
+            for (int k = 0; k < 3; ++k) d.stride[k] = st[k];
+            if (!ks_row_affine(d, R)) { ++rejected; continue; }
+            ++accepted;
+            for (int64_t row = 0; row < a * b * L / R; ++row) {
+              const int64_t base = general(d, row * R);
+              for (int64_t col = 0; col < R; ++col)
+                if (general(d, row * R + col) != base + (d.stride[2] == 1 ? col : 0)) ++bad;
+            }
+          }
+        }
+  printf("%lld %lld %lld\n", accepted, rejected, bad);
+}
+""")
+    assert bad == 0 and accepted > 100 and rejected > 100
+
+
+@pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
+                    reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
 def test_per_channel_operands_of_four_planes_sit_at_four_consecutive_offsets(tmp_path):
     """ks_planes4_consecutive (ks_operand_read.h: the channels-last pools read a plane operand of
     their 4 channels as one 16-byte load) against ks_offset's formulas: for every operand it

@@ -7,13 +7,22 @@
 // Whether the row kernels can read this operand (offset within a row = base + col, or constant).
 // `any_layout`: group_norm's row kernels, which read every layout but general strides
 // (ks_load_row_any).
+// General strides whose innermost collapsed dim is exactly a row, contiguous or broadcast along
+// it (ks_strided_rows): a per-(sample, channel) operand [N, C, 1, 1] read with a channels-last
+// input re-viewed as [N * S, C] rows is [N, S, C] with strides (C, 0, 1), i.e. row base
+// (row / S) * C plus col (the gn-stats variant's group statistics before level2/92's logsumexp
+// over the channels); the tile kernels read it 2-3x slower.
+static inline bool ks_strided_rows(const KsOperand& d, int64_t R) {
+  return d.mode == KS_STRIDED && d.rank >= 1 && d.size[d.rank - 1] == R &&
+         (d.stride[d.rank - 1] == 1 || d.stride[d.rank - 1] == 0);
+}
 static inline bool ks_row_affine(const KsOperand& d, int64_t R, bool any_layout = false) {
   if (any_layout) return d.mode != KS_STRIDED;
   switch (d.mode) {
     case KS_FULL: case KS_SCALAR: return true;
     case KS_ROW: return d.mod % R == 0;
     case KS_CHANNEL: case KS_DIVMOD: return d.div % R == 0;
-    default: return false;
+    default: return ks_strided_rows(d, R);
   }
 }
 

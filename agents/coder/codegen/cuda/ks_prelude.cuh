@@ -241,17 +241,19 @@ __device__ __forceinline__ void ks_load(const T* __restrict__ p, const KsOperand
 // `base + col` (full rows, vectors over the row: cs = 1) or constant `base` (scalars, per-row
 // values); the binding sends every other layout to the tile kernels.  `base` is computed once
 // per row, so the unrolled per-element code is one load.
+static __device__ __noinline__ int64_t ks_offset_general(const KsOperand& d, int64_t i);
 __device__ __forceinline__ int64_t ks_row_base(const KsOperand& d, int64_t row, int64_t R) {
   switch (d.mode) {
     case KS_FULL: return row * R;
     case KS_SCALAR: return 0;
     case KS_ROW: return ks_mod(row * R, d.mod);
+    case KS_STRIDED: return ks_offset_general(d, row * R);  // ks_strided_rows: the row's first value, once a row
     default: return ks_mod(ks_div(row * R, d.div), d.mod);
   }
 }
 template <int VEC, typename T>
 __device__ __forceinline__ void ks_load_row(const T* __restrict__ p, const KsOperand& d, int64_t base, int64_t col, float (&v)[VEC]) {
-  if (d.mode == KS_FULL || d.mode == KS_ROW) {
+  if (d.mode == KS_FULL || d.mode == KS_ROW || (d.mode == KS_STRIDED && d.stride[d.rank - 1] == 1)) {
     ks_ld_vec<VEC>(p + base + col, v);
   } else {
     const float x = ks_ld(p + base);
@@ -273,7 +275,8 @@ __device__ __forceinline__ int64_t ks_row_base_any(const KsOperand& d, int64_t r
   }
 }
 // VEC = 1 loads of those: ks_offset with its general-strides loop moved out of line.  Row kernels
-// never see KS_STRIDED (the host's ks_row_affine sends it to the tile kernels), but inlined into
+// see KS_STRIDED only as ks_strided_rows (a base a row, ks_row_base; the host's ks_row_affine
+// sends other strides to the tile kernels), but inlined into
 // every unrolled element of every operand that loop was most of ptxas's work: the group_norm
 // spec's fourteen kernels took 101 s to compile, 62 s with the call (2 cores, 2026-11-27), at
 // the same register counts.  The switch repeats ks_offset's on purpose: ks_offset as a template
