@@ -206,9 +206,11 @@ class Reduction:
             args=operand_args(spec.inputs),
         )
 
-    def pro_call(self, dest: str) -> str:
-        """The prologue into `dest`, from a{k}[q] (already loaded)."""
-        return f"{self.name}_pro({', '.join(f'a{k}[q]' for k in self.roles.prologue)}, {dest});"
+    def pro_call(self, dest: str, first: str = "a0[q]") -> str:
+        """The prologue into `dest`, from a{k}[q] (already loaded; the reduced tensor's value
+        `first`)."""
+        args = [first] + [f"a{k}[q]" for k in self.roles.prologue[1:]]
+        return f"{self.name}_pro({', '.join(args)}, {dest});"
 
     def epi_call(self, value: str, q: str) -> str:
         """The epilogue in place on `value`, from e{k}[q] (already loaded)."""

@@ -29,12 +29,15 @@ VALID = "(row_ok && (j * TX + tx) * VEC < Ri)"
 
 
 def kernel(r: Reduction, variant: ReductionVariant) -> str:
-    base = "ks_row_base_any" if row_any_layout(r.kind) else "ks_row_base"
+    any_layout = row_any_layout(r.kind)
+    base = "ks_row_base_any" if any_layout else "ks_row_base"
+    x_load = ("ks_load_row_any<VEC>(p0, d0, b0, row * R, col, v[j]);" if any_layout
+              else "ks_load_row<VEC>(p0, d0, b0, col, v[j]);")
     return render(
         "reduction/row.cu", name=r.name, params=r.params, out_t=r.out_t,
         bases=" ".join(f"const int64_t b{k} = {base}(d{k}, row, R);" for k in r.row_operands()),
-        loads=row_loads(r.roles.prologue, "col", any_layout=row_any_layout(r.kind)), pro_call=r.pro_call("v[j][q]"),
-        tail=_tail(r, variant),
+        x_load=x_load, loads=row_loads(r.roles.prologue[1:], "col", any_layout=any_layout),
+        pro_call=r.pro_call("v[j][q]", first="v[j][q]"), tail=_tail(r, variant),
     )
 
 
