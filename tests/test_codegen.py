@@ -423,6 +423,18 @@ def test_compile_ops_every_op_and_ssa_renaming():
     assert {op for op in ATTR_OPS} == {"clamp", "leaky_relu", "where"}
 
 
+def test_the_tanh_of_a_softplus_is_one_expression():
+    """mish written out (level2/52's tanh(softplus(x)) * x): the tanh reads ks_tanh_softplus of
+    the softplus's argument (one __expf and a divide, not log1pf and tanhf); a tanh of anything
+    else stays tanhf."""
+    fn = compile_ops("f", ("x",), (E("softplus", ("x",), "s"), E("tanh", ("s",), "t"), E("mul", ("t", "x"), "y")),
+                     ("y",))
+    assert "const float t1 = ks_tanh_softplus(in0);" in fn.source and "out0 = t2;" in fn.source
+    fn = compile_ops("f", ("x",), (E("exp", ("x",), "s"), E("tanh", ("s",), "t")), ("t",))
+    assert "ks_tanh_softplus" not in fn.source and "tanhf(t0)" in fn.source
+    assert "__device__ __forceinline__ float ks_tanh_softplus(float x)" in CUDA_PRELUDE
+
+
 def test_compile_ops_rejects_bad_programs():
     with pytest.raises(ValueError, match="unsupported"):
         compile_ops("f", ("x",), (E("frobnicate", ("x",), "y"),), ("y",))

@@ -105,6 +105,9 @@ def _binary_spec():
 def _specs():
     specs = [_chain(f"t_chain_{d}", d) for d in TORCH_DT]
     specs += [_chain("t_chain_mixed", "float32", "bfloat16"), _unary_spec(), _binary_spec()]
+    # mish written out (level2/52): tanh(softplus(x)) * x, the tanh of a softplus one expression
+    specs.append(ElementwiseSpec("t_tanh_softplus", (TensorArg("x", "float32"),), (
+        E("softplus", ("x",), "s"), E("tanh", ("s",), "t"), E("mul", ("t", "x"), "y")), ("t", "y"), "float32"))
     # a copy but for the name (compiled once, its binding calls t_chain_float32's launchers), and
     # one whose tiled path exists for operand 0 only
     specs += [replace(specs[0], name="t_chain_alias"), replace(specs[0], name="t_chain_tiled0", tiled_inputs=(0,))]
@@ -387,6 +390,10 @@ def test_every_unary_op(ext):
     wide = torch.linspace(-120, 120, 24_001, device="cuda")
     got = poisoned(ext.t_unary, wide)[sorted(UNARY_OPS).index("mish")]
     torch.testing.assert_close(got, F.mish(wide), rtol=2e-5, atol=1e-6)
+    # the same closed form where mish is written out as tanh(softplus(x)) * x (ks_tanh_softplus)
+    t, y = poisoned(ext.t_tanh_softplus, wide)
+    torch.testing.assert_close(t, torch.tanh(F.softplus(wide)), rtol=2e-5, atol=1e-6)
+    torch.testing.assert_close(y, torch.tanh(F.softplus(wide)) * wide, rtol=2e-5, atol=1e-6)
 
 
 def test_binary_and_attr_ops(ext):

@@ -124,9 +124,18 @@ def compile_ops(
         env[value] = f"in{k}"
         params.append(f"const float in{k}")
     lines = []
+    softplus_of: dict[str, str] = {}  # a softplus result's register -> its argument's
     for k, op in enumerate(ops):
         args = [_operand(a, env, op) for a in op.args]
-        lines.append(f"  const float t{k} = {op_expression(op, args)};")
+        if op.op == "tanh" and args[0] in softplus_of:
+            # tanh(softplus(x)) as one expression (mish written out, level2/52's
+            # tanh(softplus(x)) * x): the softplus register is then dead unless read elsewhere
+            expression = f"ks_tanh_softplus({softplus_of[args[0]]})"
+        else:
+            expression = op_expression(op, args)
+        lines.append(f"  const float t{k} = {expression};")
+        if op.op == "softplus":
+            softplus_of[f"t{k}"] = args[0]
         env[op.out] = f"t{k}"
     for k, value in enumerate(outputs):
         if value not in env:

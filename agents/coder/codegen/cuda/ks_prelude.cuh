@@ -330,11 +330,12 @@ __device__ __forceinline__ float ks_softplus(float x) { return x > 20.f ? x : lo
 // bandwidth on the H200 where a cheap epilogue of the same kernel ran at 75%).  Exact algebra; the
 // error is __expf's (relative, <= 2 + 1.2|x| ulp) plus a few roundings.  Above PyTorch's softplus
 // threshold (20) mish is x, as PyTorch computes it; n <= 2.4e17 there, far under __fdividef's 2^126.
-__device__ __forceinline__ float ks_mish(float x) {
-  if (x > 20.f) return x;
+__device__ __forceinline__ float ks_tanh_softplus(float x) {
+  if (x > 20.f) return 1.f;  // softplus(x) = x there, and tanh(x > 20) is 1 in fp32
   const float ex = __expf(x), n = ex * (ex + 2.f);
-  return x * __fdividef(n, n + 2.f);
+  return __fdividef(n, n + 2.f);
 }
+__device__ __forceinline__ float ks_mish(float x) { return x > 20.f ? x : x * ks_tanh_softplus(x); }
 __device__ __forceinline__ float ks_elu(float x) { return x > 0.f ? x : expm1f(x); }
 __device__ __forceinline__ float ks_selu(float x) {
   return 1.0507009873554804934193349852946f * (x > 0.f ? x : 1.6732632423543772848170429916717f * expm1f(x));
