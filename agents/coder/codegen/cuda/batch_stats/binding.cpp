@@ -43,7 +43,9 @@ at::Tensor {{name}}({{cparams}}) {
     TORCH_CHECK(g.C % groups == 0, "{{name}}: ", ks_str(g.C), " channels in ", ks_str(groups), " groups");
     TORCH_CHECK(g.C / groups * g.S > 1, "{{name}}: group_norm statistics need more than 1 value a group, got input sizes ",
                 ks_str(in_0.sizes()));
-    if (rows && g.S > 1 && g.sS == g.C && g.sN == g.S * g.C) {  // channels-last: per-sample parts, merged per group
+    // channels-last: per-sample parts merged per group (a part per sample at least: the grid's y
+    // holds N of them; more samples take the copy below)
+    if (rows && g.S > 1 && g.sS == g.C && g.sN == g.S * g.C && g.N <= 65535) {
       g.G = groups;
       g.cg = g.C / groups;
     } else {  // each (n, group) one contiguous row: the [1, N * groups, C / groups * S] view, a channel a group
@@ -85,7 +87,7 @@ at::Tensor {{name}}({{cparams}}) {
     g.per_part = ks_cdiv(g.S, g.pps);
     g.pps = ks_cdiv(g.S, g.per_part);
     g.parts = g.N * g.pps;
-    TORCH_CHECK(g.parts <= 65535, "{{name}}: ", ks_str(g.N), " samples exceed the launch grid");
+    // N * pps <= parts + N <= 4096 + N (pps = 1 past 4096 samples): the grid's y holds it
   } else {
     g.per_part = ks_cdiv(g.M, parts);
     if (v4) g.per_part = ks_cdiv(g.per_part, 4) * 4;  // M % 4 == 0 (S % 4 == 0): every part whole float4s
