@@ -260,3 +260,13 @@ def test_group_statistics_read_nchw_and_channels_last_sources_as_they_lie(ext, s
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4, msg=label)
         bare = ext.bstats_groups_bare(view)
         torch.testing.assert_close(bare, _group_stats_reference(view, 2, 1e-5), atol=1e-4, rtol=1e-4, msg=label)
+
+
+def test_group_statistics_of_one_value_groups_and_empty_inputs(ext):
+    """A group of one value is valid (variance 0, as torch's group_norm has it); empty inputs give
+    [2, N * groups] statistics without a launch (zeros, or none for N = 0)."""
+    x, b = torch.randn(5, 4, device="cuda"), torch.randn(4, device="cuda")
+    torch.testing.assert_close(ext.bstats_groups(x, b), _group_stats_reference(x + b, 4, 1e-5), atol=1e-4, rtol=1e-4)
+    for shape in [(0, 8, 3, 3), (2, 8, 0, 3)]:
+        stats = ext.bstats_groups(torch.randn(*shape, device="cuda"), torch.randn(8, 1, 1, device="cuda"))
+        assert stats.shape == (2, shape[0] * 4) and not stats.any()

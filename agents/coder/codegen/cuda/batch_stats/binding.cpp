@@ -39,10 +39,11 @@ at::Tensor {{name}}({{cparams}}) {
   g.sC = x.stride(1);
   if (g.S == 1) g.sS = g.sN;  // one value a sample: e = n
   int rows = g.C > 1 && g.sC == 1 ? 1 : 0;  // [N, C] or channels-last: threads along C
+  if (groups > 0 && (g.M == 0 || g.C == 0))  // empty: empty or zero statistics, as torch gives
+    return at::zeros({2, g.N * groups}, in_0.options().dtype(at::kFloat));
   if (groups > 0) {  // group_norm statistics: [2, N * groups]
     TORCH_CHECK(g.C % groups == 0, "{{name}}: ", ks_str(g.C), " channels in ", ks_str(groups), " groups");
-    TORCH_CHECK(g.C / groups * g.S > 1, "{{name}}: group_norm statistics need more than 1 value a group, got input sizes ",
-                ks_str(in_0.sizes()));
+    // (a group of one value is valid, as torch's group_norm has it: variance 0)
     // channels-last: per-sample parts merged per group (a part per sample at least: the grid's y
     // holds N of them; more samples take the copy below)
     if (rows && g.S > 1 && g.sS == g.C && g.sN == g.S * g.C && g.N <= 65535) {
@@ -82,7 +83,6 @@ at::Tensor {{name}}({{cparams}}) {
   if (g.G) {  // whole samples: pps parts each, none crossing into the next
     g.pps = ks_cdiv(parts, g.N);
     if (g.pps > ks_cdiv(g.S, min_part)) g.pps = ks_cdiv(g.S, min_part);
-    if (g.pps * g.cg > 4096) g.pps = 4096 / g.cg > 0 ? 4096 / g.cg : 1;  // a group's states, one finalize block
     if (g.pps < 1) g.pps = 1;
     g.per_part = ks_cdiv(g.S, g.pps);
     g.pps = ks_cdiv(g.S, g.per_part);
