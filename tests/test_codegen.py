@@ -800,6 +800,43 @@ def test_error_messages_stream_no_numbers():
     assert unsafe == []
 
 
+def _torch_host_includes(tmp_path: Path) -> list[str] | None:
+    """-I flags to compile the bindings' host C++ against this machine's torch (a CPU wheel ships
+    c10/cuda's headers but not the generated cuda_cmake_macros.h, stubbed here), the CUDA
+    runtime headers and the prelude; None where any is missing."""
+    import sysconfig
+
+    import torch.utils.cpp_extension as cpp_extension
+    from kernelstitch.agents.coder.codegen.templates import _root
+
+    torch_includes = [Path(p) for p in cpp_extension.include_paths()]
+    cuda = _cuda_include()
+    if shutil.which("g++") is None or cuda is None or not (torch_includes[0] / "c10" / "cuda" / "CUDAStream.h").is_file():
+        return None
+    stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
+    stub.mkdir(parents=True)
+    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+    prelude = Path(str(_root()))
+    return [f"-I{p}" for p in [tmp_path / "stub", *torch_includes, sysconfig.get_paths()["include"], cuda, prelude]]
+
+
+def test_every_binding_compiles_as_host_cpp(tmp_path):
+    """The bindings (host C++ against ATen, the text nvcc never sees) of every spec family the
+    spill check compiles, through g++ -fsyntax-only: a binding error otherwise first shows on the
+    GPU machine, where it fails every program of that family (the GEMMs' bindings need cublasLt.h,
+    which the CPU machines lack, and are left out)."""
+    flags = _torch_host_includes(tmp_path)
+    if flags is None:
+        pytest.skip("needs g++, the CUDA runtime headers and torch's c10/cuda headers")
+    specs = [s for s in _spill_specs() if not isinstance(s, GemmSpec)]
+    cpp, _, _ = build_extension_sources([emit(s) for s in specs])
+    (tmp_path / "bindings.cpp").write_text(cpp)
+    done = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Werror=div-by-zero", *flags,
+                           str(tmp_path / "bindings.cpp")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert len(specs) > 80 and cpp.count("TORCH_CHECK") > 100  # the families are all there
+
+
 def _ptxas_report(text: str) -> dict[str, str]:
     """Kernel (mangled) name -> its 'N bytes spill stores, M bytes spill loads' line."""
     report, current = {}, None

@@ -88,7 +88,8 @@ def emit_batch_stats(spec: BatchStatsSpec) -> KernelSource:
         ptrs=", ".join(f"&in_{k}" for k in operands), shapes=", ".join("xs" for _ in operands),
         in_ptrs="".join(f", in_{k}.data_ptr()" for k in operands[1:]),
         running_ptrs=f"{rm}.data_ptr<float>(), {rv}.data_ptr<float>()" if rm else "nullptr, nullptr", v4=v4,
-        eps=c_float(spec.eps), momentum=c_float(spec.momentum), groups=spec.groups)
+        eps=c_float(spec.eps), momentum=c_float(spec.momentum), groups=spec.groups,
+        group_geometry=render("batch_stats/binding_groups.cpp", name=name, groups=spec.groups) if spec.groups else "")
     return KernelSource(
         function=name, cuda=cuda, binding=binding, launcher_decl=launcher_sig + ";\n" + per_sm_sig + ";",
         python_args=tuple(names),

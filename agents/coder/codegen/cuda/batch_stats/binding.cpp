@@ -13,8 +13,7 @@ at::Tensor {{name}}({{cparams}}) {
   for (int64_t k = 2; k < rank; ++k) g.S *= in_0.size(k);
   g.M = g.N * g.S;
   if (g.M <= (int64_t)0xffffffffLL) g.fS = ks_fastdiv_make(g.S);
-  const int64_t groups = {{groups}};  // > 0: group_norm statistics per (n, group), [2, N * groups]
-  TORCH_CHECK(groups > 0 || g.M != 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
+  TORCH_CHECK({{groups}} > 0 || g.M != 1, "{{name}}: batch_norm in training mode needs more than 1 value per channel, got input sizes ",
               ks_str(in_0.sizes()));
   {{running_checks}}
   // The spatial dims must collapse into one stride (contiguous or channels-last do; dims of size 1
@@ -39,30 +38,7 @@ at::Tensor {{name}}({{cparams}}) {
   g.sC = x.stride(1);
   if (g.S == 1) g.sS = g.sN;  // one value a sample: e = n
   int rows = g.C > 1 && g.sC == 1 ? 1 : 0;  // [N, C] or channels-last: threads along C
-  if (groups > 0 && (g.M == 0 || g.C == 0))  // empty: empty or zero statistics, as torch gives
-    return at::zeros({2, g.N * groups}, in_0.options().dtype(at::kFloat));
-  if (groups > 0) {  // group_norm statistics: [2, N * groups]
-    TORCH_CHECK(g.C % groups == 0, "{{name}}: ", ks_str(g.C), " channels in ", ks_str(groups), " groups");
-    // (a group of one value is valid, as torch's group_norm has it: variance 0)
-    // channels-last: per-sample parts merged per group (a part per sample at least: the grid's y
-    // holds N of them; more samples take the copy below)
-    if (rows && g.S > 1 && g.sS == g.C && g.sN == g.S * g.C && g.N <= 65535) {
-      g.G = groups;
-      g.cg = g.C / groups;
-    } else {  // each (n, group) one contiguous row: the [1, N * groups, C / groups * S] view, a channel a group
-      if (!x.is_contiguous()) x = x.contiguous();
-      rows = 0;
-      g.C = g.N * groups;
-      g.S = g.S * (in_0.size(1) / groups);
-      g.N = 1;
-      g.sS = 1;
-      g.sC = g.S;
-      g.sN = g.C * g.S;
-      g.M = g.S;
-      g.fS = KsFastDiv{};
-      if (g.M <= (int64_t)0xffffffffLL) g.fS = ks_fastdiv_make(g.S);
-    }
-  }
+{{group_geometry}}
   const int flat = rows && g.sN == g.S * g.sS ? 1 : 0;  // value e at e * sS (no division)
   const c10::cuda::CUDAGuard guard(device);
   // An empty batch or no channels: nothing to compute or update (and no partition to size: the
