@@ -620,8 +620,10 @@ def test_group_norm_reads_a_channels_last_input_with_its_nhwc_kernels_only_where
                             trailing=True))
     assert all(f"ks_spatially_constant(in_{k}, nd)" in gn.binding for k in range(1, 5))
     assert "if (!gn_nhwc) in_0 = in_0.contiguous();" in gn.binding
-    assert "gn_cl_gn_nhwc_stats" in gn.cuda and "gn_cl_gn_nhwc_apply<4, false><<<" in gn.cuda
-    assert "gn_nhwc_apply<4, true>" not in gn.cuda  # the KEEP form only where a spec keeps
+    assert "gn_cl_gn_nhwc_stats" in gn.cuda and "gn_cl_gn_nhwc_apply<4, KEEP, P><<<" in gn.cuda
+    # one lane a channel, or (16 and 8 channels) a warp over 2 or 4 positions
+    assert all(f"KS_GN_NHWC_APPLY(false, {p});" in gn.cuda for p in (1, 2, 4))
+    assert "KS_GN_NHWC_APPLY(true" not in gn.cuda  # the KEEP form only where a spec keeps
     assert "plan.nhwc_out = false" in gn.binding and "MemoryFormat::ChannelsLast" not in gn.binding
     assert gn.cuda.index("plan.nhwc_channels > 0") < gn.cuda.index("plan.span > 0")
     # every operand but the input is loaded once a thread (the per-channel hoists)
@@ -640,7 +642,7 @@ def test_group_norm_kept_channels_last_allocates_nhwc_only_for_its_nhwc_kernels(
     assert "plan.nhwc_out = true && (nd == 4 || nd == 5);" in gn.binding
     assert ".memory_format(gn_nhwc && (nd == 4 || nd == 5) ? (nd == 4 ? at::MemoryFormat::ChannelsLast" in gn.binding
     assert "if (!gn_nhwc && (nd == 4 || nd == 5)) out = out.contiguous(" in gn.binding
-    assert "gn_keep_gn_nhwc_apply<4, true><<<" in gn.cuda and "if constexpr (KEEP) return;" in gn.cuda
+    assert all(f"KS_GN_NHWC_APPLY(true, {p});" in gn.cuda for p in (1, 2, 4)) and "if constexpr (KEEP) return;" in gn.cuda
     assert spec_from_json(spec_to_json(spec)) == spec
 
 

@@ -90,3 +90,27 @@ def test_a_hot_scan_is_not_a_hot_reduction_and_gets_no_knob_variant(tmp_path):
     kernel = f"void {step.spec['name']}_rows<>()"
     assert hot_reductions(scans, {kernel: 1.0}) == {}
     assert knob_variants(PlanVariant("default", "", scans), {step.id: [kernel]}) == []
+
+
+def test_group_norm_apply_loads_knob_changes_only_its_apply_and_is_a_round_two_variant(tmp_path):
+    """batched_loads=False: group_norm's channels-last apply loads slot by slot (the form before
+    the batched loads); the knob alters nothing else of the kernel text, and a profile where that
+    apply ran hot proposes it as the round-2 variant `slotloads`."""
+    from kernelstitch.agents.planner.variants import PlanVariant, knob_variants
+    from test_norms import CONV_GROUP_NORM, write
+
+    path = write(tmp_path, CONV_GROUP_NORM)
+    gn_plan = plan_builtin(capture(path))
+    step = next(s for s in gn_plan.steps if (s.spec or {}).get("kind") == "group_norm")
+
+    def text(knobs: ReductionKnobs | None) -> str:
+        plan = replace(gn_plan, steps=[replace(s, reduction_knobs=knobs) if s is step else s for s in gn_plan.steps])
+        return code_builtin(plan, path, tmp_path / "model_new.py").kernel_for_step(step.id).cuda
+
+    default, slot = text(None), text(ReductionKnobs(batched_loads=False))
+    assert text(ReductionKnobs()) == default and "constexpr bool BATCHED = 1;" in default
+    assert slot == default.replace("constexpr bool BATCHED = 1;", "constexpr bool BATCHED = 0;")
+    kernel = f"void {step.spec['name']}_gn_nhwc_apply<4, false, 1>()"
+    variants = knob_variants(PlanVariant("default", "", gn_plan), {step.id: [kernel]})
+    assert [v.name for v in variants] == ["slotloads"]
+    assert [s.reduction_knobs for s in variants[0].plan.steps if s.id == step.id] == [ReductionKnobs(batched_loads=False)]

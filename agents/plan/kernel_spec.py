@@ -390,14 +390,17 @@ class ReductionKnobs:
 
     fast_exp: bool = False  # __expf (SFU) instead of expf in the row kernels' softmax sums
     cluster: bool = True  # strided softmax kinds try thread-block clusters before column tiles
+    # group_norm's channels-last apply loads every slot before its arithmetic (16 loads in flight
+    # a thread, 48-64 registers) rather than slot by slot (one in flight, 32 registers)
+    batched_loads: bool = True
 
     def to_json(self) -> dict[str, bool]:
-        return {"fast_exp": self.fast_exp, "cluster": self.cluster}
+        return {"fast_exp": self.fast_exp, "cluster": self.cluster, "batched_loads": self.batched_loads}
 
     @classmethod
     def from_json(cls, data: Any) -> ReductionKnobs:
-        if not isinstance(data, dict) or set(data) - {"fast_exp", "cluster"}:
-            raise ValueError(f"reduction knobs: expected fast_exp/cluster booleans, got {data!r}")
+        if not isinstance(data, dict) or set(data) - {"fast_exp", "cluster", "batched_loads"}:
+            raise ValueError(f"reduction knobs: expected fast_exp/cluster/batched_loads booleans, got {data!r}")
         values = {k: v for k, v in data.items()}
         if not all(isinstance(v, bool) for v in values.values()):
             raise ValueError(f"reduction knobs: expected booleans, got {data!r}")

@@ -177,6 +177,9 @@ KNOB_ALTERNATIVES: tuple[KnobAlternative, ...] = (
     KnobAlternative("nocluster", ReductionKnobs(cluster=False),
                     "shared-memory column tiles instead of thread-block clusters",
                     ("_cluster",)),
+    KnobAlternative("slotloads", ReductionKnobs(batched_loads=False),
+                    "group_norm's channels-last apply loading slot by slot (fewer registers)",
+                    ("_gn_nhwc_apply",)),
 )
 
 

@@ -71,7 +71,8 @@ def emit(spec: Spec, knobs: ReductionKnobs | None = None) -> KernelSource:
         if knobs is None:
             return emit_reduction(spec)
         return emit_reduction(spec, ReductionVariant(
-            row_exp="__expf" if knobs.fast_exp else "expf", cluster=knobs.cluster))
+            row_exp="__expf" if knobs.fast_exp else "expf", cluster=knobs.cluster,
+            batched_loads=knobs.batched_loads))
     if isinstance(spec, GemmSpec):
         return emit_gemm(spec)
     if isinstance(spec, PoolSpec):

@@ -216,8 +216,7 @@ def _narrow_channels_kernel(name: str, spec: ElementwiseSpec, params: list[str],
         for k in range(nin)
     )
     fills = _JOIN.join(
-        f"if constexpr (TI == {k}) tile[0][sl][e - sl * Ci] = ks_to_float(in{k}[(nb * S + s0) * C + e]);"
-        for k in range(nin)
+        f"if constexpr (TI == {k}) fill[i] = ks_to_float(in{k}[(nb * S + s0) * C + e]);" for k in range(nin)
     )
     loads = _JOIN_ROW.join(
         f"float a{k}[1]; if constexpr (TI == {k}) a{k}[0] = tile[0][sl][c]; "

@@ -78,14 +78,15 @@ def cached_normalize(kind: str, val: str) -> str:
 @dataclass(frozen=True)
 class ReductionVariant:
     """Design knobs the microbenchmarks vary (bench/microbench/*_gen.py).  The defaults are what
-    the coder emits; a plan step's ReductionKnobs (varied by the measured search) set `row_exp`
-    and `cluster`."""
+    the coder emits; a plan step's ReductionKnobs (varied by the measured search) set `row_exp`,
+    `cluster` and `batched_loads`."""
 
     row_exp: str = "expf"  # the row kernels' exp(x - max) of softmax sums ("__expf": fast math)
     cluster: bool = True  # strided softmax kinds try thread-block clusters before column tiles
     cluster_fast_math: bool = True  # __expf, fmaxf and a reciprocal (see cluster_cols.py)
     cluster_min_blocks: int | None = None  # None: cluster_cols.py's choice; 0: no minimum
     cluster_full_loads: bool = True  # contiguous operands take the plain 16-byte loads (FULL)
+    batched_loads: bool = True  # group_norm's channels-last apply: every slot's load first (gn_nhwc.cu)
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,22 @@ __global__ void __launch_bounds__(256) {{name}}_nhwc_narrow({{params}}) {
   }
   const int npos = (int)(S - s0 < POS ? S - s0 : POS);
   const int count = npos * Ci;
+  // every load first, into registers: up to POS * 32 / 256 in flight (each parked in the tile as
+  // it arrived, the next load waited for that shared store: the SASS held 1-2 in flight)
+  float fill[POS * 32 / 256];
 #pragma unroll
-  for (int i = 0; i < POS * 32 / 256; ++i) {  // every load first: up to POS * 32 / 256 in flight
+  for (int i = 0; i < POS * 32 / 256; ++i) {
+    const int e = t + 256 * i;
+    if (e < count) {
+      {{fills}}
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < POS * 32 / 256; ++i) {
     const int e = t + 256 * i;
     if (e < count) {
       const int sl = e / Ci;
-      {{fills}}
+      tile[0][sl][e - sl * Ci] = fill[i];
     }
   }
   __syncthreads();  // the staged row values

@@ -72,15 +72,22 @@ __global__ void __launch_bounds__(256)
 // (loaded once), and parks the results in a shared tile; they leave along S (coalesced) into the
 // contiguous [N, C, S] output.  KEEP (the program keeps the output channels-last, for readers
 // that take NHWC): each lane stores its value where it read it, [N, S, C], no tile.
-template <int TILES, bool KEEP>
+// P > 1 (C == 32 / P: 16 or 8 channels): a warp's lanes cover P positions of all C channels, so
+// a load is still 128 contiguous bytes; with one lane a channel, 16 channels left half of every
+// warp idle and half the bytes in flight (level2/79's C = 16 apply: 52% of the H100's DRAM
+// bandwidth, bench/results/2026-12-07-h100-s32).  The block covers TILES * 32 * P positions.
+template <int TILES, bool KEEP, int P>
 __global__ void __launch_bounds__(256)
 {{name}}_gn_nhwc_apply({{params}}, {{out_t}}* __restrict__ out, const float* __restrict__ stats,
                         const int64_t C, const int64_t S, const int64_t cg) {
-  __shared__ float tile[TILES][32][33];  // +1: the transposed reads hit 32 different banks
+  constexpr int CW = 32 / P, BP = 32 * TILES * P;  // channels a warp row, positions a block
+  // P == 1: [TILES][32][33] (+1: the transposed reads hit 32 different banks); P > 1: [BP][CW + 1]
+  __shared__ float tile[P == 1 ? TILES * 32 * 33 : BP * (CW + 1)];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  const int64_t s0 = (int64_t)blockIdx.x * (32 * TILES), c0 = (int64_t)blockIdx.y * 32, n = blockIdx.z;
-  const int64_t c = c0 + tx;
-  const int npos = (int)(S - s0 < 32 * TILES ? S - s0 : 32 * TILES);
+  const int lane_c = P == 1 ? tx : tx % CW, lane_p = P == 1 ? 0 : tx / CW;
+  const int64_t s0 = (int64_t)blockIdx.x * BP, c0 = (int64_t)blockIdx.y * 32, n = blockIdx.z;
+  const int64_t c = c0 + lane_c;
+  const int npos = (int)(S - s0 < BP ? S - s0 : BP);
   if (c < C) {
     const int64_t row = n * C + c;
     const int q = 0;
@@ -89,27 +96,50 @@ __global__ void __launch_bounds__(256)
     const int64_t o = n * (C / cg) + c / cg;
     const float m = stats[2 * o], rs = stats[2 * o + 1];
     const auto* xp = p0 + (n * S + s0) * C + c;
-    ks_tile_slots<TILES>(ty, npos, [&](int j, int k, int sl) {
-      float a0[1] = {ks_ld(xp + (int64_t)sl * C)};
+    // BATCHED (the default; a plan's ReductionKnobs.batched_loads): every slot's load first, then
+    // the arithmetic.  Loaded and used slot by slot, the SASS held one load in flight a thread
+    // (each LDG waited on by the previous slot's math and store), with 32 registers against 48-64.
+    constexpr bool BATCHED = {{batched}};
+    const int slots = (npos + P - 1) / P;
+    float xv[TILES * 4];
+    if constexpr (BATCHED) {
+      ks_tile_slots<TILES>(ty, slots, [&](int j, int k, int sl) {
+        const int pos = sl * P + lane_p;  // P == 1: the slot's position
+        xv[4 * j + k] = P == 1 || pos < npos ? ks_ld(xp + (int64_t)pos * C) : 0.f;
+      });
+    }
+    ks_tile_slots<TILES>(ty, slots, [&](int j, int k, int sl) {
+      const int pos = sl * P + lane_p;
+      if (P > 1 && pos >= npos) return;
+      float a0[1] = {BATCHED ? xv[4 * j + k] : ks_ld(xp + (int64_t)pos * C)};
       float x; {{pro_x}}
       float y = (x - m) * rs;
       {{w_upd}}
       {{epi}}
-      if constexpr (KEEP) out[(n * S + s0 + sl) * C + c] = ks_from_float<{{out_t}}>(y);
-      else tile[j][ty + 8 * k][tx] = y;
+      if constexpr (KEEP) out[(n * S + s0 + pos) * C + c] = ks_from_float<{{out_t}}>(y);
+      else if constexpr (P == 1) tile[(j * 32 + ty + 8 * k) * 33 + tx] = y;
+      else tile[pos * (CW + 1) + lane_c] = y;
     });
   }
   if constexpr (KEEP) return;
   __syncthreads();
+  if constexpr (P == 1) {
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {  // write along S, one output row (n, c) per warp and k
-    const int cl = ty + 8 * k;
-    if (c0 + cl >= C) continue;
-    {{out_t}}* op = out + (n * C + c0 + cl) * S + s0;
+    for (int k = 0; k < 4; ++k) {  // write along S, one output row (n, c) per warp and k
+      const int cl = ty + 8 * k;
+      if (c0 + cl >= C) continue;
+      {{out_t}}* op = out + (n * C + c0 + cl) * S + s0;
 #pragma unroll
-    for (int j = 0; j < TILES; ++j) {
-      const int sl = 32 * j + tx;
-      if (sl < npos) op[sl] = ks_from_float<{{out_t}}>(tile[j][tx][cl]);
+      for (int j = 0; j < TILES; ++j) {
+        const int sl = 32 * j + tx;
+        if (sl < npos) op[sl] = ks_from_float<{{out_t}}>(tile[(sl) * 33 + cl]);
+      }
+    }
+  } else {
+#pragma unroll 4
+    for (int f = threadIdx.x; f < CW * BP; f += 256) {  // write along S: BP positions of each channel
+      const int cl = f / BP, sl = f - cl * BP;
+      if (sl < npos) out[(n * C + cl) * S + s0 + sl] = ks_from_float<{{out_t}}>(tile[sl * (CW + 1) + cl]);
     }
   }
 }

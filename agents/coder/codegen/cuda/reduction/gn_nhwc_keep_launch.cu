@@ -1,2 +1,5 @@
-if (plan.nhwc_out) {{name}}_gn_nhwc_apply<4, true><<<grid, 256, 0, stream>>>({{args}}, o, stats, C, S, cg);
-    else 
+if (plan.nhwc_out) {
+      if (lanes_p == 2) KS_GN_NHWC_APPLY(true, 2);
+      else if (lanes_p == 4) KS_GN_NHWC_APPLY(true, 4);
+      else KS_GN_NHWC_APPLY(true, 1);
+    } else 
