@@ -592,7 +592,8 @@ def test_global_pooling_and_all_but_batch_of_a_channels_last_input(ext, shape):
 
 
 @pytest.mark.parametrize("shape", [(16, 64, 33, 35), (3, 16, 7, 9), (2, 128, 5, 70), (2, 256, 3, 40),
-                                   (2, 24, 6, 7, 9), (2, 300, 4, 5), (1, 8, 1, 3)])
+                                   (2, 24, 6, 7, 9), (2, 300, 4, 5), (1, 8, 1, 3), (2, 16, 13, 11),
+                                   (2, 16, 4, 8, 9)])
 def test_softmax_over_the_channels_of_a_channels_last_input(ext, shape):
     """Softmax kinds over dim 1 of a channels-last input: the NHWC kernel (a block stages
     positions x channels, per-channel prologue and epilogue operands) up to 256 channels, a copy

@@ -74,3 +74,13 @@ def test_the_channels_last_elementwise_kernels_keep_16_loads_in_flight():
                            ("y",), "float32")
     most = _most(kernel_loads(emit(spec).cuda, (CUDA,)), "_nhwc")
     assert all(v >= 16 for v in most.values()), most
+
+
+@needs_tools
+def test_the_channels_last_softmax_stages_8_positions_at_a_time():
+    """softmax over the channels of an NHWC input: 8 positions' loads before their prologue and
+    shared stores (one at a time held one load in flight)."""
+    spec = ReductionSpec("sm", "softmax", (TensorArg("x", "float32"), TensorArg("b", "float32")), dim=1,
+                         keepdim=False, out_dtype="float32", prologue=(E("add", ("x", "b"), "p"),), prologue_out="p")
+    most = _most(kernel_loads(emit(spec).cuda, (CUDA,)), "softmax_nhwc")
+    assert all(v >= 8 for v in most.values()), most

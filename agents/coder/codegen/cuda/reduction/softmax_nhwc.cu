@@ -25,7 +25,22 @@ __global__ void __launch_bounds__(256)
       const int q = 0;
       {{hoists}}
       const auto* xp = p0 + (n * S + s0) * C + c;
-      for (int pp = r; pp < npos; pp += rows) {
+      // 8 positions' loads before their prologues and shared stores: loaded and stored one at a
+      // time, each load waited on by its store before the next issued (one in flight a thread,
+      // kernelstitch.bench.sass_loads; level2/6's 16-channel softmax at 58% of DRAM bandwidth)
+      int pp = r;
+      for (; pp + 7 * rows < npos; pp += 8 * rows) {
+        float xs[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) xs[u] = ks_ld(xp + (int64_t)(pp + u * rows) * C);
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          float a0[1] = {xs[u]};
+          float x; {{pro_x}}
+          tile[(pp + u * rows) * LD + c] = x;
+        }
+      }
+      for (; pp < npos; pp += rows) {
         float a0[1] = {ks_ld(xp + (int64_t)pp * C)};
         float x; {{pro_x}}
         tile[pp * LD + c] = x;
