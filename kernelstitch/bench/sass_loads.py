@@ -20,6 +20,7 @@ hot loop's pattern still shows in the largest count.  Needs nvcc and nvdisasm (t
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -96,11 +97,8 @@ def nvdisasm() -> str | None:
     found = shutil.which("nvdisasm")
     if found:
         return found
-    try:
-        import nvidia  # the wheels' namespace package
-    except ImportError:
-        return None
-    for root in getattr(nvidia, "__path__", []):
+    spec = importlib.util.find_spec("nvidia")  # the NVIDIA wheels' namespace package, not imported
+    for root in (spec.submodule_search_locations or []) if spec else []:
         for candidate in sorted(Path(root).glob("cu*/bin/nvdisasm")):
             return str(candidate)
     return None
