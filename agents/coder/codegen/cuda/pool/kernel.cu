@@ -471,62 +471,78 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
     {{plane_loads}}
     const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c * g.xs[1];
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < per_plane; q += gridDim.x * blockDim.x) {
-      const int oh = q / groups, ow0 = (q - oh * groups) * V;
+      const int oh = OH == 1 ? 0 : q / groups, ow0 = (q - oh * groups) * V;  // 1-D pools: no division
       const int ih0 = oh * SH - PH, iw0 = ow0 * SW - PW;
       float accs[V];
 #pragma unroll
       for (int o = 0; o < V; ++o) accs[o] = KIND == 0 ? -INFINITY : 0.f;
-      // every row's loads first (a row outside the input loads nothing), then the arithmetic
+      // V windows inside the input (no padding, no clipped edge): loads and arithmetic without the
+      // per-row and per-value bounds (the masks were ~40 of the ~200 instructions of 4 outputs in
+      // level1/44's SASS, computed for every window before the inside test; the kernel is
+      // issue-bound: 68% SM throughput at 45% of DRAM bandwidth in Nsight Compute).
+      const bool inside = {{plane_inside}} && ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 &&
+                          iw0 + SPAN - 1 < IW && ow0 + V <= OW;
+      // every row's loads first (a row outside the input loads nothing), then the arithmetic;
+      // MASKED: rows and positions outside the input load nothing
       float x[KH][SPAN4];
+      auto load_rows = [&](auto masked) {
+        constexpr bool MASKED = decltype(masked)::value;
 #pragma unroll
-      for (int kh = 0; kh < KH; ++kh) {
-        const int ih = ih0 + kh * DH;
-        const bool row_in = ih >= 0 && ih < IH;
-        const float* __restrict__ row = base + (int64_t)(row_in ? ih : 0) * g.xs[3];
-        if constexpr (VL) {  // iw0 % 4 == 0 (PW % 4 == 0), IW % 4 == 0, rows 16-byte aligned: a float4 is all in or all out
+        for (int kh = 0; kh < KH; ++kh) {
+          const int ih = ih0 + kh * DH;
+          const bool row_in = !MASKED || (ih >= 0 && ih < IH);
+          const float* __restrict__ row = base + (int64_t)(row_in ? ih : 0) * g.xs[3];
+          if constexpr (VL) {  // iw0 % 4 == 0 (PW % 4 == 0), IW % 4 == 0, rows 16-byte aligned: a float4 is all in or all out
 #pragma unroll
-          for (int m = 0; m < SPAN4; m += 4) {
-            const bool in4 = row_in && (PW == 0 || iw0 + m >= 0) && iw0 + m < IW;
-            const float4 x4 = in4 ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m))
-                                                     : make_float4(0.f, 0.f, 0.f, 0.f);
-            x[kh][m] = x4.x; x[kh][m + 1] = x4.y; x[kh][m + 2] = x4.z; x[kh][m + 3] = x4.w;
+            for (int m = 0; m < SPAN4; m += 4) {  // (inside: the last float4 ends by IW, a multiple of 4)
+              const bool in4 = !MASKED || (row_in && (PW == 0 || iw0 + m >= 0) && iw0 + m < IW);
+              const float4 x4 = in4 ? __ldg(reinterpret_cast<const float4*>(row + iw0 + m))
+                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+              x[kh][m] = x4.x; x[kh][m + 1] = x4.y; x[kh][m + 2] = x4.z; x[kh][m + 3] = x4.w;
+            }
+          } else {
+#pragma unroll
+            for (int j = 0; j < SPAN; ++j) {
+              const int iw = iw0 + j;
+              x[kh][j] = !MASKED || (row_in && iw >= 0 && iw < IW) ? __ldg(row + iw) : 0.f;
+            }
           }
-        } else {
+        }
+      };
+      if (inside) load_rows(std::false_type{});
+      else load_rows(std::true_type{});
+      // The window rows' prologue and reduction.  MASKED: a row or position outside the input takes
+      // no part (max) or adds nothing (avg: the divisor counts it).
+      auto reduce_rows = [&](auto masked) {
+        constexpr bool MASKED = decltype(masked)::value;
+#pragma unroll
+        for (int kh = 0; kh < KH; ++kh) {
+          const int ih = ih0 + kh * DH;
+          if (MASKED && (ih < 0 || ih >= IH)) continue;
 #pragma unroll
           for (int j = 0; j < SPAN; ++j) {
             const int iw = iw0 + j;
-            x[kh][j] = row_in && iw >= 0 && iw < IW ? __ldg(row + iw) : 0.f;
+            (void)iw;
+            const float a0 = x[kh][j];
+            float v;
+            {{name}}_pro({{row_pro_args}}, v);
+            x[kh][j] = !MASKED || (iw >= 0 && iw < IW) ? v : (KIND == 0 ? -INFINITY : 0.f);
           }
+#pragma unroll
+          for (int o = 0; o < V; ++o)
+#pragma unroll
+            for (int kw = 0; kw < KW; ++kw) {
+              const float v = x[kh][o * SW + kw * DW];
+              if constexpr (KIND == 0) accs[o] = ks_max(accs[o], v); else accs[o] += v;
+            }
         }
-      }
-#pragma unroll
-      for (int kh = 0; kh < KH; ++kh) {
-        const int ih = ih0 + kh * DH;
-        if (ih < 0 || ih >= IH) continue;
-#pragma unroll
-        for (int j = 0; j < SPAN; ++j) {
-          const int iw = iw0 + j;
-          const float a0 = x[kh][j];
-          float v;
-          {{name}}_pro({{row_pro_args}}, v);
-          // a position outside the input takes no part (max) or adds nothing (avg: the divisor counts it)
-          x[kh][j] = iw >= 0 && iw < IW ? v : (KIND == 0 ? -INFINITY : 0.f);
-        }
-#pragma unroll
-        for (int o = 0; o < V; ++o)
-#pragma unroll
-          for (int kw = 0; kw < KW; ++kw) {
-            const float v = x[kh][o * SW + kw * DW];
-            if constexpr (KIND == 0) accs[o] = ks_max(accs[o], v); else accs[o] += v;
-          }
-      }
+      };
 #if {{plane_inside}}
-      // V windows inside the input (no padding, no clipped edge): each holds KH * KW taps, so the
-      // divisor is a constant and no 64-bit window bounds are computed (level1/44's 8-tap average
-      // was issue-bound in Nsight Compute: 68% SM throughput at 45% of DRAM bandwidth; this took
-      // it from 3.10 to 2.90 ms on an H100, bench/pool_plane_vl_timing.py).  The default since the
-      // pool GPU tests passed with it (emit_pool(plane_inside=False) leaves it out).
-      if (ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 && iw0 + SPAN - 1 < IW && ow0 + V <= OW) {
+      // V windows inside the input: each holds KH * KW taps, so the divisor is a constant and no
+      // 64-bit window bounds are computed (this finish took level1/44 from 3.10 to 2.90 ms on an
+      // H100, bench/pool_plane_vl_timing.py; emit_pool(plane_inside=False) leaves the form out).
+      if (inside) {
+        reduce_rows(std::false_type{});
         const int64_t o0 = (plane * OH + oh) * (int64_t)OW + ow0;  // contiguous
 #pragma unroll
         for (int j = 0; j < V; ++j) {
@@ -548,6 +564,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
         continue;
       }
 #endif
+      reduce_rows(std::true_type{});
       const KsPoolWin wd{0, 1, 1, 1};
       const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
 #pragma unroll
