@@ -114,3 +114,16 @@ def test_group_norm_apply_loads_knob_changes_only_its_apply_and_is_a_round_two_v
     variants = knob_variants(PlanVariant("default", "", gn_plan), {step.id: [kernel]})
     assert [v.name for v in variants] == ["slotloads"]
     assert [s.reduction_knobs for s in variants[0].plan.steps if s.id == step.id] == [ReductionKnobs(batched_loads=False)]
+
+
+def test_a_knob_flip_keeps_the_steps_other_knobs(plan):
+    """A round-2 alternative flips its own knob on top of the step's knobs: a step already on
+    __expf keeps it when the cluster alternative applies."""
+    from kernelstitch.agents.planner.variants import PlanVariant, knob_variants
+
+    step = plan.steps[0]
+    fast = with_knobs(plan, ReductionKnobs(fast_exp=True))
+    kernel = f"void {step.spec['name']}_cluster<4>()"
+    variants = knob_variants(PlanVariant("fastexp", "", fast), {step.id: [kernel]})
+    assert [v.name for v in variants] == ["fastexp-nocluster"]
+    assert variants[0].plan.steps[0].reduction_knobs == ReductionKnobs(fast_exp=True, cluster=False)

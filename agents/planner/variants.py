@@ -13,7 +13,7 @@ the coder builds it like any plan and the report can say what was measured.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from kernelstitch.agents.plan import HostSettings, Plan, PlanStep
 from kernelstitch.agents.plan.graph import Graph, NodeRef
@@ -189,6 +189,15 @@ def takes_reduction_knobs(step: PlanStep) -> bool:
     return (step.spec or {}).get("type") == "reduction"
 
 
+def _flipped(current: ReductionKnobs | None, alternative: ReductionKnobs) -> ReductionKnobs:
+    """`current` (a step's knobs, None: the defaults) with the knobs `alternative` sets away from
+    the defaults: a later round's flip keeps an earlier round's choices for the other knobs."""
+    default = ReductionKnobs()
+    changed = {f.name: getattr(alternative, f.name) for f in fields(ReductionKnobs)
+               if getattr(alternative, f.name) != getattr(default, f.name)}
+    return replace(current or default, **changed)
+
+
 def knob_variants(variant: PlanVariant, ran: dict[str, list[str]]) -> list[PlanVariant]:
     """A next round's variants: `variant` (the fastest of the last round) with one reduction
     knob flipped in the steps the profile found hot.  `ran`: hot fused_reduction step id ->
@@ -200,7 +209,7 @@ def knob_variants(variant: PlanVariant, ran: dict[str, list[str]]) -> list[PlanV
                          for kernel in ran.get(s.id, ()) for family in alt.families)]
         if not steps:
             continue
-        edited = [replace(s, reduction_knobs=alt.knobs) if s in steps else s
+        edited = [replace(s, reduction_knobs=_flipped(s.reduction_knobs, alt.knobs)) if s in steps else s
                   for s in variant.plan.steps]
         ids = ", ".join(s.id for s in steps)
         why = f"{alt.why} ({ids})"

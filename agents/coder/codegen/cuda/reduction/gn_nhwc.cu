@@ -111,7 +111,9 @@ __global__ void __launch_bounds__(256)
     ks_tile_slots<TILES>(ty, slots, [&](int j, int k, int sl) {
       const int pos = sl * P + lane_p;
       if (P > 1 && pos >= npos) return;
-      float a0[1] = {BATCHED ? xv[4 * j + k] : ks_ld(xp + (int64_t)pos * C)};
+      float a0[1];
+      if constexpr (BATCHED) a0[0] = xv[4 * j + k];
+      else a0[0] = ks_ld(xp + (int64_t)pos * C);
       float x; {{pro_x}}
       float y = (x - m) * rs;
       {{w_upd}}
