@@ -670,6 +670,20 @@ def test_group_norm_of_a_channels_last_input(ext, shape):
     check(poisoned(ext.t_gn_conv, x.contiguous(), cb, w, bb, e), _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(2, 16, 9, 80), (3, 32, 70, 3)])
+def test_group_norm_spans_read_a_transposed_full_size_operand(ext, shape):
+    """A full-size epilogue operand given as a transposed view (general strides): the row kernels
+    refuse it, the channel-span kernels (spans >= 64 values) read it per value; their per-channel
+    base divided by the descriptor's 0 divisor before (2026-12-07, found reading the code)."""
+    c, tail = shape[1], [1] * (len(shape) - 2)
+    x = rnd(*shape) * 3 + 1
+    cb, w, bb = rnd(c).view(c, *tail), rnd(c), rnd(c)
+    e = rnd(*shape[:2], shape[3], shape[2]).transpose(2, 3)  # logical `shape`, W-major in memory
+    check(poisoned(ext.t_gn_conv, x, cb, w, bb, e), _gn_conv_ref(x, cb, w, bb, e), rtol=1e-4, atol=1e-4)
+    ran = _kernels_run(ext.t_gn_conv, x, cb, w, bb, e)
+    assert any("t_gn_conv_gn_apply" in k for k in ran), ran
+
+
 @pytest.mark.parametrize("shape", [(16, 64, 62, 62), (3, 32, 7, 9), (2, 64, 6, 7, 9), (2, 264, 4, 4),
                                    (3, 16, 5, 7, 11), (5, 8, 17, 23)])
 def test_group_norm_kept_channels_last(ext, shape):

@@ -266,11 +266,15 @@ __device__ __forceinline__ void ks_load_row(const T* __restrict__ p, const KsOpe
 // there (a per-channel weight over rows of [C / G, S] values, a conv bias in the prologue): base
 // -1 marks them, loaded per VEC values from the linear index `row0 + col`.  A separate pair so
 // the other kinds' row kernels (under tight register caps) keep the one-load form.
+// General strides (KS_STRIDED, whose div and mod are 0) take the per-value path: group_norm's
+// channel-span kernels run when the row kernels refuse such an operand, and the per-channel base
+// divided by its 0 divisor there (read at a garbage offset).
 __device__ __forceinline__ int64_t ks_row_base_any(const KsOperand& d, int64_t row, int64_t R) {
   switch (d.mode) {
     case KS_FULL: return row * R;
     case KS_SCALAR: return 0;
     case KS_ROW: return d.mod % R == 0 ? ks_mod(row * R, d.mod) : -1;
+    case KS_STRIDED: return -1;
     default: return d.div % R == 0 ? ks_mod(ks_div(row * R, d.div), d.mod) : -1;
   }
 }
