@@ -53,6 +53,8 @@ from kernelstitch.agents.plan.kernel_spec import (
 )
 from spill_scope import REPRESENTATIVE_REDUCTIONS, full_spill_check, nvcc_report
 
+from kernelstitch.bench.preflight import cuda_include, host_include_flags
+
 E = ElementwiseOp
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -802,32 +804,12 @@ def test_error_messages_stream_no_numbers():
     assert unsafe == []
 
 
-def _torch_host_includes(tmp_path: Path) -> list[str] | None:
-    """-I flags to compile the bindings' host C++ against this machine's torch (a CPU wheel ships
-    c10/cuda's headers but not the generated cuda_cmake_macros.h, stubbed here), the CUDA
-    runtime headers and the prelude; None where any is missing."""
-    import sysconfig
-
-    import torch.utils.cpp_extension as cpp_extension
-    from kernelstitch.agents.coder.codegen.templates import _root
-
-    torch_includes = [Path(p) for p in cpp_extension.include_paths()]
-    cuda = _cuda_include()
-    if shutil.which("g++") is None or cuda is None or not (torch_includes[0] / "c10" / "cuda" / "CUDAStream.h").is_file():
-        return None
-    stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
-    stub.mkdir(parents=True)
-    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    prelude = Path(str(_root()))
-    return [f"-I{p}" for p in [tmp_path / "stub", *torch_includes, sysconfig.get_paths()["include"], cuda, prelude]]
-
-
 def test_every_binding_compiles_as_host_cpp(tmp_path):
     """The bindings (host C++ against ATen, the text nvcc never sees) of every spec family the
     spill check compiles, through g++ -fsyntax-only: a binding error otherwise first shows on the
     GPU machine, where it fails every program of that family (the GEMMs' bindings need cublasLt.h,
     which the CPU machines lack, and are left out)."""
-    flags = _torch_host_includes(tmp_path)
+    flags = host_include_flags(tmp_path)
     if flags is None:
         pytest.skip("needs g++, the CUDA runtime headers and torch's c10/cuda headers")
     specs = [s for s in _spill_specs() if not isinstance(s, GemmSpec)]
@@ -918,13 +900,6 @@ def test_every_cuda_text_compiles_for_sm90a_without_spills():
     assert len(kernels) >= 2 * len(elementwise_specs()) + 6 * len(checked_reductions) + 3
 
 
-def _cuda_include() -> Path | None:
-    nvcc = shutil.which("nvcc")
-    candidates = [Path(nvcc).resolve().parent.parent / "include"] if nvcc else []
-    candidates.append(Path("/usr/local/cuda/include"))
-    return next((c for c in candidates if (c / "cuda_runtime_api.h").is_file()), None)
-
-
 # The host plan (ks_plan_reduction, in codegen/cuda/ks_shared_types.h) compiled and run on this machine: which
 # reduction path and block shape each [outer, R, inner] view gets on a given device.
 H100 = (132, 227 * 1024)  # SMs, opt-in shared memory per block
@@ -998,25 +973,20 @@ int main() {
 
 
 @pytest.mark.nvcc
-@pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
+@pytest.mark.skipif(shutil.which("g++") is None or cuda_include() is None,
                     reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
 def test_bindings_type_check_against_torch_headers(tmp_path):
     """The host bindings of every kernel family (torch C++ API: ATen, c10/cuda) type-check with
     g++ against this CPU torch's headers.  CPU wheels lack one generated header of c10/cuda
     (build-time macros only); a stub stands in for it.  GEMM bindings need cublasLt.h, which
     this machine's CUDA may lack.  The GPU tests compile the same text for real."""
-    import sysconfig
-
-    from torch.utils.cpp_extension import include_paths
-
-    cuda_include = _cuda_include()
-    stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
-    stub.mkdir(parents=True)
-    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+    flags = host_include_flags(tmp_path)
+    if flags is None:
+        pytest.skip("needs torch's c10/cuda headers")
     specs = elementwise_specs() + reduction_specs() + pool_specs() + batch_stats_specs() + batch_stats_merge_specs() + scan_specs() + mask_specs() + cat_specs() + arg_reduce_specs() + triangle_specs() + nll_specs() + conv_taps_specs() + attention_specs() + recurrent_specs()
     # copies but for the name: their bindings call the first one's launchers
     specs += [replace(specs[0], name="ew_alias"), replace(reduction_specs()[0], name="red_alias")]
-    if (cuda_include / "cublasLt.h").exists():
+    if (cuda_include() / "cublasLt.h").exists():
         specs += gemm_specs()
     cpp, _, names = build_extension_sources([emit(s) for s in specs])
     assert len(names) == len(specs)
@@ -1027,8 +997,7 @@ def test_bindings_type_check_against_torch_headers(tmp_path):
         f'm.def("{n}", torch::wrap_pybind_function({n}), "{n}");' for n in names] + ["}"])
     (tmp_path / "bindings.cpp").write_text(cpp + "\n" + module_def)
     cmd = ["g++", "-std=c++17", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=ks_test",
-           "-DTORCH_API_INCLUDE_EXTENSION_H", f"-I{tmp_path / 'stub'}", f"-I{cuda_include}",
-           f"-I{sysconfig.get_paths()['include']}"] + [f"-I{p}" for p in include_paths()] + [str(tmp_path / "bindings.cpp")]
+           "-DTORCH_API_INCLUDE_EXTENSION_H", *flags, str(tmp_path / "bindings.cpp")]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert res.returncode == 0, res.stderr[-4000:]
 
@@ -1091,13 +1060,13 @@ def _operand_read_program(tmp_path, main: str) -> list[int]:
     from kernelstitch.agents.coder.codegen.templates import source
 
     (tmp_path / "p.cpp").write_text(source("ks_shared_types.h") + source("ks_operand_read.h") + _OFFSET_CPP + main)
-    cmd = ["g++", "-O1", "-std=c++17", f"-I{_cuda_include()}", "-o", str(tmp_path / "p"), str(tmp_path / "p.cpp")]
+    cmd = ["g++", "-O1", "-std=c++17", f"-I{cuda_include()}", "-o", str(tmp_path / "p"), str(tmp_path / "p.cpp")]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
     return [int(v) for v in subprocess.run([str(tmp_path / "p")], check=True, capture_output=True, text=True,
                                            timeout=60).stdout.split()]
 
 
-@pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
+@pytest.mark.skipif(shutil.which("g++") is None or cuda_include() is None,
                     reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
 def test_column_affine_operands_read_base_plus_r_times_step(tmp_path):
     """ks_col_affine (ks_operand_read.h, the host's choice of the column kernels' base + r x step
@@ -1150,7 +1119,7 @@ int main() {
     assert per_sample_channel > 100  # the [N, C, 1, 1] reads (mod a multiple of R, not R) are taken
 
 
-@pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
+@pytest.mark.skipif(shutil.which("g++") is None or cuda_include() is None,
                     reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
 def test_strided_row_operands_read_a_base_a_row_plus_the_column(tmp_path):
     """ks_strided_rows (ks_operand_read.h: general strides the row kernels read as a base a row
@@ -1195,7 +1164,7 @@ int main() {
     assert bad == 0 and accepted > 100 and rejected > 100
 
 
-@pytest.mark.skipif(shutil.which("g++") is None or _cuda_include() is None,
+@pytest.mark.skipif(shutil.which("g++") is None or cuda_include() is None,
                     reason="needs g++ and the CUDA headers (cuda_runtime_api.h)")
 def test_per_channel_operands_of_four_planes_sit_at_four_consecutive_offsets(tmp_path):
     """ks_planes4_consecutive (ks_operand_read.h: the channels-last pools read a plane operand of
