@@ -42,12 +42,12 @@ class VariantBuild:
     variant: str
     kernels: int  # kernel steps compiled
     host_checked: bool  # its bindings went through g++ (False: GEMM bindings, or no torch headers)
-    spills: int  # ptxas reports of kernels that spill
+    spills: tuple[str, ...]  # ptxas' reports of the kernels that spill
     error: str  # the failing compiler's output tail; "" when both passed
 
     @property
     def ok(self) -> bool:
-        return not self.error and self.spills == 0
+        return not self.error and not self.spills
 
 
 def cuda_include() -> Path | None:
@@ -75,15 +75,26 @@ def host_include_flags(scratch: Path) -> list[str] | None:
                                CUDA_DIR]]
 
 
-def build(kernels: list[KernelSource], scratch: Path, host_flags: list[str] | None) -> tuple[bool, int, str]:
-    """(host checked, spilling kernels, error tail) of one program's kernels."""
+def _spilling(ptxas: str) -> list[str]:
+    """The kernels (mangled names) ptxas -v reports spilling, with their spill line."""
+    found, current = [], ""
+    for line in ptxas.splitlines():
+        if "Compiling entry function" in line:
+            current = line.split("'")[1] if "'" in line else line
+        elif "spill stores" in line and _NO_SPILL not in line:
+            found.append(f"{current}: {line.strip()}")
+    return found
+
+
+def build(kernels: list[KernelSource], scratch: Path, host_flags: list[str] | None) -> tuple[bool, list[str], str]:
+    """(host checked, the spilling kernels' reports, error tail) of one program's kernels."""
     cpp, cuda, _ = build_extension_sources(kernels)
     (scratch / "kernels.cu").write_text(cuda)
     done = subprocess.run(["nvcc", *NVCC_FLAGS, f"-I{CUDA_DIR}", "-o", str(scratch / "kernels.cubin"),
                            str(scratch / "kernels.cu")], capture_output=True, text=True, timeout=1800)
     if done.returncode:
-        return False, 0, "nvcc: " + done.stderr[-3000:]
-    spills = sum(1 for line in done.stderr.splitlines() if "spill stores" in line and _NO_SPILL not in line)
+        return False, [], "nvcc: " + done.stderr[-3000:]
+    spills = _spilling(done.stderr)
     host = host_flags is not None and not any("cublasLt" in k.binding for k in kernels)
     if host:
         (scratch / "bindings.cpp").write_text(cpp)
@@ -103,20 +114,20 @@ def preflight(problems: list[Path], scratch: Path) -> Iterator[VariantBuild]:
         try:
             variants = propose_variants(capture(path), limit=None)
         except Exception as err:  # a problem that does not plan: its message, the rest go on
-            yield VariantBuild(path.stem, "(plan)", 0, False, 0, f"{type(err).__name__}: {err}"[:3000])
+            yield VariantBuild(path.stem, "(plan)", 0, False, (), f"{type(err).__name__}: {err}"[:3000])
             continue
         for variant in variants:
             try:
                 candidate = code_builtin(variant.plan, path, scratch / "model_new.py")
             except Exception as err:
-                yield VariantBuild(path.stem, variant.name, 0, False, 0, f"{type(err).__name__}: {err}"[:3000])
+                yield VariantBuild(path.stem, variant.name, 0, False, (), f"{type(err).__name__}: {err}"[:3000])
                 continue
             key = "\0".join(k.cuda + k.binding for k in candidate.kernels)
             if not candidate.kernels or key in seen:  # no kernel of ours, or a program already built
                 continue
             seen.add(key)
             host, spills, error = build(candidate.kernels, scratch, host_flags)
-            yield VariantBuild(path.stem, variant.name, len(candidate.kernels), host, spills, error)
+            yield VariantBuild(path.stem, variant.name, len(candidate.kernels), host, tuple(spills), error)
 
 
 def _problem_paths(args: argparse.Namespace) -> list[Path]:
@@ -147,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         for b in preflight(paths, Path(tmp)):
             host = "g++ checked" if b.host_checked else "host not checked"
             print(f"{'ok ' if b.ok else 'BAD'} {b.problem} [{b.variant}]: {b.kernels} kernel steps, {host}, "
-                  f"{b.spills} spilling", flush=True)
+                  f"{len(b.spills)} spilling", flush=True)
+            for report in b.spills:
+                print("    spills: " + report, flush=True)
             if b.error:
                 print("    " + b.error.replace("\n", "\n    "), flush=True)
             failed += not b.ok
