@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
-from kernelstitch.agents.coder import codegen
 from kernelstitch.agents.coder.codegen import ElementwiseOp as E
 from kernelstitch.agents.coder.codegen import ElementwiseSpec, ReductionSpec, TensorArg, emit
 
+from kernelstitch.bench.preflight import CUDA_DIR
 from kernelstitch.bench.sass_loads import KernelLoads, kernel_loads, loads_in_flight, nvdisasm
 
-CUDA = Path(codegen.__file__).parent / "cuda"
+CUDA = CUDA_DIR
 needs_tools = pytest.mark.skipif(shutil.which("nvcc") is None or nvdisasm() is None,
                                  reason="needs nvcc and nvdisasm (the dev extras' nvidia-cuda-nvdisasm)")
 

@@ -11,7 +11,7 @@ Values inside a kernel are named strings.  Tensor inputs are named by `TensorArg
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 DType = Literal["float32", "float16", "bfloat16", "bool", "int64"]  # bool: masks; int64: NllLossSpec targets
@@ -395,12 +395,13 @@ class ReductionKnobs:
     batched_loads: bool = True
 
     def to_json(self) -> dict[str, bool]:
-        return {"fast_exp": self.fast_exp, "cluster": self.cluster, "batched_loads": self.batched_loads}
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_json(cls, data: Any) -> ReductionKnobs:
-        if not isinstance(data, dict) or set(data) - {"fast_exp", "cluster", "batched_loads"}:
-            raise ValueError(f"reduction knobs: expected fast_exp/cluster/batched_loads booleans, got {data!r}")
+        names = [f.name for f in fields(cls)]
+        if not isinstance(data, dict) or set(data) - set(names):
+            raise ValueError(f"reduction knobs: expected {'/'.join(names)} booleans, got {data!r}")
         values = {k: v for k, v in data.items()}
         if not all(isinstance(v, bool) for v in values.values()):
             raise ValueError(f"reduction knobs: expected booleans, got {data!r}")

@@ -28,8 +28,9 @@ from kernelstitch.agents.coder.codegen import build_extension_sources
 from kernelstitch.agents.coder.codegen.kernel_source import KernelSource
 from kernelstitch.agents.planner.capture import capture
 from kernelstitch.agents.planner.variants import propose_variants
+from kernelstitch.bench.sass_loads import ARCH_FLAGS
 
-NVCC_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v")
+NVCC_FLAGS = (*ARCH_FLAGS, "-Xptxas", "-v")
 _NO_SPILL = "0 bytes spill stores, 0 bytes spill loads"
 CUDA_DIR = Path(codegen.__file__).parent / "cuda"  # the coder's headers and templates
 

@@ -476,12 +476,6 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
       float accs[V];
 #pragma unroll
       for (int o = 0; o < V; ++o) accs[o] = KIND == 0 ? -INFINITY : 0.f;
-      // V windows inside the input (no padding, no clipped edge): loads and arithmetic without the
-      // per-row and per-value bounds (the masks were ~40 of the ~200 instructions of 4 outputs in
-      // level1/44's SASS, computed for every window before the inside test; the kernel is
-      // issue-bound: 68% SM throughput at 45% of DRAM bandwidth in Nsight Compute).
-      const bool inside = {{plane_inside}} && ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 &&
-                          iw0 + SPAN - 1 < IW && ow0 + V <= OW;
       // every row's loads first (a row outside the input loads nothing), then the arithmetic;
       // MASKED: rows and positions outside the input load nothing
       float x[KH][SPAN4];
@@ -509,8 +503,6 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
           }
         }
       };
-      if (inside) load_rows(std::false_type{});
-      else load_rows(std::true_type{});
       // The window rows' prologue and reduction.  MASKED: a row or position outside the input takes
       // no part (max) or adds nothing (avg: the divisor counts it).
       auto reduce_rows = [&](auto masked) {
@@ -538,10 +530,15 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
         }
       };
 #if {{plane_inside}}
-      // V windows inside the input: each holds KH * KW taps, so the divisor is a constant and no
-      // 64-bit window bounds are computed (this finish took level1/44 from 3.10 to 2.90 ms on an
-      // H100, bench/pool_plane_vl_timing.py; emit_pool(plane_inside=False) leaves the form out).
-      if (inside) {
+      // V windows inside the input (no padding, no clipped edge): loads and arithmetic without the
+      // per-row and per-value bounds (the masks were ~40 of the ~200 instructions of 4 outputs in
+      // level1/44's SASS, computed for every window before the inside test; the kernel is
+      // issue-bound: 68% SM throughput at 45% of DRAM bandwidth in Nsight Compute).  Each window
+      // holds KH * KW taps, so the divisor is a constant and no 64-bit window bounds are computed
+      // (this finish took level1/44 from 3.10 to 2.90 ms on an H100, bench/pool_plane_vl_timing.py;
+      // emit_pool(plane_inside=False) leaves the form out).
+      if (ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 && iw0 + SPAN - 1 < IW && ow0 + V <= OW) {
+        load_rows(std::false_type{});
         reduce_rows(std::false_type{});
         const int64_t o0 = (plane * OH + oh) * (int64_t)OW + ow0;  // contiguous
 #pragma unroll
@@ -564,6 +561,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
         continue;
       }
 #endif
+      load_rows(std::true_type{});
       reduce_rows(std::true_type{});
       const KsPoolWin wd{0, 1, 1, 1};
       const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
