@@ -290,3 +290,38 @@ def test_build_jobs_follow_max_jobs_else_the_cpus_up_to_eight(module, monkeypatc
     assert module._build_jobs() == 2
     monkeypatch.setenv("MAX_JOBS", "many")
     assert module._build_jobs() == 2
+
+
+def test_each_unit_compiles_with_its_share_of_the_jobs_outside_the_digest(module, monkeypatch):
+    """nvcc's --split-compile gets the build's jobs shared among the units compiled at once (one
+    unit: all of them; as many units as jobs: no flag), and the extension's name stays the same:
+    the flag changes compile time, not the code."""
+    monkeypatch.setattr(module, "_nvcc_splits", lambda: True)
+    monkeypatch.setenv("MAX_JOBS", "8")
+    assert module._build_extension() == "built"  # the example: one unit, load_inline
+    (whole,) = module.load_inline.calls
+    assert whole["extra_cuda_cflags"][-1] == "--split-compile=8"
+    assert [f for f in whole["extra_cuda_cflags"] if "split" not in f] == \
+        list(module._EXTRA_CUDA_CFLAGS) + ["-gencode=arch=compute_90a,code=sm_90a"]
+    source = _kernel_texts(module, [70_000] * 3)
+    monkeypatch.setattr(module, "_CUDA_SOURCE", source)
+    monkeypatch.setenv("MAX_JOBS", "6")
+    assert module._build_extension() == "built"
+    (units,) = module.load.calls
+    assert units["extra_cuda_cflags"][-1] == "--split-compile=2"  # 3 units of 6 jobs
+    monkeypatch.setenv("MAX_JOBS", "3")
+    assert module._split_flags(3) == []
+    monkeypatch.setattr(module, "_nvcc_splits", lambda: False)  # an nvcc without the option
+    assert module._split_flags(1) == []
+
+
+def test_the_split_option_is_probed_from_the_nvcc_torch_would_run(module, tmp_path, monkeypatch):
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\necho '--split-compile <number>   Perform compiler optimizations in parallel.'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PYTORCH_NVCC", str(fake))
+    assert module._nvcc_splits() is True
+    fake.write_text("#!/bin/sh\necho '--threads <number>'\n")
+    assert module._nvcc_splits() is False
+    monkeypatch.setenv("PYTORCH_NVCC", str(tmp_path / "missing-nvcc"))
+    assert module._nvcc_splits() is False
