@@ -2,6 +2,7 @@
 which GPU each worker gets, build failures, profile arithmetic, the LLM coder's GPU phase."""
 
 import threading
+from pathlib import Path
 
 import pytest
 from bench_fakes import spec_for, write_problem
@@ -41,7 +42,8 @@ class FakeWorkers:
             def call(self, task, args, timeout_s, cancel=None):
                 assert timeout_s > 0 and isinstance(cancel, threading.Event)
                 workers.calls.append((task, args, cuda_device, env or {}))
-                return workers.answers[task]
+                answer = workers.answers[task]
+                return answer(args) if callable(answer) else answer
 
         return Client()
 
@@ -118,20 +120,19 @@ def test_prepare_generates_without_verifying_and_prebuilds_on_the_given_gpu(setu
     (config,) = calls["generate"]
     assert config.verify is False and config.coder == "builtin"
     ((task, args, device, env),) = workers.calls
-    assert task == BUILD_TASK and args == {"path": str(candidate)}
+    assert task == BUILD_TASK and args["path"] == str(candidate) and args["jobs"] >= 1
     assert device == 2  # WorkerClient exports CUDA_VISIBLE_DEVICES=2
-    assert int(env["MAX_JOBS"]) >= 1
 
 
 def test_a_lone_prepare_builds_with_every_core_and_concurrent_ones_share_them(setup):
-    """MAX_JOBS of a build: the runner's cores over the problems preparing at that moment (a
-    fixed cores // --build-jobs left a one-GPU run's only build one compiler process)."""
+    """The jobs of a build (its MAX_JOBS): the runner's cores over the problems preparing at that
+    moment (a fixed cores // --build-jobs left a one-GPU run's only build one compiler process)."""
     from kernelstitch.bench.runner import CoreShare
 
     spec, _, _, workers, ws = setup
     PipelineRunner(ws, BenchSettings(build_jobs=14), cores=16).prepare(spec, ctx())
-    ((_, _, _, env),) = workers.calls
-    assert env["MAX_JOBS"] == "16"
+    ((_, args, _, _),) = workers.calls
+    assert args["jobs"] == 16
     share = CoreShare(16)
     for _ in range(3):
         share.enter()
@@ -296,3 +297,40 @@ def test_prepare_stages_are_reported_beside_the_verifier_stages():
     assert list(group["verify_stage_s"])[-1] == "reference"
     again = ProblemOutcome.from_json(outcomes[0].to_json())
     assert again.prepare_stage_s == {"planning": 2.0, "build": 10.0}
+
+
+def test_each_variant_build_asks_for_the_cores_free_at_its_start(setup, tmp_path):
+    """A problem's variants build one after another: each build takes the share of the moment,
+    so one that starts after the other problems finished gets every core (the share taken once
+    kept a group_norm problem's four builds on one core)."""
+    spec, candidate, _, workers, ws = setup
+    for name in ("gn-stats", "nchw"):
+        folder = Path(candidate).parent / "variants" / name
+        folder.mkdir(parents=True)
+        (folder / "model_new.py").write_text("# a variant\n")
+    runner = PipelineRunner(ws, BenchSettings(build_jobs=14, search=True), cores=16)
+    for _ in range(3):  # three other problems preparing when this one starts
+        runner.cores.enter()
+    shares = iter([1, 2, 0])  # the others finishing while this one's builds run
+
+    def answer(args):
+        for _ in range(next(shares)):
+            runner.cores.leave()
+        return ok({"built": True, "seconds": 1.0})
+
+    workers.answers[BUILD_TASK] = answer
+    runner.prepare(spec, ctx())
+    assert [args["jobs"] for _, args, _, _ in workers.calls] == [4, 5, 16]
+
+
+def test_the_build_task_sets_the_jobs_it_was_given(tmp_path, monkeypatch):
+    """The worker's build reads MAX_JOBS (the generated _build_extension): the task sets it from
+    its `jobs` argument, at least one, before anything else (here: no GPU, the build skipped)."""
+    monkeypatch.setenv("MAX_JOBS", "1")
+    bench_tasks.build_candidate(str(tmp_path / "model_new.py"), jobs=6)
+    assert bench_tasks.os.environ["MAX_JOBS"] == "6"
+    bench_tasks.build_candidate(str(tmp_path / "model_new.py"), jobs=0)
+    assert bench_tasks.os.environ["MAX_JOBS"] == "1"
+    monkeypatch.setenv("MAX_JOBS", "9")
+    bench_tasks.build_candidate(str(tmp_path / "model_new.py"))  # no jobs: the worker's own
+    assert bench_tasks.os.environ["MAX_JOBS"] == "9"

@@ -156,10 +156,11 @@ class PipelineRunner:
         from kernelstitch.core.worker.client import WorkerClient
 
         self._log(prepared.spec.name, "compiling: pre-building the candidate's extension")
-        # Several builds run at once: share the cores among the problems preparing now.
-        jobs = self.cores.jobs()
-        with WorkerClient(cuda_device=ctx.device, env={"MAX_JOBS": str(jobs)}) as worker:
-            response = worker.call(BUILD_TASK, {"path": prepared.candidate_path},
+        # Several builds run at once: share the cores among the problems preparing now, asked
+        # again for each build (a group_norm problem's four programs, built one after another,
+        # kept the one core it had while eight problems started: 150-190 s on the H100 host).
+        with WorkerClient(cuda_device=ctx.device) as worker:
+            response = worker.call(BUILD_TASK, {"path": prepared.candidate_path, "jobs": self.cores.jobs()},
                                    timeout_s=max(ctx.time_left_s, MIN_CALL_S), cancel=ctx.cancel)
             if response.ok and self.settings.search:
                 self._prebuild_variants(prepared, worker, ctx)
@@ -188,7 +189,7 @@ class PipelineRunner:
         variant is built (and fails) when it is timed."""
         folder = Path(prepared.candidate_path).parent / "variants"
         for path in sorted(folder.glob("*/model_new.py")):
-            response = worker.call(BUILD_TASK, {"path": str(path)},
+            response = worker.call(BUILD_TASK, {"path": str(path), "jobs": self.cores.jobs()},
                                    timeout_s=max(ctx.time_left_s, MIN_CALL_S), cancel=ctx.cancel)
             if not response.ok or (response.result or {}).get("error"):
                 prepared.notes.append(f"variant {path.parent.name} did not pre-build")

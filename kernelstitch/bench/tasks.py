@@ -16,6 +16,7 @@ measure_problem: a problem's whole measure phase in a worker pinned to one GPU (
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,13 @@ def gpu_info() -> dict[str, Any]:
             "names": [torch.cuda.get_device_name(i) for i in range(count)]}
 
 
-def build_candidate(path: str) -> dict[str, Any]:
+def build_candidate(path: str, jobs: int | None = None) -> dict[str, Any]:
+    """Build the candidate at `path` (a generated model_new.py) with `jobs` compiler processes
+    (MAX_JOBS, which its _build_extension reads; None: the worker's own)."""
     import torch
+
+    if jobs is not None:
+        os.environ["MAX_JOBS"] = str(max(1, jobs))
 
     from kernelstitch.core.problem import ProblemError, import_file
 
