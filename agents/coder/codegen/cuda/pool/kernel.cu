@@ -536,8 +536,13 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
       // issue-bound: 68% SM throughput at 45% of DRAM bandwidth in Nsight Compute).  Each window
       // holds KH * KW taps, so the divisor is a constant and no 64-bit window bounds are computed
       // (this finish took level1/44 from 3.10 to 2.90 ms on an H100, bench/pool_plane_vl_timing.py;
-      // emit_pool(plane_inside=False) leaves the form out).
-      if (ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 && iw0 + SPAN - 1 < IW && ow0 + V <= OW) {
+      // emit_pool(plane_inside=False) leaves the form out).  Taken by whole warps: a warp whose
+      // threads split between the two forms runs both (level1/42's 511-wide rows put an edge
+      // window in every other warp: 3.84 -> 4.31 ms on an H100 when each thread chose alone), so a
+      // warp with an edge window takes the masked form, as every warp did before this form; a
+      // thread's own test is in the vote, so no edge window is ever read unmasked.
+      if (__all_sync(__activemask(), ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 &&
+                                     iw0 + SPAN - 1 < IW && ow0 + V <= OW)) {
         load_rows(std::false_type{});
         reduce_rows(std::false_type{});
         const int64_t o0 = (plane * OH + oh) * (int64_t)OW + ow0;  // contiguous
