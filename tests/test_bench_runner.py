@@ -299,10 +299,11 @@ def test_prepare_stages_are_reported_beside_the_verifier_stages():
     assert again.prepare_stage_s == {"planning": 2.0, "build": 10.0}
 
 
-def test_each_variant_build_asks_for_the_cores_free_at_its_start(setup, tmp_path):
-    """A problem's variants build one after another: each build takes the share of the moment,
-    so one that starts after the other problems finished gets every core (the share taken once
-    kept a group_norm problem's four builds on one core)."""
+def test_each_variant_build_asks_for_the_core_share_at_its_start(setup, tmp_path):
+    """A problem's variants build one after another: each build takes the share of the moment
+    (the cores over the problems preparing then), so one that starts after the other problems
+    finished gets every core (the share taken once kept a group_norm problem's four builds on
+    one or two)."""
     spec, candidate, _, workers, ws = setup
     for name in ("gn-stats", "nchw"):
         folder = Path(candidate).parent / "variants" / name

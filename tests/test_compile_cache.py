@@ -292,7 +292,7 @@ def test_build_jobs_follow_max_jobs_else_the_cpus_up_to_eight(module, monkeypatc
     assert module._build_jobs() == 2
 
 
-def test_each_unit_compiles_with_its_share_of_the_jobs_outside_the_digest(module, monkeypatch):
+def test_each_unit_compiles_with_its_share_of_the_jobs_outside_the_digest(module, tmp_path, monkeypatch):
     """nvcc's --split-compile gets the build's jobs shared among the units compiled at once (one
     unit: all of them; as many units as jobs: no flag), and the extension's name stays the same:
     the flag changes compile time, not the code."""
@@ -313,15 +313,50 @@ def test_each_unit_compiles_with_its_share_of_the_jobs_outside_the_digest(module
     assert module._split_flags(3) == []
     monkeypatch.setattr(module, "_nvcc_splits", lambda: False)  # an nvcc without the option
     assert module._split_flags(1) == []
+    # the same extension name without the option: a cached build serves either
+    monkeypatch.setenv("KS_EXTENSIONS_DIR", str(tmp_path / "plain"))
+    assert module._build_extension() == "built"
+    assert module.load.calls[-1]["name"] == units["name"]
+    assert all("split" not in f for f in module.load.calls[-1]["extra_cuda_cflags"])
+
+
+def test_a_failed_split_build_retries_as_one_unit_without_the_option(module, monkeypatch):
+    """A failed several-unit build (the option itself among its possible causes) builds again as
+    one unit with the plain flags."""
+    monkeypatch.setattr(module, "_nvcc_splits", lambda: True)
+    monkeypatch.setattr(module, "_CUDA_SOURCE", _kernel_texts(module, [70_000] * 3))
+    monkeypatch.setenv("MAX_JOBS", "6")
+
+    def failing(**kwargs):
+        assert kwargs["extra_cuda_cflags"][-1] == "--split-compile=2"
+        raise RuntimeError("Error building extension")
+
+    monkeypatch.setattr(module, "load", failing)
+    assert module._build_extension() == "built"
+    (call,) = module.load_inline.calls
+    assert all("split" not in f for f in call["extra_cuda_cflags"])
+
+
+def _fake_nvcc(path: Path, help_text: str) -> Path:
+    path.write_text(f"#!/bin/sh\necho '{help_text}'\n")
+    path.chmod(0o755)
+    return path
 
 
 def test_the_split_option_is_probed_from_the_nvcc_torch_would_run(module, tmp_path, monkeypatch):
-    fake = tmp_path / "nvcc"
-    fake.write_text("#!/bin/sh\necho '--split-compile <number>   Perform compiler optimizations in parallel.'\n")
-    fake.chmod(0o755)
+    fake = _fake_nvcc(tmp_path / "nvcc", "--split-compile <number>   Perform compiler optimizations in parallel.")
     monkeypatch.setenv("PYTORCH_NVCC", str(fake))
     assert module._nvcc_splits() is True
-    fake.write_text("#!/bin/sh\necho '--threads <number>'\n")
+    # PYTORCH_NVCC may be a command line (a compiler cache in front of nvcc)
+    wrapper = _fake_nvcc(tmp_path / "cache", "--split-compile <number>")
+    monkeypatch.setenv("PYTORCH_NVCC", f"{wrapper} nvcc")
+    assert module._nvcc_splits() is True
+    _fake_nvcc(fake, "--threads <number>")
+    monkeypatch.setenv("PYTORCH_NVCC", str(fake))
     assert module._nvcc_splits() is False
     monkeypatch.setenv("PYTORCH_NVCC", str(tmp_path / "missing-nvcc"))
+    assert module._nvcc_splits() is False
+    monkeypatch.delenv("PYTORCH_NVCC")  # no CUDA toolkit at all: no probe of a relative path
+    import torch.utils.cpp_extension as cpp_extension
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
     assert module._nvcc_splits() is False

@@ -26,8 +26,20 @@ def test_split_compile_flags_follow_the_nvcc_and_the_threads(tmp_path):
     assert nvcc.split_compile_flags(4, str(tmp_path / "missing")) == []
 
 
-def test_torch_nvcc_prefers_pytorch_nvcc(monkeypatch):
-    monkeypatch.setenv("PYTORCH_NVCC", "/opt/wrapped/nvcc")
-    assert nvcc.torch_nvcc() == "/opt/wrapped/nvcc"
+def test_a_command_line_nvcc_is_probed_whole(tmp_path):
+    """PYTORCH_NVCC may name a compiler cache in front of nvcc: the probe runs the whole line."""
+    cache = _fake_nvcc(tmp_path, "--split-compile <number>")
+    assert nvcc.split_compile_flags(2, f"{cache} nvcc") == ["--split-compile=2"]
+
+
+def test_torch_nvcc_prefers_pytorch_nvcc_then_cuda_home(monkeypatch):
+    import torch.utils.cpp_extension as cpp_extension
+
+    monkeypatch.setenv("PYTORCH_NVCC", "ccache /opt/cuda/bin/nvcc")
+    assert nvcc.torch_nvcc() == "ccache /opt/cuda/bin/nvcc"
     monkeypatch.delenv("PYTORCH_NVCC")
-    assert nvcc.torch_nvcc().endswith("bin/nvcc")
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", "/opt/cuda-13")
+    assert nvcc.torch_nvcc() == "/opt/cuda-13/bin/nvcc"
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
+    assert nvcc.torch_nvcc() is None
+    assert nvcc.split_compile_flags(8) == []  # no toolkit: nothing to probe

@@ -446,3 +446,5 @@ def test_the_inside_finish_of_the_plane_kernel_is_the_default():
     guard = "#if {}\n      // V windows inside the input"
     assert guard.format(1) in emit_pool(spec).cuda
     assert guard.format(0) in emit_pool(spec, plane_inside=False).cuda
+    # taken by whole warps: a warp split between the forms ran both (level1/42, 2026-12-07)
+    assert "if (__all_sync(__activemask(), ih0 >= 0" in emit_pool(spec).cuda

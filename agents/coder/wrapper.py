@@ -282,14 +282,20 @@ def _build_units(name, directory, flags, units):
 
 
 def _nvcc_splits():
-    """Whether this nvcc takes --split-compile (CUDA 12 and later): it runs cicc's and ptxas'
-    work on one unit's kernels in parallel, the same SASS (nvdisasm-identical on a group_norm
-    step's 20 kernels: 33 s of one core became 19 s on two)."""
+    """Whether the nvcc torch runs ($PYTORCH_NVCC, a command such as `ccache nvcc`, else
+    CUDA_HOME's) takes --split-compile (CUDA 12 and later): it runs cicc's and ptxas' work on one
+    unit's kernels in parallel, the same SASS (nvdisasm-identical on a group_norm step's 20
+    kernels: about 30 s of one core became 19 s on two)."""
+    import shlex
     import subprocess
     from torch.utils.cpp_extension import CUDA_HOME
+    command = shlex.split(os.environ.get("PYTORCH_NVCC") or "")
+    if not command:
+        if not CUDA_HOME:
+            return False
+        command = [os.path.join(CUDA_HOME, "bin", "nvcc")]
     try:
-        nvcc = os.environ.get("PYTORCH_NVCC") or os.path.join(CUDA_HOME or "", "bin", "nvcc")
-        help_text = subprocess.run([nvcc, "--help"], capture_output=True, text=True, timeout=30).stdout
+        help_text = subprocess.run(command + ["--help"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     return "--split-compile" in help_text
@@ -316,8 +322,11 @@ def _build_extension():
             os.remove(os.path.join(directory, "lock"))
         units = _cuda_units(_CUDA_SOURCE, _build_jobs())
         module = None
+        # one unit's nvcc optimises its kernels over the jobs; a failed split build (an edited
+        # source whose kernels share code) builds as one unit with the plain flags
+        one_unit_flags = flags + _split_flags(1)
         if len(units) > 1:
-            # a failed split build (an edited source whose kernels share code) builds as one unit
+            one_unit_flags = flags
             with contextlib.suppress(Exception):
                 module = _build_units(name, directory, flags + _split_flags(len(units)), units)
         if module is None:
@@ -328,7 +337,7 @@ def _build_extension():
                 cuda_sources=[_CUDA_SOURCE],
                 functions=list(_FUNCTIONS),
                 extra_cflags=list(_EXTRA_CFLAGS),
-                extra_cuda_cflags=flags + _split_flags(1),
+                extra_cuda_cflags=one_unit_flags,
                 extra_ldflags=list(_EXTRA_LDFLAGS),
                 build_directory=directory,
                 verbose=False,
