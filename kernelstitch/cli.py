@@ -228,13 +228,16 @@ def bench(
 def bench_merge(
     results: list[Path] = typer.Argument(..., help="results.json files of earlier bench runs"),
     out: Path = typer.Option(..., help="folder for the merged results.json, results.md, plots"),
+    finished_over_timeouts: bool = typer.Option(
+        False, "--finished-over-timeouts",
+        help="a later timeout leaves an earlier measured result standing (named in the notes)"),
 ) -> None:
     """One report over bench runs made in several calls or samples (nothing is re-measured;
-    a later file wins for a problem in several)."""
+    a later file wins for a problem in several, but never a later cancellation)."""
     from kernelstitch.bench.merge import merge_results
 
     try:
-        summary, sources = merge_results(results, out)
+        summary, sources = merge_results(results, out, finished_over_timeouts)
     except (OSError, ValueError) as exc:
         typer.echo(f"bench-merge: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -80,3 +80,35 @@ def test_a_kept_original_without_timings_merges_at_one_x(tmp_path):
     path.write_text(json.dumps({"problems": [kept, fast], "command": "bench a"}))
     summary, _ = merge_results([path], tmp_path / "out")
     assert summary["geomean_speedup_vs_eager"] == 2.0 and summary["without_compiled_time"] == 1
+
+
+def test_a_later_timeout_replaces_a_result_unless_asked_to_leave_the_measured_one(tmp_path):
+    """By default a timeout is a result like any other; --finished-over-timeouts leaves an earlier
+    measured result standing and says so in the report's notes and the problem's own."""
+    first = results(tmp_path / "a", "full run", [problem("level2/92_G", "accepted", 4.0, 2.0, 1.8),
+                                                 problem("level2/93_H", "rejected", 2.0, 1.0, 1.5)])
+    timeout = problem("level2/92_G", "timeout", 0, 1, 1)
+    timeout["message"] = "over the 220 s time limit during measure"
+    second = results(tmp_path / "b", "rerun", [timeout, {**problem("level2/93_H", "timeout", 0, 1, 1)}])
+    summary, _ = merge_results([first, second], tmp_path / "plain")
+    assert summary["by_status"] == {"timeout": 2}
+    summary, _ = merge_results([first, second], tmp_path / "kept", finished_over_timeouts=True)
+    assert summary["by_status"] == {"accepted": 1, "timeout": 1}  # a rejection is not a measurement
+    merged = json.loads((tmp_path / "kept" / "results.json").read_text())
+    (kept,) = [p for p in merged["problems"] if p["problem"] == "level2/92_G"]
+    assert kept["candidate_ms"] == 2.0
+    assert any("a later timeout in b/results.json" in n and "a/results.json" in n for n in kept["notes"])
+    text = (tmp_path / "kept" / "results.md").read_text()
+    assert "level2/92_G: a later timeout in b/results.json (over the 220 s time limit during measure)" in text
+    assert "--finished-over-timeouts" in merged["command"]
+
+
+def test_the_cli_takes_finished_over_timeouts(tmp_path):
+    first = results(tmp_path / "a", "full run", [problem("level2/92_G", "accepted", 4.0, 2.0, 1.8)])
+    second = results(tmp_path / "b", "rerun", [problem("level2/92_G", "timeout", 0, 1, 1)])
+    done = subprocess.run([sys.executable, "-m", "kernelstitch", "bench-merge", str(first), str(second),
+                           "--out", str(tmp_path / "out"), "--finished-over-timeouts"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    merged = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [p["status"] for p in merged["problems"]] == ["accepted"]

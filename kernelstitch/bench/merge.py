@@ -43,10 +43,18 @@ def _normalised(outcome: ProblemOutcome) -> ProblemOutcome:
     return outcome
 
 
-def merge_results(paths: list[Path], out_dir: Path) -> tuple[dict[str, Any], list[MergeSource]]:
-    """Write out_dir/results.json and results.md (and plots); return (summary, sources)."""
+MEASURED = ("accepted", "kept")  # statuses with timings a later timeout may leave standing
+
+
+def merge_results(paths: list[Path], out_dir: Path,
+                  finished_over_timeouts: bool = False) -> tuple[dict[str, Any], list[MergeSource]]:
+    """Write out_dir/results.json and results.md (and plots); return (summary, sources).
+    `finished_over_timeouts`: a later call's timeout (a problem over the call's per-problem
+    limit) leaves an earlier measured result standing, named in the report's notes and the
+    problem's own, instead of replacing it (a timeout is a result too: off by default)."""
     by_problem: dict[str, ProblemOutcome] = {}
-    sources, env = [], {}
+    origin: dict[str, Path] = {}
+    sources, env, kept_over = [], {}, []
     for path in paths:
         data, outcomes = load_outcomes(path)
         env = data.get("environment") or env
@@ -57,13 +65,21 @@ def merge_results(paths: list[Path], out_dir: Path) -> tuple[dict[str, Any], lis
             earlier = by_problem.get(outcome.problem)
             if outcome.status == "cancelled" and earlier is not None and earlier.status != "cancelled":
                 continue
+            if (finished_over_timeouts and outcome.status == "timeout" and earlier is not None
+                    and earlier.status in MEASURED):
+                note = (f"a later timeout in {_label(path)} ({outcome.message or 'over the time limit'}) "
+                        f"left this result of {_label(origin[outcome.problem])} standing")
+                earlier.notes.append(note)
+                kept_over.append(f"{outcome.problem}: {note}")
+                continue
             by_problem[outcome.problem] = outcome
+            origin[outcome.problem] = path
     outcomes = sorted(by_problem.values(), key=lambda o: (str(o.level or ""), _number(o.problem)))
     summary = summarise(outcomes)
     notes = [f"source {s.path.parent.name}/{s.path.name}: {s.problems} problems, `{s.command}`"
-             for s in sources]
-    command = "kernelstitch bench-merge " + " ".join(
-        f"{s.path.parent.name}/{s.path.name}" for s in sources)
+             for s in sources] + kept_over
+    command = "kernelstitch bench-merge " + " ".join(_label(s.path) for s in sources) + (
+        " --finished-over-timeouts" if finished_over_timeouts else "")
     out_dir.mkdir(parents=True, exist_ok=True)
     plots, note = write_plots(outcomes, out_dir)
     if note:
@@ -76,6 +92,10 @@ def merge_results(paths: list[Path], out_dir: Path) -> tuple[dict[str, Any], lis
     markdown += "\n" + "".join(f"- note: {n}\n" for n in notes)
     (out_dir / "results.md").write_text(markdown, encoding="utf-8")
     return summary, sources
+
+
+def _label(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
 
 
 def _number(problem: str) -> int:
