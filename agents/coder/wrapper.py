@@ -322,14 +322,14 @@ def _build_extension():
             os.remove(os.path.join(directory, "lock"))
         units = _cuda_units(_CUDA_SOURCE, _build_jobs())
         module = None
-        # one unit's nvcc optimises its kernels over the jobs; a failed split build (an edited
-        # source whose kernels share code) builds as one unit with the plain flags
-        one_unit_flags = flags + _split_flags(1)
         if len(units) > 1:
-            one_unit_flags = flags
+            # a failed split build (an edited source whose kernels share code) builds as one unit
+            # with the plain flags
             with contextlib.suppress(Exception):
                 module = _build_units(name, directory, flags + _split_flags(len(units)), units)
         if module is None:
+            # a one-unit source's nvcc optimises its kernels over all the jobs
+            one_unit_flags = flags + _split_flags(1) if len(units) == 1 else flags
             cpp, options = _header_options()
             module = load_inline(
                 name=name,

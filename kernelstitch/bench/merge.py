@@ -76,8 +76,7 @@ def merge_results(paths: list[Path], out_dir: Path,
             origin[outcome.problem] = path
     outcomes = sorted(by_problem.values(), key=lambda o: (str(o.level or ""), _number(o.problem)))
     summary = summarise(outcomes)
-    notes = [f"source {s.path.parent.name}/{s.path.name}: {s.problems} problems, `{s.command}`"
-             for s in sources] + kept_over
+    notes = [f"source {_label(s.path)}: {s.problems} problems, `{s.command}`" for s in sources] + kept_over
     command = "kernelstitch bench-merge " + " ".join(_label(s.path) for s in sources) + (
         " --finished-over-timeouts" if finished_over_timeouts else "")
     out_dir.mkdir(parents=True, exist_ok=True)
