@@ -48,6 +48,10 @@ GRID = [
     ("avg", 2, 11, 11, 0, 1, False, True, 0, "float32"),
     # level1/44's: 8 taps at stride 1 over rows padded by 4 (16-byte loads from column -4)
     ("avg", 1, 8, 1, 4, 1, False, True, 0, "float32"),
+    # 64-tap 3-D windows: the 4-channel kernels load them in slices of whole rows (level2/72's
+    # 4x4x4 average; a padded, dilated, ceil-mode max whose slices hold clipped taps)
+    ("avg", 3, 4, 4, 0, 1, False, True, 0, "float32"),
+    ("max", 3, 4, 3, 1, 2, True, True, 0, "float32"),
 ]
 ADAPTIVE = [(1, (7,), "float32"), (2, (5, 3), "float32"), (2, (4, 4), "float16"), (3, (2, 3, 4), "float32")]
 SHAPES = {1: (3, 6, 29), 2: (2, 5, 17, 23), 3: (2, 4, 9, 11, 13)}

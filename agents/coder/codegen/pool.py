@@ -161,7 +161,8 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
 
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
-              plane_vl_padded: bool = True, plane_inside: bool = True) -> KernelSource:
+              plane_vl_padded: bool = True, plane_inside: bool = True, cl4_slices: bool = True,
+              cl4t_wide: bool = True) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
@@ -172,7 +173,11 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     window bounds (on an H100 it took level1/44's plane kernel from 3.10 to 2.90 ms, level1/41's
     from 3.65 to 3.54, level3/13's pool from 0.566 to 0.476, two max2d cases within 1%:
     bench/results/2026-12-07-h100-s30; the default since the pool GPU tests passed with it,
-    bench/results/2026-12-07-h100-s32)."""
+    bench/results/2026-12-07-h100-s32).  cl4_slices=True loads a 4-channel window of over 27 taps
+    one depth slice at a time, all of a slice's loads before its arithmetic (False: tap by tap, as
+    before); cl4t_wide=True sizes the tiled kernel's tile by the channel count (more positions at
+    fewer than 128 channels; False: 32 positions always, as before); bench/pool_slices_timing.py
+    compares both with their old forms."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -227,6 +232,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
         plane_kernel=int(plane_window is not None), plane_inside=int(plane_inside), **plane_fields,
+        cl4_slices=int(cl4_slices), cl4t_wide=int(cl4t_wide),
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
         row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)

@@ -118,25 +118,37 @@ __device__ __forceinline__ void {{name}}_cl4_window({{device_params}}, const KsP
   auto at = [&](int64_t id, int64_t ih, int64_t iw) {
     return reinterpret_cast<const float4*>(base + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
   };
-  if constexpr (KD > 0 && KD * KH * KW <= 27) {
-    // every tap's load first, then the arithmetic
-    constexpr int T = KD * KH * KW;
+  // Taps loaded together: the whole window up to 27 taps, else R whole window rows at a time (R
+  // the largest divisor of KH with R * KW <= 12: a slice never leaves its depth step, and its
+  // loads, addresses and 4 channels' plane operands fit the registers; 16 taps a slice made
+  // level2/72's kernel spill).  Why: level2/72's 4x4x4 average over 16 channels ran tap by tap
+  // (the loop below), one 16-byte load in flight a thread: 0.70 ms, 49% of DRAM bandwidth on an
+  // H100 (bench/results/2026-12-07-h100-s35).
+  constexpr int T = KD * KH * KW;
+  constexpr int R = KH % 3 == 0 && 3 * KW <= 12 ? 3 : KH % 2 == 0 && 2 * KW <= 12 ? 2 : 1;
+  constexpr int SLICE = T <= 27 ? T : ({{cl4_slices}} && KW <= 12) ? R * KW : 0;
+  if constexpr (KD > 0 && SLICE > 0) {
+    // every tap's load of a slice first, then the arithmetic
     // (a tap past the window's end loads the input's last position along that dim instead
     // (taps start inside: lo >= 0) and is masked out: loads under per-tap predicates made
     // ptxas spill; the mask is a bit field for the same reason)
-    float4 x[T];
-    uint32_t inside = 0;
+#pragma unroll 1
+    for (int s = 0; s < T / SLICE; ++s) {
+      float4 x[SLICE];
+      uint32_t inside = 0;
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
-      const int64_t id = wd.lo + (t / (KH * KW)) * wd.step, ih = wh.lo + (t / KW % KH) * wh.step,
-                    iw = ww.lo + (t % KW) * ww.step;
-      inside |= (uint32_t)(id < wd.hi && ih < wh.hi && iw < ww.hi) << t;
-      x[t] = __ldg(at(id < g.in[0] ? id : g.in[0] - 1, ih < g.in[1] ? ih : g.in[1] - 1,
-                      iw < g.in[2] ? iw : g.in[2] - 1));
+      for (int u = 0; u < SLICE; ++u) {
+        const int t = s * SLICE + u;  // the window's tap t: (t / (KH * KW), t / KW % KH, t % KW)
+        const int64_t id = wd.lo + (t / (KH * KW)) * wd.step, ih = wh.lo + (t / KW % KH) * wh.step,
+                      iw = ww.lo + (u % KW) * ww.step;  // (SLICE is whole rows: t % KW is u % KW)
+        inside |= (uint32_t)(id < wd.hi && ih < wh.hi && iw < ww.hi) << u;
+        x[u] = __ldg(at(id < g.in[0] ? id : g.in[0] - 1, ih < g.in[1] ? ih : g.in[1] - 1,
+                        iw < g.in[2] ? iw : g.in[2] - 1));
+      }
+#pragma unroll
+      for (int u = 0; u < SLICE; ++u)
+        if ((inside >> u) & 1u) add(x[u]);
     }
-#pragma unroll
-    for (int t = 0; t < T; ++t)
-      if ((inside >> t) & 1u) add(x[t]);
   } else {
     for (int64_t id = wd.lo; id < wd.hi; id += wd.step)
       for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step)
@@ -180,24 +192,38 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
 #endif
 }
 
-// Contiguous output from the NHWC input: a block pools a tile of KS_POOL_TP consecutive output
-// positions of one sample x up to 4 * KS_POOL_TG channels (threads along channels first: the
-// loads stay coalesced), stages it in shared memory and writes each channel's positions as one
-// coalesced run.  The 4-channel-a-thread store straight to NCHW (the form this replaced) put a
-// warp's 32 lanes x 4 stores in 128 different planes: a 32-byte sector per 4-byte value.
-// (Below 32 channels a tile has fewer windows than threads: sized by C, the tile's runtime
-// divisions cost 10 registers, measured against no case of the shared set.)
+// Contiguous output from the NHWC input: a block pools a tile of consecutive output positions of
+// one sample x up to 4 * KS_POOL_TG channels (threads along channels first: the loads stay
+// coalesced), stages it in shared memory and writes each channel's positions as one coalesced
+// run (a warp a channel).  The 4-channel-a-thread store straight to NCHW (the form this replaced)
+// put a warp's 32 lanes x 4 stores in 128 different planes: a 32-byte sector per 4-byte value.
+// The tile holds KS_POOL_TP positions at 4 * KS_POOL_TG channels and more at fewer channels
+// ({{name}}_cl4t_positions): at a fixed 32 positions, level2/72's 16 channels gave a 256-thread
+// block 128 windows, half its threads idle.
 #define KS_POOL_TP 32
 #define KS_POOL_TG 32
+#define KS_POOL_TILE (KS_POOL_TP * (4 * KS_POOL_TG + 4))
+// positions a cl4t tile holds at c4 channel groups: as many whole 32s as KS_POOL_TILE floats hold
+// at rows of 4 * min(c4, KS_POOL_TG) + 4 floats (16-byte aligned for the float4 stores; a 4-way
+// bank conflict on the column reads, a shared-memory cost far under the tile's DRAM traffic)
+__host__ __device__ inline uint32_t {{name}}_cl4t_positions(uint32_t c4) {
+#if {{cl4t_wide}}
+  const uint32_t rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4;
+  return KS_POOL_TILE / rs / 32 * 32;
+#else
+  (void)c4;
+  return KS_POOL_TP;
+#endif
+}
 template <int KIND, int KD, int KH, int KW>
 __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                                   const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
 #if {{vec4}}
-  // rows of 4 * KS_POOL_TG + 4 floats: 16-byte aligned for the float4 stores, a 4-way bank
-  // conflict on the column reads (a shared-memory cost far under the tile's DRAM traffic)
-  __shared__ __align__(16) float tile[KS_POOL_TP][4 * KS_POOL_TG + 4];
+  __shared__ __align__(16) float tile[KS_POOL_TILE];
   const uint32_t c4 = (uint32_t)(g.C / 4), S = (uint32_t)(per_sample / g.C);
-  const uint32_t s_tiles = (S + KS_POOL_TP - 1) / KS_POOL_TP, c_tiles = (c4 + KS_POOL_TG - 1) / KS_POOL_TG;
+  const uint32_t tp = {{name}}_cl4t_positions(c4), rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4;
+  const uint32_t s_tiles = (S + tp - 1) / tp, c_tiles = (c4 + KS_POOL_TG - 1) / KS_POOL_TG;
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
   const int64_t tiles = g.N * (int64_t)s_tiles * c_tiles;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const uint32_t ct = (uint32_t)(t % c_tiles);
@@ -205,7 +231,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
     const uint32_t st = (uint32_t)(rest % s_tiles);
     const int64_t r = rest / s_tiles;
     const uint32_t g0 = ct * KS_POOL_TG, ng = min((uint32_t)KS_POOL_TG, c4 - g0);
-    const uint32_t s0 = st * KS_POOL_TP, np = min((uint32_t)KS_POOL_TP, S - s0);
+    const uint32_t s0 = st * tp, np = min(tp, S - s0);
     for (uint32_t k = threadIdx.x; k < np * ng; k += blockDim.x) {
       const uint32_t p = k / ng, gi = k - p * ng;
       uint32_t q = s0 + p;
@@ -213,14 +239,12 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
       const int64_t oh = q % (uint32_t)g.out[1]; q /= (uint32_t)g.out[1];
       float res[4];
       {{name}}_cl4_window<KIND, KD, KH, KW>({{device_args}}, g, r, (int64_t)(g0 + gi) * 4, (int64_t)q, oh, ow, res);
-      *reinterpret_cast<float4*>(&tile[p][gi * 4]) = make_float4(res[0], res[1], res[2], res[3]);
+      *reinterpret_cast<float4*>(&tile[p * rs + gi * 4]) = make_float4(res[0], res[1], res[2], res[3]);
     }
     __syncthreads();
     {{out_t}}* __restrict__ dst = out + (r * g.C + (int64_t)g0 * 4) * (int64_t)S + s0;
-    for (uint32_t k = threadIdx.x; k < ng * 4 * KS_POOL_TP; k += blockDim.x) {
-      const uint32_t c = k / KS_POOL_TP, p = k % KS_POOL_TP;
-      if (p < np) dst[(int64_t)c * S + p] = ks_from_float<{{out_t}}>(tile[p][c]);
-    }
+    for (uint32_t c = warp; c < 4 * ng; c += warps)
+      for (uint32_t p = lane; p < np; p += 32) dst[(int64_t)c * S + p] = ks_from_float<{{out_t}}>(tile[p * rs + c]);
     __syncthreads();  // the tile is rewritten by the next iteration
   }
 #else
@@ -375,7 +399,6 @@ __global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4r_kernel({{params}
 // staged in shared memory, then each channel's positions written as one coalesced run (a warp a
 // channel).  The tile holds as many groups as fit KS_POOL_TILE floats at the channel tile's
 // width, so a sample of few channels (level2/35's and 82's 16) still gives every thread an item.
-#define KS_POOL_TILE (KS_POOL_TP * (4 * KS_POOL_TG + 4))
 __host__ __device__ inline uint32_t {{name}}_row_tile_groups(uint32_t c4, uint32_t v) {
   const uint32_t ng = c4 < KS_POOL_TG ? c4 : KS_POOL_TG, d = v * (4 * ng + 4);  // rows of 4 * ng + 4 floats: 16-byte aligned
 #ifdef __CUDA_ARCH__
@@ -619,7 +642,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
   }
   if (cl == 2) {  // NCHW out: position x channel tiles through shared memory
     static const int per_sm = ks_blocks_per_sm({{name}}_cl4t_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}>, {{threads}});
-    const int64_t tiles = g.N * ks_cdiv(per_sample / g.C, KS_POOL_TP) * ks_cdiv(g.C / 4, KS_POOL_TG);
+    const int64_t tiles = g.N * ks_cdiv(per_sample / g.C, {{name}}_cl4t_positions((uint32_t)(g.C / 4))) * ks_cdiv(g.C / 4, KS_POOL_TG);
     {{name}}_cl4t_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}><<<(unsigned)ks_grid(per_sm, tiles), {{threads}}, 0,
         stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
     return;
