@@ -198,22 +198,25 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
 // run (a warp a channel).  The 4-channel-a-thread store straight to NCHW (the form this replaced)
 // put a warp's 32 lanes x 4 stores in 128 different planes: a 32-byte sector per 4-byte value.
 // The tile holds KS_POOL_TP positions at 4 * KS_POOL_TG channels and more at fewer channels
-// ({{name}}_cl4t_positions): at a fixed 32 positions, level2/72's 16 channels gave a 256-thread
+// ({{name}}_cl4t_log2_positions): at a fixed 32 positions, level2/72's 16 channels gave a 256-thread
 // block 128 windows, half its threads idle.
 #define KS_POOL_TP 32
 #define KS_POOL_TG 32
 #define KS_POOL_TILE (KS_POOL_TP * (4 * KS_POOL_TG + 4))
-// positions a cl4t tile holds at c4 channel groups: as many whole 32s as KS_POOL_TILE floats hold
-// at rows of 4 * min(c4, KS_POOL_TG) + 4 floats (16-byte aligned for the float4 stores; a 4-way
-// bank conflict on the column reads, a shared-memory cost far under the tile's DRAM traffic)
-__host__ __device__ inline uint32_t {{name}}_cl4t_positions(uint32_t c4) {
+// log2 of the positions a cl4t tile holds at c4 channel groups: 32 times the largest power of two
+// that keeps the tile within KS_POOL_TILE floats at rows of 4 * min(c4, KS_POOL_TG) + 4 floats
+// (16-byte aligned for the float4 stores; a 4-way bank conflict on the column reads, a
+// shared-memory cost far under the tile's DRAM traffic).  A power of two: the kernel's index math
+// shifts (a runtime divisor made ptxas spill pool_max2d_cl's 3x3 kernel at 64 registers).
+__host__ __device__ inline uint32_t {{name}}_cl4t_log2_positions(uint32_t c4) {
+  uint32_t k = 5;
 #if {{cl4t_wide}}
   const uint32_t rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4;
-  return KS_POOL_TILE / rs / 32 * 32;
+  while ((2u << k) * rs <= KS_POOL_TILE) ++k;
 #else
   (void)c4;
-  return KS_POOL_TP;
 #endif
+  return k;
 }
 template <int KIND, int KD, int KH, int KW>
 __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, {{out_t}}* __restrict__ out,
@@ -221,9 +224,8 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 #if {{vec4}}
   __shared__ __align__(16) float tile[KS_POOL_TILE];
   const uint32_t c4 = (uint32_t)(g.C / 4), S = (uint32_t)(per_sample / g.C);
-  const uint32_t tp = {{name}}_cl4t_positions(c4), rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4;
-  const uint32_t s_tiles = (S + tp - 1) / tp, c_tiles = (c4 + KS_POOL_TG - 1) / KS_POOL_TG;
-  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  const uint32_t lt = {{name}}_cl4t_log2_positions(c4), tp = 1u << lt, rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4;
+  const uint32_t s_tiles = (S + tp - 1) >> lt, c_tiles = (c4 + KS_POOL_TG - 1) / KS_POOL_TG;
   const int64_t tiles = g.N * (int64_t)s_tiles * c_tiles;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const uint32_t ct = (uint32_t)(t % c_tiles);
@@ -231,7 +233,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
     const uint32_t st = (uint32_t)(rest % s_tiles);
     const int64_t r = rest / s_tiles;
     const uint32_t g0 = ct * KS_POOL_TG, ng = min((uint32_t)KS_POOL_TG, c4 - g0);
-    const uint32_t s0 = st * tp, np = min(tp, S - s0);
+    const uint32_t s0 = st << lt, np = min(tp, S - s0);
     for (uint32_t k = threadIdx.x; k < np * ng; k += blockDim.x) {
       const uint32_t p = k / ng, gi = k - p * ng;
       uint32_t q = s0 + p;
@@ -243,8 +245,10 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
     }
     __syncthreads();
     {{out_t}}* __restrict__ dst = out + (r * g.C + (int64_t)g0 * 4) * (int64_t)S + s0;
-    for (uint32_t c = warp; c < 4 * ng; c += warps)
-      for (uint32_t p = lane; p < np; p += 32) dst[(int64_t)c * S + p] = ks_from_float<{{out_t}}>(tile[p * rs + c]);
+    for (uint32_t k = threadIdx.x; k < (ng * 4) << lt; k += blockDim.x) {
+      const uint32_t c = k >> lt, p = k & (tp - 1);
+      if (p < np) dst[(int64_t)c * S + p] = ks_from_float<{{out_t}}>(tile[p * rs + c]);
+    }
     __syncthreads();  // the tile is rewritten by the next iteration
   }
 #else
@@ -642,7 +646,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
   }
   if (cl == 2) {  // NCHW out: position x channel tiles through shared memory
     static const int per_sm = ks_blocks_per_sm({{name}}_cl4t_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}>, {{threads}});
-    const int64_t tiles = g.N * ks_cdiv(per_sample / g.C, {{name}}_cl4t_positions((uint32_t)(g.C / 4))) * ks_cdiv(g.C / 4, KS_POOL_TG);
+    const int64_t tiles = g.N * ks_cdiv(per_sample / g.C, (int64_t)1 << {{name}}_cl4t_log2_positions((uint32_t)(g.C / 4))) * ks_cdiv(g.C / 4, KS_POOL_TG);
     {{name}}_cl4t_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}><<<(unsigned)ks_grid(per_sm, tiles), {{threads}}, 0,
         stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
     return;
