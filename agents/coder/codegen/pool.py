@@ -137,11 +137,16 @@ def _reads_each_column_twice(kw: int, sw: int, dw: int) -> bool:
 # 0.61 -> 0.73, and non-overlapping 2x2 / 4x4 windows within 4% either way.  So the row form
 # takes windows whose row reads each column at least twice (_reads_each_column_twice).
 ROW_OUTPUTS = 4
+# Under emit_pool(cl4_pairs=True) the one-position cl4t kernel pools two items a call (both
+# windows' loads in flight together) where a fixed window has at most this many taps: 2x2
+# windows (level2/35 and 46), whose 4 loads a thread may leave DRAM bandwidth unused behind their
+# prologue and epilogue arithmetic (bench/pool_pairs_timing.py).  Larger windows keep one item.
+PAIR_TAPS_MAX = 4
 _ROW_SPAN_MAX = 9
 _ROW_TAPS_MAX = 27  # the cl4 kernels' unrolled window bound
 
 
-def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
+def _row_window(spec: PoolSpec, vec4: int, always: bool = False) -> tuple[int, ...] | None:
     """(V, KH, KW, SH, SW, PH, PW, DH, DW) of the row form of the channels-last 4-channel kernels,
     or None where the cl4 kernels stay: not float32 / other tap operands, adaptive windows, other
     than 2-D (a 3-D window, KD > 1 included), over _ROW_TAPS_MAX taps, a window row reading each
@@ -150,7 +155,7 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
         return None
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
     dh, dw = tuple(spec.dilation) if spec.kind == "max" else (1, 1)
-    if kh * kw > _ROW_TAPS_MAX or not _reads_each_column_twice(kw, sw, dw):
+    if kh * kw > _ROW_TAPS_MAX or not (always or _reads_each_column_twice(kw, sw, dw)):
         return None
     v = ROW_OUTPUTS
     while v >= 2 and (v - 1) * sw + (kw - 1) * dw + 1 > _ROW_SPAN_MAX:
@@ -162,7 +167,7 @@ def _row_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
               plane_vl_padded: bool = True, plane_inside: bool = True, cl4_slices: bool = True,
-              cl4t_wide: bool = True) -> KernelSource:
+              cl4t_wide: bool = True, cl4_pairs: bool = False, row_always: bool = False) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
@@ -176,8 +181,10 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     bench/results/2026-12-07-h100-s32).  cl4_slices=True loads a 4-channel window of over 27 taps
     one depth slice at a time, all of a slice's loads before its arithmetic (False: tap by tap, as
     before); cl4t_wide=True sizes the tiled kernel's tile by the channel count (more positions at
-    fewer than 128 channels; False: 32 positions always, as before); bench/pool_slices_timing.py
-    compares both with their old forms."""
+    fewer than 128 channels; False: 32 positions always, as before); cl4_pairs=True lets the cl4t
+    kernel pool two items a call where a window has at most PAIR_TAPS_MAX taps (False, the
+    default until measured: one, as before); bench/pool_slices_timing.py compares them with their old forms.  row_always=True
+    takes the row form for windows that read each column once too (bench/pool_pairs_timing.py)."""
     name = check_identifier(spec.name)
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -220,7 +227,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     # a span's first 16-byte load lands on a multiple of 4 (V = 4 windows a thread) where the
     # padding is one; the binding checks the rest (W % 4, 16-byte aligned rows)
     plane_vl = plane_fields["plane_pw"] % 4 == 0 if plane_vl_padded else plane_fields["plane_pw"] == 0
-    row_window = _row_window(spec, vec4) if row_form else None
+    row_window = _row_window(spec, vec4, always=row_always) if row_form else None
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
         threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
@@ -232,7 +239,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
         plane_kernel=int(plane_window is not None), plane_inside=int(plane_inside), **plane_fields,
-        cl4_slices=int(cl4_slices), cl4t_wide=int(cl4t_wide),
+        cl4_slices=int(cl4_slices), cl4t_wide=int(cl4t_wide), pair_taps=PAIR_TAPS_MAX if cl4_pairs else 0,
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
         row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)
