@@ -134,8 +134,9 @@ __device__ __forceinline__ void {{name}}_cl4_window({{device_params}}, const KsP
   // Taps loaded together: the whole window up to 27 taps, else R whole window rows at a time (R
   // the largest divisor of KH with R * KW <= 12: a slice never leaves its depth step, and its
   // loads, addresses and 4 channels' plane operands fit the registers; 16 taps a slice made
-  // level2/72's kernel spill).  Why: level2/72's 4x4x4 average over 16 channels ran tap by tap
-  // (the loop below), one 16-byte load in flight a thread: 0.70 ms, 49% of DRAM bandwidth on an
+  // level2/72's kernel spill).  Why: level2/72's 4x4x4 average over 16 channels ran the loop
+  // below, whose window row of 4 taps ptxas unrolled: 4 16-byte loads in flight a thread (the
+  // slices: 8; `python -m kernelstitch.bench.sass_loads`), 0.70 ms, 49% of DRAM bandwidth on an
   // H100 (bench/results/2026-12-07-h100-s35).
   constexpr int T = KD * KH * KW;
   constexpr int R = KH % 3 == 0 && 3 * KW <= 12 ? 3 : KH % 2 == 0 && 2 * KW <= 12 ? 2 : 1;
