@@ -1,16 +1,17 @@
-"""The channels-last 2x2 pools of level2/35 and 46 with their real prologues and epilogues: the
-one-position kernels (cl4 / cl4t) one item a call, two items a call (cl4_pairs, the default),
-and the row form (cl4r / cl4rt, 4 windows a thread), against PyTorch, on a GPU.
+"""The channels-last 2x2 pools of level2/35 and 46 with their real prologues and epilogues:
+the one-position kernels (cl4 / cl4t) against the row form (cl4r / cl4rt, 4 windows a thread),
+and PyTorch, on a GPU.
 
     python bench/pool_pairs_timing.py [--out pool_pairs.json] [--runs 30]
 
 In their programs these pools ran at 61% (35: hardswish before, mish after) and 75% (46: tanh
-between two subtractions) of the DRAM bandwidth on an H100, the same window with no arithmetic at
-~84% (bench/results/2026-12-06-h100-s26): the forms differ in how many 16-byte loads a thread has
-in flight behind that arithmetic.  NHWC input [128, 128, 126, 126] (the conv output), a
-contiguous and a channels-last output; each form built from this tree with emit_pool's flags,
-timed with the Verifier's CUDA-event timer (median of --runs), checked against torch first
-(allclose 1e-5).  TB/s counts the input read once and the output written once.
+between two subtractions) of the DRAM bandwidth on an H100.  NHWC input [128, 128, 126, 126]
+(the conv output), a contiguous and a channels-last output; the row form forced with
+emit_pool(row_always=True) (the default takes it for these windows only with a channels-last
+output, pool.py's _ROW_KEPT_TAPS), each form built from this tree, timed with the Verifier's
+CUDA-event timer (median of --runs), checked against torch first (allclose 1e-5).  TB/s counts
+the input read once and the output written once.  (At 63487c9 the script also timed the cl4t
+kernel pooling two items a call: mixed, removed; bench/results/2026-12-07-h200-s36.)
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from kernel_timing import pool_layout_rows, run_cases
 
 SHAPE = (128, 128, 126, 126)
 CASES = ["level2/35 max 2x2: hardswish(x + b - 0.5), mish after", "level2/46 avg 2x2: tanh(x + b - 0.5) - 0.2"]
-FORMS = {"pairs": "", "one": "_one", "row": "_row"}
-FLAGS = {"": {"cl4_pairs": True}, "_one": {}, "_row": {"row_always": True}}
+FORMS = {"one": "", "row": "_row"}
+FLAGS = {"": {"row_form": False}, "_row": {"row_always": True}}
 
 
 def _spec(name: str, k: int, keep: bool):

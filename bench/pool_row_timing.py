@@ -8,7 +8,9 @@ The windows and NHWC input shapes of level3/6 (3x3 / stride 1 / padding 1 over [
 126, 126]) and level2/82 (4x4 over [128, 64, 254, 254]), each with a contiguous (NCHW) output
 (cl4rt / cl4t, what a plan returns to the caller) and a channels-last one (cl4r / cl4, what a
 plan keeps for the next convolution), and a relu(x + b) prologue (b per channel) on the first.
-Both forms are built from this tree (`emit_pool(spec, row_form=False)` for the old one), timed
+Both forms are built from this tree (`emit_pool(spec, row_form=False)` for the old one), and the
+row form issuing all of a window's rows' loads together (`rows_together`: `emit_pool(spec,
+row_group=KH)`, 18 16-byte loads in flight for a 3x3 window against 6; not yet run), timed
 with the Verifier's CUDA-event timer (median of --runs), and compared with torch (the script
 fails on a mismatch).  TB/s counts the input read once and the output written once.
 """
@@ -51,6 +53,7 @@ def build(torch):
             name = f"pool{k}_{'cl' if keep else 'nchw'}"
             kernels.append(emit_pool(_spec(name, kernel, stride, pad, prologue, keep)))
             kernels.append(emit_pool(_spec(name + "_old", kernel, stride, pad, prologue, keep), row_form=False))
+            kernels.append(emit_pool(_spec(name + "_rows", kernel, stride, pad, prologue, keep), row_group=kernel))
     cpp, cuda, functions = build_extension_sources(kernels)
     return load_inline(name="ks_pool_row_timing", cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
                        extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
@@ -69,7 +72,7 @@ def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
         return F.max_pool2d(torch.relu(a[0] + a[1]) if prologue else a[0], kernel, stride, pad)
 
     want = reference(*args)
-    return pool_layout_rows(torch, ext, timer, runs, k, label, {"row": "", "one_position": "_old"}, reference,
+    return pool_layout_rows(torch, ext, timer, runs, k, label, {"row": "", "one_position": "_old", "rows_together": "_rows"}, reference,
                             want, args)
 
 

@@ -1,17 +1,17 @@
-"""The channels-last 4-channel pooling kernels' window slices and wide tiles against the forms they
-replaced, and PyTorch, on a GPU.
+"""The tiled channels-last pooling kernel's (cl4t: NHWC in, contiguous out) tile sized by the
+channel count against the fixed 32-position tile, and PyTorch, on a GPU.
 
     python bench/pool_slices_timing.py [--out pool_slices.json] [--runs 30]
 
-cl4_slices: a window of over 27 taps loads R whole rows (<= 12 taps) before their arithmetic,
-instead of one tap at a time; cl4t_wide: the tiled kernel (contiguous output) holds more than 32
-positions a tile at fewer than 128 channels.  Cases: level2/72's 4x4x4 / stride-4 average over
-NDHWC [64, 16, 63, 63, 63] after a per-channel add (both changes), a 2x2 / stride-2 max over NHWC
-[128, 16, 254, 254] (fewer than 128 channels: the tile alone), and a 3x3x3 max over [16, 64, 32,
-64, 64] (27 taps: neither applies, a control).  Forms: "new" (both), "slices_only" (32-position
-tiles as before), "old" (neither), each built from this tree with emit_pool's flags, timed with the Verifier's CUDA-event timer (median of --runs) with a contiguous and a
-channels-last output, checked against torch first (allclose 1e-5: the window sums' order
-differs).  TB/s counts the input read once and the output written once.
+cl4t_wide: more than 32 positions a tile at fewer than 128 channels (at 16 channels a 256-thread
+block had 128 windows).  Cases: level2/72's 4x4x4 / stride-4 average over NDHWC [64, 16, 63,
+63, 63] after a per-channel add, a 2x2 / stride-2 max over NHWC [128, 16, 254, 254], and a
+3x3x3 max over [16, 64, 32, 64, 64] (64 channels).  Forms "wide" (the default) and "narrow"
+(emit_pool(cl4t_wide=False)), built from this tree, timed with the Verifier's CUDA-event timer
+(median of --runs) with a contiguous and a channels-last output (the tile is the contiguous
+output's), checked against torch first (allclose 1e-5).  TB/s counts the input read once and
+the output written once.  (At 63487c9 the script also timed windows of over 27 taps loaded in
+slices of whole rows: slower, removed; bench/results/2026-12-07-h200-s36.)
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ CASES = [
     ("max 2x2 s2, 16 channels, x + b", (128, 16, 254, 254), "max", 2, 2),
     ("max 3x3x3 s2 (27 taps), x + b", (16, 64, 32, 64, 64), "max", 3, 2),
 ]
-FORMS = {"new": "", "slices_only": "_slices", "old": "_old"}
-FLAGS = {"": {}, "_slices": {"cl4t_wide": False}, "_old": {"cl4_slices": False, "cl4t_wide": False}}
+FORMS = {"wide": "", "narrow": "_narrow"}
+FLAGS = {"": {}, "_narrow": {"cl4t_wide": False}}
 
 
 def _spec(name: str, k: int, keep: bool):

@@ -190,12 +190,13 @@ def pool_specs() -> list[PoolSpec]:
                  padding=(0, 0), dilation=(1, 1), prologue=(E("add", ("x", "b"), "t1"), E("tanh", ("t1",), "t2")),
                  prologue_out="t2", epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o",
                  epilogue_inputs=("e",), plane_inputs=("b",)),
-        # level2/72's 4x4x4 average after a batch_norm apply (four plane operands): a window of 64
-        # taps, loaded by the 4-channel kernels two rows (8 taps) at a time
-        PoolSpec("pool_avg3d_slices", "avg", (x, b, y, e), 3, "float32", kernel=(4, 4, 4), stride=(4, 4, 4),
-                 padding=(0, 0, 0), dilation=(1, 1, 1),
-                 prologue=(E("sub", ("x", "b"), "t1"), E("mul", ("t1", "y"), "t2"), E("add", ("t2", "e"), "t3")),
-                 prologue_out="t3", plane_inputs=("b", "y", "e")),
+        # level2/72's 4x4x4 average after its conv bias and batch_norm apply (five plane operands,
+        # as its plan has them): a window of 64 taps, past the 4-channel kernels' unrolled bound
+        PoolSpec("pool_avg3d_4x4x4", "avg", tuple(TensorArg(n, "float32") for n in ("x", "cb", "m", "r", "w", "bb")),
+                 3, "float32", kernel=(4, 4, 4), stride=(4, 4, 4), padding=(0, 0, 0), dilation=(1, 1, 1),
+                 prologue=(E("add", ("x", "cb"), "t1"), E("sub", ("t1", "m"), "t2"), E("mul", ("t2", "r"), "t3"),
+                           E("mul", ("t3", "w"), "t4"), E("add", ("t4", "bb"), "t5")),
+                 prologue_out="t5", plane_inputs=("cb", "m", "r", "w", "bb")),
     ]
 
 

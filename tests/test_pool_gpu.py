@@ -48,8 +48,8 @@ GRID = [
     ("avg", 2, 11, 11, 0, 1, False, True, 0, "float32"),
     # level1/44's: 8 taps at stride 1 over rows padded by 4 (16-byte loads from column -4)
     ("avg", 1, 8, 1, 4, 1, False, True, 0, "float32"),
-    # 64-tap 3-D windows: the 4-channel kernels load them in slices of whole rows (level2/72's
-    # 4x4x4 average; a padded, dilated, ceil-mode max whose slices hold clipped taps)
+    # 64-tap 3-D windows, past the 4-channel kernels' unrolled bound (level2/72's 4x4x4 average;
+    # a padded, dilated, ceil-mode max with clipped windows)
     ("avg", 3, 4, 4, 0, 1, False, True, 0, "float32"),
     ("max", 3, 4, 3, 1, 2, True, True, 0, "float32"),
 ]
@@ -113,7 +113,16 @@ def _row_spec(k: int, case, keep: bool, operands: bool) -> PoolSpec:
 
 def _row_specs() -> list[PoolSpec]:
     return [_row_spec(k, case, keep, ops) for k, case in enumerate(ROW_GRID) for keep in (True, False)
-            for ops in (False, True)]
+            for ops in (False, True)] + [_row_spec(len(ROW_GRID) + k, case, True, ops)
+                                        for k, case in enumerate(KEPT_SMALL) for ops in (False, True)]
+
+
+# 2x2 windows read each column once: the row form only for a pool kept channels-last (NHWC out)
+KEPT_SMALL = [
+    ("max", (2, 2), (2, 2), (0, 0), (1, 1), False, True, 0),  # RegNet's and VGG's
+    ("avg", (2, 2), (2, 2), (0, 0), (1, 1), True, True, 0),
+    ("max", (2, 2), (2, 2), (1, 1), (1, 1), True, True, 0),
+]
 
 
 @pytest.fixture(scope="module")
@@ -408,6 +417,31 @@ def _row_reference(case, x, b=None, e=None):
 # (N, C, H, W): widths whose output widths are not multiples of 4, 4 channels (one lane a
 # position), 136 channels (a partial 128-channel tile), a row of one output
 ROW_SHAPES = [(2, 12, 17, 23), (1, 4, 9, 31), (2, 136, 11, 14), (3, 8, 5, 5), (1, 16, 30, 30)]
+
+
+@pytest.mark.parametrize("k", range(len(KEPT_SMALL)))
+def test_kept_pools_of_four_taps_run_the_row_form(ext, k):
+    """A 2x2 pool kept channels-last runs the row form (cl4r), padding and ceil mode included, with
+    and without a plane operand in the prologue and an epilogue operand, against torch; the same
+    window into a contiguous output keeps the cl4t kernel (test_windows_outside_the_row_form...)."""
+    case, name = KEPT_SMALL[k], f"pool_row{len(ROW_GRID) + k}_cl"
+    assert _row_window(_row_spec(len(ROW_GRID) + k, case, True, False), 1) is not None
+    for shape in ROW_SHAPES:
+        torch.manual_seed(k * 7 + shape[1])
+        x = torch.randn(*shape, device="cuda")
+        if case[0] == "max":
+            x.view(-1)[::97] = float("nan")
+        cl = x.contiguous(memory_format=torch.channels_last)
+        want = _row_reference(case, x)
+        b = torch.randn(shape[1], 1, 1, device="cuda")
+        e = torch.randn(want.shape[1:], device="cuda")
+        label = f"{case} {shape} NHWC out"
+        got = getattr(ext, name)(cl)
+        assert got.is_contiguous(memory_format=torch.channels_last), label
+        _check(got, want, label, contiguous=False)
+        ops = getattr(ext, name + "_ops")
+        _check(ops(cl, b, e), _row_reference(case, x, b, e), label + ", prologue + epilogue operands", contiguous=False)
+        assert any("_cl4r_kernel<" in n for n in _kernel_names(ops, cl, b, e)), label
 
 
 @pytest.mark.parametrize("keep", [True, False])

@@ -135,13 +135,16 @@ def _reads_each_column_twice(kw: int, sw: int, dw: int) -> bool:
 # 2.25 -> 1.54 ms (NCHW out) and 1.79 -> 0.88 (NHWC out), where each input column is read by 3
 # windows of a row; but AlexNet's 3x3 / stride 2 (1.5 windows a column) 0.70 -> 0.75 and
 # 0.61 -> 0.73, and non-overlapping 2x2 / 4x4 windows within 4% either way.  So the row form
-# takes windows whose row reads each column at least twice (_reads_each_column_twice).
+# takes windows whose row reads each column at least twice (_reads_each_column_twice).  And a
+# pool kept channels-last (NHWC out, cl4r) with a window of at most _ROW_KEPT_TAPS taps: the 2x2
+# pools of level2/35 (hardswish before, mish after) and 46 (tanh between subtractions) ran 0.371
+# and 0.377 ms in the row form against 0.550 and 0.533 in the cl4 kernel over NHWC [128, 128,
+# 126, 126] on an H200 (bench/pool_pairs_timing.py, bench/results/2026-12-07-h200-s36), 0.441
+# against 0.460 with no arithmetic on an H100 (s26); with a contiguous output (cl4rt) the same
+# windows ran slower in the row form (0.668 vs 0.635, 0.813 vs 0.582), and a kept 4x4 window within
+# 3% of cl4 (s26).  (RegNet's and VGG's 2x2 max pools between convolutions are kept pools.)
 ROW_OUTPUTS = 4
-# Under emit_pool(cl4_pairs=True) the one-position cl4t kernel pools two items a call (both
-# windows' loads in flight together) where a fixed window has at most this many taps: 2x2
-# windows (level2/35 and 46), whose 4 loads a thread may leave DRAM bandwidth unused behind their
-# prologue and epilogue arithmetic (bench/pool_pairs_timing.py).  Larger windows keep one item.
-PAIR_TAPS_MAX = 4
+_ROW_KEPT_TAPS = 4
 _ROW_SPAN_MAX = 9
 _ROW_TAPS_MAX = 27  # the cl4 kernels' unrolled window bound
 
@@ -150,12 +153,14 @@ def _row_window(spec: PoolSpec, vec4: int, always: bool = False) -> tuple[int, .
     """(V, KH, KW, SH, SW, PH, PW, DH, DW) of the row form of the channels-last 4-channel kernels,
     or None where the cl4 kernels stay: not float32 / other tap operands, adaptive windows, other
     than 2-D (a 3-D window, KD > 1 included), over _ROW_TAPS_MAX taps, a window row reading each
-    column fewer than twice, or a span too wide for 2 columns a thread."""
+    column fewer than twice (unless the pool is kept channels-last with at most _ROW_KEPT_TAPS
+    taps, or `always`), or a span too wide for 2 columns a thread."""
     if not vec4 or spec.kind not in ("max", "avg") or spec.nd != 2:
         return None
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
     dh, dw = tuple(spec.dilation) if spec.kind == "max" else (1, 1)
-    if kh * kw > _ROW_TAPS_MAX or not (always or _reads_each_column_twice(kw, sw, dw)):
+    kept_small = spec.keep_channels_last and kh * kw <= _ROW_KEPT_TAPS
+    if kh * kw > _ROW_TAPS_MAX or not (always or kept_small or _reads_each_column_twice(kw, sw, dw)):
         return None
     v = ROW_OUTPUTS
     while v >= 2 and (v - 1) * sw + (kw - 1) * dw + 1 > _ROW_SPAN_MAX:
@@ -166,8 +171,8 @@ def _row_window(spec: PoolSpec, vec4: int, always: bool = False) -> tuple[int, .
 
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
-              plane_vl_padded: bool = True, plane_inside: bool = True, cl4_slices: bool = True,
-              cl4t_wide: bool = True, cl4_pairs: bool = False, row_always: bool = False) -> KernelSource:
+              plane_vl_padded: bool = True, plane_inside: bool = True, cl4t_wide: bool = True,
+              row_always: bool = False, row_group: int = 1) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
@@ -178,14 +183,15 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     window bounds (on an H100 it took level1/44's plane kernel from 3.10 to 2.90 ms, level1/41's
     from 3.65 to 3.54, level3/13's pool from 0.566 to 0.476, two max2d cases within 1%:
     bench/results/2026-12-07-h100-s30; the default since the pool GPU tests passed with it,
-    bench/results/2026-12-07-h100-s32).  cl4_slices=True loads a 4-channel window of over 27 taps
-    one depth slice at a time, all of a slice's loads before its arithmetic (False: tap by tap, as
-    before); cl4t_wide=True sizes the tiled kernel's tile by the channel count (more positions at
-    fewer than 128 channels; False: 32 positions always, as before); cl4_pairs=True lets the cl4t
-    kernel pool two items a call where a window has at most PAIR_TAPS_MAX taps (False, the
-    default until measured: one, as before); bench/pool_slices_timing.py compares them with their old forms.  row_always=True
-    takes the row form for windows that read each column once too (bench/pool_pairs_timing.py)."""
+    bench/results/2026-12-07-h100-s32).  cl4t_wide=True sizes the tiled kernel's tile by the
+    channel count (more positions at fewer than 128 channels; False: 32 positions always, as
+    before; bench/pool_slices_timing.py compares the two); row_always=True takes the row form for
+    every fixed 2-D window it can hold, whatever the rule (bench/pool_pairs_timing.py); row_group
+    issues that many window rows' loads together in the row form (1, the default: a row at a
+    time; bench/pool_row_timing.py's `rows` form times KH, not yet run on a GPU)."""
     name = check_identifier(spec.name)
+    if row_group < 1:
+        raise ValueError(f"row_group is a number of window rows, >= 1; got {row_group}")
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
     pro_out = spec.prologue_out or (spec.prologue[-1].out if spec.prologue else names[0])
@@ -239,7 +245,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
         plane_kernel=int(plane_window is not None), plane_inside=int(plane_inside), **plane_fields,
-        cl4_slices=int(cl4_slices), cl4t_wide=int(cl4t_wide), pair_taps=PAIR_TAPS_MAX if cl4_pairs else 0,
+        cl4t_wide=int(cl4t_wide), row_group=row_group,
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
         row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)

@@ -86,119 +86,76 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_kernel({{params}}, {{out
 // up to 27 taps (KD * KH * KW, 0 for adaptive windows) are unrolled, every tap's load issued
 // before any arithmetic, so all of a window's loads are in flight at once.  ncu on SqueezeNet's 3x3 / stride-2 max pools (the
 // one-value-a-tap kernel above): 514-585 GB/s, one load in flight a thread, 4.3 ms for one pool.
-// NP windows a call (2: the callers' pairs of items, every load of both issued before any
-// arithmetic, twice the bytes in flight a thread where a window has few taps).
-// res[n]: the 4 pooled values of channels c0[n]..c0[n]+3 at (od[n], oh[n], ow[n]) of sample r,
-// epilogue applied.
-template <int KIND, int KD, int KH, int KW, int NP>
+// res: the 4 pooled values of channels c0..c0+3 at (od, oh, ow) of sample r, epilogue applied.
+template <int KIND, int KD, int KH, int KW>
 __device__ __forceinline__ void {{name}}_cl4_window({{device_params}}, const KsPoolGeom& g, const int64_t r,
-                                                    const int64_t (&c0)[NP], const int64_t (&od)[NP],
-                                                    const int64_t (&oh)[NP], const int64_t (&ow)[NP],
-                                                    float (&res)[NP][4]) {
+                                                    const int64_t c0, const int64_t od, const int64_t oh,
+                                                    const int64_t ow, float (&res)[4]) {
 #if {{vec4}}
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
-  (void)in_plane;
-  float accv[NP][4];
-  float pv[NP][4][{{nplane}} + 1];  // the 4 channels' plane operands a window
-  (void)pv;
-  KsPoolWin wd[NP], wh[NP], ww[NP];
-  const float* __restrict__ base[NP];
+  float accv[4];
 #pragma unroll
-  for (int n = 0; n < NP; ++n) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) accv[n][j] = KIND == 0 ? -INFINITY : 0.f;
-    float (&plane_vals)[4][{{nplane}} + 1] = pv[n];
-    const int64_t plane0 = r * g.C + c0[n];  // the 4 channels' planes (ks_ld_planes4)
-    (void)plane0; (void)plane_vals;
-    {{plane_loads_cl4x4}}
-    wd[n] = ks_pool_window<KIND>(od[n], g.in[0], g.out[0], g.k[0], g.s[0], g.p[0], g.dil[0]);
-    wh[n] = ks_pool_window<KIND>(oh[n], g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
-    ww[n] = ks_pool_window<KIND>(ow[n], g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
-    base[n] = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c0[n];
-  }
-  auto add = [&](const int n, const float4 x4) {
-    const float (&plane_vals)[4][{{nplane}} + 1] = pv[n];
-    (void)plane_vals;
+  for (int j = 0; j < 4; ++j) accv[j] = KIND == 0 ? -INFINITY : 0.f;
+  float plane_vals[4][{{nplane}} + 1];
+  (void)plane_vals;
+  const int64_t plane0 = r * g.C + c0;  // the 4 channels' planes (ks_ld_planes4)
+  (void)plane0; (void)in_plane;
+  {{plane_loads_cl4x4}}
+  const KsPoolWin wd = ks_pool_window<KIND>(od, g.in[0], g.out[0], g.k[0], g.s[0], g.p[0], g.dil[0]);
+  const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
+  const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
+  const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c0;
+  auto add = [&](const float4 x4) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const float a0 = j == 0 ? x4.x : j == 1 ? x4.y : j == 2 ? x4.z : x4.w;
       {{plane_args_cl4}}
       float v;
       {{name}}_pro({{pro_args}}, v);
-      if constexpr (KIND == 0) accv[n][j] = ks_max(accv[n][j], v); else accv[n][j] += v;
+      if constexpr (KIND == 0) accv[j] = ks_max(accv[j], v); else accv[j] += v;
     }
   };
-  auto at = [&](const int n, int64_t id, int64_t ih, int64_t iw) {
-    return reinterpret_cast<const float4*>(base[n] + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
+  auto at = [&](int64_t id, int64_t ih, int64_t iw) {
+    return reinterpret_cast<const float4*>(base + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
   };
-  // Taps loaded together: the whole window up to 27 taps, else R whole window rows at a time (R
-  // the largest divisor of KH with R * KW <= 12: a slice never leaves its depth step, and its
-  // loads, addresses and 4 channels' plane operands fit the registers; 16 taps a slice made
-  // level2/72's kernel spill).  Why: level2/72's 4x4x4 average over 16 channels ran the loop
-  // below, whose window row of 4 taps ptxas unrolled: 4 16-byte loads in flight a thread (the
-  // slices: 8; `python -m kernelstitch.bench.sass_loads`), 0.70 ms, 49% of DRAM bandwidth on an
-  // H100 (bench/results/2026-12-07-h100-s35).
-  constexpr int T = KD * KH * KW;
-  constexpr int R = KH % 3 == 0 && 3 * KW <= 12 ? 3 : KH % 2 == 0 && 2 * KW <= 12 ? 2 : 1;
-  constexpr int SLICE = T <= 27 ? T : ({{cl4_slices}} && KW <= 12) ? R * KW : 0;
-  if constexpr (KD > 0 && SLICE > 0) {
-    // every tap's load of a slice first (of all NP windows), then the arithmetic
+  if constexpr (KD > 0 && KD * KH * KW <= 27) {
+    // every tap's load first, then the arithmetic
+    constexpr int T = KD * KH * KW;
     // (a tap past the window's end loads the input's last position along that dim instead
     // (taps start inside: lo >= 0) and is masked out: loads under per-tap predicates made
     // ptxas spill; the mask is a bit field for the same reason)
-#pragma unroll 1
-    for (int s = 0; s < T / SLICE; ++s) {
-      float4 x[NP][SLICE];
-      uint32_t inside[NP];
+    float4 x[T];
+    uint32_t inside = 0;
 #pragma unroll
-      for (int n = 0; n < NP; ++n) {
-        inside[n] = 0;
-#pragma unroll
-        for (int u = 0; u < SLICE; ++u) {
-          const int t = s * SLICE + u;  // the window's tap t: (t / (KH * KW), t / KW % KH, t % KW)
-          const int64_t id = wd[n].lo + (t / (KH * KW)) * wd[n].step, ih = wh[n].lo + (t / KW % KH) * wh[n].step,
-                        iw = ww[n].lo + (u % KW) * ww[n].step;  // (SLICE is whole rows: t % KW is u % KW)
-          inside[n] |= (uint32_t)(id < wd[n].hi && ih < wh[n].hi && iw < ww[n].hi) << u;
-          x[n][u] = __ldg(at(n, id < g.in[0] ? id : g.in[0] - 1, ih < g.in[1] ? ih : g.in[1] - 1,
-                             iw < g.in[2] ? iw : g.in[2] - 1));
-        }
-      }
-#pragma unroll
-      for (int n = 0; n < NP; ++n)
-#pragma unroll
-        for (int u = 0; u < SLICE; ++u)
-          if ((inside[n] >> u) & 1u) add(n, x[n][u]);
+    for (int t = 0; t < T; ++t) {
+      const int64_t id = wd.lo + (t / (KH * KW)) * wd.step, ih = wh.lo + (t / KW % KH) * wh.step,
+                    iw = ww.lo + (t % KW) * ww.step;
+      inside |= (uint32_t)(id < wd.hi && ih < wh.hi && iw < ww.hi) << t;
+      x[t] = __ldg(at(id < g.in[0] ? id : g.in[0] - 1, ih < g.in[1] ? ih : g.in[1] - 1,
+                      iw < g.in[2] ? iw : g.in[2] - 1));
     }
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+      if ((inside >> t) & 1u) add(x[t]);
   } else {
-#pragma unroll 1
-    for (int n = 0; n < NP; ++n)
-      for (int64_t id = wd[n].lo; id < wd[n].hi; id += wd[n].step)
-        for (int64_t ih = wh[n].lo; ih < wh[n].hi; ih += wh[n].step)
-          for (int64_t iw = ww[n].lo; iw < ww[n].hi; iw += ww[n].step) add(n, __ldg(at(n, id, ih, iw)));
+    for (int64_t id = wd.lo; id < wd.hi; id += wd.step)
+      for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step)
+        for (int64_t iw = ww.lo; iw < ww.hi; iw += ww.step) add(__ldg(at(id, ih, iw)));
   }
 #pragma unroll
-  for (int n = 0; n < NP; ++n)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      float acc = ks_pool_finish<KIND>(accv[n][j], wd[n], wh[n], ww[n], g);
-      const int64_t plane = r * g.C + c0[n] + j;
-      const int64_t o = ((plane * g.out[0] + od[n]) * g.out[1] + oh[n]) * g.out[2] + ow[n];  // contiguous
-      (void)o;
-      {{epi_loads}}
-      {{name}}_epi({{epi_args}});
-      res[n][j] = acc;
-    }
+  for (int j = 0; j < 4; ++j) {
+    float acc = ks_pool_finish<KIND>(accv[j], wd, wh, ww, g);
+    const int64_t plane = r * g.C + c0 + j;
+    const int64_t o = ((plane * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow;  // contiguous
+    (void)o;
+    {{epi_loads}}
+    {{name}}_epi({{epi_args}});
+    res[j] = acc;
+  }
 #else
   (void)g; (void)r; (void)c0; (void)od; (void)oh; (void)ow; (void)res;
 #endif
 }
-
-// Whether the cl4t kernel pools two items a call: fixed windows of up to {{pair_taps}} taps
-// (pool.py's PAIR_TAPS_MAX; 0: never).  Why: level2/35's 2x2 max with a hardswish prologue and
-// a mish epilogue ran at 61% of DRAM bandwidth on an H100 with 4 16-byte loads a thread in
-// flight, the same window without them at ~84% (bench/results/2026-12-06-h100-s26).
-template <int KD, int KH, int KW>
-__host__ __device__ constexpr bool {{name}}_cl4_pair() { return KD > 0 && KD * KH * KW <= {{pair_taps}}; }
 
 // Channels-last output (the coder keeps the pooled tensor NHWC): 4 consecutive channels a thread,
 // one 16-byte store in the input's memory order.
@@ -207,18 +164,16 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
                                                                  const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
 #if {{vec4}}
   const uint32_t c4 = (uint32_t)(g.C / 4), groups = (uint32_t)(per_sample / 4);
-  // one item a call (pairs made ptxas spill 24 bytes here with level2/35's mish epilogue)
   for (int64_t r = blockIdx.y; r < g.N; r += gridDim.y)
   for (uint32_t q0 = blockIdx.x * blockDim.x + threadIdx.x; q0 < groups; q0 += gridDim.x * blockDim.x) {
     uint32_t q = q0;
-    const int64_t c0[1] = {(int64_t)(q % c4) * 4}; q /= c4;
-    const int64_t ow[1] = {q % (uint32_t)g.out[2]}; q /= (uint32_t)g.out[2];
-    const int64_t oh[1] = {q % (uint32_t)g.out[1]}; q /= (uint32_t)g.out[1];
-    const int64_t od[1] = {(int64_t)q};
-    float res[1][4];
-    {{name}}_cl4_window<KIND, KD, KH, KW, 1>({{device_args}}, g, r, c0, od, oh, ow, res);
+    const int64_t c0 = (int64_t)(q % c4) * 4; q /= c4;
+    const int64_t ow = q % (uint32_t)g.out[2]; q /= (uint32_t)g.out[2];
+    const int64_t oh = q % (uint32_t)g.out[1]; q /= (uint32_t)g.out[1];
+    float res[4];
+    {{name}}_cl4_window<KIND, KD, KH, KW>({{device_args}}, g, r, c0, (int64_t)q, oh, ow, res);
     *reinterpret_cast<float4*>(reinterpret_cast<float*>(out) + r * per_sample + (int64_t)q0 * 4) =
-        make_float4(res[0][0], res[0][1], res[0][2], res[0][3]);
+        make_float4(res[0], res[1], res[2], res[3]);
   }
 #else
   (void)g; (void)per_sample; (void)out;
@@ -231,8 +186,9 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
 // run (a warp a channel).  The 4-channel-a-thread store straight to NCHW (the form this replaced)
 // put a warp's 32 lanes x 4 stores in 128 different planes: a 32-byte sector per 4-byte value.
 // The tile holds KS_POOL_TP positions at 4 * KS_POOL_TG channels and more at fewer channels
-// ({{name}}_cl4t_log2_positions): at a fixed 32 positions, level2/72's 16 channels gave a 256-thread
-// block 128 windows, half its threads idle.
+// ({{name}}_cl4t_log2_positions): at a fixed 32 positions, 16 channels gave a 256-thread block
+// 128 windows, half its threads idle (a 2x2 max over NHWC [128, 16, 254, 254]: 0.382 -> 0.306 ms
+// on an H200, bench/pool_slices_timing.py, bench/results/2026-12-07-h200-s36).
 #define KS_POOL_TP 32
 #define KS_POOL_TG 32
 #define KS_POOL_TILE (KS_POOL_TP * (4 * KS_POOL_TG + 4))
@@ -257,7 +213,6 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 #if {{vec4}}
   __shared__ __align__(16) float tile[KS_POOL_TILE];
   const uint32_t c4 = (uint32_t)(g.C / 4), S = (uint32_t)(per_sample / g.C);
-  constexpr int NP = {{name}}_cl4_pair<KD, KH, KW>() ? 2 : 1;
   const uint32_t lt = {{name}}_cl4t_log2_positions(c4), tp = 1u << lt, rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4;
   const uint32_t s_tiles = (S + tp - 1) >> lt, c_tiles = (c4 + KS_POOL_TG - 1) / KS_POOL_TG;
   const int64_t tiles = g.N * (int64_t)s_tiles * c_tiles;
@@ -268,26 +223,14 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
     const int64_t r = rest / s_tiles;
     const uint32_t g0 = ct * KS_POOL_TG, ng = min((uint32_t)KS_POOL_TG, c4 - g0);
     const uint32_t s0 = st << lt, np = min(tp, S - s0);
-    for (uint32_t k0 = threadIdx.x; k0 < np * ng; k0 += NP * blockDim.x) {
-      int64_t c0[NP], od[NP], oh[NP], ow[NP];
-      uint32_t kn[NP];
-#pragma unroll
-      for (int n = 0; n < NP; ++n) {  // a pair's second item past the tile pools the first's again (the same store)
-        kn[n] = k0 + n * blockDim.x < np * ng ? k0 + n * blockDim.x : k0;
-        const uint32_t p = kn[n] / ng, gi = kn[n] - p * ng;
-        uint32_t q = s0 + p;
-        c0[n] = (int64_t)(g0 + gi) * 4;
-        ow[n] = q % (uint32_t)g.out[2]; q /= (uint32_t)g.out[2];
-        oh[n] = q % (uint32_t)g.out[1]; q /= (uint32_t)g.out[1];
-        od[n] = q;
-      }
-      float res[NP][4];
-      {{name}}_cl4_window<KIND, KD, KH, KW, NP>({{device_args}}, g, r, c0, od, oh, ow, res);
-#pragma unroll
-      for (int n = 0; n < NP; ++n) {
-        const uint32_t p = kn[n] / ng, gi = kn[n] - p * ng;
-        *reinterpret_cast<float4*>(&tile[p * rs + gi * 4]) = make_float4(res[n][0], res[n][1], res[n][2], res[n][3]);
-      }
+    for (uint32_t k = threadIdx.x; k < np * ng; k += blockDim.x) {
+      const uint32_t p = k / ng, gi = k - p * ng;
+      uint32_t q = s0 + p;
+      const int64_t ow = q % (uint32_t)g.out[2]; q /= (uint32_t)g.out[2];
+      const int64_t oh = q % (uint32_t)g.out[1]; q /= (uint32_t)g.out[1];
+      float res[4];
+      {{name}}_cl4_window<KIND, KD, KH, KW>({{device_args}}, g, r, (int64_t)(g0 + gi) * 4, (int64_t)q, oh, ow, res);
+      *reinterpret_cast<float4*>(&tile[p * rs + gi * 4]) = make_float4(res[0], res[1], res[2], res[3]);
     }
     __syncthreads();
     {{out_t}}* __restrict__ dst = out + (r * g.C + (int64_t)g0 * 4) * (int64_t)S + s0;
@@ -349,15 +292,8 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
     col_in |= (uint32_t)((unsigned)iw < (unsigned)IW) << m;
     col[m] = (iw < 0 ? 0 : iw < IW ? iw : IW - 1) * xs4;
   }
-#pragma unroll
-  for (int kh = 0; kh < KH; ++kh) {
-    const int ih = ih0 + kh * DH;
-    if ((unsigned)ih >= (unsigned)IH) continue;  // a padding row: no tap (max), adds nothing (avg)
-    const float* __restrict__ row = base + ih * xs3;
-    // the row's loads first, then the arithmetic: SPAN 16-byte loads in flight
-    float4 x[SPAN];
-#pragma unroll
-    for (int m = 0; m < SPAN; ++m) x[m] = __ldg(reinterpret_cast<const float4*>(row + col[m]));
+  // a window row's SPAN loaded values: the prologue once a value, then every window holding it
+  auto reduce_row = [&](const float4 (&x)[SPAN]) {
 #pragma unroll
     for (int m = 0; m < SPAN; ++m) {
       const bool inside = (col_in >> m) & 1u;
@@ -376,6 +312,42 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
               if constexpr (KIND == 0) accs[u][j] = ks_max(accs[u][j], v); else accs[u][j] += v;
             }
       }
+    }
+  };
+  // RG window rows' loads issued together before their arithmetic (emit_pool(row_group=...);
+  // 1, the default: one row's SPAN loads at a time, a padding row loading nothing)
+  constexpr int RG = {{row_group}} < KH ? {{row_group}} : KH;
+  if constexpr (RG <= 1) {
+#pragma unroll
+    for (int kh = 0; kh < KH; ++kh) {
+      const int ih = ih0 + kh * DH;
+      if ((unsigned)ih >= (unsigned)IH) continue;  // a padding row: no tap (max), adds nothing (avg)
+      const float* __restrict__ row = base + ih * xs3;
+      // the row's loads first, then the arithmetic: SPAN 16-byte loads in flight
+      float4 x[SPAN];
+#pragma unroll
+      for (int m = 0; m < SPAN; ++m) x[m] = __ldg(reinterpret_cast<const float4*>(row + col[m]));
+      reduce_row(x);
+    }
+  } else {
+#pragma unroll
+    for (int k0 = 0; k0 < KH; k0 += RG) {
+      // RG * SPAN 16-byte loads in flight (a padding row, or one past KH, loads input row 0
+      // and is masked out)
+      float4 x[RG][SPAN];
+      uint32_t rows_in = 0;
+#pragma unroll
+      for (int r = 0; r < RG; ++r) {
+        const int ih = ih0 + (k0 + r) * DH;
+        const bool in = k0 + r < KH && (unsigned)ih < (unsigned)IH;
+        rows_in |= (uint32_t)in << r;
+        const float* __restrict__ row = base + (in ? ih : 0) * xs3;
+#pragma unroll
+        for (int m = 0; m < SPAN; ++m) x[r][m] = __ldg(reinterpret_cast<const float4*>(row + col[m]));
+      }
+#pragma unroll
+      for (int r = 0; r < RG; ++r)
+        if ((rows_in >> r) & 1u) reduce_row(x[r]);
     }
   }
   // torch's divisor (ks_pool_window / ks_pool_finish for KIND 1, in 32 bits): the window clipped
