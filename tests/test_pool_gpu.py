@@ -419,40 +419,16 @@ def _row_reference(case, x, b=None, e=None):
 ROW_SHAPES = [(2, 12, 17, 23), (1, 4, 9, 31), (2, 136, 11, 14), (3, 8, 5, 5), (1, 16, 30, 30)]
 
 
-@pytest.mark.parametrize("k", range(len(KEPT_SMALL)))
-def test_kept_pools_of_four_taps_run_the_row_form(ext, k):
-    """A 2x2 pool kept channels-last runs the row form (cl4r), padding and ceil mode included, with
-    and without a plane operand in the prologue and an epilogue operand, against torch; the same
-    window into a contiguous output keeps the cl4t kernel (test_windows_outside_the_row_form...)."""
-    case, name = KEPT_SMALL[k], f"pool_row{len(ROW_GRID) + k}_cl"
-    assert _row_window(_row_spec(len(ROW_GRID) + k, case, True, False), 1) is not None
-    for shape in ROW_SHAPES:
-        torch.manual_seed(k * 7 + shape[1])
-        x = torch.randn(*shape, device="cuda")
-        if case[0] == "max":
-            x.view(-1)[::97] = float("nan")
-        cl = x.contiguous(memory_format=torch.channels_last)
-        want = _row_reference(case, x)
-        b = torch.randn(shape[1], 1, 1, device="cuda")
-        e = torch.randn(want.shape[1:], device="cuda")
-        label = f"{case} {shape} NHWC out"
-        got = getattr(ext, name)(cl)
-        assert got.is_contiguous(memory_format=torch.channels_last), label
-        _check(got, want, label, contiguous=False)
-        ops = getattr(ext, name + "_ops")
-        _check(ops(cl, b, e), _row_reference(case, x, b, e), label + ", prologue + epilogue operands", contiguous=False)
-        assert any("_cl4r_kernel<" in n for n in _kernel_names(ops, cl, b, e)), label
-
-
-@pytest.mark.parametrize("keep", [True, False])
-@pytest.mark.parametrize("k", range(len(ROW_GRID)))
+@pytest.mark.parametrize("k, keep", [(k, keep) for k in range(len(ROW_GRID)) for keep in (True, False)]
+                         + [(len(ROW_GRID) + k, True) for k in range(len(KEPT_SMALL))])
 def test_the_row_kernels_match_torch(ext, k, keep):
     """Channels-last float32 inputs of fixed 2-D windows run the row form (V columns x 4 channels a
     thread, each window row's columns loaded once): padding, dilation, ceil mode, count_include_pad,
     divisor_override, output widths not a multiple of V, NaN through max windows, NHWC (kept
     channels-last: cl4r) and NCHW (cl4rt) outputs, with and without a plane operand in the
-    prologue and an epilogue operand; the kernel that ran is the row kernel."""
-    case = ROW_GRID[k]
+    prologue and an epilogue operand; the kernel that ran is the row kernel.  KEPT_SMALL's 2x2
+    windows (their rows read each column once) take it only kept channels-last."""
+    case = (ROW_GRID + KEPT_SMALL)[k]
     assert _row_window(_row_spec(k, case, keep, False), 1) is not None
     kernel = "_cl4r_kernel<" if keep else "_cl4rt_kernel<"
     for shape in ROW_SHAPES:
