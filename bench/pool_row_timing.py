@@ -10,7 +10,9 @@ The windows and NHWC input shapes of level3/6 (3x3 / stride 1 / padding 1 over [
 plan keeps for the next convolution), and a relu(x + b) prologue (b per channel) on the first.
 Both forms are built from this tree (`emit_pool(spec, row_form=False)` for the old one), and the
 row form issuing all of a window's rows' loads together (`rows_together`: `emit_pool(spec,
-row_group=KH)`, 18 16-byte loads in flight for a 3x3 window against 6; not yet run), timed
+row_group=KH)`, 18 16-byte loads in flight for a 3x3 window against 6; not yet run; where the
+rule keeps a window on the cl4 kernels, AlexNet's and the NCHW-out 2x2 and 4x4 cases, the `row`
+and `rows_together` forms build the same kernel as `one_position`), timed
 with the Verifier's CUDA-event timer (median of --runs), and compared with torch (the script
 fails on a mismatch).  TB/s counts the input read once and the output written once.
 """

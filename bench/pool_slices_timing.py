@@ -3,10 +3,10 @@ channel count against the fixed 32-position tile, and PyTorch, on a GPU.
 
     python bench/pool_slices_timing.py [--out pool_slices.json] [--runs 30]
 
-cl4t_wide: more than 32 positions a tile at fewer than 128 channels (at 16 channels a 256-thread
-block had 128 windows).  Cases: level2/72's 4x4x4 / stride-4 average over NDHWC [64, 16, 63,
+cl4t_wide: more than 32 positions a tile below 64 channels (at 16 channels a 256-thread block had
+128 windows), and a tile row stride whose column reads conflict 4 ways at any channel count.  Cases: level2/72's 4x4x4 / stride-4 average over NDHWC [64, 16, 63,
 63, 63] after a per-channel add, a 2x2 / stride-2 max over NHWC [128, 16, 254, 254], and a
-3x3x3 max over [16, 64, 32, 64, 64] (64 channels).  Forms "wide" (the default) and "narrow"
+3x3x3 max over [16, 64, 32, 64, 64] (64 channels: the same tile in both forms, a control).  Forms "wide" (the default) and "narrow"
 (emit_pool(cl4t_wide=False)), built from this tree, timed with the Verifier's CUDA-event timer
 (median of --runs) with a contiguous and a channels-last output (the tile is the contiguous
 output's), checked against torch first (allclose 1e-5).  TB/s counts the input read once and

@@ -14,7 +14,7 @@ from kernelstitch.agents.coder.codegen import (  # noqa: E402
     PoolSpec,
     TensorArg,
 )
-from kernelstitch.agents.coder.codegen.pool import _plane_window, _row_window  # noqa: E402
+from kernelstitch.agents.coder.codegen.pool import _plane_window, _row_window, emit_pool  # noqa: E402
 from test_codegen import pool_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
@@ -125,10 +125,19 @@ KEPT_SMALL = [
 ]
 
 
+def _row_group_kernels() -> list:
+    """ROW_GRID's windows with operands, every window row's loads issued together (row_group=KH,
+    clamped by the kernel to 18 loads), kept and not: pool_row{k}_{cl,nchw}_rg."""
+    from dataclasses import replace
+
+    return [emit_pool(replace(_row_spec(k, case, keep, True), name=f"pool_row{k}_{'cl' if keep else 'nchw'}_rg"),
+                      row_group=case[1][0]) for k, case in enumerate(ROW_GRID) for keep in (True, False)]
+
+
 @pytest.fixture(scope="module")
 def ext():
     specs = ([_grid_spec(k, c) for k, c in enumerate(GRID)] + [_adaptive_spec(k, c) for k, c in enumerate(ADAPTIVE)]
-             + pool_specs() + _row_specs())
+             + pool_specs() + _row_specs() + _row_group_kernels())
     return load_kernels("ks_pool_gpu_tests", specs)
 
 
@@ -263,10 +272,11 @@ def test_plane_operands_of_every_layout_in_the_four_channel_kernels(ext, keep):
         assert any(("_cl4r_kernel<" if keep else "_cl4rt_kernel<") in n for n in _kernel_names(row, x, b, e_row)), label
 
 
-@pytest.mark.parametrize("shape", [(2, 8, 37, 41), (3, 132, 19, 18), (1, 64, 130, 66), (2, 12, 3, 5)])
+@pytest.mark.parametrize("shape", [(2, 8, 37, 41), (3, 132, 19, 18), (1, 64, 130, 66), (2, 12, 3, 5), (2, 4, 70, 66)])
 def test_channels_last_input_pooled_into_a_contiguous_output(ext, shape):
-    """The tiled 4-channel kernel: 32-position x 128-channel tiles staged in shared memory, so
-    partial position tiles (S not a multiple of 32), a partial channel tile (132 channels: a
+    """The tiled 4-channel kernel: 32-position x 128-channel tiles staged in shared memory (more
+    positions below 64 channels: 4 channels' 512-position tiles, several a sample), so partial
+    position tiles (S not a multiple of the tile's), a partial channel tile (132 channels: a
     second tile of one group), a plane operand in the prologue and an epilogue operand read at
     the contiguous output index; the misaligned view takes the one-channel kernel."""
     torch.manual_seed(shape[1])
@@ -419,6 +429,29 @@ def _row_reference(case, x, b=None, e=None):
 ROW_SHAPES = [(2, 12, 17, 23), (1, 4, 9, 31), (2, 136, 11, 14), (3, 8, 5, 5), (1, 16, 30, 30)]
 
 
+@pytest.mark.parametrize("keep", [True, False])
+def test_row_group_issues_rows_together_with_the_same_values(ext, keep):
+    """emit_pool(row_group=KH): the row form issuing all of a window's rows' loads together
+    (padding rows masked, rows past KH not loaded) gives torch's values for every ROW_GRID window,
+    with a plane operand in the prologue and an epilogue operand, NaN through max windows."""
+    for k, case in enumerate(ROW_GRID):
+        fn = getattr(ext, f"pool_row{k}_{'cl' if keep else 'nchw'}_rg")
+        for shape in ROW_SHAPES:
+            torch.manual_seed(k * 13 + shape[1])
+            x = torch.randn(*shape, device="cuda")
+            if case[0] == "max":
+                x.view(-1)[::97] = float("nan")
+            try:
+                want = _row_reference(case, x)
+            except RuntimeError:  # a window too large for this shape
+                continue
+            b = torch.randn(shape[1], 1, 1, device="cuda")
+            e = torch.randn(want.shape[1:], device="cuda")
+            cl = x.contiguous(memory_format=torch.channels_last)
+            _check(fn(cl, b, e), _row_reference(case, x, b, e), f"{case} {shape} row_group={case[1][0]}",
+                   contiguous=not keep)
+
+
 @pytest.mark.parametrize("k, keep", [(k, keep) for k in range(len(ROW_GRID)) for keep in (True, False)]
                          + [(len(ROW_GRID) + k, True) for k in range(len(KEPT_SMALL))])
 def test_the_row_kernels_match_torch(ext, k, keep):
@@ -467,7 +500,8 @@ def test_the_row_kernels_match_torch(ext, k, keep):
 def test_windows_outside_the_row_form_keep_the_cl4_kernels(ext):
     """3-D windows, adaptive windows, 2-D windows past 27 taps (11 x 11) and windows whose rows
     read each column fewer than twice (2 x 2 / stride 2, 3 x 3 / stride 2: the cl4 kernels measured
-    faster there) run the one-position cl4 kernels on channels-last float32 inputs."""
+    faster there) run the one-position cl4 kernels on channels-last float32 inputs, into a
+    contiguous output (kept channels-last, a 2 x 2 window takes the row form: KEPT_SMALL)."""
     x = torch.randn(2, 8, 25, 27, device="cuda").contiguous(memory_format=torch.channels_last)
     for k in (1, 7):  # GRID's 2 x 2 / stride 2 max and 3 x 3 / stride 2 average
         assert GRID[k][1:4] in ((2, 2, 2), (2, 3, 2)) and GRID[k][-1] == "float32"

@@ -136,7 +136,8 @@ def _reads_each_column_twice(kw: int, sw: int, dw: int) -> bool:
 # windows of a row; but AlexNet's 3x3 / stride 2 (1.5 windows a column) 0.70 -> 0.75 and
 # 0.61 -> 0.73, and non-overlapping 2x2 / 4x4 windows within 4% either way.  So the row form
 # takes windows whose row reads each column at least twice (_reads_each_column_twice).  And a
-# pool kept channels-last (NHWC out, cl4r) with a window of at most _ROW_KEPT_TAPS taps: the 2x2
+# pool kept channels-last (NHWC out, cl4r) with a non-overlapping, undilated window of at most
+# _ROW_KEPT_TAPS taps: the 2x2
 # pools of level2/35 (hardswish before, mish after) and 46 (tanh between subtractions) ran 0.371
 # and 0.377 ms in the row form against 0.550 and 0.533 in the cl4 kernel over NHWC [128, 128,
 # 126, 126] on an H200 (bench/pool_pairs_timing.py, bench/results/2026-12-07-h200-s36), 0.441
@@ -153,13 +154,16 @@ def _row_window(spec: PoolSpec, vec4: int, always: bool = False) -> tuple[int, .
     """(V, KH, KW, SH, SW, PH, PW, DH, DW) of the row form of the channels-last 4-channel kernels,
     or None where the cl4 kernels stay: not float32 / other tap operands, adaptive windows, other
     than 2-D (a 3-D window, KD > 1 included), over _ROW_TAPS_MAX taps, a window row reading each
-    column fewer than twice (unless the pool is kept channels-last with at most _ROW_KEPT_TAPS
-    taps, or `always`), or a span too wide for 2 columns a thread."""
+    column fewer than twice (unless the pool is kept channels-last with a non-overlapping,
+    undilated window of at most _ROW_KEPT_TAPS taps, or `always`), or a span too wide for 2
+    columns a thread."""
     if not vec4 or spec.kind not in ("max", "avg") or spec.nd != 2:
         return None
     (kh, kw), (sh, sw), (ph, pw) = spec.kernel, spec.stride, spec.padding
     dh, dw = tuple(spec.dilation) if spec.kind == "max" else (1, 1)
-    kept_small = spec.keep_channels_last and kh * kw <= _ROW_KEPT_TAPS
+    # (the measured kept windows: non-overlapping and undilated, 2x2 / stride 2)
+    kept_small = (spec.keep_channels_last and kh * kw <= _ROW_KEPT_TAPS and (sh, sw) == (kh, kw)
+                  and (dh, dw) == (1, 1))
     if kh * kw > _ROW_TAPS_MAX or not (always or kept_small or _reads_each_column_twice(kw, sw, dw)):
         return None
     v = ROW_OUTPUTS
@@ -184,11 +188,12 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     from 3.65 to 3.54, level3/13's pool from 0.566 to 0.476, two max2d cases within 1%:
     bench/results/2026-12-07-h100-s30; the default since the pool GPU tests passed with it,
     bench/results/2026-12-07-h100-s32).  cl4t_wide=True sizes the tiled kernel's tile by the
-    channel count (more positions at fewer than 128 channels; False: 32 positions always, as
-    before; bench/pool_slices_timing.py compares the two); row_always=True takes the row form for
-    every fixed 2-D window it can hold, whatever the rule (bench/pool_pairs_timing.py); row_group
+    channel count (more positions below 64 channels, and a row stride free of 8- to 32-way
+    bank conflicts; False: 32 positions always, as before; bench/pool_slices_timing.py compares
+    the two); row_always=True takes the row form for every fixed 2-D window it can hold, whatever the rule (bench/pool_pairs_timing.py); row_group
     issues that many window rows' loads together in the row form (1, the default: a row at a
-    time; bench/pool_row_timing.py's `rows` form times KH, not yet run on a GPU)."""
+    time; at most 18 loads: the kernel clamps it; bench/pool_row_timing.py's `rows_together`
+    form times KH, not yet run on a GPU)."""
     name = check_identifier(spec.name)
     if row_group < 1:
         raise ValueError(f"row_group is a number of window rows, >= 1; got {row_group}")

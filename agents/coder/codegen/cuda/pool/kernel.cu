@@ -185,26 +185,33 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4_kernel({{params}}, {
 // coalesced), stages it in shared memory and writes each channel's positions as one coalesced
 // run (a warp a channel).  The 4-channel-a-thread store straight to NCHW (the form this replaced)
 // put a warp's 32 lanes x 4 stores in 128 different planes: a 32-byte sector per 4-byte value.
-// The tile holds KS_POOL_TP positions at 4 * KS_POOL_TG channels and more at fewer channels
+// The tile holds KS_POOL_TP positions at 4 * KS_POOL_TG channels and more below 64 channels
 // ({{name}}_cl4t_log2_positions): at a fixed 32 positions, 16 channels gave a 256-thread block
 // 128 windows, half its threads idle (a 2x2 max over NHWC [128, 16, 254, 254]: 0.382 -> 0.306 ms
 // on an H200, bench/pool_slices_timing.py, bench/results/2026-12-07-h200-s36).
 #define KS_POOL_TP 32
 #define KS_POOL_TG 32
 #define KS_POOL_TILE (KS_POOL_TP * (4 * KS_POOL_TG + 4))
-// log2 of the positions a cl4t tile holds at c4 channel groups: 32 times the largest power of two
-// that keeps the tile within KS_POOL_TILE floats at rows of 4 * min(c4, KS_POOL_TG) + 4 floats
-// (16-byte aligned for the float4 stores; a 4-way bank conflict on the column reads, a
-// shared-memory cost far under the tile's DRAM traffic).  A power of two: the kernel's index math
-// shifts (a runtime divisor made ptxas spill pool_max2d_cl's 3x3 kernel at 64 registers).
-__host__ __device__ inline uint32_t {{name}}_cl4t_log2_positions(uint32_t c4) {
-  uint32_t k = 5;
+// Floats a cl4t tile row holds (one position's channels): 4 * (min(c4, KS_POOL_TG) + 1) rounded
+// up to an odd multiple of 4, so the write-out's column reads (lane p at p * rs + c) fall 4 ways
+// into the banks at every channel count (an even multiple made 8- to 32-way conflicts); 16-byte
+// aligned for the float4 stores.  Narrow form: 4 * KS_POOL_TG + 4 always, as before.
+__host__ __device__ inline uint32_t {{name}}_cl4t_row_floats(uint32_t c4) {
 #if {{cl4t_wide}}
-  const uint32_t rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4;
-  while ((2u << k) * rs <= KS_POOL_TILE) ++k;
+  return 4 * (((c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 1) | 1);
 #else
   (void)c4;
+  return 4 * KS_POOL_TG + 4;
 #endif
+}
+// log2 of the positions a cl4t tile holds at c4 channel groups: 32 times the largest power of two
+// that keeps the tile within KS_POOL_TILE floats (more than 32 below 16 groups, 64 channels).  A
+// power of two: the kernel's index math shifts (a runtime divisor made ptxas spill
+// pool_max2d_cl's 3x3 kernel at 64 registers).
+__host__ __device__ inline uint32_t {{name}}_cl4t_log2_positions(uint32_t c4) {
+  const uint32_t rs = {{name}}_cl4t_row_floats(c4);
+  uint32_t k = 5;
+  while ((2u << k) * rs <= KS_POOL_TILE) ++k;
   return k;
 }
 template <int KIND, int KD, int KH, int KW>
@@ -213,7 +220,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 #if {{vec4}}
   __shared__ __align__(16) float tile[KS_POOL_TILE];
   const uint32_t c4 = (uint32_t)(g.C / 4), S = (uint32_t)(per_sample / g.C);
-  const uint32_t lt = {{name}}_cl4t_log2_positions(c4), tp = 1u << lt, rs = 4 * (c4 < KS_POOL_TG ? c4 : KS_POOL_TG) + 4;
+  const uint32_t lt = {{name}}_cl4t_log2_positions(c4), tp = 1u << lt, rs = {{name}}_cl4t_row_floats(c4);
   const uint32_t s_tiles = (S + tp - 1) >> lt, c_tiles = (c4 + KS_POOL_TG - 1) / KS_POOL_TG;
   const int64_t tiles = g.N * (int64_t)s_tiles * c_tiles;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -314,9 +321,11 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
       }
     }
   };
-  // RG window rows' loads issued together before their arithmetic (emit_pool(row_group=...);
-  // 1, the default: one row's SPAN loads at a time, a padding row loading nothing)
-  constexpr int RG = {{row_group}} < KH ? {{row_group}} : KH;
+  // RG window rows' loads issued together before their arithmetic (emit_pool(row_group=...),
+  // at most 18 16-byte loads: 5 rows of a 5x5 window spilled 420 bytes; 1, the default: one row's
+  // SPAN loads at a time, a padding row loading nothing)
+  constexpr int RG_MAX = 18 / SPAN > 1 ? 18 / SPAN : 1;
+  constexpr int RG = {{row_group}} < KH ? ({{row_group}} < RG_MAX ? {{row_group}} : RG_MAX) : (KH < RG_MAX ? KH : RG_MAX);
   if constexpr (RG <= 1) {
 #pragma unroll
     for (int kh = 0; kh < KH; ++kh) {
@@ -332,22 +341,22 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
   } else {
 #pragma unroll
     for (int k0 = 0; k0 < KH; k0 += RG) {
-      // RG * SPAN 16-byte loads in flight (a padding row, or one past KH, loads input row 0
-      // and is masked out)
+      // up to RG * SPAN 16-byte loads in flight; a padding row loads the nearest input row and
+      // is masked out, a row past KH (a compile-time test) loads nothing
       float4 x[RG][SPAN];
       uint32_t rows_in = 0;
 #pragma unroll
-      for (int r = 0; r < RG; ++r) {
-        const int ih = ih0 + (k0 + r) * DH;
-        const bool in = k0 + r < KH && (unsigned)ih < (unsigned)IH;
-        rows_in |= (uint32_t)in << r;
-        const float* __restrict__ row = base + (in ? ih : 0) * xs3;
+      for (int i = 0; i < RG; ++i) {
+        if (k0 + i >= KH) continue;
+        const int ih = ih0 + (k0 + i) * DH;
+        rows_in |= (uint32_t)((unsigned)ih < (unsigned)IH) << i;
+        const float* __restrict__ row = base + (ih < 0 ? 0 : ih < IH ? ih : IH - 1) * xs3;
 #pragma unroll
-        for (int m = 0; m < SPAN; ++m) x[r][m] = __ldg(reinterpret_cast<const float4*>(row + col[m]));
+        for (int m = 0; m < SPAN; ++m) x[i][m] = __ldg(reinterpret_cast<const float4*>(row + col[m]));
       }
 #pragma unroll
-      for (int r = 0; r < RG; ++r)
-        if ((rows_in >> r) & 1u) reduce_row(x[r]);
+      for (int i = 0; i < RG; ++i)
+        if ((rows_in >> i) & 1u) reduce_row(x[i]);
     }
   }
   // torch's divisor (ks_pool_window / ks_pool_finish for KIND 1, in 32 bits): the window clipped
