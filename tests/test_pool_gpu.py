@@ -429,6 +429,23 @@ def _row_reference(case, x, b=None, e=None):
 ROW_SHAPES = [(2, 12, 17, 23), (1, 4, 9, 31), (2, 136, 11, 14), (3, 8, 5, 5), (1, 16, 30, 30)]
 
 
+def _row_case_inputs(case, shape, seed: int):
+    """A row-form case's input x (NaN at every 97th value for a max window), its channels-last
+    copy, torch's pooling of x, a per-channel operand b and an output-sized operand e; None where
+    the window does not fit the shape."""
+    torch.manual_seed(seed)
+    x = torch.randn(*shape, device="cuda")
+    if case[0] == "max":
+        x.view(-1)[::97] = float("nan")
+    try:
+        want = _row_reference(case, x)
+    except RuntimeError:  # a window too large for this shape
+        return None
+    b = torch.randn(shape[1], 1, 1, device="cuda")
+    e = torch.randn(want.shape[1:], device="cuda")
+    return x, x.contiguous(memory_format=torch.channels_last), want, b, e
+
+
 @pytest.mark.parametrize("keep", [True, False])
 def test_row_group_issues_rows_together_with_the_same_values(ext, keep):
     """emit_pool(row_group=KH): the row form issuing all of a window's rows' loads together
@@ -437,17 +454,10 @@ def test_row_group_issues_rows_together_with_the_same_values(ext, keep):
     for k, case in enumerate(ROW_GRID):
         fn = getattr(ext, f"pool_row{k}_{'cl' if keep else 'nchw'}_rg")
         for shape in ROW_SHAPES:
-            torch.manual_seed(k * 13 + shape[1])
-            x = torch.randn(*shape, device="cuda")
-            if case[0] == "max":
-                x.view(-1)[::97] = float("nan")
-            try:
-                want = _row_reference(case, x)
-            except RuntimeError:  # a window too large for this shape
+            inputs = _row_case_inputs(case, shape, seed=k * 13 + shape[1])
+            if inputs is None:
                 continue
-            b = torch.randn(shape[1], 1, 1, device="cuda")
-            e = torch.randn(want.shape[1:], device="cuda")
-            cl = x.contiguous(memory_format=torch.channels_last)
+            x, cl, _, b, e = inputs
             _check(fn(cl, b, e), _row_reference(case, x, b, e), f"{case} {shape} row_group={case[1][0]}",
                    contiguous=not keep)
 
@@ -465,17 +475,10 @@ def test_the_row_kernels_match_torch(ext, k, keep):
     assert _row_window(_row_spec(k, case, keep, False), 1) is not None
     kernel = "_cl4r_kernel<" if keep else "_cl4rt_kernel<"
     for shape in ROW_SHAPES:
-        torch.manual_seed(k * 31 + shape[1])
-        x = torch.randn(*shape, device="cuda")
-        if case[0] == "max":
-            x.view(-1)[::97] = float("nan")
-        cl = x.contiguous(memory_format=torch.channels_last)
-        try:
-            want = _row_reference(case, x)
-        except RuntimeError:  # a window too large for this shape
+        inputs = _row_case_inputs(case, shape, seed=k * 31 + shape[1])
+        if inputs is None:
             continue
-        b = torch.randn(shape[1], 1, 1, device="cuda")
-        e = torch.randn(want.shape[1:], device="cuda")
+        x, cl, want, b, e = inputs
         label = f"{case} {shape} {'NHWC' if keep else 'NCHW'} out"
         plain = getattr(ext, f"pool_row{k}_{'cl' if keep else 'nchw'}")
         ops = getattr(ext, f"pool_row{k}_{'cl' if keep else 'nchw'}_ops")

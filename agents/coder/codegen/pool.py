@@ -137,13 +137,12 @@ def _reads_each_column_twice(kw: int, sw: int, dw: int) -> bool:
 # 0.61 -> 0.73, and non-overlapping 2x2 / 4x4 windows within 4% either way.  So the row form
 # takes windows whose row reads each column at least twice (_reads_each_column_twice).  And a
 # pool kept channels-last (NHWC out, cl4r) with a non-overlapping, undilated window of at most
-# _ROW_KEPT_TAPS taps: the 2x2
-# pools of level2/35 (hardswish before, mish after) and 46 (tanh between subtractions) ran 0.371
-# and 0.377 ms in the row form against 0.550 and 0.533 in the cl4 kernel over NHWC [128, 128,
-# 126, 126] on an H200 (bench/pool_pairs_timing.py, bench/results/2026-12-07-h200-s36), 0.441
-# against 0.460 with no arithmetic on an H100 (s26); with a contiguous output (cl4rt) the same
-# windows ran slower in the row form (0.668 vs 0.635, 0.813 vs 0.582), and a kept 4x4 window within
-# 3% of cl4 (s26).  (RegNet's and VGG's 2x2 max pools between convolutions are kept pools.)
+# _ROW_KEPT_TAPS taps: the 2x2 pools of level2/35 (hardswish before, mish after) and 46 (tanh
+# between subtractions) ran 0.371 and 0.377 ms in the row form against 0.550 and 0.533 in the cl4
+# kernel over NHWC [128, 128, 126, 126] on an H200 (bench/pool_pairs_timing.py,
+# bench/results/2026-12-07-h200-s36), 0.441 against 0.460 with no arithmetic on an H100 (s26);
+# with a contiguous output (cl4rt) the same windows ran slower in the row form (0.668 vs 0.635,
+# 0.813 vs 0.582), and a kept 4x4 window within 3% of cl4 (s26).  (RegNet's and VGG's 2x2 max pools between convolutions are kept pools.)
 ROW_OUTPUTS = 4
 _ROW_KEPT_TAPS = 4
 _ROW_SPAN_MAX = 9
@@ -190,10 +189,11 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     bench/results/2026-12-07-h100-s32).  cl4t_wide=True sizes the tiled kernel's tile by the
     channel count (more positions below 64 channels, and a row stride free of 8- to 32-way
     bank conflicts; False: 32 positions always, as before; bench/pool_slices_timing.py compares
-    the two); row_always=True takes the row form for every fixed 2-D window it can hold, whatever the rule (bench/pool_pairs_timing.py); row_group
-    issues that many window rows' loads together in the row form (1, the default: a row at a
-    time; at most 18 loads: the kernel clamps it; bench/pool_row_timing.py's `rows_together`
-    form times KH, not yet run on a GPU)."""
+    the two); row_always=True takes the row form for every fixed 2-D window it can hold,
+    whatever the rule (bench/pool_pairs_timing.py); row_group issues that many window rows'
+    loads together in the row form (1, the default: a row at a time; at most 18 loads: the
+    kernel clamps it; bench/pool_row_timing.py's `rows_together` form times KH, not yet run on
+    a GPU)."""
     name = check_identifier(spec.name)
     if row_group < 1:
         raise ValueError(f"row_group is a number of window rows, >= 1; got {row_group}")
