@@ -2,7 +2,9 @@
 (c0, ow-group, oh), one load per distinct column of a window row (clamped and masked outside the
 input), the prologue once per loaded value, per-column accumulation into the V windows that hold
 it, torch's divisor in the kernel's 32-bit form, and the NCHW tile's groups / P0..P1 runs (every
-output written exactly once).  `check` compares it with torch's max_pool2d / avg_pool2d on random
+output written exactly once); and cl4r's strip form (R output rows a thread: each input row of
+the strip loaded once, reduced into every output row whose window holds it, rows past the output
+not stored).  `check` compares it with torch's max_pool2d / avg_pool2d on random
 geometries (tests/test_pool.py; `python tests/pool_row_model.py N` for more)."""
 from __future__ import annotations
 
@@ -33,19 +35,24 @@ def out_size(i, k, s, p, d, ceil):
     return o
 
 
-def cl4_row(x, pro, kind, win, cip, div, c0, oh, ow0, OW):
-    """x: [H, W, C] one sample NHWC; returns res[V][4] (the prologue `pro` on each loaded value)."""
+def cl4_row(x, pro, kind, win, cip, div, c0, oh, ow0, OW, R=1):
+    """x: [H, W, C] one sample NHWC; returns res[R][V][4] (output rows oh .. oh + R - 1; the
+    prologue `pro` on each loaded value) and the number of 16-byte loads."""
     V, KH, KW, SH, SW, PH, PW, DH, DW = win
     IH, IW, _ = x.shape
     SPAN = (V - 1) * SW + (KW - 1) * DW + 1
     ih0, iw0 = oh * SH - PH, ow0 * SW - PW
-    accs = np.full((V, 4), -np.inf if kind == "max" else 0.0, np.float32)
+    accs = np.full((R, V, 4), -np.inf if kind == "max" else 0.0, np.float32)
     col = [min(max(iw0 + m, 0), IW - 1) for m in range(SPAN)]
     inside = [0 <= iw0 + m < IW for m in range(SPAN)]
     loads = 0
-    for kh in range(KH):
-        ih = ih0 + kh * DH
-        if not 0 <= ih < IH:
+    # R == 1: the window's rows kh * DH; R > 1: the strip's input rows i, each a tap of the output
+    # rows rr with i == rr * SH + kh * DH
+    rows_in = [kh * DH for kh in range(KH)] if R == 1 else list(range((R - 1) * SH + (KH - 1) * DH + 1))
+    for i in rows_in:
+        holders = [0] if R == 1 else [rr for rr in range(R) for kh in range(KH) if i == rr * SH + kh * DH]
+        ih = ih0 + i
+        if not holders or not 0 <= ih < IH:
             continue
         xs = [x[ih, col[m], c0:c0 + 4] for m in range(SPAN)]
         loads += SPAN
@@ -53,46 +60,53 @@ def cl4_row(x, pro, kind, win, cip, div, c0, oh, ow0, OW):
             v = pro(xs[m])
             if not inside[m]:
                 v = np.full(4, -np.inf if kind == "max" else 0.0, np.float32)
-            for u in range(V):
-                for kw in range(KW):
-                    if u * SW + kw * DW == m:
-                        if kind == "max":
-                            nan = np.isnan(accs[u]) | np.isnan(v)
-                            accs[u] = np.where(nan, np.nan, np.maximum(accs[u], v))
-                        else:
-                            accs[u] = accs[u] + v
-    hend = min(ih0 + KH, IH + PH)
-    hpad, htaps = hend - ih0, min(hend, IH) - max(ih0, 0)
-    res = np.zeros((V, 4), np.float32)
-    for u in range(V):
-        ws = iw0 + u * SW
-        wend = min(ws + KW, IW + PW)
-        wpad, wtaps = wend - ws, min(wend, IW) - max(ws, 0)
-        a = accs[u].copy()
-        if kind == "avg":
-            taps = htaps * wtaps
-            divide = div if div else (hpad * wpad if cip else taps)
-            a = a / np.float32(divide) if taps > 0 else np.zeros(4, np.float32)
-        res[u] = a
+            for rr in holders:
+                acc = accs[rr]
+                for u in range(V):
+                    for kw in range(KW):
+                        if u * SW + kw * DW == m:
+                            if kind == "max":
+                                nan = np.isnan(acc[u]) | np.isnan(v)
+                                acc[u] = np.where(nan, np.nan, np.maximum(acc[u], v))
+                            else:
+                                acc[u] = acc[u] + v
+    res = np.zeros((R, V, 4), np.float32)
+    for rr in range(R):
+        ihr = ih0 + rr * SH
+        hend = min(ihr + KH, IH + PH)
+        hpad, htaps = hend - ihr, min(hend, IH) - max(ihr, 0)
+        for u in range(V):
+            ws = iw0 + u * SW
+            wend = min(ws + KW, IW + PW)
+            wpad, wtaps = wend - ws, min(wend, IW) - max(ws, 0)
+            a = accs[rr, u].copy()
+            if kind == "avg":
+                taps = htaps * wtaps
+                divide = div if div else (hpad * wpad if cip else taps)
+                a = a / np.float32(divide) if taps > 0 else np.zeros(4, np.float32)
+            res[rr, u] = a
     return res, loads
 
 
-def run_cl4r(x, pro, kind, win, cip, div, OH, OW):
-    """NHWC out: the cl4r kernel's item loop (q -> c0, gw, oh) over one sample."""
+def run_cl4r(x, pro, kind, win, cip, div, OH, OW, R=1):
+    """NHWC out: the cl4r kernel's item loop (q -> c0, gw, strip of R rows from oh) over one sample."""
     IH, IW, C = x.shape
     V = win[0]
-    c4, groups = C // 4, (OW + V - 1) // V
+    c4, groups, strips = C // 4, (OW + V - 1) // V, (OH + R - 1) // R
     out = np.full((OH, OW, C), 12345.0, np.float32)
     written = np.zeros((OH, OW, C), int)
-    for q in range(c4 * groups * OH):
+    for q in range(c4 * groups * strips):
         c0, rest = q % c4 * 4, q // c4
-        gw, oh = rest % groups, rest // groups
+        gw, oh = rest % groups, rest // groups * R
         ow0 = gw * V
-        res, _ = cl4_row(x, pro, kind, win, cip, div, c0, oh, ow0, OW)
-        for u in range(V):
-            if ow0 + u < OW:
-                out[oh, ow0 + u, c0:c0 + 4] = res[u]
-                written[oh, ow0 + u, c0:c0 + 4] += 1
+        res, _ = cl4_row(x, pro, kind, win, cip, div, c0, oh, ow0, OW, R)
+        for rr in range(R):
+            if oh + rr >= OH:
+                break
+            for u in range(V):
+                if ow0 + u < OW:
+                    out[oh + rr, ow0 + u, c0:c0 + 4] = res[rr, u]
+                    written[oh + rr, ow0 + u, c0:c0 + 4] += 1
     assert (written == 1).all()
     return out
 
@@ -130,7 +144,7 @@ def run_cl4rt(x, pro, kind, win, cip, div, OH, OW):
             for u in range(V):
                 if ow0 + u < OW:
                     assert 0 <= oh * OW + ow0 + u - P0 < P1 - P0
-                    tile[base + u * rs: base + u * rs + 4] = res[u]
+                    tile[base + u * rs: base + u * rs + 4] = res[0, u]
         dst = (g0 * 4) * S + P0
         for c in range(4 * ng):
             for p in range(P1 - P0):
@@ -178,9 +192,10 @@ def check(n_cases=300, seed=0):
         else:
             want = F.avg_pool2d(ref_in, k, s, p, ceil_mode=ceil, count_include_pad=cip, divisor_override=div or None)[0]
         assert tuple(want.shape[1:]) == (OH, OW)
-        got_nhwc = torch.from_numpy(run_cl4r(x, pro, kind, win, cip, div, OH, OW)).permute(2, 0, 1)
+        rows = rng.choice([1, 2, 3, 4])  # cl4r's strip height (emit_pool(row_rows=...))
+        got_nhwc = torch.from_numpy(run_cl4r(x, pro, kind, win, cip, div, OH, OW, rows)).permute(2, 0, 1)
         got_nchw = torch.from_numpy(run_cl4rt(x, pro, kind, win, cip, div, OH, OW))
-        for label, got in (("cl4r", got_nhwc), ("cl4rt", got_nchw)):
+        for label, got in ((f"cl4r R={rows}", got_nhwc), ("cl4rt", got_nchw)):
             try:
                 torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
             except AssertionError as e:

@@ -300,7 +300,7 @@ def test_the_row_form_is_emitted_for_fixed_2d_float32_windows(spec, window):
     got = _row_window(spec, vec4)
     assert got == window
     kernel = emit(spec)
-    assert ("#if 1\ntemplate <int KIND, int V, int KH" in kernel.cuda) == (got is not None)
+    assert ("#if 1\n// Whether input row i of an R-row strip" in kernel.cuda) == (got is not None)
     assert ("const bool row_ok = 1 && cl4" in kernel.binding) == (got is not None)
     if got:
         targs = ", ".join(map(str, got))
@@ -342,6 +342,29 @@ def test_row_group_issues_several_window_rows_loads_together():
     assert "constexpr int RG = 3 < KH ? (3 < RG_MAX ? 3 : RG_MAX)" in emit_pool(spec, row_group=3).cuda
     with pytest.raises(ValueError, match="row_group"):
         emit_pool(spec, row_group=0)
+
+
+def test_kept_row_kernel_pools_a_strip_of_rows_where_windows_overlap_vertically():
+    """The kept row kernel (cl4r) pools STRIP_ROWS output rows a thread where a window's rows
+    overlap the next output row's (level3/6's 3x3 / stride 1), one row where they do not (RegNet's
+    2x2 / stride 2); emit_pool(row_rows=R) forces R (1 to 4, else an error naming the option);
+    the NCHW-out row kernel (cl4rt) always pools one row.  (tests/test_pool_gpu.py runs R = 2, 3,
+    4 against torch; tests/pool_row_model.py models it.)"""
+    from dataclasses import replace
+
+    from kernelstitch.agents.coder.codegen.pool import STRIP_ROWS, _row_rows, _row_window
+
+    overlapping = replace(_window("max", 2, 3, 1, 1), keep_channels_last=True)
+    disjoint = replace(_window("max", 2, 2, 2), keep_channels_last=True)
+    assert _row_rows(_row_window(overlapping, 1)) == STRIP_ROWS == 2
+    assert _row_rows(_row_window(disjoint, 1)) == 1 and _row_rows(None) == 1
+    assert f"constexpr int R = {STRIP_ROWS};" in emit_pool(overlapping).cuda
+    assert "constexpr int R = 1;" in emit_pool(disjoint).cuda
+    assert "constexpr int R = 4;" in emit_pool(disjoint, row_rows=4).cuda
+    assert "_cl4_row<KIND, 1, V," in emit_pool(overlapping).cuda  # cl4rt's call: one row
+    for bad in (0, 5):
+        with pytest.raises(ValueError, match="row_rows"):
+            emit_pool(overlapping, row_rows=bad)
 
 
 KIND_IDS = {"max": 0, "avg": 1}

@@ -134,10 +134,23 @@ def _row_group_kernels() -> list:
                       row_group=case[1][0]) for k, case in enumerate(ROW_GRID) for keep in (True, False)]
 
 
+# forced strip heights of the kept row kernel (cl4r), beside the rule's (2 where rows overlap, else 1)
+STRIP_ROWS = (3, 4)
+
+
+def _strip_kernels() -> list:
+    """ROW_GRID's windows with operands, kept channels-last, each thread pooling R output rows
+    (emit_pool(row_rows=R), whatever the rule): pool_row{k}_cl_s{R}."""
+    from dataclasses import replace
+
+    return [emit_pool(replace(_row_spec(k, case, True, True), name=f"pool_row{k}_cl_s{rows}"), row_rows=rows)
+            for k, case in enumerate(ROW_GRID) for rows in STRIP_ROWS]
+
+
 @pytest.fixture(scope="module")
 def ext():
     specs = ([_grid_spec(k, c) for k, c in enumerate(GRID)] + [_adaptive_spec(k, c) for k, c in enumerate(ADAPTIVE)]
-             + pool_specs() + _row_specs() + _row_group_kernels())
+             + pool_specs() + _row_specs() + _row_group_kernels() + _strip_kernels())
     return load_kernels("ks_pool_gpu_tests", specs)
 
 
@@ -460,6 +473,25 @@ def test_row_group_issues_rows_together_with_the_same_values(ext, keep):
             x, cl, _, b, e = inputs
             _check(fn(cl, b, e), _row_reference(case, x, b, e), f"{case} {shape} row_group={case[1][0]}",
                    contiguous=not keep)
+
+
+@pytest.mark.parametrize("rows", STRIP_ROWS)
+def test_strip_rows_pool_every_output_row_with_the_same_values(ext, rows):
+    """emit_pool(row_rows=R): the kept row kernel pooling R output rows a thread (each input row
+    of the strip loaded once for every output row holding it; output heights not a multiple of R,
+    padding rows, dilated rows, strides up to 3) gives torch's values for every ROW_GRID window,
+    with a plane operand in the prologue and an epilogue operand, NaN through max windows."""
+    for k, case in enumerate(ROW_GRID):
+        fn = getattr(ext, f"pool_row{k}_cl_s{rows}")
+        for shape in ROW_SHAPES:
+            inputs = _row_case_inputs(case, shape, seed=k * 17 + shape[1] + rows)
+            if inputs is None:
+                continue
+            x, cl, _, b, e = inputs
+            got = fn(cl, b, e)
+            assert got.is_contiguous(memory_format=torch.channels_last), (case, shape)
+            _check(got, _row_reference(case, x, b, e), f"{case} {shape} row_rows={rows}", contiguous=False)
+            assert any("_cl4r_kernel<" in n for n in _kernel_names(fn, cl, b, e)), (case, shape)
 
 
 @pytest.mark.parametrize("k, keep", [(k, keep) for k in range(len(ROW_GRID)) for keep in (True, False)]

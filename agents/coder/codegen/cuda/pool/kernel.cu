@@ -269,13 +269,24 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 // along the row's V-column groups.  The window (V, KH, KW, SH, SW, PH, PW, DH, DW) is the spec's,
 // compile-time (pool.py's _row_window: 2-D max / avg windows of <= 27 taps and a row span of
 // <= _ROW_SPAN_MAX float4s; others keep the cl4 kernels).
-// res[u][j]: the pooled value of channel c0 + j at (oh, ow0 + u) of sample r, epilogue applied
-// (columns past the output's end are computed from clamped loads and not stored by the callers).
+// R > 1 (the strip form, cl4r only; pool.py's _row_rows): the thread pools R consecutive output
+// rows of the same columns, each input row of the strip loaded once for every output row whose
+// window holds it: a 3x3 / stride-1 window loads 4 input rows for 2 output rows instead of 6.
+// Why: each output row of the one-row form loads its KH input rows again, the overlapping rows
+// through L2 (level3/6's 3x3 / stride-1 pool of NHWC [10, 480, 224, 224] moved ~4x its input
+// through L2 at 0.90 ms, 71% of an H100's DRAM bandwidth: bench/results/2026-12-07-h100-s37).
+// res[rr][u][j]: the pooled value of channel c0 + j at (oh + rr, ow0 + u) of sample r, epilogue
+// applied (rows and columns past the output's end are computed from clamped loads or none, and
+// not stored by the callers).
 #if {{row_kernel}}
-template <int KIND, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
+// Whether input row i of an R-row strip is tap kh of output row rr (compile-time after unrolling).
+__device__ __forceinline__ constexpr bool {{name}}_strip_tap(int i, int rr, int kh, int sh, int dh) {
+  return i == rr * sh + kh * dh;
+}
+template <int KIND, int R, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
 __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPoolGeom& g, const int64_t r,
                                                  const int c0, const int oh, const int ow0,
-                                                 const float (&plane_vals)[4][{{nplane}} + 1], float (&res)[V][4]) {
+                                                 const float (&plane_vals)[4][{{nplane}} + 1], float (&res)[R][V][4]) {
   constexpr int SPAN = (V - 1) * SW + (KW - 1) * DW + 1;
   static_assert(SPAN <= 32, "the column mask is 32 bits");
   const int IH = (int)g.in[1], IW = (int)g.in[2], OH = (int)g.out[1], OW = (int)g.out[2];
@@ -283,11 +294,13 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
   (void)plane_vals;
   const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c0;  // 64-bit once
   const int ih0 = oh * SH - PH, iw0 = ow0 * SW - PW;
-  float accs[V][4];
+  float accs[R][V][4];
 #pragma unroll
-  for (int u = 0; u < V; ++u)
+  for (int rr = 0; rr < R; ++rr)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) accs[u][j] = KIND == 0 ? -INFINITY : 0.f;
+    for (int u = 0; u < V; ++u)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) accs[rr][u][j] = KIND == 0 ? -INFINITY : 0.f;
   // A column outside the input (padding, or past the end of a row's last group) loads the
   // nearest column inside and is masked out: loads under per-tap predicates made ptxas spill
   // (the cl4 kernels' finding), and the mask is a bit field for the same reason.
@@ -300,7 +313,8 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
     col[m] = (iw < 0 ? 0 : iw < IW ? iw : IW - 1) * xs4;
   }
   // a window row's SPAN loaded values: the prologue once a value, then every window holding it
-  auto reduce_row = [&](const float4 (&x)[SPAN]) {
+  // (input row i of the strip: the windows of every output row rr that holds it as a tap)
+  auto reduce_row = [&](const float4 (&x)[SPAN], const int i) {
 #pragma unroll
     for (int m = 0; m < SPAN; ++m) {
       const bool inside = (col_in >> m) & 1u;
@@ -312,12 +326,19 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
         {{name}}_pro({{pro_args}}, v);  // once per loaded value, however many windows hold it
         v = inside ? v : (KIND == 0 ? -INFINITY : 0.f);  // outside the input: no part (max), 0 (avg)
 #pragma unroll
-        for (int u = 0; u < V; ++u)
+        for (int rr = 0; rr < R; ++rr) {
+          bool holds = R == 1;  // compile-time: row i is one of output row rr's taps (R == 1: the caller's row)
 #pragma unroll
-          for (int kw = 0; kw < KW; ++kw)
-            if (u * SW + kw * DW == m) {  // compile-time: column m is tap kw of window u
-              if constexpr (KIND == 0) accs[u][j] = ks_max(accs[u][j], v); else accs[u][j] += v;
-            }
+          for (int kh = 0; kh < KH; ++kh) holds = holds || {{name}}_strip_tap(i, rr, kh, SH, DH);
+          if (!holds) continue;
+#pragma unroll
+          for (int u = 0; u < V; ++u)
+#pragma unroll
+            for (int kw = 0; kw < KW; ++kw)
+              if (u * SW + kw * DW == m) {  // compile-time: column m is tap kw of window u
+                if constexpr (KIND == 0) accs[rr][u][j] = ks_max(accs[rr][u][j], v); else accs[rr][u][j] += v;
+              }
+        }
       }
     }
   };
@@ -326,7 +347,26 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
   // SPAN loads at a time, a padding row loading nothing)
   constexpr int RG_MAX = 18 / SPAN > 1 ? 18 / SPAN : 1;
   constexpr int RG = {{row_group}} < KH ? ({{row_group}} < RG_MAX ? {{row_group}} : RG_MAX) : (KH < RG_MAX ? KH : RG_MAX);
-  if constexpr (RG <= 1) {
+  if constexpr (R > 1) {
+    // the strip's input rows one at a time (SPAN loads in flight), each reduced into every output
+    // row holding it; a row outside the input or no output row's tap loads nothing
+    constexpr int ROWS_IN = (R - 1) * SH + (KH - 1) * DH + 1;
+#pragma unroll
+    for (int i = 0; i < ROWS_IN; ++i) {
+      bool tap = false;
+#pragma unroll
+      for (int rr = 0; rr < R; ++rr)
+#pragma unroll
+        for (int kh = 0; kh < KH; ++kh) tap = tap || {{name}}_strip_tap(i, rr, kh, SH, DH);
+      const int ih = ih0 + i;
+      if (!tap || (unsigned)ih >= (unsigned)IH) continue;
+      const float* __restrict__ row = base + ih * xs3;
+      float4 x[SPAN];
+#pragma unroll
+      for (int m = 0; m < SPAN; ++m) x[m] = __ldg(reinterpret_cast<const float4*>(row + col[m]));
+      reduce_row(x, i);
+    }
+  } else if constexpr (RG <= 1) {
 #pragma unroll
     for (int kh = 0; kh < KH; ++kh) {
       const int ih = ih0 + kh * DH;
@@ -336,7 +376,7 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
       float4 x[SPAN];
 #pragma unroll
       for (int m = 0; m < SPAN; ++m) x[m] = __ldg(reinterpret_cast<const float4*>(row + col[m]));
-      reduce_row(x);
+      reduce_row(x, 0);
     }
   } else {
 #pragma unroll
@@ -356,14 +396,20 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
       }
 #pragma unroll
       for (int i = 0; i < RG; ++i)
-        if ((rows_in >> i) & 1u) reduce_row(x[i]);
+        if ((rows_in >> i) & 1u) reduce_row(x[i], 0);
     }
   }
   // torch's divisor (ks_pool_window / ks_pool_finish for KIND 1, in 32 bits): the window clipped
   // to the padded input (count_include_pad), else to the input, unless divisor_override
-  const int hend = ih0 + KH < IH + PH ? ih0 + KH : IH + PH;
-  const int hpad = hend - ih0, htaps = (hend < IH ? hend : IH) - (ih0 > 0 ? ih0 : 0);
-  (void)hpad; (void)htaps; (void)OH; (void)OW;
+  (void)OH; (void)OW;
+#pragma unroll
+  for (int rr = 0; rr < R; ++rr) {
+  const int ihr = ih0 + rr * SH;
+  const int hend = ihr + KH < IH + PH ? ihr + KH : IH + PH;
+  const int hpad = hend - ihr, htaps = (hend < IH ? hend : IH) - (ihr > 0 ? ihr : 0);
+  (void)hpad; (void)htaps;
+  // a strip row past the output's end (not stored) reads its epilogue operands at the last row
+  const int ohr = R == 1 || oh + rr < OH ? oh + rr : OH - 1;
 #pragma unroll
   for (int u = 0; u < V; ++u) {
     const int ow = ow0 + u;
@@ -372,7 +418,7 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
     (void)wpad; (void)wtaps;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      float acc = accs[u][j];
+      float acc = accs[rr][u][j];
       if constexpr (KIND == 1) {
         const int taps = htaps * wtaps;
         // (divisor_override is any int64: converted to float as it is, never through an int)
@@ -385,12 +431,13 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
         acc = taps > 0 ? q : 0.f;
       }
       const int64_t plane = r * g.C + c0 + j;
-      const int64_t o = (plane * OH + oh) * (int64_t)OW + ow;  // contiguous (epilogue operands)
+      const int64_t o = (plane * OH + ohr) * (int64_t)OW + ow;  // contiguous (epilogue operands)
       (void)o;
       {{epi_loads}}
       {{name}}_epi({{epi_args}});
-      res[u][j] = acc;
+      res[rr][u][j] = acc;
     }
+  }
   }
 }
 
@@ -401,26 +448,32 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
 template <int KIND, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
 __global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4r_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                                   const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
+  constexpr int R = {{row_rows}};  // output rows a thread (the strip form: pool.py's _row_rows)
   const uint32_t C = (uint32_t)g.C, c4 = C / 4, OW = (uint32_t)g.out[2], groups = (OW + V - 1) / V;
-  const uint32_t items = c4 * groups * (uint32_t)g.out[1];  // <= per_sample / 4 + the tails: < 2^31
+  const uint32_t OH = (uint32_t)g.out[1], strips = (OH + R - 1) / R;
+  const uint32_t items = c4 * groups * strips;  // <= per_sample / 4 + the tails: < 2^31
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   (void)in_plane;
   for (int64_t r = blockIdx.y; r < g.N; r += gridDim.y) {
     float* __restrict__ dst = reinterpret_cast<float*>(out) + r * per_sample;
     for (uint32_t q = blockIdx.x * blockDim.x + threadIdx.x; q < items; q += gridDim.x * blockDim.x) {
-      const uint32_t c0 = q % c4 * 4, rest = q / c4, gw = rest % groups, oh = rest / groups, ow0 = gw * V;
+      const uint32_t c0 = q % c4 * 4, rest = q / c4, gw = rest % groups, oh = rest / groups * R, ow0 = gw * V;
       float plane_vals[4][{{nplane}} + 1];  // the plane operands (a conv bias) of the 4 channels
       const int64_t plane0 = r * g.C + c0;
       (void)plane0;
       {{plane_loads_cl4x4}}
-      float res[V][4];
-      {{name}}_cl4_row<KIND, V, KH, KW, SH, SW, PH, PW, DH, DW>({{device_args}}, g, r, (int)c0, (int)oh, (int)ow0,
-                                                                plane_vals, res);
-      float* __restrict__ o4 = dst + (oh * OW + ow0) * C + c0;  // per_sample < 2^31 (binding)
+      float res[R][V][4];
+      {{name}}_cl4_row<KIND, R, V, KH, KW, SH, SW, PH, PW, DH, DW>({{device_args}}, g, r, (int)c0, (int)oh, (int)ow0,
+                                                                   plane_vals, res);
 #pragma unroll
-      for (int u = 0; u < V; ++u)
-        if (ow0 + u < OW)
-          *reinterpret_cast<float4*>(o4 + u * C) = make_float4(res[u][0], res[u][1], res[u][2], res[u][3]);
+      for (int rr = 0; rr < R; ++rr) {
+        if (R > 1 && oh + rr >= OH) break;
+        float* __restrict__ o4 = dst + ((oh + rr) * OW + ow0) * C + c0;  // per_sample < 2^31 (binding)
+#pragma unroll
+        for (int u = 0; u < V; ++u)
+          if (ow0 + u < OW)
+            *reinterpret_cast<float4*>(o4 + u * C) = make_float4(res[rr][u][0], res[rr][u][1], res[rr][u][2], res[rr][u][3]);
+      }
     }
   }
 }
@@ -483,13 +536,13 @@ __global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4rt_kernel({{params
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int i = 0; i < {{nplane}}; ++i) plane_vals[j][i] = tile_planes[gi * 4 + j][i];
-      float res[V][4];
-      {{name}}_cl4_row<KIND, V, KH, KW, SH, SW, PH, PW, DH, DW>({{device_args}}, g, r, (int)(g0 + gi) * 4, (int)oh,
-                                                                (int)ow0, plane_vals, res);
+      float res[1][V][4];
+      {{name}}_cl4_row<KIND, 1, V, KH, KW, SH, SW, PH, PW, DH, DW>({{device_args}}, g, r, (int)(g0 + gi) * 4, (int)oh,
+                                                                   (int)ow0, plane_vals, res);
       float* t4 = &tile[(oh * OW + ow0 - P0) * rs + gi * 4];
 #pragma unroll
       for (int u = 0; u < V; ++u)
-        if (ow0 + u < OW) *reinterpret_cast<float4*>(t4 + u * rs) = make_float4(res[u][0], res[u][1], res[u][2], res[u][3]);
+        if (ow0 + u < OW) *reinterpret_cast<float4*>(t4 + u * rs) = make_float4(res[0][u][0], res[0][u][1], res[0][u][2], res[0][u][3]);
     }
     __syncthreads();
     {{out_t}}* __restrict__ dst = out + (r * g.C + (int64_t)g0 * 4) * (int64_t)S + P0;
@@ -651,7 +704,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
     const uint32_t c4 = (uint32_t)(g.C / 4), groups = (uint32_t)ks_cdiv(g.out[2], {{row_v}});
     if (g.keep_cl) {
       static const int per_sm = ks_blocks_per_sm({{name}}_cl4r_kernel<{{kind_id}}, {{row_targs}}>, {{threads}});
-      {{name}}_cl4r_kernel<{{kind_id}}, {{row_targs}}><<<ks_pool_grid(per_sm, (int64_t)c4 * groups * g.out[1], {{threads}}, g.N),
+      {{name}}_cl4r_kernel<{{kind_id}}, {{row_targs}}><<<ks_pool_grid(per_sm, (int64_t)c4 * groups * ks_cdiv(g.out[1], {{row_rows}}), {{threads}}, g.N),
           {{threads}}, 0, stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
     } else {
       static const int per_sm = ks_blocks_per_sm({{name}}_cl4rt_kernel<{{kind_id}}, {{row_targs}}>, {{threads}});
