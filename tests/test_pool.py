@@ -344,24 +344,19 @@ def test_row_group_issues_several_window_rows_loads_together():
         emit_pool(spec, row_group=0)
 
 
-def test_kept_row_kernel_pools_a_strip_of_rows_where_windows_overlap_vertically():
-    """The kept row kernel (cl4r) pools STRIP_ROWS output rows a thread where a window's rows
-    overlap the next output row's (level3/6's 3x3 / stride 1), one row where they do not (RegNet's
-    2x2 / stride 2); emit_pool(row_rows=R) forces R (1 to 4, else an error naming the option);
-    the NCHW-out row kernel (cl4rt) always pools one row.  (tests/test_pool_gpu.py runs R = 2, 3,
-    4 against torch; tests/pool_row_model.py models it.)"""
+def test_kept_row_kernel_pools_a_strip_of_rows_on_request():
+    """emit_pool(row_rows=R): the kept row kernel (cl4r) pools R output rows a thread (1 to 4,
+    else an error naming the option); 1, the default, is the measured kernel; the NCHW-out row
+    kernel (cl4rt) always pools one row.  (tests/test_pool_gpu.py runs R = 2 and 4 against torch;
+    tests/pool_row_model.py models R = 1-4 against torch on the CPU.)"""
     from dataclasses import replace
 
-    from kernelstitch.agents.coder.codegen.pool import STRIP_ROWS, _row_rows, _row_window
-
     overlapping = replace(_window("max", 2, 3, 1, 1), keep_channels_last=True)
-    disjoint = replace(_window("max", 2, 2, 2), keep_channels_last=True)
-    assert _row_rows(_row_window(overlapping, 1)) == STRIP_ROWS == 2
-    assert _row_rows(_row_window(disjoint, 1)) == 1 and _row_rows(None) == 1
-    assert f"constexpr int R = {STRIP_ROWS};" in emit_pool(overlapping).cuda
-    assert "constexpr int R = 1;" in emit_pool(disjoint).cuda
-    assert "constexpr int R = 4;" in emit_pool(disjoint, row_rows=4).cuda
-    assert "_cl4_row<KIND, 1, V," in emit_pool(overlapping).cuda  # cl4rt's call: one row
+    assert "constexpr int R = 1;" in emit_pool(overlapping).cuda
+    assert "constexpr int R = 2;" in emit_pool(overlapping, row_rows=2).cuda
+    assert "constexpr int R = 4;" in emit_pool(replace(_window("max", 2, 2, 2), keep_channels_last=True),
+                                               row_rows=4).cuda
+    assert "_cl4_row<KIND, 1, V," in emit_pool(overlapping, row_rows=2).cuda  # cl4rt's call: one row
     for bad in (0, 5):
         with pytest.raises(ValueError, match="row_rows"):
             emit_pool(overlapping, row_rows=bad)

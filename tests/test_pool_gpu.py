@@ -134,13 +134,13 @@ def _row_group_kernels() -> list:
                       row_group=case[1][0]) for k, case in enumerate(ROW_GRID) for keep in (True, False)]
 
 
-# forced strip heights of the kept row kernel (cl4r), beside the rule's (2 where rows overlap, else 1)
-STRIP_ROWS = (3, 4)
+# strip heights of the kept row kernel (cl4r) beside the default 1 (emit_pool(row_rows=R))
+STRIP_ROWS = (2, 4)
 
 
 def _strip_kernels() -> list:
     """ROW_GRID's windows with operands, kept channels-last, each thread pooling R output rows
-    (emit_pool(row_rows=R), whatever the rule): pool_row{k}_cl_s{R}."""
+    (emit_pool(row_rows=R)): pool_row{k}_cl_s{R}."""
     from dataclasses import replace
 
     return [emit_pool(replace(_row_spec(k, case, True, True), name=f"pool_row{k}_cl_s{rows}"), row_rows=rows)

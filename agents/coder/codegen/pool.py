@@ -173,26 +173,19 @@ def _row_window(spec: PoolSpec, vec4: int, always: bool = False) -> tuple[int, .
     return v, kh, kw, sh, sw, ph, pw, dh, dw
 
 
-# The strip form of the kept row kernel (cl4r): STRIP_ROWS output rows a thread where a window's
-# rows overlap the next output row's (a stride below the window's height), so each input row
-# is loaded once for the strip's output rows that hold it (cuda/pool/kernel.cu's _cl4_row, R).
-# Not yet timed on a GPU: bench/pool_row_timing.py's `strip2` / `strip4` forms compare it.
-STRIP_ROWS = 2
+# The strip form of the kept row kernel (cl4r, emit_pool(row_rows=R)): R output rows a thread,
+# each input row of the strip loaded once for every output row whose window holds it, which
+# saves loads where a window's rows overlap the next output row's (a stride below the window's
+# height: level3/6's 3x3 / stride 1 loads 4 input rows for 2 output rows instead of 6).  Written
+# 2026-12-07 (s37), passing its CPU checks; no GPU was lent for it, so the default stays 1 (the
+# measured kernel) until bench/pool_row_timing.py's `strip2` / `strip4` forms and the GPU test
+# tests/test_pool_gpu.py::test_strip_rows_pool_every_output_row_with_the_same_values have run.
 _STRIP_ROWS_MAX = 4
-
-
-def _row_rows(row_window: tuple[int, ...] | None) -> int:
-    """Output rows a cl4r thread pools: STRIP_ROWS where the window's rows overlap vertically
-    ((KH - 1) * DH + 1 > SH), else 1."""
-    if row_window is None:
-        return 1
-    _, kh, _, sh, _, _, _, dh, _ = row_window
-    return STRIP_ROWS if (kh - 1) * dh + 1 > sh else 1
 
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
               plane_vl_padded: bool = True, plane_inside: bool = True, cl4t_wide: bool = True,
-              row_always: bool = False, row_group: int = 1, row_rows: int | None = None) -> KernelSource:
+              row_always: bool = False, row_group: int = 1, row_rows: int = 1) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
@@ -211,13 +204,14 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     loads together in the row form (1, the default: a row at a time; at most 18 loads: the
     kernel clamps it; KH rows together on level3/6's 3x3 window, H100: 1.541 -> 1.531 ms with
     an NCHW output, 0.901 -> 1.088 with an NHWC one, bench/results/2026-12-07-h100-s37).
-    row_rows: the output rows a thread of the kept row kernel (cl4r) pools, 1 to
-    _STRIP_ROWS_MAX (None: _row_rows' rule; bench/pool_row_timing.py compares them; 4 rows of a
-    5x5 average with operands spill 16 bytes)."""
+    row_rows: the output rows a thread of the kept row kernel (cl4r) pools, 1 (the default, the
+    measured kernel) to _STRIP_ROWS_MAX (the strip form above, not yet run on a GPU;
+    bench/pool_row_timing.py compares them; 4 rows of a 5x5 average with operands spill 16
+    bytes)."""
     name = check_identifier(spec.name)
     if row_group < 1:
         raise ValueError(f"row_group is a number of window rows, >= 1; got {row_group}")
-    if row_rows is not None and not 1 <= row_rows <= _STRIP_ROWS_MAX:
+    if not 1 <= row_rows <= _STRIP_ROWS_MAX:
         raise ValueError(f"row_rows is a number of output rows, 1 to {_STRIP_ROWS_MAX}; got {row_rows}")
     taps, plane, epilogue = _check(spec)
     names = [t.name for t in spec.inputs]
@@ -273,7 +267,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
         plane_kernel=int(plane_window is not None), plane_inside=int(plane_inside), **plane_fields,
         cl4t_wide=int(cl4t_wide), row_group=row_group,
-        row_rows=_row_rows(row_window) if row_rows is None else row_rows,
+        row_rows=row_rows,
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,
         row_targs=", ".join(map(str, row_window or (1, 1, 1, 1, 1, 0, 0, 1, 1))))
     n = len(spec.inputs)

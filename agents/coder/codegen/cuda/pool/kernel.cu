@@ -269,7 +269,7 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 // along the row's V-column groups.  The window (V, KH, KW, SH, SW, PH, PW, DH, DW) is the spec's,
 // compile-time (pool.py's _row_window: 2-D max / avg windows of <= 27 taps and a row span of
 // <= _ROW_SPAN_MAX float4s; others keep the cl4 kernels).
-// R > 1 (the strip form, cl4r only; pool.py's _row_rows): the thread pools R consecutive output
+// R > 1 (the strip form, cl4r only; emit_pool(row_rows=R)): the thread pools R consecutive output
 // rows of the same columns, each input row of the strip loaded once for every output row whose
 // window holds it: a 3x3 / stride-1 window loads 4 input rows for 2 output rows instead of 6.
 // Why: each output row of the one-row form loads its KH input rows again, the overlapping rows
@@ -448,7 +448,7 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
 template <int KIND, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
 __global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4r_kernel({{params}}, {{out_t}}* __restrict__ out,
                                                                   const __grid_constant__ KsPoolGeom g, const int64_t per_sample) {
-  constexpr int R = {{row_rows}};  // output rows a thread (the strip form: pool.py's _row_rows)
+  constexpr int R = {{row_rows}};  // output rows a thread (the strip form: emit_pool(row_rows=R))
   const uint32_t C = (uint32_t)g.C, c4 = C / 4, OW = (uint32_t)g.out[2], groups = (OW + V - 1) / V;
   const uint32_t OH = (uint32_t)g.out[1], strips = (OH + R - 1) / R;
   const uint32_t items = c4 * groups * strips;  // <= per_sample / 4 + the tails: < 2^31
