@@ -13,7 +13,9 @@ cases of bench/pool_lanes_timing.py on branch pool-plane-lanes), and level3/13's
 average pool after relu(x + b) over [128, 32, 256, 256].  Both forms are built from this tree
 (`emit_pool(spec, plane_vl_padded=...)`), timed with the Verifier's CUDA-event timer (median of
 --runs) and compared with torch (max: equal; avg: allclose; the script fails on a mismatch).
-TB/s counts the input read once and the output written once.  (Branch pool-plane-vl's first
+TB/s counts the input read once and the output written once.  `strip2` / `strip4`: the default
+(`inside`) pooling 2 / 4 output rows a thread (`emit_pool(plane_rows=...)`, written in s37, not yet
+run on a GPU; the 1-D cases build the `inside` kernel there).  (Branch pool-plane-vl's first
 commit timed two more forms, a warp's outputs stored 32 consecutive values at a time through
 shared memory, with and without these loads: slower on every case, bench/results/2026-12-06-h100-s28.)
 """
@@ -35,7 +37,7 @@ CASES = [
 # form -> emit_pool's keywords: vl (main's default until 2026-12-07), its predecessor (16-byte loads on unpadded
 # rows only) and the windows-inside-the-input finish (plane_inside, the default since 2026-12-07)
 FORMS = {"main": {"plane_vl_padded": False, "plane_inside": False}, "vl": {"plane_inside": False},
-         "inside": {"plane_inside": True}}
+         "inside": {"plane_inside": True}, "strip2": {"plane_rows": 2}, "strip4": {"plane_rows": 4}}
 
 
 def _spec(name: str, case: tuple):

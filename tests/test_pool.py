@@ -362,6 +362,26 @@ def test_kept_row_kernel_pools_a_strip_of_rows_on_request():
             emit_pool(overlapping, row_rows=bad)
 
 
+def test_plane_kernel_pools_a_strip_of_rows_on_request():
+    """emit_pool(plane_rows=R): the contiguous-input plane kernel pools R output rows a thread
+    (1, the default, is the measured kernel); 1-D windows keep one row (one output row), and a
+    strip whose input rows would pass the kernel's register budget takes fewer rows; out of 1-4
+    is an error naming the option.  (tests/test_pool_gpu.py runs R = 2 and 4 against torch.)"""
+    from kernelstitch.agents.coder.codegen.pool import _plane_fields, _plane_window
+
+    level1_42 = _window("max", 2, 4, 1, 1)
+    assert "constexpr int PR = 1," in emit_pool(level1_42).cuda
+    assert "constexpr int PR = 2," in emit_pool(level1_42, plane_rows=2).cuda
+    assert "constexpr int PR = 1," in emit_pool(_window("max", 1, 4, 1, 1), plane_rows=4).cuda  # 1-D
+    window = _plane_window(level1_42, 1)  # 4 x 4, 7 values a row: 4 strip rows (7 input rows) fit 64
+    assert _plane_fields(window, 4)["plane_rows"] == 4
+    wide = _plane_window(_window("max", 2, 6, 1, 3), 1)  # 6 x 6: 9 values a row; 3 strip rows: 8 x 9 > 64
+    assert _plane_fields(wide, 4)["plane_rows"] == 2
+    for bad in (0, 5):
+        with pytest.raises(ValueError, match="plane_rows"):
+            emit_pool(level1_42, plane_rows=bad)
+
+
 KIND_IDS = {"max": 0, "avg": 1}
 
 

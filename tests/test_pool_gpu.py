@@ -147,10 +147,32 @@ def _strip_kernels() -> list:
             for k, case in enumerate(ROW_GRID) for rows in STRIP_ROWS]
 
 
+# The plane kernel's strip form (emit_pool(plane_rows=R)) over contiguous inputs: ROW_GRID's
+# windows and three more, unpadded ones (16-byte loads on aligned rows) and level1/42's 4x4.
+PLANE_STRIP = ROW_GRID + [
+    ("max", (3, 3), (1, 1), (0, 0), (1, 1), False, True, 0),
+    ("avg", (3, 3), (1, 1), (0, 0), (1, 1), True, False, 0),
+    ("max", (4, 4), (1, 1), (1, 1), (1, 1), False, True, 0),  # level1/42's
+]
+# (N, C, H, W): >= 512 outputs a plane (the plane kernel's bound); a width of a multiple of 4
+# (16-byte rows), an odd one, output heights odd and even
+PLANE_STRIP_SHAPES = [(2, 3, 61, 84), (1, 2, 50, 77), (1, 1, 52, 64)]
+PLANE_STRIP_ROWS = (2, 4)
+
+
+def _plane_strip_kernels() -> list:
+    """PLANE_STRIP's windows with operands over contiguous inputs, the plane kernel pooling R
+    output rows a thread: pool_plane{k}_s{R}."""
+    from dataclasses import replace
+
+    return [emit_pool(replace(_row_spec(k, case, False, True), name=f"pool_plane{k}_s{rows}"), plane_rows=rows)
+            for k, case in enumerate(PLANE_STRIP) for rows in PLANE_STRIP_ROWS]
+
+
 @pytest.fixture(scope="module")
 def ext():
     specs = ([_grid_spec(k, c) for k, c in enumerate(GRID)] + [_adaptive_spec(k, c) for k, c in enumerate(ADAPTIVE)]
-             + pool_specs() + _row_specs() + _row_group_kernels() + _strip_kernels())
+             + pool_specs() + _row_specs() + _row_group_kernels() + _strip_kernels() + _plane_strip_kernels())
     return load_kernels("ks_pool_gpu_tests", specs)
 
 
@@ -374,6 +396,26 @@ def test_contiguous_planes_take_the_plane_kernel(ext, k, aligned):
     small = (x[..., :span] if case[1] == 1 else x[:, :, :span, :span]).contiguous()
     _check(fn(small), _reference(case, small), f"{case} {tuple(small.shape)}")
     assert not any("_plane_kernel<" in name for name in _kernel_names(fn, small))
+
+
+@pytest.mark.parametrize("rows", PLANE_STRIP_ROWS)
+def test_plane_strip_rows_pool_every_output_row_with_the_same_values(ext, rows):
+    """emit_pool(plane_rows=R): the contiguous-input plane kernel pooling R output rows a thread
+    (each input row of the strip loaded and prologued once for every output row holding it;
+    output heights not a multiple of R, padding and dilated rows, strides up to 3, 16-byte and
+    4-byte rows, the inside form and the masked one) gives torch's values for every PLANE_STRIP
+    window, with a plane operand in the prologue and an epilogue operand, NaN through max windows."""
+    for k, case in enumerate(PLANE_STRIP):
+        fn = getattr(ext, f"pool_plane{k}_s{rows}")
+        for shape in PLANE_STRIP_SHAPES:
+            inputs = _row_case_inputs(case, shape, seed=k * 19 + shape[-1] + rows)
+            if inputs is None:
+                continue
+            x, _, want, b, e = inputs
+            label = f"{case} {shape} plane_rows={rows}"
+            assert want[0, 0].numel() >= 512, label
+            _check(fn(x, b, e), _row_reference(case, x, b, e), label)
+            assert any("_plane_kernel<" in n for n in _kernel_names(fn, x, b, e)), label
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 64, 64), (1, 3, 75, 93)])

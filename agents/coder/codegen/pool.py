@@ -114,10 +114,17 @@ def _plane_window(spec: PoolSpec, vec4: int) -> tuple[int, ...] | None:
     return kh, kw, sh, sw, ph, pw, dh, dw
 
 
-def _plane_fields(plane: tuple[int, ...] | None) -> dict[str, int]:
+def _plane_fields(plane: tuple[int, ...] | None, rows: int = 1) -> dict[str, int]:
+    """The plane kernel's template fields; `rows` output rows a thread (emit_pool(plane_rows=...)),
+    fewer where the strip's input rows would hold more than _PLANE_WINDOW_MAX values, 1 for 1-D
+    windows (one output row)."""
     keys = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
+    kh, kw, sh, sw, _, _, dh, dw = plane or (1, 1, 1, 1, 0, 0, 1, 1)
     fields = {f"plane_{key}": value for key, value in zip(keys, plane or (1, 1, 1, 1, 0, 0, 1, 1))}
-    return {**fields, "plane_v": PLANE_OUTPUTS}
+    span = (PLANE_OUTPUTS - 1) * sw + (kw - 1) * dw + 1
+    while rows > 1 and (kh == 1 or ((rows - 1) * sh + (kh - 1) * dh + 1) * span > _PLANE_WINDOW_MAX):
+        rows -= 1
+    return {**fields, "plane_v": PLANE_OUTPUTS, "plane_rows": rows}
 
 
 def _reads_each_column_twice(kw: int, sw: int, dw: int) -> bool:
@@ -185,7 +192,8 @@ _STRIP_ROWS_MAX = 4
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
               plane_vl_padded: bool = True, plane_inside: bool = True, cl4t_wide: bool = True,
-              row_always: bool = False, row_group: int = 1, row_rows: int = 1) -> KernelSource:
+              row_always: bool = False, row_group: int = 1, row_rows: int = 1,
+              plane_rows: int = 1) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
@@ -207,10 +215,15 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     row_rows: the output rows a thread of the kept row kernel (cl4r) pools, 1 (the default, the
     measured kernel) to _STRIP_ROWS_MAX (the strip form above, not yet run on a GPU;
     bench/pool_row_timing.py compares them; 4 rows of a 5x5 average with operands spill 16
-    bytes)."""
+    bytes).  plane_rows: the output rows a thread of the contiguous-input plane kernel pools, 1
+    (the default, the measured kernel) to _STRIP_ROWS_MAX, fewer where the strip's rows would pass
+    the kernel's register budget (its strip form, not yet run on a GPU;
+    bench/pool_plane_vl_timing.py's `strip2` form)."""
     name = check_identifier(spec.name)
     if row_group < 1:
         raise ValueError(f"row_group is a number of window rows, >= 1; got {row_group}")
+    if not 1 <= plane_rows <= _STRIP_ROWS_MAX:
+        raise ValueError(f"plane_rows is a number of output rows, 1 to {_STRIP_ROWS_MAX}; got {plane_rows}")
     if not 1 <= row_rows <= _STRIP_ROWS_MAX:
         raise ValueError(f"row_rows is a number of output rows, 1 to {_STRIP_ROWS_MAX}; got {row_rows}")
     taps, plane, epilogue = _check(spec)
@@ -250,7 +263,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
                     f"const KsPoolGeom& g, int cl, int64_t per_sample, int plane_ok, int vl, int row_ok, "
                     f"cudaStream_t stream)")
     plane_window = _plane_window(spec, vec4)
-    plane_fields = _plane_fields(plane_window)
+    plane_fields = _plane_fields(plane_window, plane_rows)
     # a span's first 16-byte load lands on a multiple of 4 (V = 4 windows a thread) where the
     # padding is one; the binding checks the rest (W % 4, 16-byte aligned rows)
     plane_vl = plane_fields["plane_pw"] % 4 == 0 if plane_vl_padded else plane_fields["plane_pw"] == 0

@@ -562,6 +562,11 @@ __global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4rt_kernel({{params
 // kernel above ran level3/13's batch_norm + ReLU + 2x2 average pool of [128, 32, 256, 256] at
 // 0.63 TB/s (H200, bench/results/2026-11-28-h200x4-levels-s22): a division per tap operand and
 // four descriptor offsets per output.
+// PR > 1 (the strip form, emit_pool(plane_rows=PR)): a thread pools PR consecutive output rows of
+// the same V columns, each input row of the strip loaded and prologued once for every output row
+// whose window holds it (level1/42's 4x4 / stride-1 window: 5 input rows for 2 output rows
+// instead of 8; the kernel is issue-bound, 68% SM throughput at 45% of DRAM bandwidth on
+// level1/44 in Nsight Compute).  Written 2026-12-07 (s37), not yet run on a GPU.
 #if {{plane_kernel}}
 template <int KIND, bool VL>
 __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* __restrict__ out,
@@ -569,8 +574,10 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
   constexpr int V = {{plane_v}}, KH = {{plane_kh}}, KW = {{plane_kw}}, SH = {{plane_sh}}, SW = {{plane_sw}}, PH = {{plane_ph}}, PW = {{plane_pw}},
                 DH = {{plane_dh}}, DW = {{plane_dw}};
   constexpr int SPAN = (V - 1) * SW + (KW - 1) * DW + 1, SPAN4 = (SPAN + 3) / 4 * 4;
+  // PR output rows a thread; the strip's input rows: NR of them, row i at ih0 + RI(i)
+  constexpr int PR = {{plane_rows}}, NR = PR == 1 ? KH : (PR - 1) * SH + (KH - 1) * DH + 1;
   const int IH = (int)g.in[1], IW = (int)g.in[2], OH = (int)g.out[1], OW = (int)g.out[2];  // < 2^31 (binding)
-  const int groups = (OW + V - 1) / V, per_plane = OH * groups;
+  const int groups = (OW + V - 1) / V, per_plane = (OH + PR - 1) / PR * groups;
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   (void)in_plane;
   for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
@@ -578,19 +585,39 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
     {{plane_loads}}
     const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c * g.xs[1];
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < per_plane; q += gridDim.x * blockDim.x) {
-      const int oh = OH == 1 ? 0 : q / groups, ow0 = (q - oh * groups) * V;  // 1-D pools: no division
+      const int strip = OH == 1 ? 0 : q / groups, ow0 = (q - strip * groups) * V;  // 1-D pools: no division
+      const int oh = strip * PR;
       const int ih0 = oh * SH - PH, iw0 = ow0 * SW - PW;
-      float accs[V];
+      float accs[PR][V];
 #pragma unroll
-      for (int o = 0; o < V; ++o) accs[o] = KIND == 0 ? -INFINITY : 0.f;
+      for (int rr = 0; rr < PR; ++rr)
+#pragma unroll
+        for (int o = 0; o < V; ++o) accs[rr][o] = KIND == 0 ? -INFINITY : 0.f;
+      // strip row i's offset from ih0 (PR == 1: the window's rows kh * DH), and whether output
+      // row rr's window holds it (compile-time after unrolling)
+      auto row_at = [](int i) { return PR == 1 ? i * DH : i; };
+      auto holds = [](int i, int rr) {
+        if (PR == 1) return true;
+        bool tap = false;
+#pragma unroll
+        for (int kh = 0; kh < KH; ++kh) tap = tap || i == rr * SH + kh * DH;
+        return tap;
+      };
+      auto used = [&](int i) {
+        bool any = false;
+#pragma unroll
+        for (int rr = 0; rr < PR; ++rr) any = any || holds(i, rr);
+        return any;
+      };
       // every row's loads first (a row outside the input loads nothing), then the arithmetic;
       // MASKED: rows and positions outside the input load nothing
-      float x[KH][SPAN4];
+      float x[NR][SPAN4];
       auto load_rows = [&](auto masked) {
         constexpr bool MASKED = decltype(masked)::value;
 #pragma unroll
-        for (int kh = 0; kh < KH; ++kh) {
-          const int ih = ih0 + kh * DH;
+        for (int kh = 0; kh < NR; ++kh) {
+          if (!used(kh)) continue;  // (a dilation gap of the strip: no output row's tap)
+          const int ih = ih0 + row_at(kh);
           const bool row_in = !MASKED || (ih >= 0 && ih < IH);
           const float* __restrict__ row = base + (int64_t)(row_in ? ih : 0) * g.xs[3];
           if constexpr (VL) {  // iw0 % 4 == 0 (PW % 4 == 0), IW % 4 == 0, rows 16-byte aligned: a float4 is all in or all out
@@ -615,9 +642,9 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
       auto reduce_rows = [&](auto masked) {
         constexpr bool MASKED = decltype(masked)::value;
 #pragma unroll
-        for (int kh = 0; kh < KH; ++kh) {
-          const int ih = ih0 + kh * DH;
-          if (MASKED && (ih < 0 || ih >= IH)) continue;
+        for (int kh = 0; kh < NR; ++kh) {
+          const int ih = ih0 + row_at(kh);
+          if (!used(kh) || (MASKED && (ih < 0 || ih >= IH))) continue;
 #pragma unroll
           for (int j = 0; j < SPAN; ++j) {
             const int iw = iw0 + j;
@@ -628,12 +655,16 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
             x[kh][j] = !MASKED || (iw >= 0 && iw < IW) ? v : (KIND == 0 ? -INFINITY : 0.f);
           }
 #pragma unroll
-          for (int o = 0; o < V; ++o)
+          for (int rr = 0; rr < PR; ++rr) {
+            if (!holds(kh, rr)) continue;
 #pragma unroll
-            for (int kw = 0; kw < KW; ++kw) {
-              const float v = x[kh][o * SW + kw * DW];
-              if constexpr (KIND == 0) accs[o] = ks_max(accs[o], v); else accs[o] += v;
-            }
+            for (int o = 0; o < V; ++o)
+#pragma unroll
+              for (int kw = 0; kw < KW; ++kw) {
+                const float v = x[kh][o * SW + kw * DW];
+                if constexpr (KIND == 0) accs[rr][o] = ks_max(accs[rr][o], v); else accs[rr][o] += v;
+              }
+          }
         }
       };
 #if {{plane_inside}}
@@ -648,14 +679,16 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
       // window in every other warp: 3.84 -> 4.31 ms on an H100 when each thread chose alone), so a
       // warp with an edge window takes the masked form, as every warp did before this form; a
       // thread's own test is in the vote, so no edge window is ever read unmasked.
-      if (__all_sync(__activemask(), ih0 >= 0 && ih0 + (KH - 1) * DH < IH && iw0 >= 0 &&
-                                     iw0 + SPAN - 1 < IW && ow0 + V <= OW)) {
+      if (__all_sync(__activemask(), ih0 >= 0 && ih0 + row_at(NR - 1) < IH && iw0 >= 0 &&
+                                     iw0 + SPAN - 1 < IW && ow0 + V <= OW && (PR == 1 || oh + PR <= OH))) {
         load_rows(std::false_type{});
         reduce_rows(std::false_type{});
-        const int64_t o0 = (plane * OH + oh) * (int64_t)OW + ow0;  // contiguous
+#pragma unroll
+        for (int rr = 0; rr < PR; ++rr) {
+        const int64_t o0 = (plane * OH + oh + rr) * (int64_t)OW + ow0;  // contiguous
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          float acc = accs[j];
+          float acc = accs[rr][j];
           // the division ks_pool_finish makes for these windows (divisor_override as float from
           // int64); by a power-of-two tap count as a multiplication by its reciprocal, which is
           // exact: the same float as the IEEE division, without its ~10 instructions an output
@@ -670,23 +703,28 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
           {{name}}_epi({{epi_args}});
           out[o] = acc;
         }
+        }
         continue;
       }
 #endif
       load_rows(std::true_type{});
       reduce_rows(std::true_type{});
       const KsPoolWin wd{0, 1, 1, 1};
-      const KsPoolWin wh = ks_pool_window<KIND>(oh, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
+#pragma unroll
+      for (int rr = 0; rr < PR; ++rr) {
+      if (PR > 1 && oh + rr >= OH) break;
+      const KsPoolWin wh = ks_pool_window<KIND>(oh + rr, g.in[1], g.out[1], g.k[1], g.s[1], g.p[1], g.dil[1]);
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         const int ow = ow0 + j;
         if (ow >= OW) break;
         const KsPoolWin ww = ks_pool_window<KIND>(ow, g.in[2], g.out[2], g.k[2], g.s[2], g.p[2], g.dil[2]);
-        float acc = ks_pool_finish<KIND>(accs[j], wd, wh, ww, g);
-        const int64_t o = (plane * OH + oh) * (int64_t)OW + ow;  // contiguous
+        float acc = ks_pool_finish<KIND>(accs[rr][j], wd, wh, ww, g);
+        const int64_t o = (plane * OH + oh + rr) * (int64_t)OW + ow;  // contiguous
         {{epi_loads}}
         {{name}}_epi({{epi_args}});
         out[o] = acc;
+      }
       }
     }
   }
@@ -734,7 +772,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
 #endif
 #if {{plane_kernel}}
   if (cl == 0 && plane_ok) {  // contiguous input: the plane kernel (the binding checked its geometry)
-    const int64_t planes = g.N * g.C, groups = ks_cdiv(g.out[2], {{plane_v}}), per_plane = g.out[1] * groups;
+    const int64_t planes = g.N * g.C, groups = ks_cdiv(g.out[2], {{plane_v}}), per_plane = ks_cdiv(g.out[1], {{plane_rows}}) * groups;
     const dim3 grid((unsigned)ks_cdiv(per_plane, 256), (unsigned)(planes < 65535 ? planes : 65535));
     if (vl) {{name}}_plane_kernel<{{kind_id}}, true><<<grid, 256, 0, stream>>>({{kernel_args}}, static_cast<float*>(out), g, planes);
     else {{name}}_plane_kernel<{{kind_id}}, false><<<grid, 256, 0, stream>>>({{kernel_args}}, static_cast<float*>(out), g, planes);
