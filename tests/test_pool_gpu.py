@@ -14,7 +14,12 @@ from kernelstitch.agents.coder.codegen import (  # noqa: E402
     PoolSpec,
     TensorArg,
 )
-from kernelstitch.agents.coder.codegen.pool import _plane_window, _row_window, emit_pool  # noqa: E402
+from kernelstitch.agents.coder.codegen.pool import (  # noqa: E402
+    _plane_fields,
+    _plane_window,
+    _row_window,
+    emit_pool,
+)
 from test_codegen import pool_specs  # noqa: E402
 from test_codegen_gpu import load_kernels  # noqa: E402
 from test_norms_gpu import kernelbench_problem_verifies, module_matches_reference  # noqa: E402
@@ -153,10 +158,13 @@ PLANE_STRIP = ROW_GRID + [
     ("max", (3, 3), (1, 1), (0, 0), (1, 1), False, True, 0),
     ("avg", (3, 3), (1, 1), (0, 0), (1, 1), True, False, 0),
     ("max", (4, 4), (1, 1), (1, 1), (1, 1), False, True, 0),  # level1/42's
+    ("max", (4, 2), (3, 1), (1, 0), (1, 1), False, True, 0),  # stride 3 within the register budget
 ]
 # (N, C, H, W): >= 512 outputs a plane (the plane kernel's bound); a width of a multiple of 4
-# (16-byte rows), an odd one, output heights odd and even
-PLANE_STRIP_SHAPES = [(2, 3, 61, 84), (1, 2, 50, 77), (1, 1, 52, 64)]
+# (16-byte rows), an odd one, output heights odd and even; and rows of 520, whose 130 column
+# groups a row put whole warps inside the input (the warp-voted inside form: narrower rows put a
+# row's first or last group in every warp)
+PLANE_STRIP_SHAPES = [(2, 3, 61, 84), (1, 2, 50, 77), (1, 1, 52, 64), (1, 2, 37, 520)]
 PLANE_STRIP_ROWS = (2, 4)
 
 
@@ -404,7 +412,12 @@ def test_plane_strip_rows_pool_every_output_row_with_the_same_values(ext, rows):
     (each input row of the strip loaded and prologued once for every output row holding it;
     output heights not a multiple of R, padding and dilated rows, strides up to 3, 16-byte and
     4-byte rows, the inside form and the masked one) gives torch's values for every PLANE_STRIP
-    window, with a plane operand in the prologue and an epilogue operand, NaN through max windows."""
+    window, with a plane operand in the prologue and an epilogue operand, NaN through max windows.
+    (ROW_GRID's 5x5 / stride 2 and 4x4 / stride 3 pass the kernel's register budget at 2 rows and
+    run one; the others run the strip, at 3 rows where 4 would pass it.)"""
+    strips = [_plane_fields(_plane_window(_row_spec(k, c, False, True), 1), rows)["plane_rows"]
+              for k, c in enumerate(PLANE_STRIP)]
+    assert sum(r > 1 for r in strips) == len(PLANE_STRIP) - 2, strips
     for k, case in enumerate(PLANE_STRIP):
         fn = getattr(ext, f"pool_plane{k}_s{rows}")
         for shape in PLANE_STRIP_SHAPES:

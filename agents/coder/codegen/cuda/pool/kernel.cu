@@ -574,7 +574,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
   constexpr int V = {{plane_v}}, KH = {{plane_kh}}, KW = {{plane_kw}}, SH = {{plane_sh}}, SW = {{plane_sw}}, PH = {{plane_ph}}, PW = {{plane_pw}},
                 DH = {{plane_dh}}, DW = {{plane_dw}};
   constexpr int SPAN = (V - 1) * SW + (KW - 1) * DW + 1, SPAN4 = (SPAN + 3) / 4 * 4;
-  // PR output rows a thread; the strip's input rows: NR of them, row i at ih0 + RI(i)
+  // PR output rows a thread; the strip's input rows: NR of them, row i at ih0 + row_at(i)
   constexpr int PR = {{plane_rows}}, NR = PR == 1 ? KH : (PR - 1) * SH + (KH - 1) * DH + 1;
   const int IH = (int)g.in[1], IW = (int)g.in[2], OH = (int)g.out[1], OW = (int)g.out[2];  // < 2^31 (binding)
   const int groups = (OW + V - 1) / V, per_plane = (OH + PR - 1) / PR * groups;
