@@ -396,6 +396,19 @@ def test_the_row_form_model_matches_torch():
     assert check(150, seed=1) == 0
 
 
+def test_the_plane_kernel_model_matches_torch():
+    """A numpy model of the contiguous-input plane kernel (tests/pool_plane_model.py): its thread
+    mapping, strips of 1-4 output rows (emit_pool(plane_rows=R), clamped as the emitter clamps),
+    the warp-voted inside form and the masked form, against torch's max_pool2d / avg_pool2d on
+    random 2-D geometries: kernels 1-5, strides 1-3, padding, dilation, ceil mode,
+    count_include_pad, divisor_override, NaN in max windows, rows wide enough for whole warps
+    inside the input."""
+    pytest.importorskip("numpy")
+    from pool_plane_model import check
+
+    assert check(200, seed=1) == 0
+
+
 # ---------------------------------------------------------------- pool_params
 
 
