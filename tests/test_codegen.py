@@ -470,6 +470,21 @@ def test_emitters_are_deterministic_and_prefix_symbols():
             assert sym.startswith(spec.name + "_"), sym
 
 
+def test_strided_vec_reads_row_contiguous_strided_operands_in_the_vector_kernel():
+    """emit_elementwise(spec, strided_vec=True): every operand goes through ks_load_strided_rows
+    (a KS_STRIDED operand one offset per VEC elements and a vector load, others as ks_load), and
+    the binding lets ks_describe accept such operands for the vector kernel; the default text is
+    unchanged (ks_load, no flag).  (tests/test_elementwise_strided_gpu.py runs both against torch.)"""
+    spec = chain_spec("sv", "float32")
+    default, strided = emit_elementwise(spec), emit_elementwise(spec, strided_vec=True)
+    assert "ks_load_strided_rows<VEC>(in0, d0, i, a0)" in strided.cuda
+    assert "ks_load_strided_rows<" not in default.cuda.split("// ---- elementwise kernel")[1]
+    assert ", {{vec}}, descs, true);".replace("{{vec}}", "4") in strided.binding
+    assert ", 4, descs);" in default.binding
+    assert "bool strided_rows = false" in BINDING_PRELUDE
+    assert "if (d.mode == KS_STRIDED) {\n      ks_ld_vec<VEC>(p + ks_offset(d, i), v);" in CUDA_PRELUDE
+
+
 def test_vector_path_uses_16_byte_accesses():
     src = emit_elementwise(chain_spec("v", "float16")).cuda
     assert "v_kernel<8>" in src  # 8 x half = 16 bytes

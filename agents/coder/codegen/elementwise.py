@@ -28,7 +28,13 @@ _JOIN_ROW = "\n    "  # ... and at the channels-last kernel's per-thread indent
 _JOIN_DEEP = "\n            "  # ... and inside its tile loops
 
 
-def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
+def emit_elementwise(spec: ElementwiseSpec, strided_vec: bool = False) -> KernelSource:
+    """The kernels of `spec`.  strided_vec=True lets the vector kernel read an operand of general
+    strides whose VEC consecutive elements are contiguous and 16-byte aligned (one offset per VEC
+    elements, ks_load_strided_rows), where it otherwise sends the launch to the scalar kernel:
+    level3/48's x[..., :, None] - x[..., None, :] wrote 537 MB at 0.43 TB/s through the scalar
+    kernel on an H100 (bench/results/2026-12-07-h100-s37).  Written in s37, not yet run on a GPU:
+    off by default (bench/elementwise_strided_timing.py compares the two)."""
     name = check_identifier(spec.name)
     if not spec.inputs:
         raise ValueError(f"{name}: an elementwise kernel needs at least one tensor input")
@@ -44,11 +50,13 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
     params += [f"{out_t}* __restrict__ out{k}" for k in range(nout)]
     params.append("const int64_t n")
 
+    load = "ks_load_strided_rows" if strided_vec else "ks_load"
+
     def step(width: str, index: str) -> str:
         call_args = [f"a{k}[j]" for k in range(nin)] + [f"r{k}[j]" for k in range(nout)]
         return render(
             "elementwise/step.cu", name=name, width=width, call_args=", ".join(call_args),
-            loads=_JOIN.join(f"float a{k}[{width}]; ks_load<{width}>(in{k}, d{k}, {index}, a{k});" for k in range(nin)),
+            loads=_JOIN.join(f"float a{k}[{width}]; {load}<{width}>(in{k}, d{k}, {index}, a{k});" for k in range(nin)),
             outs=_JOIN.join(f"float r{k}[{width}];" for k in range(nout)),
             stores=_JOIN.join(f"ks_st_vec<{width}>(out{k} + {index}, r{k});" for k in range(nout)),
         )
@@ -84,6 +92,7 @@ def emit_elementwise(spec: ElementwiseSpec) -> KernelSource:
     binding = render(
         "elementwise/binding.cpp", name=name, returns="one tensor" if nout == 1 else f"{nout} tensors",
         ret_type=ret_type, ret=ret, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
+        strided_rows=", true" if strided_vec else "",
         keep_layout=keep_layout, **operands,
         outs_alloc="\n  ".join(
             f"at::Tensor out_{k} = at::empty(shape, in_0.options().dtype({TORCH_DTYPE[spec.out_dtype]}));"

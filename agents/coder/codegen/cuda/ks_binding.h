@@ -57,7 +57,11 @@ static inline bool ks_aligned16(const void* p) { return (reinterpret_cast<uintpt
 // Describes how tensor t, broadcast to `shape` (the contiguous iteration space), is read.
 // Returns false when t is a full-size operand that is not 16-byte aligned (then vec must be 1).
 // `t` may be replaced by a contiguous copy when its collapsed rank exceeds KS_MAX_RANK.
-static inline bool ks_describe(at::Tensor& t, c10::IntArrayRef shape, int vec, KsOperand& d) {
+// strided_rows: an operand of general strides may take a vector kernel where ks_load_strided_rows
+// reads it (VEC consecutive elements contiguous and 16-byte aligned); otherwise such an operand
+// sends the launch to the scalar kernel.
+static inline bool ks_describe(at::Tensor& t, c10::IntArrayRef shape, int vec, KsOperand& d,
+                               bool strided_rows = false) {
   d = KsOperand{};
   at::Tensor e = t.expand(shape);
   int64_t sizes[64], strides[64];
@@ -101,15 +105,19 @@ static inline bool ks_describe(at::Tensor& t, c10::IntArrayRef shape, int vec, K
     d.stride[k] = strides[k];
     d.fsize[k] = ks_fastdiv_make(sizes[k]);
   }
-  return vec == 1;  // general strides: scalar kernel only (see ks_load)
+  if (vec == 1) return true;
+  if (!strided_rows || strides[r - 1] != 1 || sizes[r - 1] % vec != 0 || !ks_aligned16(t.data_ptr())) return false;
+  for (int k = 0; k < r - 1; ++k)
+    if (strides[k] % vec != 0) return false;
+  return true;  // (ks_load_strided_rows: one offset per VEC elements)
 }
 
 // Describes every operand for width `vec`, falling back to vec = 1 when a full-size operand is
 // misaligned (e.g. a view x[1:]).  Returns the width used.
 static inline int ks_describe_all(std::vector<at::Tensor*> ts, std::vector<c10::IntArrayRef> shapes,
-                                  int vec, KsOperand* descs) {
+                                  int vec, KsOperand* descs, bool strided_rows = false) {
   bool ok = true;
-  for (size_t k = 0; k < ts.size(); ++k) ok = ks_describe(*ts[k], shapes[k], vec, descs[k]) && ok;
+  for (size_t k = 0; k < ts.size(); ++k) ok = ks_describe(*ts[k], shapes[k], vec, descs[k], strided_rows) && ok;
   if (ok || vec == 1) return vec;
   for (size_t k = 0; k < ts.size(); ++k) ks_describe(*ts[k], shapes[k], 1, descs[k]);
   return 1;

@@ -237,6 +237,23 @@ __device__ __forceinline__ void ks_load(const T* __restrict__ p, const KsOperand
   }
 }
 
+// ks_load, and for an operand of general strides whose VEC consecutive elements are contiguous
+// and 16-byte aligned (ks_describe(..., strided_rows): its innermost dim contiguous, a multiple
+// of VEC elements long, the other strides multiples of VEC) one offset per VEC elements and a
+// vector load: the elementwise kernels' `strided_vec` form (emit_elementwise), for broadcasts such
+// as x[..., :, None] - x[..., None, :] that ks_load's vector path sends to the scalar kernel.
+template <int VEC, typename T>
+__device__ __forceinline__ void ks_load_strided_rows(const T* __restrict__ p, const KsOperand& d, int64_t i,
+                                                     float (&v)[VEC]) {
+  if constexpr (VEC > 1) {
+    if (d.mode == KS_STRIDED) {
+      ks_ld_vec<VEC>(p + ks_offset(d, i), v);
+      return;
+    }
+  }
+  ks_load<VEC>(p, d, i, v);
+}
+
 // Row kernels (a row of R elements at a time) read operands whose offset within the row is
 // `base + col` (full rows, vectors over the row: cs = 1) or constant `base` (scalars, per-row
 // values); the binding sends every other layout to the tile kernels.  `base` is computed once

@@ -25,7 +25,7 @@
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {{ret}};
   }
-  const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, {{vec}}, descs);
+  const int vec = ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, {{vec}}, descs{{strided_rows}});
   // after describing: an operand of more than KS_MAX_RANK collapsed dims is materialised
   // (ks_describe), and the kernel must read the copy
   const void* ins[{{nin}}] = {{{in_ptrs}}};
