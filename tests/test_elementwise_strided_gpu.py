@@ -33,10 +33,10 @@ def segsum_spec(name: str) -> ElementwiseSpec:
                             E("exp", ("t2",), "o")), ("o",), "float32")
 
 
-def add_spec(name: str) -> ElementwiseSpec:
-    """a + b, float32 only (VEC 4)."""
-    return ElementwiseSpec(name, (TensorArg("a", "float32"), TensorArg("b", "float32")),
-                           (E("add", ("a", "b"), "o"),), ("o",), "float32")
+def add_spec(name: str, dtype: str = "float32") -> ElementwiseSpec:
+    """a + b in one dtype (VEC 4 for float32, 8 for float16)."""
+    return ElementwiseSpec(name, (TensorArg("a", dtype), TensorArg("b", dtype)),
+                           (E("add", ("a", "b"), "o"),), ("o",), dtype)
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,7 @@ def ext():
         emit_elementwise(segsum_spec("ew_segsum_sv"), strided_vec=True),
         emit_elementwise(segsum_spec("ew_segsum")),
         emit_elementwise(add_spec("ew_add_sv"), strided_vec=True),
+        emit_elementwise(add_spec("ew_add_h_sv", "float16"), strided_vec=True),
     ])
 
 
@@ -73,26 +74,41 @@ def test_segsum_broadcast_reads_its_strided_operand_by_vectors(ext, L):
     a, b, m = _segsum_inputs((4, 3, 2), L)
     want = torch.exp((a - b).masked_fill(~m, -math.inf))
     got = ext.ew_segsum_sv(a, b, m)
-    torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True)
+    # (ks_exp is the fast exp: within 2e-5 of torch's; the two forms must agree exactly)
+    torch.testing.assert_close(got, want, rtol=2e-5, atol=0, equal_nan=True)
     torch.testing.assert_close(got, ext.ew_segsum(a, b, m), rtol=0, atol=0, equal_nan=True)
     names = _kernel_names(ext.ew_segsum_sv, a, b, m)
-    assert width > 1 and any((f"_kernel<{width}>" if L % width == 0 else "_kernel<1>") in n for n in names), names
-    assert any("_kernel<1>" in n for n in _kernel_names(ext.ew_segsum, a, b, m))  # the default form
+    kernel = f"ew_segsum_sv_kernel<{width if L % width == 0 else 1}>"
+    assert width > 1 and any(kernel in n for n in names), names
+    assert any("ew_segsum_kernel<1>" in n for n in _kernel_names(ext.ew_segsum, a, b, m))  # the default form
 
 
-def test_operands_it_cannot_read_by_vectors_keep_the_scalar_kernel(ext):
-    """A row-contiguous broadcast (b[:, None, :]) takes the vector kernel; a transposed operand
-    (innermost stride not 1) and a misaligned view send the launch to the scalar kernel; every
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_operands_it_cannot_read_by_vectors_keep_the_scalar_kernel(ext, dtype):
+    """A row-contiguous broadcast (b[:, None, :]) takes the vector kernel (4 floats or 8 halves);
+    an operand whose innermost stride is not 1, one whose rows are not a multiple of the width,
+    one whose row stride is not, and a misaligned view send the launch to the scalar kernel; every
     result equals torch."""
     torch.manual_seed(0)
-    full = torch.randn(8, 5, 32, device="cuda")
-    rows = torch.randn(8, 32, device="cuda")
-    cases = [("rows", full, rows[:, None, :], "_kernel<4>"),
-             ("transposed", full, torch.randn(8, 32, 5, device="cuda").transpose(1, 2), "_kernel<1>")]
-    storage = torch.empty(rows.numel() + 1, device="cuda")
+    dt = getattr(torch, dtype)
+    fn = ext.ew_add_sv if dtype == "float32" else ext.ew_add_h_sv
+    name = "ew_add_sv" if dtype == "float32" else "ew_add_h_sv"
+    width = vector_width([dtype])
+    full = torch.randn(8, 5, 32, device="cuda", dtype=dt)
+    rows = torch.randn(8, 32, device="cuda", dtype=dt)
+    storage = torch.empty(rows.numel() + 1, device="cuda", dtype=dt)
     shifted = storage[1:].view(rows.shape)
     shifted.copy_(rows)
-    cases.append(("misaligned", full, shifted[:, None, :], "_kernel<1>"))
-    for label, x, y, kernel in cases:
-        torch.testing.assert_close(ext.ew_add_sv(x, y), x + y, rtol=0, atol=0, msg=label)
-        assert any(kernel in n for n in _kernel_names(ext.ew_add_sv, x, y)), label
+    cases = [
+        ("rows", full, rows[:, None, :], width),
+        # [8, 5, 32] with strides [1, 8, 40]: innermost stride 40 (and not a channels-last layout,
+        # which the tiled kernels would take)
+        ("innermost stride", full, torch.randn(32, 5, 8, device="cuda", dtype=dt).permute(2, 1, 0), 1),
+        ("rows of 30", full[..., :30].contiguous(), torch.randn(8, 30, device="cuda", dtype=dt)[:, None, :], 1),
+        ("row stride 34", full, torch.randn(8, 34, device="cuda", dtype=dt)[:, :32][:, None, :], 1),
+        ("misaligned", full, shifted[:, None, :], 1),
+    ]
+    for label, x, y, w in cases:
+        torch.testing.assert_close(fn(x, y), x + y, rtol=0, atol=0, msg=label)
+        names = _kernel_names(fn, x, y)
+        assert any(f"{name}_kernel<{w}>" in n for n in names), (label, names)

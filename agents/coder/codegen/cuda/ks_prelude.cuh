@@ -219,10 +219,12 @@ __device__ __forceinline__ void ks_load(const T* __restrict__ p, const KsOperand
     v[0] = ks_ld(p + ks_offset(d, i));
   } else {
     switch (d.mode) {
-      // KS_DIVMOD / KS_STRIDED never reach a vector kernel: ks_describe sends such launches to
-      // the VEC == 1 kernel, which keeps VEC per-element offset computations (and the register
-      // spills they caused) out of the vector path.  `default` shares the full-tensor load so
-      // the switch stays well-defined without a code path of its own.
+      // KS_DIVMOD / KS_STRIDED never reach ks_load in a vector kernel: ks_describe sends such
+      // launches to the VEC == 1 kernel, which keeps VEC per-element offset computations (and
+      // the register spills they caused) out of the vector path; a KS_STRIDED operand that
+      // ks_describe(..., strided_rows) accepts is read by ks_load_strided_rows, never here.
+      // `default` shares the full-tensor load so the switch stays well-defined without a code
+      // path of its own.
       case KS_FULL:
       default: ks_ld_vec<VEC>(p + i, v); break;
       case KS_ROW: ks_ld_vec<VEC>(p + ks_mod_by(i, d.mod, d.fmod), v); break;
