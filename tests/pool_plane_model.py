@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from kernelstitch.agents.coder.codegen.pool import PLANE_OUTPUTS, _plane_fields, _plane_window
 from kernelstitch.agents.plan.kernel_spec import PoolSpec, TensorArg
+from pool_row_model import out_size, random_window
 
 V = PLANE_OUTPUTS
 WARP = 32
@@ -28,14 +29,6 @@ def plane_fields(kind, k, s, p, d, rows):
                     dilation=d if kind == "max" else (1, 1))
     window = _plane_window(spec, 1)
     return None if window is None else _plane_fields(window, rows)
-
-
-def out_size(i, k, s, p, d, ceil):
-    span = i + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)
-    o = (span // s if span >= 0 else -((-span + s - 1) // s)) + 1
-    if ceil and (o - 1) * s >= i + p:
-        o -= 1
-    return o
 
 
 def _max(a, b):
@@ -155,14 +148,7 @@ def check(n_cases=200, seed=0):
     rng = random.Random(seed)
     fails = checked = strips = strip_warps_inside = 0
     while checked < n_cases:
-        kind = rng.choice(["max", "avg"])
-        k = (rng.randint(1, 5), rng.randint(1, 5))
-        s = (rng.randint(1, 3), rng.randint(1, 3))
-        p = (rng.randint(0, k[0] // 2), rng.randint(0, k[1] // 2))
-        d = (rng.randint(1, 2), rng.randint(1, 2)) if kind == "max" else (1, 1)
-        ceil = rng.random() < 0.5
-        cip = rng.random() < 0.5
-        div = rng.choice([0, 0, 0, 3]) if kind == "avg" else 0
+        kind, k, s, p, d, ceil, cip, div = random_window(rng, max_stride=3)
         # widths up to 300: rows of 32+ column groups put whole warps inside the input
         IH, IW = rng.randint(1, 30), rng.choice([rng.randint(1, 40), rng.randint(100, 300)])
         OH = out_size(IH, k[0], s[0], p[0], d[0], ceil)

@@ -35,6 +35,21 @@ def out_size(i, k, s, p, d, ceil):
     return o
 
 
+def random_window(rng, max_stride=4):
+    """A random 2-D pooling window: (kind, kernel, stride, padding, dilation, ceil_mode,
+    count_include_pad, divisor_override) with kernels 1-5, strides 1-max_stride, padding up to
+    half the kernel, dilation 1-2 (max), divisor 3 a quarter of the averages."""
+    kind = rng.choice(["max", "avg"])
+    k = (rng.randint(1, 5), rng.randint(1, 5))
+    s = (rng.randint(1, max_stride), rng.randint(1, max_stride))
+    p = (rng.randint(0, k[0] // 2), rng.randint(0, k[1] // 2))
+    d = (rng.randint(1, 2), rng.randint(1, 2)) if kind == "max" else (1, 1)
+    ceil = rng.random() < 0.5
+    cip = rng.random() < 0.5
+    div = rng.choice([0, 0, 0, 3]) if kind == "avg" else 0
+    return kind, k, s, p, d, ceil, cip, div
+
+
 def cl4_row(x, pro, kind, win, cip, div, c0, oh, ow0, OW, R=1):
     """x: [H, W, C] one sample NHWC; returns res[R][V][4] (output rows oh .. oh + R - 1; the
     prologue `pro` on each loaded value) and the number of 16-byte loads."""
@@ -164,14 +179,7 @@ def check(n_cases=300, seed=0):
     pro = _prologue
     fails = checked = skipped = 0
     while checked < n_cases:
-        kind = rng.choice(["max", "avg"])
-        k = (rng.randint(1, 5), rng.randint(1, 5))
-        s = (rng.randint(1, 4), rng.randint(1, 4))
-        p = (rng.randint(0, k[0] // 2), rng.randint(0, k[1] // 2))
-        d = (rng.randint(1, 2), rng.randint(1, 2)) if kind == "max" else (1, 1)
-        ceil = rng.random() < 0.5
-        cip = rng.random() < 0.5
-        div = rng.choice([0, 0, 0, 3]) if kind == "avg" else 0
+        kind, k, s, p, d, ceil, cip, div = random_window(rng)
         C = rng.choice([4, 8, 12, 16, 20, 136])
         IH, IW = rng.randint(1, 13), rng.randint(1, 19)
         OH = out_size(IH, k[0], s[0], p[0], d[0], ceil)
