@@ -130,13 +130,19 @@ KEPT_SMALL = [
 ]
 
 
+def _operand_kernel(k: int, case, keep: bool, name: str, **keywords):
+    """_row_spec's window `case` with operands, named `name`, emitted with emit_pool's `keywords`
+    (the forms beside the default the tests below run)."""
+    from dataclasses import replace
+
+    return emit_pool(replace(_row_spec(k, case, keep, True), name=name), **keywords)
+
+
 def _row_group_kernels() -> list:
     """ROW_GRID's windows with operands, every window row's loads issued together (row_group=KH,
     clamped by the kernel to 18 loads), kept and not: pool_row{k}_{cl,nchw}_rg."""
-    from dataclasses import replace
-
-    return [emit_pool(replace(_row_spec(k, case, keep, True), name=f"pool_row{k}_{'cl' if keep else 'nchw'}_rg"),
-                      row_group=case[1][0]) for k, case in enumerate(ROW_GRID) for keep in (True, False)]
+    return [_operand_kernel(k, case, keep, f"pool_row{k}_{'cl' if keep else 'nchw'}_rg", row_group=case[1][0])
+            for k, case in enumerate(ROW_GRID) for keep in (True, False)]
 
 
 # strip heights of the kept row kernel (cl4r) beside the default 1 (emit_pool(row_rows=R))
@@ -146,9 +152,7 @@ STRIP_ROWS = (2, 4)
 def _strip_kernels() -> list:
     """ROW_GRID's windows with operands, kept channels-last, each thread pooling R output rows
     (emit_pool(row_rows=R)): pool_row{k}_cl_s{R}."""
-    from dataclasses import replace
-
-    return [emit_pool(replace(_row_spec(k, case, True, True), name=f"pool_row{k}_cl_s{rows}"), row_rows=rows)
+    return [_operand_kernel(k, case, True, f"pool_row{k}_cl_s{rows}", row_rows=rows)
             for k, case in enumerate(ROW_GRID) for rows in STRIP_ROWS]
 
 
@@ -171,9 +175,7 @@ PLANE_STRIP_ROWS = (2, 4)
 def _plane_strip_kernels() -> list:
     """PLANE_STRIP's windows with operands over contiguous inputs, the plane kernel pooling R
     output rows a thread: pool_plane{k}_s{R}."""
-    from dataclasses import replace
-
-    return [emit_pool(replace(_row_spec(k, case, False, True), name=f"pool_plane{k}_s{rows}"), plane_rows=rows)
+    return [_operand_kernel(k, case, False, f"pool_plane{k}_s{rows}", plane_rows=rows)
             for k, case in enumerate(PLANE_STRIP) for rows in PLANE_STRIP_ROWS]
 
 

@@ -632,6 +632,14 @@ __device__ __forceinline__ KsPoolWin ks_pool_window(int64_t o, int64_t in, int64
   }
 }
 
+// The pool kernels' strip forms (a thread pools consecutive output rows; input row i of the
+// strip lies i rows below the first output row's window start): whether row i is one of output
+// row rr's kh_taps window rows (stride sh, dilation dh).  Closed form, no loop: the callers'
+// unrolled loops fold it to a constant (a loop here left the strip kernels' loops rolled).
+__host__ __device__ __forceinline__ constexpr bool ks_strip_holds(int i, int rr, int kh_taps, int sh, int dh) {
+  return i - rr * sh >= 0 && (i - rr * sh) % dh == 0 && (i - rr * sh) / dh < kh_taps;
+}
+
 // The pooled value of a window's accumulated taps: max as it is; avg and adaptive divided as
 // torch divides (divisor_override, else the taps in the padded window or in the input).
 template <int KIND>

@@ -279,10 +279,6 @@ __global__ void __launch_bounds__({{threads}}) {{name}}_cl4t_kernel({{params}}, 
 // applied (rows and columns past the output's end are computed from clamped loads or none, and
 // not stored by the callers).
 #if {{row_kernel}}
-// Whether input row i of an R-row strip is tap kh of output row rr (compile-time after unrolling).
-__device__ __forceinline__ constexpr bool {{name}}_strip_tap(int i, int rr, int kh, int sh, int dh) {
-  return i == rr * sh + kh * dh;
-}
 template <int KIND, int R, int V, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW>
 __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPoolGeom& g, const int64_t r,
                                                  const int c0, const int oh, const int ow0,
@@ -327,10 +323,8 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
         v = inside ? v : (KIND == 0 ? -INFINITY : 0.f);  // outside the input: no part (max), 0 (avg)
 #pragma unroll
         for (int rr = 0; rr < R; ++rr) {
-          bool holds = R == 1;  // compile-time: row i is one of output row rr's taps (R == 1: the caller's row)
-#pragma unroll
-          for (int kh = 0; kh < KH; ++kh) holds = holds || {{name}}_strip_tap(i, rr, kh, SH, DH);
-          if (!holds) continue;
+          // compile-time: row i is one of output row rr's taps (R == 1: the caller's row)
+          if (R > 1 && !ks_strip_holds(i, rr, KH, SH, DH)) continue;
 #pragma unroll
           for (int u = 0; u < V; ++u)
 #pragma unroll
@@ -355,9 +349,7 @@ __device__ __forceinline__ void {{name}}_cl4_row({{device_params}}, const KsPool
     for (int i = 0; i < ROWS_IN; ++i) {
       bool tap = false;
 #pragma unroll
-      for (int rr = 0; rr < R; ++rr)
-#pragma unroll
-        for (int kh = 0; kh < KH; ++kh) tap = tap || {{name}}_strip_tap(i, rr, kh, SH, DH);
+      for (int rr = 0; rr < R; ++rr) tap = tap || ks_strip_holds(i, rr, KH, SH, DH);
       const int ih = ih0 + i;
       if (!tap || (unsigned)ih >= (unsigned)IH) continue;
       const float* __restrict__ row = base + ih * xs3;
@@ -596,13 +588,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
       // strip row i's offset from ih0 (PR == 1: the window's rows kh * DH), and whether output
       // row rr's window holds it (compile-time after unrolling)
       auto row_at = [](int i) { return PR == 1 ? i * DH : i; };
-      auto holds = [](int i, int rr) {
-        if (PR == 1) return true;
-        bool tap = false;
-#pragma unroll
-        for (int kh = 0; kh < KH; ++kh) tap = tap || i == rr * SH + kh * DH;
-        return tap;
-      };
+      auto holds = [](int i, int rr) { return PR == 1 || ks_strip_holds(i, rr, KH, SH, DH); };
       auto used = [&](int i) {
         bool any = false;
 #pragma unroll
