@@ -300,7 +300,7 @@ def test_the_row_form_is_emitted_for_fixed_2d_float32_windows(spec, window):
     got = _row_window(spec, vec4)
     assert got == window
     kernel = emit(spec)
-    assert ("#if 1\n// Whether input row i of an R-row strip" in kernel.cuda) == (got is not None)
+    assert ("#if 1\ntemplate <int KIND, int R, int V, int KH" in kernel.cuda) == (got is not None)
     assert ("const bool row_ok = 1 && cl4" in kernel.binding) == (got is not None)
     if got:
         targs = ", ".join(map(str, got))
