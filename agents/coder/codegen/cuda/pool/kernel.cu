@@ -573,7 +573,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   (void)in_plane;
   for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
-    const int64_t r = plane / g.C, c = plane - r * g.C;
+    const int64_t r = ks_div(plane, g.C), c = plane - r * g.C;  // inline: a 64-bit division call made ptxas spill
     {{plane_loads}}
     const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c * g.xs[1];
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < per_plane; q += gridDim.x * blockDim.x) {
