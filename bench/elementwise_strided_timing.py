@@ -33,8 +33,8 @@ def build(torch):
     from test_elementwise_strided_gpu import add_spec, segsum_spec
     from torch.utils.cpp_extension import load_inline
 
-    kernels = [emit_elementwise(segsum_spec("segsum_sv"), strided_vec=True), emit_elementwise(segsum_spec("segsum")),
-               emit_elementwise(add_spec("add_sv"), strided_vec=True), emit_elementwise(add_spec("add"))]
+    kernels = [emit_elementwise(segsum_spec("segsum_sv"), strided_vec=True), emit_elementwise(segsum_spec("segsum"), strided_vec=False),
+               emit_elementwise(add_spec("add_sv"), strided_vec=True), emit_elementwise(add_spec("add"), strided_vec=False)]
     cpp, cuda, functions = build_extension_sources(kernels)
     return load_inline(name="ks_elementwise_strided_timing", cpp_sources=[cpp], cuda_sources=[cuda],
                        functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),

@@ -36,8 +36,9 @@ CASES = [
 ]
 # form -> emit_pool's keywords: vl (main's default until 2026-12-07), its predecessor (16-byte loads on unpadded
 # rows only) and the windows-inside-the-input finish (plane_inside, the default since 2026-12-07)
-FORMS = {"main": {"plane_vl_padded": False, "plane_inside": False}, "vl": {"plane_inside": False},
-         "inside": {"plane_inside": True}, "strip2": {"plane_rows": 2}, "strip4": {"plane_rows": 4}}
+FORMS = {"main": {"plane_vl_padded": False, "plane_inside": False, "plane_rows": 1},
+         "vl": {"plane_inside": False, "plane_rows": 1}, "inside": {"plane_inside": True, "plane_rows": 1},
+         "strip2": {"plane_rows": 2}, "strip4": {"plane_rows": 4}}
 
 
 def _spec(name: str, case: tuple):

@@ -43,7 +43,7 @@ def add_spec(name: str, dtype: str = "float32") -> ElementwiseSpec:
 def ext():
     return load_kernels("ks_elementwise_strided_gpu_tests", [
         emit_elementwise(segsum_spec("ew_segsum_sv"), strided_vec=True),
-        emit_elementwise(segsum_spec("ew_segsum")),
+        emit_elementwise(segsum_spec("ew_segsum"), strided_vec=False),
         emit_elementwise(add_spec("ew_add_sv"), strided_vec=True),
         emit_elementwise(add_spec("ew_add_h_sv", "float16"), strided_vec=True),
     ])

@@ -28,13 +28,15 @@ _JOIN_ROW = "\n    "  # ... and at the channels-last kernel's per-thread indent
 _JOIN_DEEP = "\n            "  # ... and inside its tile loops
 
 
-def emit_elementwise(spec: ElementwiseSpec, strided_vec: bool = False) -> KernelSource:
+def emit_elementwise(spec: ElementwiseSpec, strided_vec: bool = True) -> KernelSource:
     """The kernels of `spec`.  strided_vec=True lets the vector kernel read an operand of general
     strides whose VEC consecutive elements are contiguous and 16-byte aligned (one offset per VEC
     elements, ks_load_strided_rows), where it otherwise sends the launch to the scalar kernel:
     level3/48's x[..., :, None] - x[..., None, :] wrote 537 MB at 0.43 TB/s through the scalar
-    kernel on an H100 (bench/results/2026-12-07-h100-s37).  Written in s37, not yet run on a GPU:
-    off by default (bench/elementwise_strided_timing.py compares the two)."""
+    kernel on an H100 (bench/results/2026-12-07-h100-s37).  The default since its GPU test passed
+    and bench/elementwise_strided_timing.py timed it on an H100 (bench/results/2026-12-07-h100-s38):
+    level3/48's segsum 1.246 -> 0.420 ms, a row broadcast a + b[:, None, :] 0.415 -> 0.208
+    (torch 1.483 and 0.245); strided_vec=False gives the scalar kernel such operands, as before."""
     name = check_identifier(spec.name)
     if not spec.inputs:
         raise ValueError(f"{name}: an elementwise kernel needs at least one tensor input")

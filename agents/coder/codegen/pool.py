@@ -180,20 +180,36 @@ def _row_window(spec: PoolSpec, vec4: int, always: bool = False) -> tuple[int, .
     return v, kh, kw, sh, sw, ph, pw, dh, dw
 
 
-# The strip form of the kept row kernel (cl4r, emit_pool(row_rows=R)): R output rows a thread,
-# each input row of the strip loaded once for every output row whose window holds it, which
-# saves loads where a window's rows overlap the next output row's (a stride below the window's
-# height: level3/6's 3x3 / stride 1 loads 4 input rows for 2 output rows instead of 6).  Written
-# 2026-12-07 (s37), passing its CPU checks; no GPU was lent for it, so the default stays 1 (the
-# measured kernel) until bench/pool_row_timing.py's `strip2` / `strip4` forms and the GPU test
-# tests/test_pool_gpu.py::test_strip_rows_pool_every_output_row_with_the_same_values have run.
+# The strip forms: R output rows a thread, each input row of the strip loaded once for every
+# output row whose window holds it, which saves loads where a window's rows overlap the next
+# output row's (a stride below the window's height: level3/6's 3x3 / stride 1 loads 4 input rows
+# for 2 output rows instead of 6).  Timed on an H100 (bench/pool_row_timing.py and
+# bench/pool_plane_vl_timing.py, bench/results/2026-12-07-h100-s38), both GPU tests passing:
+# - the contiguous-input plane kernel (emit_pool(plane_rows=R)): level1/42's 4x4 / stride 1
+#   3.349 -> 2.718 ms at R = 4 (2.730 at 2), a 3x3 / stride 1 max after relu(x + b) 0.908 ->
+#   0.669 (0.698); a 2x2 / stride 2 window and the 1-D ones (one output row) within 0.5%.  So
+#   windows whose rows overlap take _PLANE_STRIP_ROWS rows (fewer where the register budget
+#   says, _plane_fields), the others 1.
+# - the kept row kernel (cl4r, emit_pool(row_rows=R)): level3/6's 3x3 / stride 1 with an NHWC
+#   output 0.809 ms at R = 1, 0.888 at 2, 0.850 at 4; with relu(x + b) 0.997, 0.957, 0.982.
+#   Mixed: the default stays 1.
+_PLANE_STRIP_ROWS = 4
 _STRIP_ROWS_MAX = 4
+
+
+def _rows_overlap(spec: PoolSpec) -> bool:
+    """Whether a fixed 2-D window's rows overlap the next output row's: its height (dilated)
+    passes its vertical stride (1-D and 3-D windows, adaptive ones: False)."""
+    if spec.nd != 2 or spec.kind == "adaptive_avg":
+        return False
+    dh = spec.dilation[0] if spec.kind == "max" else 1
+    return (spec.kernel[0] - 1) * dh + 1 > spec.stride[0]
 
 
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
               plane_vl_padded: bool = True, plane_inside: bool = True, cl4t_wide: bool = True,
               row_always: bool = False, row_group: int = 1, row_rows: int = 1,
-              plane_rows: int = 1) -> KernelSource:
+              plane_rows: int | None = None) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
@@ -216,18 +232,20 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     measured kernel) to _STRIP_ROWS_MAX (the strip form above, not yet run on a GPU; it loads a
     row at a time, so row_group does not apply with R > 1; bench/pool_row_timing.py compares
     them; 4 rows of a 5x5 average with operands spill 16 bytes).  plane_rows: the output rows a
-    thread of the contiguous-input plane kernel pools, 1 (the default, the measured kernel) to
-    _STRIP_ROWS_MAX, fewer where the strip's rows would pass the kernel's register budget (its
-    strip form, not yet run on a GPU; bench/pool_plane_vl_timing.py's `strip2` / `strip4`
-    forms)."""
+    thread of the contiguous-input plane kernel pools, 1 to _STRIP_ROWS_MAX, fewer where the
+    strip's rows would pass the kernel's register budget; None (the default): _PLANE_STRIP_ROWS
+    for windows whose rows overlap (_rows_overlap), else 1 (bench/pool_plane_vl_timing.py's
+    `inside` form is plane_rows=1, `strip2` / `strip4` the others)."""
     name = check_identifier(spec.name)
     if row_group < 1:
         raise ValueError(f"row_group is a number of window rows, >= 1; got {row_group}")
-    if not 1 <= plane_rows <= _STRIP_ROWS_MAX:
+    if plane_rows is not None and not 1 <= plane_rows <= _STRIP_ROWS_MAX:
         raise ValueError(f"plane_rows is a number of output rows, 1 to {_STRIP_ROWS_MAX}; got {plane_rows}")
     if not 1 <= row_rows <= _STRIP_ROWS_MAX:
         raise ValueError(f"row_rows is a number of output rows, 1 to {_STRIP_ROWS_MAX}; got {row_rows}")
     taps, plane, epilogue = _check(spec)
+    if plane_rows is None:  # (after _check: the window's fields are whole)
+        plane_rows = _PLANE_STRIP_ROWS if _rows_overlap(spec) else 1
     names = [t.name for t in spec.inputs]
     pro_out = spec.prologue_out or (spec.prologue[-1].out if spec.prologue else names[0])
     pro_inputs = sorted(taps + plane)
