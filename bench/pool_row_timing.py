@@ -10,8 +10,8 @@ The windows and NHWC input shapes of level3/6 (3x3 / stride 1 / padding 1 over [
 (cl4rt / cl4t, what a plan returns to the caller) and a channels-last one (cl4r / cl4, what a
 plan keeps for the next convolution), and a relu(x + b) prologue (b per channel) on the first.
 Forms, all built from this tree: `row` (`emit_pool(spec)`, row_rows=1: a row a thread, the
-default), `strip2` / `strip4` (`row_rows=2` / `4`, not yet run on a GPU: level3/6's rows
-overlap, so the strip loads fewer rows; level2/35's 2x2 / stride-2 rows do not), and
+default), `strip2` / `strip4` (`row_rows=2` / `4`; mixed on an H100 in s38, bench/results/
+2026-12-07-h100-s38, so not the default: level3/6's rows overlap, so the strip loads fewer rows; level2/35's 2x2 / stride-2 rows do not), and
 `one_position` (`emit_pool(spec, row_form=False)`); a contiguous output never takes the strip
 (cl4rt: the strip forms build the `row` kernel there).  Timed with the Verifier's CUDA-event
 timer (median of --runs), compared with torch (the script fails on a mismatch).  TB/s counts the

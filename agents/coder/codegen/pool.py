@@ -229,7 +229,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     kernel clamps it; KH rows together on level3/6's 3x3 window, H100: 1.541 -> 1.531 ms with
     an NCHW output, 0.901 -> 1.088 with an NHWC one, bench/results/2026-12-07-h100-s37).
     row_rows: the output rows a thread of the kept row kernel (cl4r) pools, 1 (the default, the
-    measured kernel) to _STRIP_ROWS_MAX (the strip form above, not yet run on a GPU; it loads a
+    measured kernel) to _STRIP_ROWS_MAX (the strip form above, mixed on an H100; it loads a
     row at a time, so row_group does not apply with R > 1; bench/pool_row_timing.py compares
     them; 4 rows of a 5x5 average with operands spill 16 bytes).  plane_rows: the output rows a
     thread of the contiguous-input plane kernel pools, 1 to _STRIP_ROWS_MAX, fewer where the

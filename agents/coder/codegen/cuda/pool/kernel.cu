@@ -558,7 +558,8 @@ __global__ void __launch_bounds__({{threads}}, 2) {{name}}_cl4rt_kernel({{params
 // the same V columns, each input row of the strip loaded and prologued once for every output row
 // whose window holds it (level1/42's 4x4 / stride-1 window: 5 input rows for 2 output rows
 // instead of 8; the kernel is issue-bound, 68% SM throughput at 45% of DRAM bandwidth on
-// level1/44 in Nsight Compute).  Written 2026-12-07 (s37), not yet run on a GPU.
+// level1/44 in Nsight Compute).  On an H100 (bench/results/2026-12-07-h100-s38) level1/42's
+// kernel went 3.349 -> 2.718 ms at PR = 4: emit_pool's default where the window's rows overlap.
 #if {{plane_kernel}}
 template <int KIND, bool VL>
 __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* __restrict__ out,
@@ -678,7 +679,7 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
           // the division ks_pool_finish makes for these windows (divisor_override as float from
           // int64); by a power-of-two tap count as a multiplication by its reciprocal, which is
           // exact: the same float as the IEEE division, without its ~10 instructions an output
-          // (level1/44's 8-tap average is issue-bound; written 2026-12-07, not yet run on a GPU)
+          // (level1/44's 8-tap average is issue-bound; part of the `inside` finish measured since)
           if constexpr (KIND == 1) {
             constexpr int TAPS = KH * KW;
             if (g.divisor == 0 && (TAPS & (TAPS - 1)) == 0) acc *= 1.f / TAPS;
