@@ -486,6 +486,20 @@ def test_strided_vec_reads_row_contiguous_strided_operands_in_the_vector_kernel(
     assert "if (d.mode == KS_STRIDED) {\n      ks_ld_vec<VEC>(p + ks_offset(d, i), v);" in CUDA_PRELUDE
 
 
+def test_tiled_any_dim_asks_the_binding_for_transposed_operands_at_any_dim():
+    """emit_elementwise(spec, tiled_any_dim=True): the binding asks ks_tiled_operand for an
+    operand transposed at any dim and launches the tiled kernels over its [N, C, S] view; the
+    default asks for channels-last only, as before (tests/test_tiled_view.py runs the choice on
+    CPU tensors, tests/test_elementwise_tiled_gpu.py the kernels on a GPU)."""
+    spec = chain_spec("ta", "float32")
+    default, any_dim = emit_elementwise(spec), emit_elementwise(spec, tiled_any_dim=True)
+    assert "ks_tiled_operand({&in_0, &in_1}, s, false)" in default.binding
+    assert "ks_tiled_operand({&in_0, &in_1}, s, true)" in any_dim.binding
+    for binding in (default.binding, any_dim.binding):
+        assert "_launch_nhwc(ins, descs, outs, tiled, view.N, view.C, view.S, stream)" in binding
+    assert default.cuda == any_dim.cuda  # the kernels are the same; only the binding's choice differs
+
+
 def test_vector_path_uses_16_byte_accesses():
     src = emit_elementwise(chain_spec("v", "float16")).cuda
     assert "v_kernel<8>" in src  # 8 x half = 16 bytes

@@ -1,5 +1,5 @@
 """The elementwise kernels' `strided_vec` form on a GPU (emit_elementwise(spec, strided_vec=True),
-off by default): an operand of general strides whose consecutive elements are contiguous is read
+the default since its s38 timing): an operand of general strides whose consecutive elements are contiguous is read
 by the vector kernel, one offset per VEC elements; operands it cannot read that way (a transposed
 innermost dim, rows not a multiple of VEC, a misaligned view) keep the scalar kernel.  Values
 against torch, and the kernel that ran."""

@@ -28,7 +28,7 @@ _JOIN_ROW = "\n    "  # ... and at the channels-last kernel's per-thread indent
 _JOIN_DEEP = "\n            "  # ... and inside its tile loops
 
 
-def emit_elementwise(spec: ElementwiseSpec, strided_vec: bool = True) -> KernelSource:
+def emit_elementwise(spec: ElementwiseSpec, strided_vec: bool = True, tiled_any_dim: bool = False) -> KernelSource:
     """The kernels of `spec`.  strided_vec=True lets the vector kernel read an operand of general
     strides whose VEC consecutive elements are contiguous and 16-byte aligned (one offset per VEC
     elements, ks_load_strided_rows), where it otherwise sends the launch to the scalar kernel:
@@ -36,7 +36,12 @@ def emit_elementwise(spec: ElementwiseSpec, strided_vec: bool = True) -> KernelS
     kernel on an H100 (bench/results/2026-12-07-h100-s37).  The default since its GPU test passed
     and bench/elementwise_strided_timing.py timed it on an H100 (bench/results/2026-12-07-h100-s38):
     level3/48's segsum 1.246 -> 0.420 ms, a row broadcast a + b[:, None, :] 0.415 -> 0.208
-    (torch 1.483 and 0.245); strided_vec=False gives the scalar kernel such operands, as before."""
+    (torch 1.483 and 0.245); strided_vec=False gives the scalar kernel such operands, as before.
+    tiled_any_dim=True lets the tiled (channels-last) kernels take an operand stored transposed at
+    any dim, not only channels-last (ks_tiled_operand in ks_binding.h: level3/48's Y_diag + Y_off
+    reads an einsum output of innermost stride 64 through the scalar kernel at 1.5 TB/s on an
+    H100); written 2026-12-07 (s38) without a GPU, off by default until
+    bench/elementwise_tiled_timing.py and tests/test_elementwise_tiled_gpu.py have run."""
     name = check_identifier(spec.name)
     if not spec.inputs:
         raise ValueError(f"{name}: an elementwise kernel needs at least one tensor input")
@@ -94,7 +99,7 @@ def emit_elementwise(spec: ElementwiseSpec, strided_vec: bool = True) -> KernelS
     binding = render(
         "elementwise/binding.cpp", name=name, returns="one tensor" if nout == 1 else f"{nout} tensors",
         ret_type=ret_type, ret=ret, nout=nout, vec=vec, tiled_ok=_tiled_condition(spec),
-        strided_rows=", true" if strided_vec else "",
+        strided_rows=", true" if strided_vec else "", tiled_any_dim="true" if tiled_any_dim else "false",
         keep_layout=keep_layout, **operands,
         outs_alloc="\n  ".join(
             f"at::Tensor out_{k} = at::empty(shape, in_0.options().dtype({TORCH_DTYPE[spec.out_dtype]}));"

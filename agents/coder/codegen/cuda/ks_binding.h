@@ -122,6 +122,28 @@ static inline int ks_describe_all(std::vector<at::Tensor*> ts, std::vector<c10::
   for (size_t k = 0; k < ts.size(); ++k) ks_describe(*ts[k], shapes[k], 1, descs[k]);
   return 1;
 }
+// Whether `t` (of the full `shape`) is stored transposed at dim k: logically [N, C, S] (N the dims
+// before k, C = shape[k], S the dims after it), dense in [N, S, C] order: C at stride 1, the dims
+// after k dense over C-value rows, the dims before k over whole [S, C] blocks (size-1 dims free).
+// k = 1 is channels-last; a permuted einsum output ([b, c, l, h, p] dense as [b, c, h, p, l]) is k = 2.
+static inline bool ks_transposed_at(const at::Tensor& t, c10::IntArrayRef shape, int64_t k) {
+  const int64_t d = (int64_t)shape.size();
+  if (t.dim() != d || t.sizes() != shape || t.is_contiguous() || t.stride(k) != 1) return false;
+  int64_t expect = shape[k];
+  for (int64_t j = d - 1; j > k; --j) {
+    if (shape[j] != 1 && t.stride(j) != expect) return false;
+    expect *= shape[j];
+  }
+  for (int64_t j = k - 1; j >= 0; --j) {
+    if (shape[j] != 1 && t.stride(j) != expect) return false;
+    expect *= shape[j];
+  }
+  return true;
+}
+// Whether the tiled kernels' grid (S / 32, C / 32, N) holds an [N, C, S] view with C, S > 1.
+static inline bool ks_tiled_grid_fits(int64_t N, int64_t C, int64_t S) {
+  return C > 1 && S > 1 && N <= 65535 && ks_cdiv(C, 32) <= 65535 && ks_cdiv(S, 32) <= 0x7fffffffLL;
+}
 // The index of the first full-size operand stored channels-last (logically [N, C, S...], dense in
 // [N, S..., C] order, C > 1, not also contiguous), for the elementwise kernels' tiled transpose
 // path; -1 if none, or if the tiled grid (S / 32, C / 32, N) would not fit.
@@ -130,20 +152,44 @@ static inline int ks_channels_last_operand(std::vector<at::Tensor*> ts, c10::Int
   if (d < 3 || d > 5) return -1;
   int64_t S = 1;
   for (int64_t k = 2; k < d; ++k) S *= shape[k];
-  if (shape[1] <= 1 || S <= 1 || shape[0] > 65535 || ks_cdiv(shape[1], 32) > 65535 ||
-      ks_cdiv(S, 32) > 0x7fffffffLL) return -1;
-  for (size_t i = 0; i < ts.size(); ++i) {
-    const at::Tensor& t = *ts[i];
-    if (t.dim() != d || t.sizes() != shape || t.is_contiguous() || t.stride(1) != 1) continue;
-    int64_t expect = shape[1];
-    bool dense = true;
-    for (int64_t k = d - 1; k >= 2; --k) {
-      if (shape[k] != 1 && t.stride(k) != expect) dense = false;
-      expect *= shape[k];
-    }
-    if (dense && (shape[0] == 1 || t.stride(0) == expect)) return (int)i;
-  }
+  if (!ks_tiled_grid_fits(shape[0], shape[1], S)) return -1;
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (ks_transposed_at(*ts[i], shape, 1)) return (int)i;
   return -1;
+}
+// The elementwise kernels' tiled path: the operand it reads through (spatial, channel) tiles and
+// the [N, C, S] view it reads it as.  The first operand stored channels-last (C = dim 1), else,
+// with `any_dim` (emit_elementwise(spec, tiled_any_dim=True)), the first stored transposed at
+// another dim (ks_transposed_at, the lowest k first): level3/48's Y_diag + Y_off reads torch's
+// einsum output [b, c, l, h, p] dense as [b, c, h, p, l] (innermost stride 64), which the scalar
+// kernel read at 1.5 TB/s on an H100 (bench/results/2026-12-07-h100-s37).  operand -1: none.
+struct KsTiledView {
+  int operand = -1;
+  int64_t N = 0, C = 0, S = 0;
+};
+static inline KsTiledView ks_tiled_operand(std::vector<at::Tensor*> ts, c10::IntArrayRef shape, bool any_dim) {
+  const int64_t d = (int64_t)shape.size();
+  auto view_at = [&](int64_t k, int i) {
+    KsTiledView v;
+    v.operand = i;
+    v.N = 1;
+    v.S = 1;
+    for (int64_t j = 0; j < k; ++j) v.N *= shape[j];
+    for (int64_t j = k + 1; j < d; ++j) v.S *= shape[j];
+    v.C = shape[k];
+    return v;
+  };
+  const int cl = ks_channels_last_operand(ts, shape);
+  if (cl >= 0) return view_at(1, cl);
+  if (any_dim) {
+    for (int64_t k = 0; k + 1 < d; ++k) {
+      const KsTiledView v = view_at(k, -1);
+      if (!ks_tiled_grid_fits(v.N, v.C, v.S)) continue;
+      for (size_t i = 0; i < ts.size(); ++i)
+        if (ks_transposed_at(*ts[i], shape, k)) return view_at(k, (int)i);
+    }
+  }
+  return KsTiledView{};
 }
 // Whether every operand of the full (output) shape is stored channels-last, and one is: an
 // elementwise step the program keeps NHWC (agents/coder/layout.py) then runs on its views.

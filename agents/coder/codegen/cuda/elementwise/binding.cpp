@@ -13,15 +13,15 @@
   const c10::IntArrayRef s(shape);
   void* outs[{{nout}}] = {{{out_ptrs}}};
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
-  // A full-size operand laid out channels-last (a cuDNN NHWC convolution's output) into the
-  // contiguous output: the tiled transpose kernel, the other operands through descriptors.
-  const int tiled = ks_channels_last_operand({{{in_refs}}}, s);
+  // A full-size operand laid out channels-last (a cuDNN NHWC convolution's output; with
+  // tiled_any_dim, transposed at any dim) into the contiguous output: the tiled transpose kernel
+  // over its [N, C, S] view, the other operands through descriptors.
+  const KsTiledView view = ks_tiled_operand({{{in_refs}}}, s, {{tiled_any_dim}});
+  const int tiled = view.operand;
   if ({{tiled_ok}}) {  // an operand whose tiled kernel is instantiated
     ks_describe_all({{{in_refs}}}, {{{in_shapes}}}, 1, descs);
     const void* ins[{{nin}}] = {{{in_ptrs}}};  // after describing: it may materialise an operand
-    int64_t spatial = 1;
-    for (size_t k = 2; k < shape.size(); ++k) spatial *= shape[k];
-    {{name}}_launch_nhwc(ins, descs, outs, tiled, shape[0], shape[1], spatial, stream);
+    {{name}}_launch_nhwc(ins, descs, outs, tiled, view.N, view.C, view.S, stream);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {{ret}};
   }
