@@ -21,7 +21,7 @@ import math
 import sys
 from pathlib import Path
 
-from kernel_timing import run_cases, timed_variants
+from kernel_timing import load_kernel_extension, run_cases, timed_variants
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -29,18 +29,13 @@ CASES = ["level3/48 segsum [2048, 8, 2, 64] -> [.., 64, 64]", "a + b[:, None, :]
 
 
 def build(torch):
-    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
     from test_elementwise_strided_gpu import add_spec, segsum_spec
-    from torch.utils.cpp_extension import load_inline
 
-    kernels = [emit_elementwise(segsum_spec("segsum_sv"), strided_vec=True), emit_elementwise(segsum_spec("segsum"), strided_vec=False),
-               emit_elementwise(add_spec("add_sv"), strided_vec=True), emit_elementwise(add_spec("add"), strided_vec=False)]
-    cpp, cuda, functions = build_extension_sources(kernels)
-    return load_inline(name="ks_elementwise_strided_timing", cpp_sources=[cpp], cuda_sources=[cuda],
-                       functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernel_extension("ks_elementwise_strided_timing", [
+        emit_elementwise(segsum_spec("segsum_sv"), strided_vec=True),
+        emit_elementwise(segsum_spec("segsum"), strided_vec=False),
+        emit_elementwise(add_spec("add_sv"), strided_vec=True), emit_elementwise(add_spec("add"), strided_vec=False)])
 
 
 def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:

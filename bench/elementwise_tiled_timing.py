@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kernel_timing import run_cases, timed_variants
+from kernel_timing import load_kernel_extension, run_cases, timed_variants
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -26,17 +26,11 @@ CASES = ["level3/48 Y_diag + Y_off [2048, 2, 64, 8, 64], Y_diag stored [b, c, h,
 
 
 def build(torch):
-    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.elementwise import emit_elementwise
     from test_elementwise_tiled_gpu import add_scale_spec
-    from torch.utils.cpp_extension import load_inline
 
-    kernels = [emit_elementwise(add_scale_spec("add_tiled"), tiled_any_dim=True), emit_elementwise(add_scale_spec("add"))]
-    cpp, cuda, functions = build_extension_sources(kernels)
-    return load_inline(name="ks_elementwise_tiled_timing", cpp_sources=[cpp], cuda_sources=[cuda],
-                       functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernel_extension("ks_elementwise_tiled_timing", [
+        emit_elementwise(add_scale_spec("add_tiled"), tiled_any_dim=True), emit_elementwise(add_scale_spec("add"))])
 
 
 def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:

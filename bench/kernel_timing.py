@@ -23,6 +23,19 @@ def timing_args(doc: str, **extra: dict[str, Any]) -> argparse.Namespace:
     return parser.parse_args()
 
 
+def load_kernel_extension(name: str, kernels: list) -> Any:
+    """The emitted `kernels` (KernelSource) built into one extension named `name`, with the
+    flags the coder builds its programs with."""
+    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
+    from kernelstitch.agents.coder.codegen.common import build_extension_sources
+    from torch.utils.cpp_extension import load_inline
+
+    cpp, cuda, functions = build_extension_sources(kernels)
+    return load_inline(name=name, cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
+                       extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
+                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+
+
 def timed_variants(timer, variants: dict[str, Callable[..., Any]], check: Callable[[str, Any], None],
                    nbytes: int, runs: int, *args: Any) -> dict[str, dict[str, float]]:
     """Each variant called once and its result given to `check(name, result)` (which raises on a
