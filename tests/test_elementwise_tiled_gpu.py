@@ -42,9 +42,8 @@ def ext():
 
 def _transposed_at(shape, k, dtype=torch.float32):
     """A tensor of `shape` stored with dim k moved innermost (dense in [N, S, C] order)."""
-    order = [j for j in range(len(shape)) if j != k] + [k]
-    stored = torch.randn([shape[j] for j in order], device="cuda", dtype=dtype)
-    return stored.permute(*sorted(range(len(shape)), key=order.index))
+    stored = torch.randn([n for j, n in enumerate(shape) if j != k] + [shape[k]], device="cuda", dtype=dtype)
+    return stored.movedim(-1, k)
 
 
 # (label, shape, dim k the first operand is transposed at)
@@ -52,7 +51,7 @@ CASES = [
     ("level3/48's Y_diag, [b, c, l, h, p] stored [b, c, h, p, l]", (3, 2, 64, 8, 16), 2),
     ("odd sizes at dim 2", (2, 3, 37, 5, 7), 2),
     ("a transposed matrix", (100, 67), 0),
-    ("few channels (the narrow kernel)", (4, 6, 5, 9), 2),
+    ("few channels (the narrow kernel)", (4, 6, 5, 40), 2),
     ("transposed at dim 3 of 5", (2, 3, 4, 40, 33), 3),
 ]
 
@@ -77,18 +76,21 @@ def test_an_operand_transposed_at_any_dim_takes_the_tiled_kernels(ext, case):
 
 
 def test_half_precision_two_outputs_and_broadcast_operands(ext):
-    """float16 through the tiled path; two outputs; a per-row broadcast operand beside the
-    transposed one (read through its descriptor at the logical index)."""
+    """float16 through the tiled path; two outputs; broadcast operands beside the transposed one
+    (read through their descriptors at the logical index, or once a thread where constant along
+    the view's S)."""
     torch.manual_seed(3)
     a = _transposed_at((2, 3, 40, 6, 8), 2, torch.float16)
     b = torch.randn(2, 3, 40, 6, 8, device="cuda", dtype=torch.float16)
     torch.testing.assert_close(ext.ew_tiled_any_h(a, b), a + b, rtol=0, atol=0)
     a32 = _transposed_at((2, 3, 40, 6, 8), 2)
-    row = torch.randn(6, 8, device="cuda")
-    o, h = ext.ew_tiled_any2(a32, row)
-    torch.testing.assert_close(o, a32 + row, rtol=0, atol=0)
-    torch.testing.assert_close(h, (a32 + row) * 0.5, rtol=0, atol=0)
-    assert any("ew_tiled_any2_nhwc" in n for n in _kernel_names(ext.ew_tiled_any2, a32, row))
+    # a row of the [N, C, S] view's S, and one value a (n, c) row (hoisted: loaded once a thread)
+    for other in (torch.randn(6, 8, device="cuda"), torch.randn(2, 3, 40, 1, 1, device="cuda"),
+                  torch.randn(40, 1, 1, device="cuda")):
+        o, h = ext.ew_tiled_any2(a32, other)
+        torch.testing.assert_close(o, a32 + other, rtol=0, atol=0)
+        torch.testing.assert_close(h, (a32 + other) * 0.5, rtol=0, atol=0)
+        assert any("ew_tiled_any2_nhwc" in n for n in _kernel_names(ext.ew_tiled_any2, a32, other))
 
 
 def test_layouts_that_are_not_one_transposition_keep_the_flat_kernels(ext):

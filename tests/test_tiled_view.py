@@ -88,18 +88,17 @@ def test_channels_last_keeps_its_view_and_comes_first(probe):
 @pytest.mark.slow
 def test_transposed_matrices_and_size_one_dims(probe):
     """A transposed matrix is transposed at dim 0 (N = 1); size-1 dims do not break the dense
-    test; a broadcast operand (not full size) is never the tiled one; one channel (C = 1) or one
-    position (S = 1) takes no tiled path; the grid's N bound (65535) holds."""
+    test; a broadcast operand (not full size) is never the tiled one; one channel (C = 1) takes no
+    tiled path, nor (at dims other than 1) fewer than 32 positions; the grid's N bound (65535)."""
     a = torch.randn(48, 40)
     assert _view(probe, [a, torch.randn(40, 48).t()]) == (1, 1, 48, 40)
     assert _view(probe, [torch.randn(40, 48).t(), a], any_dim=False) == (-1, 0, 0, 0)
-    x = torch.randn(3, 1, 7, 9).transpose(2, 3).contiguous().transpose(2, 3)  # [3, 1, 7, 9] stored [3, 1, 9, 7]
-    assert _view(probe, [x]) == (0, 3, 7, 9)  # transposed at dim 2 (dim 1, one channel, is skipped)
-    assert _view(probe, [torch.randn(3, 1, 7, 9), torch.randn(9, 1).t()]) == (-1, 0, 0, 0)
-    column = torch.randn(6, 1).t().contiguous().t()  # [6, 1]: S = 1
-    assert _view(probe, [column]) == (-1, 0, 0, 0)
+    assert _view(probe, [torch.randn(3, 40).t()]) == (-1, 0, 0, 0)  # [40, 3]: S = 3 < 32
+    x = torch.randn(3, 1, 40, 7).transpose(2, 3)  # [3, 1, 7, 40] stored [3, 1, 40, 7]
+    assert _view(probe, [x]) == (0, 3, 7, 40)  # transposed at dim 2 (dim 1, one channel, is skipped)
+    assert _view(probe, [torch.randn(3, 1, 7, 40), torch.randn(40, 1).t()]) == (-1, 0, 0, 0)
     wide = torch.randn(70000, 2, 4).transpose(1, 2).contiguous().transpose(1, 2)  # N = 70000 > 65535
     assert _view(probe, [wide]) == (-1, 0, 0, 0)
-    split = torch.randn(7, 10000, 4, 2).transpose(2, 3)  # transposed at dim 2: N = 70000 again
+    split = torch.randn(7, 10000, 40, 2).transpose(2, 3)  # transposed at dim 2: N = 70000 again
     assert _view(probe, [split]) == (-1, 0, 0, 0)
-    assert _view(probe, [torch.randn(6, 1000, 4, 2).transpose(2, 3)]) == (0, 6000, 2, 4)  # N = 6000 fits
+    assert _view(probe, [torch.randn(6, 1000, 40, 2).transpose(2, 3)]) == (0, 6000, 2, 40)  # N = 6000 fits

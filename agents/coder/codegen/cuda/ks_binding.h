@@ -162,7 +162,10 @@ static inline int ks_channels_last_operand(std::vector<at::Tensor*> ts, c10::Int
 // with `any_dim` (emit_elementwise(spec, tiled_any_dim=True)), the first stored transposed at
 // another dim (ks_transposed_at, the lowest k first): level3/48's Y_diag + Y_off reads torch's
 // einsum output [b, c, l, h, p] dense as [b, c, h, p, l] (innermost stride 64), which the scalar
-// kernel read at 1.5 TB/s on an H100 (bench/results/2026-12-07-h100-s37).  operand -1: none.
+// kernel read at 1.5 TB/s on an H100 (bench/results/2026-12-07-h100-s37).  At other dims than 1
+// a view of fewer than KS_TILED_MIN_S positions is left to the flat kernels (a block's tile holds
+// 128 positions: the transpose of a [2, M] tensor would use 2 of them).  operand -1: none.
+constexpr int64_t KS_TILED_MIN_S = 32;
 struct KsTiledView {
   int operand = -1;
   int64_t N = 0, C = 0, S = 0;
@@ -184,7 +187,7 @@ static inline KsTiledView ks_tiled_operand(std::vector<at::Tensor*> ts, c10::Int
   if (any_dim) {
     for (int64_t k = 0; k + 1 < d; ++k) {
       const KsTiledView v = view_at(k, -1);
-      if (!ks_tiled_grid_fits(v.N, v.C, v.S)) continue;
+      if (!ks_tiled_grid_fits(v.N, v.C, v.S) || v.S < KS_TILED_MIN_S) continue;
       for (size_t i = 0; i < ts.size(); ++i)
         if (ks_transposed_at(*ts[i], shape, k)) return view_at(k, (int)i);
     }
