@@ -365,8 +365,8 @@ def test_kept_row_kernel_pools_a_strip_of_rows_on_request():
 def test_plane_kernel_pools_a_strip_of_rows_on_request():
     """emit_pool(plane_rows=R): the contiguous-input plane kernel pools R output rows a thread
     on request; by default 4 (clamped as below) where a window's rows overlap the next output
-    row's (a dilated height past the stride: the measured gain, bench/results/2026-12-07-h100-s38),
-    else 1; 1-D windows keep one row (one output row), and a strip whose input rows would pass
+    row's (a dilated height past the stride: the measured gain, bench/results/2026-12-07-h100-s38)
+    and the pool has no epilogue operand, else 1; 1-D windows keep one row (one output row), and a strip whose input rows would pass
     the kernel's register budget takes fewer rows; out of 1-4 is an error naming the option.
     (tests/test_pool_gpu.py runs R = 2 and 4 against torch.)"""
     from kernelstitch.agents.coder.codegen.pool import _plane_fields, _plane_window
@@ -379,6 +379,13 @@ def test_plane_kernel_pools_a_strip_of_rows_on_request():
         assert "constexpr int PR = 1," in emit_pool(apart).cuda  # rows that never overlap: 1
     assert "constexpr int PR = 3," in emit_pool(_window("max", 2, 2, 2, dilation=2)).cuda  # dilated: 3 rows high, 9 values a row
     assert "constexpr int PR = 1," in emit_pool(_window("max", 1, 4, 1, 1)).cuda  # 1-D
+    from kernelstitch.agents.plan.kernel_spec import ElementwiseOp, TensorArg
+
+    with_epilogue = replace(level1_42, inputs=(TensorArg("x", "float32"), TensorArg("e", "float32")),
+                            epilogue=(ElementwiseOp("mul", ("acc", "e"), "o"),), epilogue_out="o",
+                            epilogue_inputs=("e",))
+    assert "constexpr int PR = 1," in emit_pool(with_epilogue).cuda  # an epilogue operand: 1 (spills, untimed)
+    assert "constexpr int PR = 4," in emit_pool(with_epilogue, plane_rows=4).cuda
     assert "constexpr int PR = 2," in emit_pool(level1_42, plane_rows=2).cuda
     assert "constexpr int PR = 1," in emit_pool(_window("max", 1, 4, 1, 1), plane_rows=4).cuda  # 1-D
     window = _plane_window(level1_42, 1)  # 4 x 4, 7 values a row: 4 strip rows (7 input rows) fit 64

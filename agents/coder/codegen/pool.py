@@ -189,7 +189,9 @@ def _row_window(spec: PoolSpec, vec4: int, always: bool = False) -> tuple[int, .
 #   3.349 -> 2.718 ms at R = 4 (2.730 at 2), a 3x3 / stride 1 max after relu(x + b) 0.908 ->
 #   0.669 (0.698); a 2x2 / stride 2 window and the 1-D ones (one output row) within 0.5%.  So
 #   windows whose rows overlap take _PLANE_STRIP_ROWS rows (fewer where the register budget
-#   says, _plane_fields), the others 1.
+#   says, _plane_fields), the others 1; and a pool with an epilogue operand keeps 1: with one,
+#   ptxas spills 12-56 bytes in the strip kernels of tests/test_pool_gpu.py's windows (none with
+#   prologue operands only, the measured case), and no strip with one has been timed.
 # - the kept row kernel (cl4r, emit_pool(row_rows=R)): level3/6's 3x3 / stride 1 with an NHWC
 #   output 0.809 ms at R = 1, 0.888 at 2, 0.850 at 4; with relu(x + b) 0.997, 0.957, 0.982.
 #   Mixed: the default stays 1.
@@ -234,7 +236,8 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     them; 4 rows of a 5x5 average with operands spill 16 bytes).  plane_rows: the output rows a
     thread of the contiguous-input plane kernel pools, 1 to _STRIP_ROWS_MAX, fewer where the
     strip's rows would pass the kernel's register budget; None (the default): _PLANE_STRIP_ROWS
-    for windows whose rows overlap (_rows_overlap), else 1 (bench/pool_plane_vl_timing.py's
+    for windows whose rows overlap (_rows_overlap) in a pool without epilogue operands, else 1
+    (bench/pool_plane_vl_timing.py's
     `inside` form is plane_rows=1, `strip2` / `strip4` the others)."""
     name = check_identifier(spec.name)
     if row_group < 1:
@@ -245,7 +248,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
         raise ValueError(f"row_rows is a number of output rows, 1 to {_STRIP_ROWS_MAX}; got {row_rows}")
     taps, plane, epilogue = _check(spec)
     if plane_rows is None:  # (after _check: the window's fields are whole)
-        plane_rows = _PLANE_STRIP_ROWS if _rows_overlap(spec) else 1
+        plane_rows = _PLANE_STRIP_ROWS if _rows_overlap(spec) and not spec.epilogue_inputs else 1
     names = [t.name for t in spec.inputs]
     pro_out = spec.prologue_out or (spec.prologue[-1].out if spec.prologue else names[0])
     pro_inputs = sorted(taps + plane)
