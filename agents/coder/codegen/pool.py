@@ -237,8 +237,8 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     thread of the contiguous-input plane kernel pools, 1 to _STRIP_ROWS_MAX, fewer where the
     strip's rows would pass the kernel's register budget; None (the default): _PLANE_STRIP_ROWS
     for windows whose rows overlap (_rows_overlap) in a pool without epilogue operands, else 1
-    (bench/pool_plane_vl_timing.py's
-    `inside` form is plane_rows=1, `strip2` / `strip4` the others)."""
+    (bench/pool_plane_vl_timing.py's `inside` form is plane_rows=1, `strip2` / `strip4` the
+    others)."""
     name = check_identifier(spec.name)
     if row_group < 1:
         raise ValueError(f"row_group is a number of window rows, >= 1; got {row_group}")
