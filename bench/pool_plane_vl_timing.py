@@ -16,7 +16,9 @@ average pool after relu(x + b) over [128, 32, 256, 256].  Both forms are built f
 TB/s counts the input read once and the output written once.  `strip2` / `strip4`: the default
 (`inside`) pooling 2 / 4 output rows a thread (`emit_pool(plane_rows=...)`; on an H100 in s38 level1/42
 3.349 -> 2.718 ms at 4 rows: the default since for overlapping rows, so `inside` passes
-plane_rows=1; the 1-D cases build the `inside` kernel there).  (Branch pool-plane-vl's first
+plane_rows=1; the 1-D cases build the `inside` kernel there).  `smem1d`: `emit_pool(plane_smem=True)`,
+level1/41's window through the shared-memory 1-D kernel (written in s38, not yet run; the other
+cases build the default kernels there).  (Branch pool-plane-vl's first
 commit timed two more forms, a warp's outputs stored 32 consecutive values at a time through
 shared memory, with and without these loads: slower on every case, bench/results/2026-12-06-h100-s28.)
 """
@@ -39,7 +41,7 @@ CASES = [
 # rows only) and the windows-inside-the-input finish (plane_inside, the default since 2026-12-07)
 FORMS = {"main": {"plane_vl_padded": False, "plane_inside": False, "plane_rows": 1},
          "vl": {"plane_inside": False, "plane_rows": 1}, "inside": {"plane_inside": True, "plane_rows": 1},
-         "strip2": {"plane_rows": 2}, "strip4": {"plane_rows": 4}}
+         "strip2": {"plane_rows": 2}, "strip4": {"plane_rows": 4}, "smem1d": {"plane_smem": True}}
 
 
 def _spec(name: str, case: tuple):

@@ -424,6 +424,62 @@ def test_the_plane_kernel_model_matches_torch():
     assert check(200, seed=1) == 0
 
 
+def _smem1d_model(x, k: int, d: int, p: int, out_tile: int):
+    """The shared-memory 1-D kernel's index math (cuda/pool/kernel.cu's smem1d) over rows `x` (a
+    [rows, IW] float32 array, IW % 4 == 0): per tile of `out_tile` outputs, the span loaded from
+    the 4-aligned start at or below o0 - p (positions outside the row as -inf), each output the
+    max of its k taps at xs[shift + m + j * d]; NaN propagates as ks_max does."""
+    import numpy as np
+
+    rows, iw = x.shape
+    ow = iw + 2 * p - (k - 1) * d  # stride 1
+    span4 = (out_tile + (k - 1) * d + 3) // 4 * 4 + 4
+    out = np.full((rows, ow), np.nan, dtype=np.float32)
+    for o0 in range(0, ow, out_tile):
+        first = o0 - p
+        start = first & ~3 if first >= 0 else -((3 - first) & ~3)
+        shift = first - start
+        assert start % 4 == 0 and 0 <= shift <= 3
+        pos = start + np.arange(span4)
+        xs = np.full((rows, span4), -np.inf, dtype=np.float32)
+        inside = (pos >= 0) & (pos < iw)
+        xs[:, inside] = x[:, pos[inside]]
+        m = np.arange(min(out_tile, ow - o0))
+        taps = xs[:, shift + m[:, None] + d * np.arange(k)[None, :]]  # [rows, m, k]
+        acc = taps.max(axis=2)
+        acc[np.isnan(taps).any(axis=2)] = np.nan
+        out[:, o0:o0 + len(m)] = acc
+    return out
+
+
+def test_the_shared_memory_1d_kernel_model_matches_torch():
+    """emit_pool(plane_smem=True)'s index math (the 4-aligned span start, its shift, the taps in
+    shared memory, the tile edges; small tiles so rows hold several) against torch's max_pool1d
+    on random stride-1 windows and widths, NaN included; and the emitter gives the kernel only
+    to stride-1 max windows the plane kernel takes with 16-byte loads (padding a multiple of 4),
+    never by default.  (tests/test_pool_gpu.py runs the kernel.)"""
+    np = pytest.importorskip("numpy")
+    import torch
+
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        k, d = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+        p = int(rng.integers(0, k // 2 + 1))  # torch: at most half the kernel size
+        iw = 4 * int(rng.integers(max(1, ((k - 1) * d + 1 - 2 * p + 3) // 4), 60))
+        x = rng.standard_normal((3, iw)).astype(np.float32)
+        x[rng.random(x.shape) < 0.01] = np.nan
+        want = torch.nn.functional.max_pool1d(torch.from_numpy(x)[None], k, 1, p, d)[0].numpy()
+        got = _smem1d_model(x, k, d, p, out_tile=int(rng.choice([8, 16, 64])))
+        np.testing.assert_array_equal(got, want, err_msg=f"k={k} d={d} p={p} iw={iw}")
+    level1_41 = PoolSpec("l41", "max", _window("max", 1).inputs, 1, "float32", kernel=(8,), stride=(1,),
+                         padding=(4,), dilation=(3,))
+    assert "#if 1\nconstexpr int l41_smem1d_out" in emit_pool(level1_41, plane_smem=True).cuda
+    assert "#if 0\nconstexpr int l41_smem1d_out" in emit_pool(level1_41).cuda  # off by default
+    for other in (replace(level1_41, stride=(2,)), replace(level1_41, padding=(2,)), replace(level1_41, kind="avg", dilation=(1,)),
+                  _window("max", 2, 3, 1, 1)):
+        assert "#if 0\nconstexpr int" in emit_pool(replace(other, name="l41"), plane_smem=True).cuda, other
+
+
 # ---------------------------------------------------------------- pool_params
 
 

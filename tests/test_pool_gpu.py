@@ -609,3 +609,51 @@ def test_windows_outside_the_row_form_keep_the_cl4_kernels(ext):
     x3 = torch.randn(2, 12, 9, 11, 13, device="cuda").contiguous(memory_format=torch.channels_last_3d)
     names = _kernel_names(ext.pool_grid4, x3)
     assert any("_cl4t_kernel<" in n for n in names) and not any("_cl4r" in n for n in names)
+
+
+# The shared-memory 1-D kernel (emit_pool(plane_smem=True), off by default): stride-1 max windows
+# the plane kernel takes with 16-byte loads (padding 0 or 4), level1/41's among them, one with a
+# plane operand in the prologue and an epilogue operand.  (kernel, dilation, padding, operands)
+SMEM1D = [(8, 3, 4, False), (8, 1, 4, False), (3, 2, 0, False), (1, 1, 0, False), (5, 2, 0, True), (8, 2, 4, True)]
+
+
+def _smem1d_spec(k: int, case) -> PoolSpec:
+    kernel, dilation, padding, operands = case
+    x, b, e = (TensorArg(n, "float32") for n in ("x", "b", "e"))
+    extra = dict(prologue=(E("add", ("x", "b"), "t1"), E("relu", ("t1",), "t2")), prologue_out="t2",
+                 epilogue=(E("mul", ("acc", "e"), "o"),), epilogue_out="o", epilogue_inputs=("e",),
+                 plane_inputs=("b",)) if operands else {}
+    return PoolSpec(f"pool_smem1d{k}", "max", (x, b, e) if operands else (x,), 1, "float32", kernel=(kernel,),
+                    stride=(1,), padding=(padding,), dilation=(dilation,), **extra)
+
+
+@pytest.fixture(scope="module")
+def smem_ext():
+    return load_kernels("ks_pool_smem1d_gpu_tests",
+                        [emit_pool(_smem1d_spec(k, c), plane_smem=True) for k, c in enumerate(SMEM1D)])
+
+
+@pytest.mark.parametrize("k", range(len(SMEM1D)))
+def test_the_shared_memory_1d_kernel_matches_torch(smem_ext, k):
+    """Every SMEM1D window over rows of one tile and of several (4,096 outputs a tile, the last one
+    partial), NaN through the windows, gives torch's values and runs the smem1d kernel; a
+    misaligned copy (no 16-byte loads) runs the plane kernel instead, with the same values."""
+    kernel, dilation, padding, operands = SMEM1D[k]
+    fn = getattr(smem_ext, f"pool_smem1d{k}")
+    for shape in [(2, 3, 1024), (1, 2, 9000), (3, 1, 4096 + 2 * padding)]:
+        torch.manual_seed(k * 7 + shape[-1])
+        x = torch.randn(*shape, device="cuda")
+        x.view(-1)[::97] = float("nan")
+        b = torch.randn(shape[1], 1, device="cuda")
+        want = F.max_pool1d(torch.relu(x + b) if operands else x, kernel, 1, padding, dilation)
+        e = torch.randn(want.shape[1:], device="cuda")
+        args = (x, b, e) if operands else (x,)
+        want = want * e if operands else want
+        label = f"{SMEM1D[k]} {shape}"
+        _check(fn(*args), want, label)
+        assert any(f"pool_smem1d{k}_smem1d_kernel<" in n for n in _kernel_names(fn, *args)), label
+        moved = _shifted(x)
+        moved_args = (moved, b, e) if operands else (moved,)
+        _check(fn(*moved_args), want, f"{label} misaligned")
+        names = _kernel_names(fn, *moved_args)
+        assert not any("_smem1d_kernel<" in n for n in names) and any("_plane_kernel<" in n for n in names), label

@@ -208,10 +208,24 @@ def _rows_overlap(spec: PoolSpec) -> bool:
     return (spec.kernel[0] - 1) * dh + 1 > spec.stride[0]
 
 
+# The shared-memory 1-D kernel (cuda/pool/kernel.cu's smem1d): its static tile holds the 4,096
+# outputs' span, up to _SMEM1D_SPAN_MAX extra values of a window ((K - 1) * D).
+_SMEM1D_SPAN_MAX = 1024
+
+
+def _smem1d_window(spec: PoolSpec, plane_window: tuple[int, ...] | None) -> bool:
+    """Whether emit_pool(plane_smem=True) gives `spec` the shared-memory 1-D kernel: a 1-D max
+    window of stride 1 that the plane kernel takes (float32, a fixed window within its bounds)."""
+    if plane_window is None or spec.nd != 1 or spec.kind != "max":
+        return False
+    _, kw, _, sw, _, _, _, dw = plane_window
+    return sw == 1 and (kw - 1) * dw <= _SMEM1D_SPAN_MAX
+
+
 def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
               plane_vl_padded: bool = True, plane_inside: bool = True, cl4t_wide: bool = True,
               row_always: bool = False, row_group: int = 1, row_rows: int = 1,
-              plane_rows: int | None = None) -> KernelSource:
+              plane_rows: int | None = None, plane_smem: bool = False) -> KernelSource:
     """The pooling kernels of `spec`.  row_form=False keeps the one-position cl4 kernels where the
     row form would run (bench/pool_row_timing.py builds both to compare them); channel_vec=False
     reads the channels-last kernels' per-channel operands an offset a channel, as before
@@ -238,7 +252,9 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     strip's rows would pass the kernel's register budget; None (the default): _PLANE_STRIP_ROWS
     for windows whose rows overlap (_rows_overlap) in a pool without epilogue operands, else 1
     (bench/pool_plane_vl_timing.py's `inside` form is plane_rows=1, `strip2` / `strip4` the
-    others)."""
+    others).  plane_smem=True: a 1-D max window of stride 1 over contiguous rows takes the
+    shared-memory kernel (_smem1d_window; written in s38 without a GPU, off by default until
+    bench/pool_plane_vl_timing.py's `smem1d` form and its GPU test have run)."""
     name = check_identifier(spec.name)
     if row_group < 1:
         raise ValueError(f"row_group is a number of window rows, >= 1; got {row_group}")
@@ -290,6 +306,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
     # padding is one; the binding checks the rest (W % 4, 16-byte aligned rows)
     plane_vl = plane_fields["plane_pw"] % 4 == 0 if plane_vl_padded else plane_fields["plane_pw"] == 0
     row_window = _row_window(spec, vec4, always=row_always) if row_form else None
+    smem1d = plane_smem and plane_vl and _smem1d_window(spec, plane_window)
     cuda = render(
         "pool/kernel.cu", name=name, kind=spec.kind, nd=spec.nd, pro_fn=pro.source, epi_fn=epi.source,
         threads=THREADS, params=params, out_t=out_t, plane_loads=plane_loads, spatial_loads=spatial_loads,
@@ -301,6 +318,7 @@ def emit_pool(spec: PoolSpec, row_form: bool = True, channel_vec: bool = True,
         device_params=device_operand_params(spec.inputs),
         device_args=", ".join(f"p{k}, d{k}" for k in range(len(spec.inputs))),
         plane_kernel=int(plane_window is not None), plane_inside=int(plane_inside), **plane_fields,
+        smem1d_kernel=int(smem1d),
         cl4t_wide=int(cl4t_wide), row_group=row_group,
         row_rows=row_rows,
         row_kernel=int(row_window is not None), row_v=row_window[0] if row_window else 1,

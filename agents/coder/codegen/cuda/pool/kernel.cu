@@ -718,6 +718,72 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
 }
 #endif
 
+// A 1-D max window over contiguous rows through shared memory (emit_pool(plane_smem=True); stride
+// 1, the plane kernel's 16-byte conditions).  A block takes SMEM1D_OUT consecutive outputs of one
+// (n, c) row: the input span they read (SMEM1D_OUT + (K - 1) * D values) comes in as 16-byte loads,
+// each value loaded and prologued once, and lane i of a warp then pools output i + 32 w (w the
+// warp's step) from shared memory, so every store of a warp is 128 contiguous bytes.  Why: the
+// plane kernel loads each thread's whole span, (V - 1) + (K - 1) * D + 1 values for V = 4 outputs
+// (level1/41's 8 taps at dilation 3: 28 values for 4), so a thread keeps only 16 bytes of new
+// input in flight and level1/41 ran at 76% of DRAM bandwidth on an H100 (bench/results/
+// 2026-12-07-h100-s38, 2.79 ms).  Persistent blocks walk the (row, tile) pairs.  Written 2026-12-07
+// (s38) without a GPU: off by default until tests/test_pool_gpu.py's smem1d test and
+// bench/pool_plane_vl_timing.py's `smem1d` form have run.
+#if {{smem1d_kernel}}
+constexpr int {{name}}_smem1d_out = 4096;  // outputs a block's tile: 16 a thread
+template <int K, int D, int PW>
+__global__ void __launch_bounds__(256) {{name}}_smem1d_kernel({{params}}, float* __restrict__ out,
+                                                              const __grid_constant__ KsPoolGeom g, const int64_t planes) {
+  constexpr int SPAN = {{name}}_smem1d_out + (K - 1) * D;  // input values a tile's windows read
+  constexpr int SPAN4 = (SPAN + 3) / 4 * 4 + 4;      // in float4s from a 16-byte aligned start
+  __shared__ __align__(16) float xs[SPAN4];
+  const int IW = (int)g.in[2], OW = (int)g.out[2];  // < 2^31 (binding)
+  const int tiles = (OW + {{name}}_smem1d_out - 1) / {{name}}_smem1d_out;
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  (void)in_plane;
+  for (int64_t t = blockIdx.x; t < planes * tiles; t += gridDim.x) {
+    const int64_t plane = ks_div(t, (int64_t)tiles);
+    const int o0 = (int)(t - plane * tiles) * {{name}}_smem1d_out;
+    const int64_t r = ks_div(plane, g.C), c = plane - r * g.C;
+    {{plane_loads}}
+    const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c * g.xs[1];
+    // xs[m] holds input position start + m, start the span's first position rounded down to a
+    // multiple of 4 (IW % 4 == 0: a float4 is all inside the row or all outside)
+    const int first = o0 - PW, start = first >= 0 ? first & ~3 : -((3 - first) & ~3), shift = first - start;
+    for (int i = threadIdx.x; i < SPAN4 / 4; i += 256) {
+      const int iw = start + 4 * i;
+      float v4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+      if (iw >= 0 && iw < IW) {
+        const float4 x4 = __ldg(reinterpret_cast<const float4*>(base + iw));
+        const float raw[4] = {x4.x, x4.y, x4.z, x4.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const float a0 = raw[q];
+          float v;
+          {{name}}_pro({{row_pro_args}}, v);
+          v4[q] = v;
+        }
+      }
+      *reinterpret_cast<float4*>(&xs[4 * i]) = make_float4(v4[0], v4[1], v4[2], v4[3]);
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int m = threadIdx.x; m < {{name}}_smem1d_out; m += 256) {
+      const int ow = o0 + m;
+      if (ow >= OW) break;
+      float acc = -INFINITY;
+#pragma unroll
+      for (int k = 0; k < K; ++k) acc = ks_max(acc, xs[shift + m + k * D]);
+      const int64_t o = plane * (int64_t)OW + ow;  // contiguous
+      {{epi_loads}}
+      {{name}}_epi({{epi_args}});
+      out[o] = acc;
+    }
+    __syncthreads();  // the tile is refilled by the next iteration
+  }
+}
+#endif
+
 {{launcher_sig}} {
   if (g.N <= 0 || per_sample <= 0) return;
 #define KS_POOL_LAUNCH(K, L) do { \
@@ -754,6 +820,15 @@ __global__ void __launch_bounds__(256) {{name}}_plane_kernel({{params}}, float* 
     const int64_t tiles = g.N * ks_cdiv(per_sample / g.C, (int64_t)1 << {{name}}_cl4t_log2_positions((uint32_t)(g.C / 4))) * ks_cdiv(g.C / 4, KS_POOL_TG);
     {{name}}_cl4t_kernel<{{kind_id}}, {{kd}}, {{kh}}, {{kw}}><<<(unsigned)ks_grid(per_sm, tiles), {{threads}}, 0,
         stream>>>({{kernel_args}}, static_cast<{{out_t}}*>(out), g, per_sample);
+    return;
+  }
+#endif
+#if {{smem1d_kernel}}
+  if (cl == 0 && plane_ok && vl) {  // a 1-D max window through shared memory (emit_pool(plane_smem=True))
+    static const int per_sm = ks_blocks_per_sm({{name}}_smem1d_kernel<{{plane_kw}}, {{plane_dw}}, {{plane_pw}}>, 256);
+    const int64_t planes = g.N * g.C, tiles = planes * ks_cdiv(g.out[2], {{name}}_smem1d_out);
+    {{name}}_smem1d_kernel<{{plane_kw}}, {{plane_dw}}, {{plane_pw}}><<<(unsigned)ks_grid(per_sm, tiles), 256, 0, stream>>>(
+        {{kernel_args}}, static_cast<float*>(out), g, planes);
     return;
   }
 #endif
