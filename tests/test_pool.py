@@ -437,7 +437,7 @@ def _smem1d_model(x, k: int, d: int, p: int, out_tile: int):
     out = np.full((rows, ow), np.nan, dtype=np.float32)
     for o0 in range(0, ow, out_tile):
         first = o0 - p
-        start = first & ~3 if first >= 0 else -((3 - first) & ~3)
+        start = first & ~3  # (the kernel's: Python's & floors negatives as two's complement does)
         shift = first - start
         assert start % 4 == 0 and 0 <= shift <= 3
         pos = start + np.arange(span4)
@@ -471,6 +471,16 @@ def test_the_shared_memory_1d_kernel_model_matches_torch():
         want = torch.nn.functional.max_pool1d(torch.from_numpy(x)[None], k, 1, p, d)[0].numpy()
         got = _smem1d_model(x, k, d, p, out_tile=int(rng.choice([8, 16, 64])))
         np.testing.assert_array_equal(got, want, err_msg=f"k={k} d={d} p={p} iw={iw}")
+    # what the launcher sends: 4,096-output tiles, padding 0 or 4 (a multiple of 4: shift 0),
+    # rows ending just before, at and after tile edges
+    for k, d, p in [(8, 3, 4), (8, 1, 4), (3, 2, 0), (1, 1, 0)]:
+        for ow in (4095, 4096, 4097, 8191, 8193):
+            iw = ow - 2 * p + (k - 1) * d
+            iw += (-iw) % 4  # (the kernel's rows are multiples of 4)
+            x = rng.standard_normal((2, iw)).astype(np.float32)
+            x[rng.random(x.shape) < 0.001] = np.nan
+            want = torch.nn.functional.max_pool1d(torch.from_numpy(x)[None], k, 1, p, d)[0].numpy()
+            np.testing.assert_array_equal(_smem1d_model(x, k, d, p, out_tile=4096), want, err_msg=f"k={k} p={p} iw={iw}")
     level1_41 = PoolSpec("l41", "max", _window("max", 1).inputs, 1, "float32", kernel=(8,), stride=(1,),
                          padding=(4,), dilation=(3,))
     assert "#if 1\nconstexpr int l41_smem1d_out" in emit_pool(level1_41, plane_smem=True).cuda

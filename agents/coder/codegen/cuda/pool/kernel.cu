@@ -749,7 +749,7 @@ __global__ void __launch_bounds__(256) {{name}}_smem1d_kernel({{params}}, float*
     const float* __restrict__ base = reinterpret_cast<const float*>(p0) + r * g.xs[0] + c * g.xs[1];
     // xs[m] holds input position start + m, start the span's first position rounded down to a
     // multiple of 4 (IW % 4 == 0: a float4 is all inside the row or all outside)
-    const int first = o0 - PW, start = first >= 0 ? first & ~3 : -((3 - first) & ~3), shift = first - start;
+    const int first = o0 - PW, start = first & ~3, shift = first - start;  // (& ~3 floors negatives too)
     for (int i = threadIdx.x; i < SPAN4 / 4; i += 256) {
       const int iw = start + 4 * i;
       float v4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
@@ -826,8 +826,8 @@ __global__ void __launch_bounds__(256) {{name}}_smem1d_kernel({{params}}, float*
 #if {{smem1d_kernel}}
   if (cl == 0 && plane_ok && vl) {  // a 1-D max window through shared memory (emit_pool(plane_smem=True))
     static const int per_sm = ks_blocks_per_sm({{name}}_smem1d_kernel<{{plane_kw}}, {{plane_dw}}, {{plane_pw}}>, 256);
-    const int64_t planes = g.N * g.C, tiles = planes * ks_cdiv(g.out[2], {{name}}_smem1d_out);
-    {{name}}_smem1d_kernel<{{plane_kw}}, {{plane_dw}}, {{plane_pw}}><<<(unsigned)ks_grid(per_sm, tiles), 256, 0, stream>>>(
+    const int64_t planes = g.N * g.C, work = planes * ks_cdiv(g.out[2], {{name}}_smem1d_out);  // (row, tile) pairs
+    {{name}}_smem1d_kernel<{{plane_kw}}, {{plane_dw}}, {{plane_pw}}><<<(unsigned)ks_grid(per_sm, work), 256, 0, stream>>>(
         {{kernel_args}}, static_cast<float*>(out), g, planes);
     return;
   }
