@@ -500,6 +500,20 @@ def test_tiled_any_dim_asks_the_binding_for_transposed_operands_at_any_dim():
     assert default.cuda == any_dim.cuda  # the kernels are the same; only the binding's choice differs
 
 
+def test_the_column_loops_tail_is_batched_only_on_request():
+    """ReductionVariant(colloop_tail_batch=True): the column loop's last R % 8 values load as one
+    predicated batch and push in order; the default keeps the one-at-a-time loop
+    (tests/test_colloop_tail_gpu.py compares the two on a GPU)."""
+    from kernelstitch.agents.coder.codegen.reduction.context import ReductionVariant
+
+    spec = next(s for s in reduction_specs() if s.name == "red_mean_spatial")
+    default = emit_reduction(spec).cuda
+    batched = emit_reduction(spec, ReductionVariant(colloop_tail_batch=True)).cuda
+    assert "for (; r < R; ++r) {" in default and "const int left = (int)(R - r);" not in default
+    assert "const int left = (int)(R - r);  // 1 .. 7" in batched and "for (; r < R; ++r) {" not in batched
+    assert "if (u < left) st.push(x[u]);" in batched
+
+
 def test_vector_path_uses_16_byte_accesses():
     src = emit_elementwise(chain_spec("v", "float16")).cuda
     assert "v_kernel<8>" in src  # 8 x half = 16 bytes

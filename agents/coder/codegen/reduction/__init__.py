@@ -48,7 +48,7 @@ def emit_reduction(spec: ReductionSpec, variant: ReductionVariant = ReductionVar
     cuda = render(
         "reduction/kernel.cu", name=name, kind=spec.kind, pro=r.pro.source, epi=r.epi.source,
         row_kernel=row.kernel(r, variant), cols_kernel=cols.kernel(r, variant) if columns else "",
-        colloop_kernel=colloop.kernel(r) if columns else "", flat_kernel=flat.kernel(r),
+        colloop_kernel=colloop.kernel(r, variant) if columns else "", flat_kernel=flat.kernel(r),
         tile_kernel=tile.kernels(r, variant), apply_kernel=tile.apply_kernel(r), launcher_sig=launcher_sig, out_t=r.out_t,
         row_launch=row.launches(r), cols_launch=cols.launch(r, variant) if columns else "",
         colloop_launch=colloop.launch(r) if columns else "", flat_launch=flat.launch(r),

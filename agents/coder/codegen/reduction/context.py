@@ -87,6 +87,7 @@ class ReductionVariant:
     cluster_min_blocks: int | None = None  # None: cluster_cols.py's choice; 0: no minimum
     cluster_full_loads: bool = True  # contiguous operands take the plain 16-byte loads (FULL)
     batched_loads: bool = True  # group_norm's channels-last apply: every slot's load first (gn_nhwc.cu)
+    colloop_tail_batch: bool = False  # the column loop's last R % 8 values in one batch (colloop.cu)
 
 
 @dataclass(frozen=True)

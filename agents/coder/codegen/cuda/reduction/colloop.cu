@@ -9,6 +9,10 @@
 // ks_col_affine for every operand): each operand's offset is its column base plus r times a step,
 // one multiply-add per value where ks_offset divides (the kernel was instruction-bound).
 // Min-blocks 4 (64 registers): with none stated ptxas aimed at 48 and spilled the AFFINE softmax.
+// The last R % 8 values: one at a time (each load waits for the one before it to be pushed: R =
+// 22, level2/24's min over a conv3d's depth, takes 2 batched rounds and 6 single ones), or with
+// ReductionVariant(colloop_tail_batch=True) in one predicated batch pushed in the same order
+// (the same values and arithmetic; written 2026-12-07 (s38), not yet timed).
 template <bool AFFINE>
 __global__ void __launch_bounds__(256, 4)
 {{name}}_colloop({{params}}, {{out_t}}* __restrict__ out, const int64_t outer, const int64_t R, const int64_t inner) {
@@ -31,14 +35,7 @@ __global__ void __launch_bounds__(256, 4)
       }
       ks_push_n<true>(st, x);
     }
-    for (; r < R; ++r) {
-      const int64_t rr = r, idx = base + rr * inner;
-      (void)idx; (void)rr;
-      float x[1]; const int u = 0;
-      {{loads1}}
-      const int q = 0; {{pro_x}}
-      st.push(x[0]);
-    }
+{{tail}}
 {{finish}}
   }
 }
