@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 
-from kernel_timing import run_cases, timed_variants
+from kernel_timing import load_kernel_extension, run_cases, timed_variants
 
 # label, (N, C_in, C_out, H, W)
 CASES = [
@@ -34,17 +34,12 @@ CASES = [
 
 def build(torch):
     from kernelstitch.agents.coder.codegen import (
-        EXTRA_CFLAGS,
-        EXTRA_CUDA_CFLAGS,
-        EXTRA_LDFLAGS,
         ElementwiseOp,
         ElementwiseSpec,
         TensorArg,
     )
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.conv_epilogue import emit_conv_epilogue
     from kernelstitch.agents.plan.kernel_spec import ConvEpilogueSpec, conv_epilogue_staged_channels
-    from torch.utils.cpp_extension import load_inline
 
     chain = ElementwiseSpec(name="e", inputs=(TensorArg("y", "float32"), TensorArg("b", "float32")),
                             ops=(ElementwiseOp("add", ("y", "b"), "t"), ElementwiseOp("relu", ("t",), "o")),
@@ -55,10 +50,7 @@ def build(torch):
         spec = ConvEpilogueSpec(name, TensorArg("x", "float32"), TensorArg("w", "float32"), (3, 3), (1, 1),
                                 (0, 0), chain, 0, conv_epilogue_staged_channels((3, 3), (1, 1), 8))
         forms.append(emit_conv_epilogue(spec, **keywords))
-    cpp, cuda, functions = build_extension_sources(forms)
-    return load_inline(name="ks_conv_epilogue_timing", cpp_sources=[cpp], cuda_sources=[cuda],
-                       functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernel_extension("ks_conv_epilogue_timing", forms)
 
 
 def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:

@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernel_timing import save, timed_variants, timing_args
+from kernel_timing import load_kernel_extension, save, timed_variants, timing_args
 
 ROOT = Path(__file__).resolve().parents[1]
 SWAP = "agents/coder/codegen/cuda/layout/swap.cu"
@@ -48,15 +48,9 @@ def baseline_source(rev: str, name: str):
 
 
 def build(rev: str):
-    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.layout_swap import emit_layout_swap
-    from torch.utils.cpp_extension import load_inline
 
-    cpp, cuda, functions = build_extension_sources([emit_layout_swap(), baseline_source(rev, "ks_swap_base")])
-    return load_inline(name="ks_layout_swap_timing", cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
-                       extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernel_extension("ks_layout_swap_timing", [emit_layout_swap(), baseline_source(rev, "ks_swap_base")])
 
 
 def measure(torch, ext, timer, runs: int, shape: tuple[int, ...], to_cl: bool) -> dict:

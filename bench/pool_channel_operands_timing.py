@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from kernel_timing import pool_layout_rows, run_cases
+from kernel_timing import load_kernel_extension, pool_layout_rows, run_cases
 
 # (label, [N, C, H, W], kernel, stride, per-channel operands of the prologue)
 CASES = [
@@ -43,10 +43,7 @@ def _spec(name: str, kernel: int, stride: int, operands: int, keep: bool):
 
 
 def build(torch):
-    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.pool import emit_pool
-    from torch.utils.cpp_extension import load_inline
 
     kernels = []
     for k, (_, _, kernel, stride, operands) in enumerate(CASES):
@@ -54,10 +51,7 @@ def build(torch):
             name = f"pool{k}_{'cl' if keep else 'nchw'}"
             kernels.append(emit_pool(_spec(name, kernel, stride, operands, keep)))
             kernels.append(emit_pool(_spec(name + "_old", kernel, stride, operands, keep), channel_vec=False))
-    cpp, cuda, functions = build_extension_sources(kernels)
-    return load_inline(name="ks_pool_channel_operands_timing", cpp_sources=[cpp], cuda_sources=[cuda],
-                       functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernel_extension("ks_pool_channel_operands_timing", kernels)
 
 
 def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:

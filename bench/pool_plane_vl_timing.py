@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 
-from kernel_timing import run_cases, timed_variants
+from kernel_timing import load_kernel_extension, run_cases, timed_variants
 
 # (label, kind, input shape, kernel, stride, padding, dilation, prologue)
 CASES = [
@@ -56,20 +56,14 @@ def _spec(name: str, case: tuple):
 
 
 def build(torch):
-    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.pool import emit_pool
-    from torch.utils.cpp_extension import load_inline
 
     kernels = []
     for k, case in enumerate(CASES):
         for form, keywords in FORMS.items():
             kernels.append(emit_pool(_spec(f"pool{k}_{form}", case), **keywords))
             assert "#if 1\ntemplate <int KIND, bool VL>" in kernels[-1].cuda, case[0]  # the plane kernel is emitted
-    cpp, cuda, functions = build_extension_sources(kernels)
-    return load_inline(name="ks_pool_plane_vl_timing", cpp_sources=[cpp], cuda_sources=[cuda],
-                       functions=functions, extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernel_extension("ks_pool_plane_vl_timing", kernels)
 
 
 def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:

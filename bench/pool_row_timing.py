@@ -10,8 +10,9 @@ The windows and NHWC input shapes of level3/6 (3x3 / stride 1 / padding 1 over [
 (cl4rt / cl4t, what a plan returns to the caller) and a channels-last one (cl4r / cl4, what a
 plan keeps for the next convolution), and a relu(x + b) prologue (b per channel) on the first.
 Forms, all built from this tree: `row` (`emit_pool(spec)`, row_rows=1: a row a thread, the
-default), `strip2` / `strip4` (`row_rows=2` / `4`; mixed on an H100 in s38, bench/results/
-2026-12-07-h100-s38, so not the default: level3/6's rows overlap, so the strip loads fewer rows; level2/35's 2x2 / stride-2 rows do not), and
+default), `strip2` / `strip4` (`row_rows=2` / `4`: level3/6's rows overlap, so the strip loads
+fewer rows, level2/35's 2x2 / stride-2 rows do not; mixed on an H100 in s38, bench/results/
+2026-12-07-h100-s38, so not the default), and
 `one_position` (`emit_pool(spec, row_form=False)`); a contiguous output never takes the strip
 (cl4rt: the strip forms build the `row` kernel there).  Timed with the Verifier's CUDA-event
 timer (median of --runs), compared with torch (the script fails on a mismatch).  TB/s counts the
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import sys
 
-from kernel_timing import pool_layout_rows, run_cases
+from kernel_timing import load_kernel_extension, pool_layout_rows, run_cases
 
 # (label, [N, C, H, W], kernel, stride, padding, prologue)
 CASES = [
@@ -49,10 +50,7 @@ def _spec(name: str, kernel: int, stride: int, pad: int, prologue: bool, keep: b
 
 
 def build(torch):
-    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.pool import emit_pool
-    from torch.utils.cpp_extension import load_inline
 
     kernels = []
     for k, (_, _, kernel, stride, pad, prologue) in enumerate(CASES):
@@ -60,10 +58,7 @@ def build(torch):
             name = f"pool{k}_{'cl' if keep else 'nchw'}"
             for suffix, keywords in FORMS.values():
                 kernels.append(emit_pool(_spec(name + suffix, kernel, stride, pad, prologue, keep), **keywords))
-    cpp, cuda, functions = build_extension_sources(kernels)
-    return load_inline(name="ks_pool_row_timing", cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
-                       extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernel_extension("ks_pool_row_timing", kernels)
 
 
 def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from kernel_timing import pool_layout_rows, run_cases
+from kernel_timing import load_kernel_extension, pool_layout_rows, run_cases
 
 # (label, shape, kind, kernel, stride)
 CASES = [
@@ -42,20 +42,14 @@ def _spec(name: str, k: int, keep: bool):
 
 
 def build(torch):
-    from kernelstitch.agents.coder.codegen import EXTRA_CFLAGS, EXTRA_CUDA_CFLAGS, EXTRA_LDFLAGS
-    from kernelstitch.agents.coder.codegen.common import build_extension_sources
     from kernelstitch.agents.coder.codegen.pool import emit_pool
-    from torch.utils.cpp_extension import load_inline
 
     kernels = []
     for k in range(len(CASES)):
         for keep in (False, True):
             for suffix, flags in FLAGS.items():
                 kernels.append(emit_pool(_spec(f"pool{k}_{'cl' if keep else 'nchw'}{suffix}", k, keep), **flags))
-    cpp, cuda, functions = build_extension_sources(kernels)
-    return load_inline(name="ks_pool_slices_timing", cpp_sources=[cpp], cuda_sources=[cuda], functions=functions,
-                       extra_cflags=list(EXTRA_CFLAGS), extra_cuda_cflags=list(EXTRA_CUDA_CFLAGS),
-                       extra_ldflags=list(EXTRA_LDFLAGS), verbose=False)
+    return load_kernel_extension("ks_pool_slices_timing", kernels)
 
 
 def measure(torch, ext, timer, runs: int, k: int) -> list[dict]:
