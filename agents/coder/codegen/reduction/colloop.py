@@ -30,13 +30,40 @@ def has_colloop(kind: str) -> bool:
     return kind not in AFFINE_KINDS
 
 
+# The last R % 8 values of a column: one load at a time (the default), or one predicated batch
+# of up to 8 loads pushed in order (ReductionVariant.colloop_tail_batch).
+_TAIL_SINGLE = """    for (; r < R; ++r) {
+      const int64_t rr = r, idx = base + rr * inner;
+      (void)idx; (void)rr;
+      float x[1]; const int u = 0;
+      {loads1}
+      const int q = 0; {pro_x}
+      st.push(x[0]);
+    }"""
+_TAIL_BATCH = """    if (r < R) {
+      const int left = (int)(R - r);  // 1 .. 7
+      float x[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        if (u < left) {
+          const int64_t rr = r + u, idx = base + rr * inner;
+          (void)idx; (void)rr;
+          {loads1}
+          const int q = 0; {pro_x}
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (u < left) st.push(x[u]);
+    }"""
+
+
 def kernel(r: Reduction, variant: ReductionVariant = ReductionVariant()) -> str:
     if not has_colloop(r.kind):
         return ""
     pro_loads, pro_x = column_loads(r.roles.prologue, "a"), r.pro_call("x[u]")
-    # the last R % 8 values of a column: one load at a time, or one predicated batch pushed in order
-    tail = render("reduction/colloop_tail_batch.cu" if variant.colloop_tail_batch else "reduction/colloop_tail.cu",
-                  loads1=pro_loads, pro_x=pro_x)
+    tail = (_TAIL_BATCH if variant.colloop_tail_batch else _TAIL_SINGLE).replace("{loads1}", pro_loads).replace(
+        "{pro_x}", pro_x)
     if r.normalizing:
         inv = " const float inv = 1.f / s1 + poison; (void)inv;" if r.kind == "softmax" else ""
         finish = render(
